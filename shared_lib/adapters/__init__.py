@@ -1,0 +1,1 @@
+"""Adapters for the ports: cloud/emulator ones and embedded ones are peers."""

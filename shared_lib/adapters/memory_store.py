@@ -1,0 +1,155 @@
+"""In-memory ``Store``: the embedded adapter (demo, unit tests). Serialisable transactions
+under one lock; documents are deep-copied in and out so callers never share state."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from shared_lib.ports import AlreadyExistsError, Doc, Op
+
+T = TypeVar("T")
+
+
+def _check_path(path: str) -> list[str]:
+    parts = path.strip("/").split("/")
+    if len(parts) % 2 or any(not p for p in parts):
+        raise ValueError(f"not a document path: {path!r}")
+    return parts
+
+
+def _match(doc: Doc, field: str, op: Op, value: Any) -> bool:
+    cur: Any = doc
+    for part in field.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return False
+        cur = cur[part]
+    try:
+        match op:
+            case "==":
+                return bool(cur == value)
+            case "!=":
+                return bool(cur != value)
+            case "<":
+                return bool(cur < value)
+            case "<=":
+                return bool(cur <= value)
+            case ">":
+                return bool(cur > value)
+            case ">=":
+                return bool(cur >= value)
+            case "in":
+                return cur in value
+            case "array_contains":
+                return isinstance(cur, list) and value in cur
+    except TypeError:
+        return False
+    return False
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    return (0, value) if value is not None else (1, 0)
+
+
+class _MemoryTransaction:
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self._writes: list[tuple[str, str, Doc | None, bool]] = []
+
+    def get(self, path: str) -> Doc | None:
+        return self._store.get(path)
+
+    def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
+        _check_path(path)
+        self._writes.append(("set", path, copy.deepcopy(data), merge))
+
+    def create(self, path: str, data: Doc) -> None:
+        _check_path(path)
+        self._writes.append(("create", path, copy.deepcopy(data), False))
+
+    def delete(self, path: str) -> None:
+        self._writes.append(("delete", path, None, False))
+
+    def commit(self) -> None:
+        docs = self._store._docs
+        for kind, path, _, _ in self._writes:
+            if kind == "create" and path in docs:
+                raise AlreadyExistsError(path)
+        for kind, path, data, merge in self._writes:
+            if kind == "delete":
+                docs.pop(path, None)
+            elif merge and path in docs and data is not None:
+                docs[path].update(data)
+            elif data is not None:
+                docs[path] = data
+
+
+class MemoryStore:
+    """Thread-safe dict of documents keyed by path."""
+
+    def __init__(self) -> None:
+        self._docs: dict[str, Doc] = {}
+        self._lock = threading.RLock()
+        self.fail_reads = False  # fault injection for degraded-mode tests
+
+    def _guard(self) -> None:
+        if self.fail_reads:
+            from shared_lib.errors import StoreUnavailable
+
+            raise StoreUnavailable("memory store: injected failure")
+
+    def get(self, path: str) -> Doc | None:
+        _check_path(path)
+        self._guard()
+        with self._lock:
+            doc = self._docs.get(path)
+            return copy.deepcopy(doc) if doc is not None else None
+
+    def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
+        _check_path(path)
+        with self._lock:
+            if merge and path in self._docs:
+                self._docs[path].update(copy.deepcopy(data))
+            else:
+                self._docs[path] = copy.deepcopy(data)
+
+    def create(self, path: str, data: Doc) -> bool:
+        _check_path(path)
+        with self._lock:
+            if path in self._docs:
+                return False
+            self._docs[path] = copy.deepcopy(data)
+            return True
+
+    def delete(self, path: str) -> None:
+        with self._lock:
+            self._docs.pop(path, None)
+
+    def query(self, collection: str, *, where: Sequence[tuple[str, Op, Any]] = (), order_by: str | None = None,
+              descending: bool = False, limit: int | None = None, group: bool = False) -> list[tuple[str, Doc]]:
+        self._guard()
+        coll = collection.strip("/")
+        out: list[tuple[str, Doc]] = []
+        with self._lock:
+            for path, doc in self._docs.items():
+                parent, _, doc_id = path.rpartition("/")
+                in_coll = parent.rsplit("/", 1)[-1] == coll if group else parent == coll
+                if in_coll and all(_match(doc, f, op, v) for f, op, v in where):
+                    out.append((doc_id, copy.deepcopy(doc)))
+        if order_by:
+            out.sort(key=lambda item: _sort_key(item[1].get(order_by)), reverse=descending)
+        return out[:limit] if limit is not None else out
+
+    def run_transaction(self, fn: Callable[[Any], T]) -> T:
+        with self._lock:
+            txn = _MemoryTransaction(self)
+            result = fn(txn)
+            txn.commit()
+            return result
+
+    def dump(self) -> dict[str, Doc]:
+        """A copy of every document (tests and the demo's summary)."""
+        with self._lock:
+            return copy.deepcopy(self._docs)

@@ -1,0 +1,39 @@
+"""Pub/Sub ``Bus`` (cloud and emulator: honours ``PUBSUB_EMULATOR_HOST``).
+
+Publishing with an ordering key keeps one conversation's turns in order. After a failed
+ordered publish the client pauses that key; we resume it so the next turn can go, and
+raise so that the push handler answers 5xx and Pub/Sub redelivers the input.
+"""
+
+from __future__ import annotations
+
+from google.cloud import pubsub_v1
+
+from shared_lib.topology import TOPOLOGY, Topology
+
+
+class PubSubBus:
+    def __init__(self, project: str, *, topology: Topology = TOPOLOGY, timeout: float = 30.0,
+                 publisher: pubsub_v1.PublisherClient | None = None) -> None:
+        self.project = project
+        self.topology = topology
+        self.timeout = timeout
+        self.publisher = publisher or pubsub_v1.PublisherClient(
+            publisher_options=pubsub_v1.types.PublisherOptions(enable_message_ordering=True),
+            batch_settings=pubsub_v1.types.BatchSettings(max_latency=0.001),
+        )
+        self._paths = {key: self.publisher.topic_path(project, name) for key, name in topology.topics.items()}
+
+    def topic_path(self, topic_key: str) -> str:
+        return self._paths[topic_key]
+
+    def publish(self, topic_key: str, data: bytes, attributes: dict[str, str], ordering_key: str = "") -> str:
+        path = self._paths[topic_key]
+        try:
+            future = self.publisher.publish(path, data, ordering_key=ordering_key, **attributes)
+            return str(future.result(timeout=self.timeout))
+        except Exception:
+            if ordering_key:
+                self.publisher.resume_publish(path, ordering_key)
+            raise
+

@@ -1,0 +1,1 @@
+"""The proposing half: the LLM brain under its constitution, and the legacy keyword brain."""

@@ -1,0 +1,259 @@
+"""The ``Turn`` envelope: one versioned model that travels through the chain.
+
+Each layer reads what it needs and fills only its own section (``LAYER_SECTIONS``; a
+test enforces it). Shared bookkeeping (``timings``, ``trail``, ``errors``, ``usage``) is
+appended by every layer through the helpers here.
+
+On Pub/Sub the JSON body is the message data; the attributes carry ``turn_id``,
+``layer`` (the producer), ``schema_version``, ``step`` and ``traceparent``. A body over
+``MAX_INLINE_BYTES`` is stored in the store and the message carries a reference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shared_lib.decisions import AuthDecision, Verdict
+from shared_lib.errors import BrainError, EnvelopeError, EnvelopeTooLarge
+from shared_lib.ids import new_turn_id, utc_now
+from shared_lib.inbound import ChannelName, InboundMessage
+from shared_lib.proposal import Proposal
+
+if TYPE_CHECKING:
+    from shared_lib.ports import Store
+
+SCHEMA_VERSION = 1
+MAX_INLINE_BYTES = 256 * 1024
+MAX_BYTES = 8 * 1024 * 1024  # Pub/Sub's own limit is 10 MB per message
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FlagsSection(_Section):
+    arm: Literal["legacy", "llm"] = "legacy"
+    reason: str = "DEFAULT"
+    bucket: int | None = None
+    flags_version: str = ""
+    kill_switch: bool = False
+    shadow_candidate_arm: Literal["legacy", "llm"] | None = None
+    model: str | None = None
+
+
+class UserInfo(_Section):
+    user_id: str
+    name: str | None = None
+    level: int | None = None
+    department_id: str | None = None
+
+
+class ContextSection(_Section):
+    user: UserInfo | None = None
+    session: dict[str, Any] = Field(default_factory=dict)
+    pending_action: dict[str, Any] | None = None
+    recent_messages: list[dict[str, Any]] = Field(default_factory=list)
+    summary: str = ""
+    persons: list[dict[str, Any]] = Field(default_factory=list)
+    tasks: list[dict[str, Any]] = Field(default_factory=list)
+    goals: list[dict[str, Any]] = Field(default_factory=list)
+    teachings: list[dict[str, Any]] = Field(default_factory=list)
+    preferences: dict[str, Any] = Field(default_factory=dict)
+    knowledge: list[dict[str, Any]] = Field(default_factory=list)
+    degraded: list[str] = Field(default_factory=list)
+    rendered: str = ""
+    token_estimate: int = 0
+
+
+class ConstitutionViolation(_Section):
+    article: str
+    code: str
+    detail: str
+    action: Literal["block", "suggest", "retry"]
+
+
+class ProposalSection(_Section):
+    arm: Literal["legacy", "llm", "state", "fast_path", "kill_switch"] = "llm"
+    model: str | None = None
+    proposal: Proposal | None = None
+    attempts: int = 0
+    violations: list[ConstitutionViolation] = Field(default_factory=list)
+    approval: dict[str, Any] | None = None  # set when the user answered a pending confirmation
+    duration_ms: float = 0.0
+    self_critique: dict[str, Any] | None = None
+
+
+class ToolResult(_Section):
+    tool_name: str
+    call_index: int
+    ok: bool
+    result: dict[str, Any] = Field(default_factory=dict)
+    error_code: str | None = None
+    receipt_id: str | None = None
+    duration_ms: float = 0.0
+    dry_run: bool = False
+    replayed: bool = False
+
+
+class ExecutionSection(_Section):
+    results: list[ToolResult] = Field(default_factory=list)
+    dry_run: bool = False
+    skipped_reason: str | None = None
+
+
+class ResponseSection(_Section):
+    kind: Literal["reply", "confirm", "block", "deny", "clarify", "error", "ignored"] = "reply"
+    text: str = ""
+    sent: bool = False
+    send_receipt: str | None = None
+    duplicate_send: bool = False
+
+
+class LayerTiming(_Section):
+    started_at: datetime
+    duration_ms: float
+
+
+class TrailEntry(_Section):
+    layer: str
+    outcome: str
+    reason_code: str = ""
+    duration_ms: float = 0.0
+    at: datetime = Field(default_factory=utc_now)
+    detail: str = ""
+
+
+class Usage(_Section):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cost_usd: float = 0.0
+    llm_calls: int = 0
+    llm_duration_ms: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class Turn(BaseModel):
+    """One user turn through the chain. ``step`` counts multi-step loops (0-based)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    turn_id: str = Field(default_factory=new_turn_id)
+    conversation_key: str
+    org_id: str
+    user_id: str
+    room_id: str
+    channel: ChannelName
+    step: int = Field(default=0, ge=0, le=20)
+    created_at: datetime = Field(default_factory=utc_now)
+    shadow: bool = False  # True on the candidate copy of shadow mode: dry-run everywhere
+    traceparent: str = ""
+
+    inbound: InboundMessage
+    flags: FlagsSection = Field(default_factory=FlagsSection)
+    context: ContextSection = Field(default_factory=ContextSection)
+    proposal: ProposalSection = Field(default_factory=ProposalSection)
+    guardian: Verdict | None = None
+    authorization: AuthDecision | None = None
+    execution: ExecutionSection = Field(default_factory=ExecutionSection)
+    response: ResponseSection = Field(default_factory=ResponseSection)
+
+    timings: dict[str, LayerTiming] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    errors: list[BrainError] = Field(default_factory=list)
+    trail: list[TrailEntry] = Field(default_factory=list)
+
+    @classmethod
+    def from_inbound(cls, inbound: InboundMessage, *, traceparent: str = "") -> Turn:
+        return cls(conversation_key=inbound.conversation_key, org_id=inbound.org_id, user_id=inbound.user_id,
+                   room_id=inbound.room_id, channel=inbound.channel, inbound=inbound, traceparent=traceparent)
+
+    # -- bookkeeping every layer may do -------------------------------------------------
+    def record(self, layer: str, outcome: str, *, reason_code: str = "", started: datetime,
+               duration_ms: float, detail: str = "") -> None:
+        key = layer if self.step == 0 else f"{layer}#{self.step}"
+        self.timings[key] = LayerTiming(started_at=started, duration_ms=round(duration_ms, 3))
+        self.trail.append(TrailEntry(layer=key, outcome=outcome, reason_code=reason_code,
+                                     duration_ms=round(duration_ms, 3), detail=detail[:500]))
+
+    def add_error(self, error: BrainError) -> None:
+        self.errors.append(error)
+
+    # -- Pub/Sub serialisation ----------------------------------------------------------
+    def attributes(self, layer: str) -> dict[str, str]:
+        attrs = {"turn_id": self.turn_id, "layer": layer, "schema_version": str(self.schema_version),
+                 "step": str(self.step), "shadow": "1" if self.shadow else "0"}
+        if self.traceparent:
+            attrs["traceparent"] = self.traceparent
+        return attrs
+
+    def to_message(self, layer: str, store: Store | None = None) -> tuple[bytes, dict[str, str]]:
+        """Serialise for the bus; a body over MAX_INLINE_BYTES goes to ``store`` by reference."""
+        data = self.model_dump_json().encode()
+        attrs = self.attributes(layer)
+        if len(data) > MAX_BYTES:
+            raise EnvelopeTooLarge(f"turn {self.turn_id} is {len(data)} bytes (max {MAX_BYTES})")
+        if len(data) > MAX_INLINE_BYTES:
+            if store is None:
+                raise EnvelopeTooLarge(f"turn {self.turn_id} is {len(data)} bytes and no store to offload to")
+            path = blob_path(self, layer)
+            store.set(path, {"body": data.decode(), "expires_at": _expiry()})
+            data = json.dumps({"$ref": path}).encode()
+            attrs["body_ref"] = path
+        return data, attrs
+
+    @classmethod
+    def from_message(cls, data: bytes, attributes: dict[str, str] | None = None,
+                     store: Store | None = None) -> Turn:
+        """Decode a bus message; raises ``EnvelopeError`` (never a bare pydantic error)."""
+        attributes = attributes or {}
+        version = attributes.get("schema_version", str(SCHEMA_VERSION))
+        if version != str(SCHEMA_VERSION):
+            raise EnvelopeError(f"unsupported schema_version {version!r}")
+        try:
+            raw = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise EnvelopeError(f"message data is not JSON: {exc}") from exc
+        if isinstance(raw, dict) and set(raw) == {"$ref"}:
+            if store is None:
+                raise EnvelopeError("message references a stored body but no store is configured")
+            doc = store.get(str(raw["$ref"]))
+            if doc is None:
+                raise EnvelopeError(f"referenced body {raw['$ref']} not found")
+            raw = json.loads(doc["body"])
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            raise EnvelopeError(f"invalid turn: {exc.error_count()} error(s): {exc.errors()[:3]}") from exc
+
+
+def blob_path(turn: Turn, layer: str) -> str:
+    return f"orgs/{turn.org_id}/blobs/{turn.turn_id}-{layer}-{turn.step}"
+
+
+def _expiry() -> datetime:
+    from datetime import timedelta
+
+    return utc_now() + timedelta(days=int(os.environ.get("CHARTER_BLOB_TTL_DAYS", "7")))
+
+
+# Which top-level fields each layer may change (besides the shared bookkeeping).
+SHARED_FIELDS = frozenset({"timings", "trail", "errors", "usage"})
+LAYER_SECTIONS: dict[str, frozenset[str]] = {
+    "context": frozenset({"context", "flags"}),
+    "brain": frozenset({"proposal"}),
+    "guardian": frozenset({"guardian"}),
+    "authorizer": frozenset({"authorization"}),
+    "executor": frozenset({"execution"}),
+    "responder": frozenset({"response"}),
+}

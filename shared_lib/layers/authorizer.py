@@ -1,0 +1,31 @@
+"""Authorizer layer: the Authorization Gate, checked before any confirmation is asked and
+again by the executor right before execution."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from shared_lib.decisions import AuthDecision
+from shared_lib.envelope import Turn
+from shared_lib.errors import BrainError
+from shared_lib.layers.base import Layer, Outcome
+from shared_lib.policy.authorization import authorize
+
+if TYPE_CHECKING:
+    from shared_lib.runtime import Runtime
+
+
+def run(turn: Turn, rt: Runtime) -> Outcome:
+    proposal = turn.proposal.proposal
+    if proposal is None or (turn.guardian is not None and turn.guardian.blocked):
+        turn.authorization = AuthDecision.not_applicable()
+        return Outcome("not_applicable", reason_code="not_applicable")
+    decision = authorize(proposal, store=rt.store, org_id=turn.org_id, user_id=turn.user_id, registry=rt.registry)
+    turn.authorization = decision
+    if decision.reason_code == "directory.unavailable":
+        turn.add_error(BrainError.of("access_control_error", "directory unreadable", layer="authorizer"))
+        rt.emit_alert(turn, "access_control_error", "directory unreadable: denied")
+    return Outcome(decision.result, reason_code=decision.reason_code)
+
+
+LAYER = Layer("authorizer", "authorized", run)

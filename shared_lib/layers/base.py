@@ -1,0 +1,97 @@
+"""What every layer shares: the ``Layer`` description and the idempotent runner.
+
+``LayerRunner.handle(data, attributes)`` is what a push handler (functions-framework) or
+the in-process bus calls. It decodes the turn, claims ``(turn_id, layer, step)``, runs
+the layer, publishes the result with the conversation as ordering key, and completes the
+claim. Any exception propagates: the push handler answers 5xx and Pub/Sub redelivers,
+then dead-letters.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from shared_lib import idempotency
+from shared_lib.envelope import Turn
+from shared_lib.errors import LayerRetry
+from shared_lib.logs import log_event
+
+if TYPE_CHECKING:
+    from shared_lib.runtime import Runtime
+
+log = logging.getLogger(__name__)
+DEFAULT = "__default__"
+
+
+@dataclass
+class Outcome:
+    """What a layer reports: its outcome word, a reason code, and where the turn goes next."""
+
+    outcome: str = "ok"
+    reason_code: str = ""
+    next_topic: str | None = DEFAULT
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    output_topic: str | None
+    run: Callable[[Turn, Runtime], Outcome]
+
+
+class FaultInjected(RuntimeError):
+    """Raised only when CHARTER_FAULT_INJECTION is on and the turn asks for it (tests)."""
+
+
+class LayerRunner:
+    def __init__(self, layer: Layer, runtime: Runtime) -> None:
+        self.layer = layer
+        self.rt = runtime
+
+    def handle(self, data: bytes, attributes: dict[str, str]) -> str:
+        rt = self.rt
+        turn = Turn.from_message(data, attributes, rt.store)
+        self._maybe_fail(turn)
+        path = idempotency.claim_path(turn.org_id, turn.turn_id, self.layer.name, turn.step, shadow=turn.shadow)
+        state = idempotency.acquire(rt.store, path, now=rt.clock(), lease=timedelta(seconds=rt.settings.lease_seconds))
+        if state is idempotency.ClaimState.COMPLETED:
+            log_event("duplicate_delivery", turn=turn, layer=self.layer.name)
+            return "duplicate"
+        if state is idempotency.ClaimState.BUSY:
+            raise LayerRetry(f"{self.layer.name}: turn {turn.turn_id} is being processed")
+        try:
+            outcome = self.run(turn)
+            self.forward(turn, outcome)
+        except Exception:
+            idempotency.release(rt.store, path)
+            raise
+        idempotency.complete(rt.store, path, now=rt.clock(), summary={"outcome": outcome.outcome})
+        return outcome.outcome
+
+    def run(self, turn: Turn) -> Outcome:
+        started = self.rt.clock()
+        t0 = time.perf_counter()
+        outcome = self.layer.run(turn, self.rt)
+        ms = (time.perf_counter() - t0) * 1000
+        turn.record(self.layer.name, outcome.outcome, reason_code=outcome.reason_code, started=started,
+                    duration_ms=ms, detail=outcome.detail)
+        log_event("layer_done", turn=turn, layer=self.layer.name, outcome=outcome.outcome,
+                  reason_code=outcome.reason_code, duration_ms=round(ms, 2))
+        return outcome
+
+    def forward(self, turn: Turn, outcome: Outcome) -> None:
+        topic = self.layer.output_topic if outcome.next_topic == DEFAULT else outcome.next_topic
+        if topic is None:
+            return
+        data, attrs = turn.to_message(self.layer.name, self.rt.store)
+        self.rt.bus.publish(topic, data, attrs, ordering_key=turn.conversation_key)
+
+    def _maybe_fail(self, turn: Turn) -> None:
+        if self.rt.settings.fault_injection and f"[[fail:{self.layer.name}]]" in turn.inbound.text:
+            raise FaultInjected(f"injected failure in {self.layer.name}")

@@ -1,0 +1,78 @@
+"""Ingress: verify, dedupe, publish, answer fast. It decides nothing about meaning.
+
+``handle_http`` is the HTTP entry (functions-framework ``ingress`` target): the channel's
+verification and normalisation (``shared_lib.channels.webhooks``), then ``accept``:
+dedupe on the provider's event id (a ``create`` in the store) and publish to
+``turns.received`` with the conversation as ordering key. If publishing fails the dedupe
+record is removed and the provider gets a 503, so its retry is not lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from shared_lib.envelope import Turn
+from shared_lib.inbound import InboundMessage
+from shared_lib.logs import log_event
+
+if TYPE_CHECKING:
+    from shared_lib.runtime import Runtime
+
+
+def new_traceparent() -> str:
+    return f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
+
+
+def dedupe_path(msg: InboundMessage) -> str:
+    key = f"{msg.channel}:{msg.org_id}:{msg.event_id}"
+    return f"orgs/{msg.org_id}/webhook_events/{hashlib.sha256(key.encode()).hexdigest()[:40]}"
+
+
+def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "") -> str | None:
+    """Publish one inbound message as a new turn; ``None`` when it is a duplicate delivery."""
+    path = dedupe_path(msg)
+    now = rt.clock()
+    turn = Turn.from_inbound(msg, traceparent=traceparent or new_traceparent())
+    if not rt.store.create(path, {"turn_id": turn.turn_id, "at": now, "expires_at": now.replace(year=now.year + 1)}):
+        log_event("webhook_duplicate", layer="ingress", channel=msg.channel, event_id=msg.event_id)
+        return None
+    try:
+        data, attrs = turn.to_message("ingress", rt.store)
+        rt.bus.publish("received", data, attrs, ordering_key=turn.conversation_key)
+    except Exception:
+        rt.store.delete(path)
+        raise
+    log_event("turn_received", turn=turn, layer="ingress", channel=msg.channel)
+    return turn.turn_id
+
+
+def handle_http(rt: Runtime, channel: str, method: str, headers: Mapping[str, str], query: Mapping[str, str],
+                body: bytes) -> tuple[int, dict[str, Any]]:
+    from shared_lib.channels.secrets import ChannelSecrets
+    from shared_lib.channels.webhooks import IngressConfig, handle_webhook
+
+    cfg = rt.extras.get("ingress_config") or IngressConfig.from_env(os.environ)
+    sec = rt.extras.get("channel_secrets") or ChannelSecrets.from_env(os.environ)
+    outcome = handle_webhook(channel, method, headers, query, body, secrets=sec, config=cfg, now=rt.clock())
+    if outcome.rejection:
+        log_event("webhook_rejected", layer="ingress", severity="WARNING", channel=channel,
+                  status=outcome.status, reason=outcome.rejection)
+        return outcome.status, outcome.body
+    traceparent = {k.lower(): v for k, v in headers.items()}.get("traceparent", "")
+    turn_ids = []
+    try:
+        for msg in outcome.messages:
+            turn_id = accept(rt, msg, traceparent=traceparent)
+            if turn_id:
+                turn_ids.append(turn_id)
+    except Exception as exc:
+        log_event("publish_failed", layer="ingress", severity="ERROR", error=str(exc))
+        return 503, {"error": "temporarily_unavailable"}
+    body_out = dict(outcome.body)
+    if turn_ids:
+        body_out["turn_ids"] = turn_ids
+    return outcome.status, body_out

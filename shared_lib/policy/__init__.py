@@ -1,0 +1,1 @@
+"""The deciding half of the charter: guardian rules and the authorization gate."""

@@ -1,0 +1,129 @@
+"""Ports: the small protocols every layer depends on. Adapters in ``shared_lib.adapters``
+are peers (cloud/emulator and embedded); the same contract tests run against each.
+
+Paths in the store are Firestore-style, alternating collection and document ids and
+scoped by organisation: ``orgs/{org}/sessions/{key}``.
+
+>>> from shared_lib.adapters.memory_store import MemoryStore
+>>> store = MemoryStore()
+>>> store.create("orgs/acme/claims/t1", {"status": "done"})
+True
+>>> store.create("orgs/acme/claims/t1", {"status": "again"})
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+T = TypeVar("T")
+Doc = dict[str, Any]
+Op = Literal["==", "!=", "<", "<=", ">", ">=", "in", "array_contains"]
+
+
+class Transaction(Protocol):
+    """Reads first, then writes; the store retries the whole function on contention."""
+
+    def get(self, path: str) -> Doc | None: ...
+    def set(self, path: str, data: Doc, *, merge: bool = False) -> None: ...
+    def create(self, path: str, data: Doc) -> None:
+        """Write a new document; the transaction fails with ``AlreadyExistsError`` if it exists."""
+        ...
+    def delete(self, path: str) -> None: ...
+
+
+class AlreadyExistsError(Exception):
+    pass
+
+
+class Store(Protocol):
+    def get(self, path: str) -> Doc | None: ...
+    def set(self, path: str, data: Doc, *, merge: bool = False) -> None: ...
+    def create(self, path: str, data: Doc) -> bool:
+        """Create atomically; ``False`` when the document already exists."""
+        ...
+    def delete(self, path: str) -> None: ...
+    def query(self, collection: str, *, where: Sequence[tuple[str, Op, Any]] = (), order_by: str | None = None,
+              descending: bool = False, limit: int | None = None, group: bool = False) -> list[tuple[str, Doc]]:
+        """Documents of ``collection`` (a path), or of every collection with that id when ``group``."""
+        ...
+    def run_transaction(self, fn: Callable[[Transaction], T]) -> T: ...
+
+
+class Bus(Protocol):
+    """Publish to a topic *key* of ``topology.json`` (``"proposed"``), ordered by ``ordering_key``."""
+
+    def publish(self, topic_key: str, data: bytes, attributes: dict[str, str], ordering_key: str = "") -> str: ...
+
+
+class LLMRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    call_type: Literal["proposal", "integration", "self_critique", "shadow", "continuation"] = "proposal"
+    model: str
+    max_tokens: int = Field(default=1024, ge=1, le=64000)
+    system: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tool_choice: dict[str, Any] | None = None
+    messages: list[dict[str, Any]]
+    temperature: float | None = None
+    stream: bool = False
+
+
+class LLMUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+
+class LLMResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    content: list[dict[str, Any]]
+    stop_reason: str | None
+    model: str
+    usage: LLMUsage = Field(default_factory=LLMUsage)
+    duration_ms: float = 0.0
+    attempts: int = 1
+
+    def tool_uses(self, name: str | None = None) -> list[dict[str, Any]]:
+        return [b for b in self.content if b.get("type") == "tool_use" and (name is None or b.get("name") == name)]
+
+    def text(self) -> str:
+        return "".join(str(b.get("text", "")) for b in self.content if b.get("type") == "text")
+
+
+class LLM(Protocol):
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        """One model call with the adapter's retry policy; raises ``LLMError`` when it gives up."""
+        ...
+
+
+class OutboundReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    channel: str
+    org_id: str
+    room_id: str
+    thread_id: str | None = None
+    user_id: str
+    reply_handle: dict[str, str] = Field(default_factory=dict)
+    text: str
+    idempotency_key: str
+
+
+class SendResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ok: bool
+    provider_message_id: str | None = None
+    status: int | None = None
+    error: str | None = None
+    parts: int = 1
+
+
+class Channel(Protocol):
+    name: str
+
+    def send(self, reply: OutboundReply) -> SendResult: ...

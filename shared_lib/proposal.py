@@ -1,0 +1,172 @@
+"""The LLM's proposal: the three output types of seed 000 §5.2.3b.
+
+A proposal is what the LLM *suggests*; nothing in it decides anything. It is validated
+here (shape, ranges, mandatory reasoning) and later judged by the guardian and the
+authorization gate. ``ToolCall.parameters`` are candidates, never written unchecked.
+
+>>> p = Proposal.model_validate({"output_type": "text_response",
+...     "reasoning": {"intent_understanding": "挨拶をされたので挨拶を返す", "no_tool_reason": "雑談でありツールは不要"},
+...     "confidence": {"overall": 0.95}, "text_response": "こんにちはウル！"})
+>>> p.root.output_type
+'text_response'
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+ParameterSource = Literal["user_message", "context", "inferred", "default"]
+Score = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class _Model(BaseModel):
+    # LLM output is not ours: unknown keys are ignored, not fatal, but types are strict.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class Confidence(_Model):
+    overall: Score
+    intent: Score | None = None
+    parameters: Score | None = None
+
+
+class ToolCallReasoning(_Model):
+    intent_understanding: str
+    context_used: list[str] = Field(default_factory=list)
+    tool_selection_reason: str
+    alternatives_considered: list[str] = Field(default_factory=list)
+
+
+class TextReasoning(_Model):
+    intent_understanding: str
+    response_strategy: str = ""
+    no_tool_reason: str
+
+
+class ClarificationReasoning(_Model):
+    ambiguity_detected: str
+    possible_interpretations: list[str]
+
+
+class ToolCall(_Model):
+    tool_name: Annotated[str, Field(min_length=1, max_length=64)]
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    parameter_sources: dict[str, ParameterSource] = Field(default_factory=dict)
+
+
+class ToolCallProposal(_Model):
+    output_type: Literal["tool_call"]
+    reasoning: ToolCallReasoning
+    confidence: Confidence
+    tool_calls: Annotated[list[ToolCall], Field(min_length=1, max_length=5)]
+    needs_confirmation: bool = False
+    confirmation_question: str = ""
+
+    def reasoning_text(self) -> str:
+        r = self.reasoning
+        return " / ".join(x for x in (r.intent_understanding, r.tool_selection_reason) if x)
+
+
+class TextResponseProposal(_Model):
+    output_type: Literal["text_response"]
+    reasoning: TextReasoning
+    confidence: Confidence
+    text_response: Annotated[str, Field(min_length=1)]
+
+    def reasoning_text(self) -> str:
+        r = self.reasoning
+        return " / ".join(x for x in (r.intent_understanding, r.response_strategy, r.no_tool_reason) if x)
+
+
+class ClarificationProposal(_Model):
+    output_type: Literal["clarification_needed"]
+    reasoning: ClarificationReasoning
+    confidence: Confidence
+    clarification_question: Annotated[str, Field(min_length=1)]
+    options: list[str] = Field(default_factory=list)
+
+    def reasoning_text(self) -> str:
+        r = self.reasoning
+        return " / ".join([r.ambiguity_detected, *r.possible_interpretations])
+
+
+AnyProposal = Annotated[
+    ToolCallProposal | TextResponseProposal | ClarificationProposal, Field(discriminator="output_type")
+]
+
+
+class Proposal(RootModel[AnyProposal]):
+    """Validated LLM output; ``.root`` is one of the three output types."""
+
+    @property
+    def output_type(self) -> str:
+        return self.root.output_type
+
+    @property
+    def confidence(self) -> float:
+        return self.root.confidence.overall
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return list(self.root.tool_calls) if isinstance(self.root, ToolCallProposal) else []
+
+
+def proposal_json_schema() -> dict[str, Any]:
+    """The JSON schema the LLM is asked to fill (the ``submit_proposal`` decision tool).
+
+    Flattened (one object, ``output_type`` enum) because tool input schemas must be a
+    single object; the discriminated union above re-checks each type's required fields.
+    """
+    str_list = {"type": "array", "items": {"type": "string"}}
+    score = {"type": "number", "minimum": 0, "maximum": 1}
+    return {
+        "type": "object",
+        "properties": {
+            "output_type": {"type": "string", "enum": ["tool_call", "text_response", "clarification_needed"]},
+            "reasoning": {
+                "type": "object",
+                "description": "Mandatory chain of thought (constitution art. 4.7).",
+                "properties": {
+                    "intent_understanding": {"type": "string"},
+                    "context_used": str_list,
+                    "tool_selection_reason": {"type": "string"},
+                    "alternatives_considered": str_list,
+                    "response_strategy": {"type": "string"},
+                    "no_tool_reason": {"type": "string"},
+                    "ambiguity_detected": {"type": "string"},
+                    "possible_interpretations": str_list,
+                },
+            },
+            "confidence": {
+                "type": "object",
+                "properties": {"overall": score, "intent": score, "parameters": score},
+                "required": ["overall"],
+            },
+            "tool_calls": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "tool_name": {"type": "string"},
+                        "parameters": {"type": "object"},
+                        "parameter_sources": {
+                            "type": "object",
+                            "additionalProperties": {
+                                "type": "string",
+                                "enum": ["user_message", "context", "inferred", "default"],
+                            },
+                        },
+                    },
+                    "required": ["tool_name", "parameters"],
+                },
+            },
+            "needs_confirmation": {"type": "boolean"},
+            "confirmation_question": {"type": "string"},
+            "text_response": {"type": "string"},
+            "clarification_question": {"type": "string"},
+            "options": str_list,
+        },
+        "required": ["output_type", "reasoning", "confidence"],
+    }

@@ -1,0 +1,1 @@
+"""The brain's world: the tool registry and its fixed-logic handlers."""
