@@ -12,40 +12,17 @@ from shared_lib.envelope import Turn, Usage
 from shared_lib.errors import BrainError, LLMError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.proposal import Proposal
-from shared_lib.state.session import parse_answer
+from shared_lib.state import confirmation
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 
-def _text(text: str, why: str, confidence: float = 1.0) -> Proposal:
+def fixed_text(text: str, why: str, confidence: float = 1.0) -> Proposal:
     return Proposal.model_validate({
         "output_type": "text_response",
         "reasoning": {"intent_understanding": why, "no_tool_reason": "固定の応答で答える状況のため"},
         "confidence": {"overall": confidence}, "text_response": text})
-
-
-def _pending_answer(turn: Turn, rt: Runtime) -> bool:
-    """Seed 000 §5.1.7: an answer to a pending confirmation is handled by state, not the LLM."""
-    pending = turn.context.pending_action
-    if not pending:
-        return False
-    answer = parse_answer(turn.inbound.text)
-    sec = turn.proposal
-    sec.arm = "state"
-    if answer == "approve":
-        sec.approval = {"approval_id": pending["approval_id"], "approved": True,
-                        "by": turn.user_id, "params_hash": pending.get("params_hash")}
-        sec.proposal = Proposal.model_validate(pending["proposal"])
-        return True
-    if answer == "deny":
-        sec.approval = {"approval_id": pending["approval_id"], "approved": False, "by": turn.user_id}
-        sec.proposal = _text(rt.persona.message("cancelled"), "確認待ちの操作をユーザーが取り消した")
-        return True
-    sec.proposal = _text(rt.persona.message("pending_reminder", question=pending.get("question", "")),
-                         "確認待ちの操作があるため、まず回答を求める")
-    sec.approval = {"approval_id": pending["approval_id"], "reminder": True}
-    return True
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
@@ -54,9 +31,9 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     try:
         if turn.flags.kill_switch:
             sec.arm = "kill_switch"
-            sec.proposal = _text(rt.persona.message("kill_switch"), "緊急停止中のため固定メッセージで応答する")
+            sec.proposal = fixed_text(rt.persona.message("kill_switch"), "緊急停止中のため固定メッセージで応答する")
             return Outcome("kill_switch", reason_code="flags.KILL_SWITCH")
-        if not turn.shadow and _pending_answer(turn, rt):
+        if not turn.shadow and confirmation.handle_pending_answer(turn, rt):
             return Outcome("pending_answer", reason_code=f"approval.{'set' if sec.approval else 'none'}")
         arm = turn.flags.shadow_candidate_arm if turn.shadow and turn.flags.shadow_candidate_arm else turn.flags.arm
         if arm == "llm" and rt.llm is not None:
@@ -78,7 +55,7 @@ def _llm(turn: Turn, rt: Runtime) -> Outcome:
                              max_tokens=rt.settings.max_tokens)
     except LLMError as exc:
         turn.add_error(BrainError.of(exc.code, exc.detail or exc.code, layer="brain"))
-        sec.proposal = _text(rt.persona.message(exc.code if exc.code in rt.persona.messages else "llm_unavailable"),
+        sec.proposal = fixed_text(rt.persona.message(exc.code if exc.code in rt.persona.messages else "llm_unavailable"),
                              f"LLM呼び出しに失敗したため定型文で応答する（{exc.code}）", 0.0)
         return Outcome("llm_error", reason_code=exc.code)
     sec.proposal = result.proposal

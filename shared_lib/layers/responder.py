@@ -8,18 +8,16 @@ responder never send twice; the channel gets the same idempotency key on a retry
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.envelope import Turn, Usage
-from shared_lib.errors import BrainError, LLMError
-from shared_lib.ids import new_short_id
+from shared_lib.brain import integration
+from shared_lib.envelope import Turn
+from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.layers.context import append_history
-from shared_lib.ports import LLMRequest, OutboundReply, Transaction
-from shared_lib.proposal import ClarificationProposal, TextResponseProposal, ToolCallProposal
-from shared_lib.sanitizer import Sanitizer
-from shared_lib.state import session
+from shared_lib.ports import OutboundReply, Transaction
+from shared_lib.proposal import ClarificationProposal, TextResponseProposal
+from shared_lib.state import confirmation
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -46,61 +44,8 @@ def _compose(turn: Turn, rt: Runtime) -> tuple[str, str]:
         return "clarify", persona.message("clarify", question=root.clarification_question) + (
             f"\n{options}" if options else "")
     if g is not None and g.action == "confirm":
-        return "confirm", _ask_confirmation(turn, rt, root)
-    return "reply", _integrate(turn, rt)
-
-
-def _ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
-    assert turn.guardian is not None
-    approval_id = new_short_id("ap")
-    call = root.tool_calls[0]
-    question = root.confirmation_question or f"{turn.guardian.message}\n操作: {call.tool_name} {json.dumps(call.parameters, ensure_ascii=False)}"
-    if not turn.shadow:
-        session.set_pending(rt.store, turn.org_id, turn.conversation_key, {
-            "approval_id": approval_id, "user_id": turn.user_id, "question": question,
-            "proposal": turn.proposal.proposal.model_dump(mode="json") if turn.proposal.proposal else None,
-            "params_hash": session.params_hash(call.tool_name, call.parameters),
-            "reason_code": turn.guardian.reason_code, "turn_id": turn.turn_id}, rt.clock())
-    key = "confirm_double" if turn.guardian.double_confirmation else "confirm"
-    return rt.persona.message(key, question=question, approval_id=approval_id)
-
-
-def _integrate(turn: Turn, rt: Runtime) -> str:
-    results = turn.execution.results
-    if not results:
-        return rt.persona.message("execution_error")
-    failed = [r for r in results if not r.ok]
-    if failed:
-        r = failed[0]
-        if r.error_code == "validation_error":
-            detail = str(r.result.get("detail", ""))
-            options = r.result.get("options") or []
-            return rt.persona.message("validation_error", detail=detail + (f"（{'／'.join(options)}）" if options else ""))
-        return rt.persona.message(r.error_code or "execution_error")
-    if turn.proposal.arm == "llm" and rt.llm is not None:
-        try:
-            return _llm_phrase(turn, rt)
-        except LLMError as exc:
-            turn.add_error(BrainError.of(exc.code, exc.detail, layer="responder"))
-    return "\n".join(rt.persona.message("tool_done", tool=r.tool_name) for r in results)
-
-
-def _llm_phrase(turn: Turn, rt: Runtime) -> str:
-    assert rt.llm is not None
-    masked = Sanitizer.default().mask_obj([{"tool": r.tool_name, "result": r.result} for r in turn.execution.results])
-    user = Sanitizer.default().mask_text(turn.inbound.text)
-    prompt = (f"ユーザーの依頼:「{user}」\n実行結果(JSON): {json.dumps(masked, ensure_ascii=False, default=str)}\n"
-              "この結果を、あなたのキャラクターの口調で3〜5文でユーザーに伝えてください。事実だけを伝え、結果にないことは言わないでください。")
-    req = LLMRequest(call_type="integration", model=turn.proposal.model or rt.settings.model, max_tokens=600,
-                     system=[{"type": "text", "text": rt.persona.system_prompt(), "cache_control": {"type": "ephemeral"}}],
-                     messages=[{"role": "user", "content": prompt}])
-    resp = rt.llm.complete(req)
-    turn.usage.add(Usage(input_tokens=resp.usage.input_tokens, output_tokens=resp.usage.output_tokens,
-                         cache_creation_input_tokens=resp.usage.cache_creation_input_tokens,
-                         cache_read_input_tokens=resp.usage.cache_read_input_tokens, llm_calls=1,
-                         llm_duration_ms=resp.duration_ms, cost_usd=rt.prices.cost(req.model, resp.usage)))
-    return resp.text().strip() or "\n".join(rt.persona.message("tool_done", tool=r.tool_name)
-                                            for r in turn.execution.results)
+        return "confirm", confirmation.ask_confirmation(turn, rt, root)
+    return "reply", integration.integrate(turn, rt)
 
 
 def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
@@ -136,25 +81,13 @@ def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
     res.sent, res.send_receipt = True, key
 
 
-def _update_session(turn: Turn, rt: Runtime) -> None:
-    approval = turn.proposal.approval or {}
-    now = rt.clock()
-    if approval.get("approval_id") and not approval.get("reminder"):
-        session.resolve_pending(rt.store, turn.org_id, turn.conversation_key, approval["approval_id"], now)
-    if turn.response.kind != "confirm":
-        p = turn.proposal.proposal
-        session.touch(rt.store, turn.org_id, turn.conversation_key, now,
-                      last_intent=p.output_type if p else None,
-                      last_tool_called=p.tool_calls[0].tool_name if p and p.tool_calls else None)
-
-
 def run(turn: Turn, rt: Runtime) -> Outcome:
     kind, text = _compose(turn, rt)
     res = turn.response
     res.kind, res.text = kind, text  # type: ignore[assignment]
     if turn.shadow:
         return Outcome("dry_run", reason_code=kind, next_topic=None)
-    _update_session(turn, rt)
+    confirmation.after_reply(turn, rt)
     _send_once(turn, rt, text)
     append_history(rt, turn, "assistant", text, "out")
     return Outcome("sent", reason_code=kind, detail=f"{len(text)} chars")
