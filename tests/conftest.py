@@ -1,0 +1,85 @@
+"""Shared fixtures.
+
+* An autouse fixture restores ``os.environ`` and forbids real network calls (only
+  loopback is allowed): no test ever calls a real LLM or a real provider.
+* ``emulators`` starts the real Pub/Sub and Firestore emulators once per session (only
+  when a test asks for it) and stops them by process id.
+* ``firestore_store`` gives each test its own Firestore project on the emulator, so tests
+  never see each other's documents.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from infra.emulators import Emulators
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+_real_connect = socket.socket.connect
+_real_create_connection = socket.create_connection
+
+
+def _loopback(address: object) -> bool:
+    if isinstance(address, tuple) and address:
+        host = str(address[0])
+        return host in ("localhost", "::1") or host.startswith("127.")
+    return isinstance(address, str | bytes)  # unix sockets
+
+
+@pytest.fixture(autouse=True)
+def _no_network_and_clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    saved = dict(os.environ)
+
+    def guarded_connect(self: socket.socket, address: object) -> object:
+        if not _loopback(address):
+            raise RuntimeError(f"test tried to reach the network: {address!r}")
+        return _real_connect(self, address)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@pytest.fixture(scope="session")
+def emulators() -> Iterator[Emulators]:
+    ARTIFACTS.mkdir(exist_ok=True)
+    emu = Emulators.start(log_dir=ARTIFACTS)
+    try:
+        yield emu
+    finally:
+        emu.stop()
+
+
+@pytest.fixture
+def emulator_env(emulators: Emulators, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    for key, value in emulators.env.items():
+        monkeypatch.setenv(key, value)
+    return emulators.env
+
+
+@pytest.fixture
+def firestore_project(emulator_env: dict[str, str]) -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def firestore_store(firestore_project: str):  # type: ignore[no-untyped-def]
+    from shared_lib.adapters.firestore_store import FirestoreStore
+
+    return FirestoreStore(project=firestore_project)
+
+
+@pytest.fixture
+def memory_store():  # type: ignore[no-untyped-def]
+    from shared_lib.adapters.memory_store import MemoryStore
+
+    return MemoryStore()
