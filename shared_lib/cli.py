@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name == name:  # that area is not installed in this build
+            if name.startswith(str(exc.name)):  # that area is not installed in this build
                 continue
             raise
         module.register(sub)

@@ -1,0 +1,64 @@
+# Charter: `make demo` and `make test` work on a fresh machine (they set everything up).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install lint typecheck unit integration e2e static bench local-up local-down lock system-deps clean
+
+$(STAMP): pyproject.toml requirements-dev.lock
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.lock
+	$(PY) -m pip install --quiet --no-deps -e .
+	@touch $@
+
+install: $(STAMP)
+
+demo: install
+	$(VENV)/bin/charter demo
+
+# Debian's Chromium and its driver for the dashboard's browser test (nothing downloads a browser).
+system-deps:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+test: install system-deps lint typecheck
+	$(PY) -m pytest tests
+
+unit: install
+	$(PY) -m pytest tests/unit tests/static
+
+integration: install
+	$(PY) -m pytest tests/integration
+
+e2e: install system-deps
+	$(PY) -m pytest tests/e2e
+
+bench: install
+	$(PY) -m infra.bench.run
+
+local-up: install
+	$(VENV)/bin/charter local up
+
+local-down: install
+	$(VENV)/bin/charter local down
+
+# Regenerate the lock files from pyproject.toml (runtime for the image, dev for tests).
+lock:
+	rm -rf /tmp/charter-lock && $(PYTHON) -m venv /tmp/charter-lock
+	/tmp/charter-lock/bin/pip install --quiet --upgrade pip && /tmp/charter-lock/bin/pip install --quiet .
+	/tmp/charter-lock/bin/pip freeze --exclude charter > requirements.lock
+	/tmp/charter-lock/bin/pip install --quiet '.[dev]'
+	/tmp/charter-lock/bin/pip freeze --exclude charter > requirements-dev.lock
+
+clean:
+	rm -rf $(VENV) .charter test-artifacts

@@ -1,0 +1,10 @@
+"""Pub/Sub push entrypoint of the `authorizer` layer (logic lives in shared_lib)."""
+
+import functions_framework
+
+from shared_lib.push import run_target
+
+
+@functions_framework.cloud_event
+def authorizer(cloud_event) -> None:
+    run_target("authorizer", cloud_event)

@@ -1,0 +1,14 @@
+"""The one ``--source`` for functions-framework: every target of topology.json."""
+
+from functions.authorizer import authorizer
+from functions.brain import brain
+from functions.brain_shadow import brain_shadow
+from functions.context import context
+from functions.executor import executor
+from functions.guardian import guardian
+from functions.ingress import ingress
+from functions.observer import observer
+from functions.responder import responder
+
+__all__ = ["authorizer", "brain", "brain_shadow", "context", "executor", "guardian", "ingress", "observer",
+           "responder"]

@@ -1,0 +1,232 @@
+"""The local stack: real emulators, every function on its own localhost port, fakes.
+
+``up()`` starts the Pub/Sub and Firestore emulators, the fake Anthropic server, the fake
+channel APIs and one functions-framework process per target of ``topology.json``;
+creates every topic and push subscription (ordering, dead-letter policy, retry policy);
+seeds the flags and the demo directory; waits until everything is healthy. Each process
+is started in its own session and recorded (pid, port) in ``.charter/local/state.json``
+as soon as it starts, so ``down()`` stops exactly what was started, by pid, even after a
+failed start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infra.emulators import free_port, pid_alive, stop_pid, wait_port
+
+REPO = Path(__file__).resolve().parent.parent
+STATE_DIR = Path(os.environ.get("CHARTER_LOCAL_DIR", REPO / ".charter" / "local"))
+PROJECT = "charter-local"
+
+
+@dataclass
+class StackPaths:
+    root: Path
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+
+def _paths(root: Path | None = None) -> StackPaths:
+    return StackPaths(root or STATE_DIR)
+
+
+def load_state(root: Path | None = None) -> dict[str, Any]:
+    p = _paths(root).state
+    return json.loads(p.read_text()) if p.exists() else {}
+
+
+def _save(paths: StackPaths, state: dict[str, Any]) -> None:
+    paths.root.mkdir(parents=True, exist_ok=True)
+    tmp = paths.state.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(paths.state)
+
+
+def _spawn(paths: StackPaths, state: dict[str, Any], name: str, cmd: list[str], env: dict[str, str],
+           port: int, url: str) -> None:
+    paths.logs.mkdir(parents=True, exist_ok=True)
+    with open(paths.logs / f"{name}.log", "ab") as log:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    state["components"][name] = {"pid": proc.pid, "port": port, "url": url}
+    _save(paths, state)
+
+
+def _targets() -> dict[str, str]:
+    from shared_lib.topology import TOPOLOGY
+
+    targets = {name: t.kind for name, t in TOPOLOGY.targets.items()}
+    if not (REPO / "functions" / "admin.py").exists():
+        targets.pop("admin", None)
+    return targets
+
+
+def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> dict[str, str]:
+    c = state["components"]
+    fc = c["fake_channels"]["url"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CHARTER_"))}
+    env.update({
+        "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1",
+        "PUBSUB_EMULATOR_HOST": f"127.0.0.1:{c['pubsub']['port']}",
+        "FIRESTORE_EMULATOR_HOST": f"127.0.0.1:{c['firestore']['port']}",
+        "CHARTER_PROJECT": state["project"], "GOOGLE_CLOUD_PROJECT": state["project"],
+        "CHARTER_ENV": "local", "CHARTER_STORE": "firestore", "CHARTER_BUS": "pubsub",
+        "ANTHROPIC_BASE_URL": c["fake_llm"]["url"], "ANTHROPIC_API_KEY": "local-fake-key",
+        "CHATWORK_API_BASE": f"{fc}/chatwork/v2", "LINE_API_BASE": f"{fc}/line", "SLACK_API_BASE": f"{fc}/slack/api",
+        "CHARTER_HTTP_REPLY_URL": f"{fc}/http/reply", "CHATWORK_API_TOKEN": "local-chatwork-token",
+        "LINE_CHANNEL_ACCESS_TOKEN": "local-line-token", "SLACK_BOT_TOKEN": "xoxb-local-fake",
+        "CHARTER_LOG_JSON": "1", "CHARTER_FLAGS_TTL": str(state.get("flags_ttl", 2)),
+        "CHARTER_DEFAULT_ORG": "demo", "CHARTER_LLM_TIMEOUT": "20",
+    })
+    for var in ("CHATWORK_WEBHOOK_TOKEN", "LINE_CHANNEL_SECRET", "SLACK_SIGNING_SECRET", "HTTP_WEBHOOK_SECRET",
+                "CHARTER_INGRESS_CONFIG", "CHARTER_ADMIN_TOKEN"):
+        if os.environ.get(var):
+            env[var] = os.environ[var]
+    if state.get("fault_injection"):
+        env["CHARTER_FAULT_INJECTION"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def up(*, root: Path | None = None, fault_injection: bool = False, flags_ttl: float = 2.0,
+       timeout: float = 120.0) -> dict[str, Any]:
+    """Start everything; returns the state. Raises (after stopping what started) on failure."""
+    paths = _paths(root)
+    if load_state(root).get("components"):
+        raise RuntimeError(f"a local stack is already recorded in {paths.state}: run `charter local down` first")
+    state: dict[str, Any] = {"project": PROJECT, "components": {}, "fault_injection": fault_injection,
+                             "flags_ttl": flags_ttl, "started_at": time.time()}
+    _save(paths, state)
+    try:
+        _start_all(paths, state, timeout)
+    except BaseException:
+        down(root=root)
+        raise
+    return state
+
+
+def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float) -> None:
+    ps, fs, llm, fc = free_port(), free_port(), free_port(), free_port()
+    base_env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
+    _spawn(paths, state, "pubsub", ["gcloud", "beta", "emulators", "pubsub", "start",
+                                    f"--host-port=127.0.0.1:{ps}", f"--project={state['project']}", "--quiet"],
+           base_env, ps, f"127.0.0.1:{ps}")
+    _spawn(paths, state, "firestore", ["gcloud", "emulators", "firestore", "start", f"--host-port=127.0.0.1:{fs}",
+                                       "--quiet"], base_env, fs, f"127.0.0.1:{fs}")
+    _spawn(paths, state, "fake_llm", [sys.executable, "-m", "infra.fake_llm", "--port", str(llm)], base_env, llm,
+           f"http://127.0.0.1:{llm}")
+    _spawn(paths, state, "fake_channels", [sys.executable, "-m", "infra.fake_channels", "--port", str(fc)],
+           base_env, fc, f"http://127.0.0.1:{fc}")
+    for name in ("pubsub", "firestore", "fake_llm", "fake_channels"):
+        _wait(state, name, timeout)
+    env = function_env(state)
+    for target, kind in _targets().items():
+        port = free_port()
+        _spawn(paths, state, target, [sys.executable, "-m", "functions_framework", "--source",
+                                      str(REPO / "functions" / "main.py"), "--target", target,
+                                      "--signature-type", kind, "--host", "127.0.0.1", "--port", str(port)],
+               env, port, f"http://127.0.0.1:{port}")
+    os.environ.update({"PUBSUB_EMULATOR_HOST": env["PUBSUB_EMULATOR_HOST"],
+                       "FIRESTORE_EMULATOR_HOST": env["FIRESTORE_EMULATOR_HOST"]})
+    _seed(state)
+    for target in _targets():
+        _wait(state, target, timeout)
+    _create_topology(state)
+    state["ingress_url"] = state["components"]["ingress"]["url"]
+    if "admin" in state["components"]:
+        state["admin_url"] = state["components"]["admin"]["url"]
+    state["ready"] = True
+    _save(paths, state)
+
+
+def _wait(state: dict[str, Any], name: str, timeout: float) -> None:
+    comp = state["components"][name]
+    if not wait_port(comp["port"], timeout):
+        raise RuntimeError(f"{name} did not start on port {comp['port']} (see .charter/local/logs/{name}.log)")
+
+
+def _seed(state: dict[str, Any]) -> None:
+    from shared_lib.adapters.firestore_store import FirestoreStore
+    from shared_lib.demo_data import seed_demo_directory
+    from shared_lib.flags import FLAGS_DOC, flags_store_doc, load_flags_file
+
+    store = FirestoreStore(project=state["project"])
+    store.set(FLAGS_DOC, flags_store_doc(load_flags_file()))
+    seed_demo_directory(store)
+
+
+def _create_topology(state: dict[str, Any]) -> None:
+    from google.cloud import pubsub_v1
+
+    from shared_lib.topology import TOPOLOGY
+
+    project = state["project"]
+    pub, sub = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    for topic in TOPOLOGY.topics.values():
+        pub.create_topic(name=pub.topic_path(project, topic))
+    retry = TOPOLOGY.retry
+    dlq_topic = pub.topic_path(project, TOPOLOGY.topic("deadletter"))
+    for name, s in TOPOLOGY.subscriptions.items():
+        endpoint = state["components"].get(s.target, {}).get("url")
+        if endpoint is None:
+            continue
+        request: dict[str, Any] = {
+            "name": sub.subscription_path(project, name), "topic": pub.topic_path(project, TOPOLOGY.topic(s.topic)),
+            "push_config": {"push_endpoint": f"{endpoint}/"}, "enable_message_ordering": s.ordered,
+            "ack_deadline_seconds": retry.ack_deadline_seconds,
+            "retry_policy": {"minimum_backoff": {"seconds": 1}, "maximum_backoff": {"seconds": 2}},
+        }
+        if s.dead_letter:
+            request["dead_letter_policy"] = {"dead_letter_topic": dlq_topic,
+                                             "max_delivery_attempts": retry.max_delivery_attempts}
+        sub.create_subscription(request=request)
+
+
+def _healthy(comp: dict[str, Any], name: str) -> bool:
+    if not pid_alive(comp["pid"]):
+        return False
+    if name in ("ingress", "admin", "fake_llm", "fake_channels"):
+        path = {"ingress": "/healthz", "admin": "/healthz", "fake_llm": "/_admin/health",
+                "fake_channels": "/_admin/health"}[name]
+        try:
+            with urllib.request.urlopen(comp["url"] + path, timeout=2) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+    return wait_port(comp["port"], 1.0)
+
+
+def status(root: Path | None = None) -> dict[str, Any]:
+    state = load_state(root)
+    comps = {name: {**c, "healthy": _healthy(c, name)} for name, c in state.get("components", {}).items()}
+    return {"running": bool(comps) and all(c["healthy"] for c in comps.values()),
+            "project": state.get("project"), "ingress_url": state.get("ingress_url"),
+            "admin_url": state.get("admin_url"), "components": comps}
+
+
+def down(root: Path | None = None) -> list[str]:
+    """Stop every recorded process by pid (functions first, emulators last)."""
+    paths = _paths(root)
+    state = load_state(root)
+    stopped = []
+    for name, comp in reversed(list(state.get("components", {}).items())):
+        stop_pid(int(comp["pid"]))
+        stopped.append(name)
+    if paths.state.exists():
+        paths.state.unlink()
+    return stopped

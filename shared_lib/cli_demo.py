@@ -1,0 +1,136 @@
+"""``charter demo``: the sample conversation through every layer.
+
+Embedded (default): in-process bus, in-memory store, the real Anthropic adapter pointed
+at Claude when ``ANTHROPIC_API_KEY`` is set, else at the built-in scripted model (the
+fake Anthropic server on 127.0.0.1). ``--stack`` sends the same conversation as signed
+webhooks to the running local stack and reads the records back from the emulator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from typing import Any
+
+from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM, PEOPLE, seed_demo_directory
+from shared_lib.inbound import InboundMessage
+from shared_lib.ports import Store
+
+_NAMES = {p["user_id"]: p["name"] for p in PEOPLE}
+
+
+def turn_summary(record: dict[str, Any], speaker: str, text: str) -> dict[str, Any]:
+    """What the demo prints for one turn, from its observability record."""
+    return {
+        "turn_id": record.get("turn_id"), "speaker": _NAMES.get(speaker, speaker), "text": text,
+        "reply": record.get("final_response"), "kind": record.get("response_kind"), "arm": record.get("arm"),
+        "model": record.get("llm_model"), "output_type": record.get("output_type"),
+        "reasoning": record.get("llm_reasoning"), "confidence": record.get("llm_confidence"),
+        "tools": record.get("selected_tools"),
+        "guardian": {"action": record.get("guardian_action"), "reason_code": record.get("guardian_reason")},
+        "authorization": {"result": record.get("auth_result"), "reason_code": record.get("auth_reason")},
+        "execution_success": record.get("execution_success"), "usage": record.get("usage"),
+        "cost_usd": record.get("cost_usd"), "errors": [e.get("code") for e in record.get("errors", [])],
+        "trail": [{k: e.get(k) for k in ("layer", "outcome", "reason_code", "duration_ms")}
+                  for e in record.get("trail", [])],
+    }
+
+
+def _print_turn(i: int, s: dict[str, Any]) -> None:
+    print(f"\n── turn {i} ─ {s['speaker']}: {s['text']}")
+    print(f"   reply ({s['kind']}): " + str(s["reply"]).replace("\n", "\n          "))
+    if s.get("confidence") is not None and s.get("arm") == "llm":
+        print(f"   proposal: {s['output_type']} confidence={s['confidence']} reasoning: {str(s['reasoning'])[:120]}")
+    for e in s["trail"]:
+        print(f"   · {e['layer']:<12} {e['outcome']:<16} {e['reason_code'] or '':<28} {e['duration_ms']:>8.2f} ms")
+
+
+def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from shared_lib.layers.ingress import accept
+    from shared_lib.runtime import build_runtime, wire_inprocess
+
+    with ExitStack() as stack:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTER_")}
+        env.update(CHARTER_ENV="demo", CHARTER_CHANNELS="recording")
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            banner = "LLM: Claude through the Anthropic API (ANTHROPIC_API_KEY is set)"
+        else:
+            from infra.fake_llm.server import FakeAnthropicServer
+
+            server = stack.enter_context(FakeAnthropicServer())
+            env.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="scripted-model")
+            banner = "LLM: the built-in scripted model (no ANTHROPIC_API_KEY set) on a local fake Anthropic API"
+        rt = build_runtime(env)
+        wire_inprocess(rt)
+        seed_demo_directory(rt.store)
+        if not args.json:
+            print(banner)
+        out = []
+        for i, (speaker, text) in enumerate(CONVERSATION, 1):
+            msg = InboundMessage(channel="http", org_id=DEMO_ORG, room_id=DEMO_ROOM, user_id=speaker, text=text,
+                                 message_id=f"demo-{i}", event_id=f"demo-{time.time_ns()}-{i}",
+                                 received_at=datetime.now(UTC))
+            turn_id = accept(rt, msg)
+            record = _record(rt.store, turn_id)
+            out.append(turn_summary(record, speaker, text))
+            if not args.json:
+                _print_turn(i, out[-1])
+        if args.json:
+            print(json.dumps({"mode": "embedded", "llm": banner, "turns": out}, ensure_ascii=False, indent=2,
+                             default=str))
+        return out
+
+
+def _record(store: Store, turn_id: str | None, timeout: float = 0.0) -> dict[str, Any]:
+    end = time.monotonic() + timeout
+    while True:
+        rec = store.get(f"orgs/{DEMO_ORG}/observability/{turn_id}") if turn_id else None
+        if rec is not None or time.monotonic() >= end:
+            return rec or {"turn_id": turn_id, "final_response": None, "trail": [], "errors": []}
+        time.sleep(0.2)
+
+
+def _stack(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from infra import local_stack
+    from infra.webhook_sender import send
+    from shared_lib.adapters.firestore_store import FirestoreStore
+
+    st = local_stack.status()
+    if not st["running"]:
+        print("the local stack is not running: start it with `charter local up`", file=sys.stderr)
+        raise SystemExit(1)
+    comps = st["components"]
+    os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{comps['firestore']['port']}"
+    store = FirestoreStore(project=st["project"])
+    out = []
+    if not args.json:
+        print(f"local stack: {st['ingress_url']} (scripted model on the fake Anthropic API)")
+    for i, (speaker, text) in enumerate(CONVERSATION, 1):
+        status, body = send(st["ingress_url"], "http", text, org=DEMO_ORG, room=DEMO_ROOM, user=speaker)
+        if status != 200 or not body.get("turn_ids"):
+            raise SystemExit(f"webhook rejected: {status} {body}")
+        record = _record(store, body["turn_ids"][0], timeout=60)
+        out.append(turn_summary(record, speaker, text))
+        if not args.json:
+            _print_turn(i, out[-1])
+    if args.json:
+        print(json.dumps({"mode": "stack", "turns": out}, ensure_ascii=False, indent=2, default=str))
+    return out
+
+
+def _run(args: argparse.Namespace) -> int:
+    turns = _stack(args) if args.stack else _embedded(args)
+    failed = [t for t in turns if not t.get("reply")]
+    return 1 if failed else 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("demo", help="run the sample conversation through every layer")
+    p.add_argument("--stack", action="store_true", help="through the running local stack instead of in-process")
+    p.add_argument("--json", action="store_true", help="print the turns as JSON")
+    p.set_defaults(func=_run)

@@ -1,0 +1,38 @@
+"""The demo organisation: a small directory (seed 000's ソウルシンクス-like company) used by
+``charter demo``, the local stack and the tests."""
+
+from __future__ import annotations
+
+from shared_lib.ports import Store
+from shared_lib.tools.directory import seed_directory
+
+DEMO_ORG = "demo"
+DEMO_ROOM = "room-general"
+DEMO_USER = "u-suzuki"
+
+DEPARTMENTS: dict[str, str | None] = {"d-hq": None, "d-sales": "d-hq", "d-sales-east": "d-sales", "d-dev": "d-hq"}
+PEOPLE = [
+    {"user_id": "u-suzuki", "name": "鈴木一郎", "level": 2, "department_id": "d-sales"},
+    {"user_id": "u-tanaka", "name": "田中太郎", "level": 2, "department_id": "d-sales"},
+    {"user_id": "u-sato1", "name": "佐藤一郎", "level": 3, "department_id": "d-sales-east"},
+    {"user_id": "u-sato2", "name": "佐藤花子", "level": 2, "department_id": "d-dev"},
+    {"user_id": "u-yamada", "name": "山田次郎", "level": 4, "department_id": "d-dev"},
+    {"user_id": "u-kazu", "name": "カズ", "level": 6, "department_id": "d-hq"},
+]
+
+# (speaker, text): a task request, an ambiguous person, chit-chat, a confirmation and
+# its answer, something the speaker may not do, and a memory.
+CONVERSATION: list[tuple[str, str]] = [
+    (DEMO_USER, "田中さんに明日までに見積書を作成するタスクをお願いできる？"),
+    (DEMO_USER, "佐藤さんに議事録のまとめを頼んでおいて"),
+    (DEMO_USER, "今日は暑いね〜"),
+    (DEMO_USER, "全員に明日の全体会議は10時からとアナウンスして"),
+    (DEMO_USER, "はい"),
+    (DEMO_USER, "全社員の一覧を見せて"),
+    (DEMO_USER, "山田さんの権限を管理者に変更して"),
+    (DEMO_USER, "覚えておいて：私はコーヒーはブラック派"),
+]
+
+
+def seed_demo_directory(store: Store, org_id: str = DEMO_ORG) -> None:
+    seed_directory(store, org_id, PEOPLE, DEPARTMENTS)

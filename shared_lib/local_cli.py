@@ -1,0 +1,53 @@
+"""``charter local up|status|down``: the local stack (see ``infra/local_stack.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def _up(args: argparse.Namespace) -> int:
+    from infra import local_stack
+
+    state = local_stack.up(fault_injection=args.fault_injection)
+    print(f"local stack up: ingress {state['ingress_url']} (project {state['project']})")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from infra import local_stack
+
+    st = local_stack.status()
+    if args.json:
+        print(json.dumps(st, indent=2))
+        return 0 if st["running"] else 1
+    if not st["components"]:
+        print("local stack: not running")
+        return 1
+    print(f"ingress: {st['ingress_url']}")
+    if st.get("admin_url"):
+        print(f"admin:   {st['admin_url']}")
+    for name, c in st["components"].items():
+        print(f"  {name:<14} pid {c['pid']:<8} port {c['port']:<6} {'healthy' if c['healthy'] else 'DOWN'}")
+    return 0 if st["running"] else 1
+
+
+def _down(args: argparse.Namespace) -> int:
+    from infra import local_stack
+
+    stopped = local_stack.down()
+    print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    local = sub.add_parser("local", help="the local stack: emulators, functions, fakes")
+    lsub = local.add_subparsers(dest="local_command", required=True)
+    up = lsub.add_parser("up", help="start everything and wait until healthy")
+    up.add_argument("--fault-injection", action="store_true", help="let tests inject layer failures")
+    up.set_defaults(func=_up)
+    st = lsub.add_parser("status", help="health of every component and the ingress URL")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=_status)
+    lsub.add_parser("down", help="stop every process of the stack by pid").set_defaults(func=_down)
