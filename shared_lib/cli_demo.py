@@ -111,7 +111,8 @@ def _stack(args: argparse.Namespace) -> list[dict[str, Any]]:
     if not args.json:
         print(f"local stack: {st['ingress_url']} (scripted model on the fake Anthropic API)")
     for i, (speaker, text) in enumerate(CONVERSATION, 1):
-        status, body = send(st["ingress_url"], "http", text, org=DEMO_ORG, room=DEMO_ROOM, user=speaker)
+        resp = send(st["ingress_url"], "http", text, org=DEMO_ORG, room=DEMO_ROOM, user=speaker)
+        status, body = resp.status, resp.body
         if status != 200 or not body.get("turn_ids"):
             raise SystemExit(f"webhook rejected: {status} {body}")
         record = _record(store, body["turn_ids"][0], timeout=60)

@@ -53,7 +53,8 @@ def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "") -> str | 
 def handle_http(rt: Runtime, channel: str, method: str, headers: Mapping[str, str], query: Mapping[str, str],
                 body: bytes) -> tuple[int, dict[str, Any]]:
     from shared_lib.channels.secrets import ChannelSecrets
-    from shared_lib.channels.webhooks import IngressConfig, handle_webhook
+    from shared_lib.channels.base import IngressConfig
+    from shared_lib.channels.webhooks import handle_webhook
 
     cfg = rt.extras.get("ingress_config") or IngressConfig.from_env(os.environ)
     sec = rt.extras.get("channel_secrets") or ChannelSecrets.from_env(os.environ)

@@ -1,0 +1,444 @@
+"""The scripted model: the fake server's built-in, deterministic answerer for the product demo.
+
+Two kinds of calls reach it (see ``answer``):
+
+* **Proposal** calls (``submit_proposal`` is forced or offered as a tool): the last user
+  message is matched against ``PROPOSAL_RULES``, a small keyword table (first match wins),
+  and the chosen builder returns a proposal object, sent back as a ``submit_proposal``
+  ``tool_use`` block with stop_reason ``tool_use``.
+* **Response integration** calls (no forced tool, no ``submit_proposal`` tool): the last
+  user message carries tool results; the answer is 2-4 short Japanese sentences in the
+  persona of ソウルくん (every sentence ends with 「ウル」) quoting the key facts received.
+
+Every reasoning string of a proposal is at least ``MIN_REASONING_CHARS`` long, because the
+product rejects shorter reasoning.
+
+>>> propose("田中さんに見積書を作成するタスクを明日までにお願い")["tool_calls"][0]["parameters"]
+{'body': '見積書を作成', 'assignee_name': '田中', 'limit_date': '明日'}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
+
+PROPOSAL_TOOL = "submit_proposal"
+MIN_REASONING_CHARS = 20
+SAME_NAME_PEOPLE: dict[str, tuple[str, ...]] = {"佐藤": ("佐藤一郎", "佐藤花子")}
+
+_NAME = r"([一-龥々ァ-ヴー]{1,4})さん"
+_ADDRESSEE = re.compile(_NAME + r"(?:に|へ|宛|、|,|\s)")
+_POSSESSOR = re.compile(_NAME + r"の")
+_ANY_NAME = re.compile(_NAME)
+_DATE_WORDS = ("明後日", "明日", "今日", "来週金曜", "月末")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE_PHRASE = re.compile(r"(?:明後日|明日|今日|来週金曜日?|月末|\d{4}-\d{2}-\d{2})\s*(?:まで|中)?に?")
+_TASK_END = re.compile(
+    r"するタスク|というタスク|のタスク|タスク|ように|を?お願い|を?頼ん|をして|して(?:ほしい|ください)"
+)
+_COMPLETE_INTENT = re.compile(r"完了(?:に|して|した|済)")
+_QUOTED = re.compile(r"[「『]([^」』]+)[」』]")
+_TRIM = "　 、。,.!！?？をにへ:：\n"
+
+
+def _quote(text: str, limit: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _after_colon(text: str) -> str | None:
+    for colon in ("：", ":"):
+        if colon in text:
+            tail = text.split(colon, 1)[1].strip(_TRIM)
+            if tail:
+                return tail
+    return None
+
+
+def _limit_date(text: str) -> str | None:
+    found = _ISO_DATE.search(text)
+    if found:
+        return found.group(0)
+    return next((word for word in _DATE_WORDS if word in text), None)
+
+
+def _task_body(text: str, addressee: re.Match[str]) -> str:
+    rest = _DATE_PHRASE.sub("", text[addressee.end():])
+    end = _TASK_END.search(rest)
+    body = (rest[: end.start()] if end else rest).strip(_TRIM)
+    return body or _quote(text)
+
+
+# --------------------------------------------------------------------------- proposal builders
+
+
+def _confidence(overall: float, intent: float | None = None, parameters: float | None = None) -> JSON:
+    return {"overall": overall, "intent": intent if intent is not None else overall,
+            "parameters": parameters if parameters is not None else overall}
+
+
+def _context_used(text: str) -> list[str]:
+    return [f"ユーザーの最新メッセージ「{_quote(text)}」の文言をそのまま根拠にした"]
+
+
+def _tool_call(text: str, *, tool: str, params: JSON, confidence: JSON, intent: str, reason: str,
+               alternatives: list[str], confirm: str = "", sources: dict[str, str] | None = None) -> JSON:
+    """A tool_call proposal; parameter sources are ``user_message`` unless ``sources`` says otherwise."""
+    sources = {name: (sources or {}).get(name, "user_message") for name in params}
+    return {
+        "output_type": "tool_call",
+        "reasoning": {"intent_understanding": intent, "context_used": _context_used(text),
+                      "tool_selection_reason": reason, "alternatives_considered": alternatives},
+        "confidence": confidence,
+        "tool_calls": [{"tool_name": tool, "parameters": params, "parameter_sources": sources}],
+        "needs_confirmation": bool(confirm),
+        "confirmation_question": confirm,
+    }
+
+
+def _text_response(text: str, reply: str, *, confidence: float, strategy: str) -> JSON:
+    return {
+        "output_type": "text_response",
+        "reasoning": {
+            "intent_understanding": f"ユーザーのメッセージ「{_quote(text)}」は会話そのものを求めている",
+            "response_strategy": strategy,
+            "no_tool_reason": "業務操作の依頼は含まれていないため、ツールを呼ばずに文章で返答する",
+        },
+        "confidence": _confidence(confidence),
+        "text_response": reply,
+    }
+
+
+def _task_create(text: str) -> JSON:
+    addressee = _ADDRESSEE.search(text)
+    if addressee is None:  # not reachable through PROPOSAL_RULES (_is_task_request checks it)
+        return _fallback(text)
+    name, body = addressee.group(1), _task_body(text, addressee)
+    if name in SAME_NAME_PEOPLE:
+        return _clarify_same_name(name, body)
+    params: JSON = {"body": body, "assignee_name": name}
+    limit = _limit_date(text)
+    if limit:
+        params["limit_date"] = limit
+    return _tool_call(
+        text, tool="chatwork_task_create", params=params, confidence=_confidence(0.9, 0.95, 0.85),
+        intent=f"{name}さんに「{body}」をタスクとして依頼したいという意図だと理解した",
+        reason="担当者を指定した作業の依頼なので、ChatWorkのタスク作成ツールが最も適切である",
+        alternatives=["chatwork_task_search は既存タスクを調べるだけなので今回の依頼には合わない",
+                      "text_response で返すだけでは実際にタスクが作成されないので不十分である"],
+    )
+
+
+def _clarify_same_name(name: str, body: str) -> JSON:
+    people = SAME_NAME_PEOPLE[name]
+    return {
+        "output_type": "clarification_needed",
+        "reasoning": {
+            "ambiguity_detected": f"「{name}」という名前の社員が{len(people)}人いて、"
+                                  "依頼先を一人に特定できない",
+            "possible_interpretations": [f"{person}さんに「{body}」のタスクを依頼したいという解釈"
+                                         for person in people],
+        },
+        "confidence": _confidence(0.45, 0.8, 0.3),
+        "clarification_question": f"{name}さんは{len(people)}人いるウル！" + "さんと".join(people)
+        + "さんのどちらにお願いするウル？",
+        "options": list(people),
+    }
+
+
+def _save_memory(text: str) -> JSON:
+    content = _after_colon(text) or text.strip()
+    return _tool_call(
+        text, tool="save_memory", params={"content": content, "category": "preference"},
+        confidence=_confidence(0.88),
+        intent=f"「{_quote(content)}」という情報を今後のために覚えてほしいという依頼",
+        reason="覚えておいてほしいという明示的な依頼なので、記憶を保存するツールを使うのが適切である",
+        alternatives=["text_response で了解と返すだけでは、次回以降の会話で情報を使えないので不十分"],
+        sources={"category": "inferred"},
+    )
+
+
+def _announcement_text(text: str) -> str:
+    quoted = _QUOTED.search(text)
+    if quoted:
+        return quoted.group(1)
+    tail = _after_colon(text)
+    if tail:
+        return tail
+    stripped = re.sub(r"^.*?全員[にへ]?|(?:と|を)?(?:アナウンス|お知らせ|周知)(?:して|を?お願い).*$",
+                      "", text)
+    return stripped.strip(_TRIM) or text.strip()
+
+
+def _announce(text: str) -> JSON:
+    message = _announcement_text(text)
+    return _tool_call(
+        text, tool="announce", params={"message": message, "recipients": "all"},
+        confidence=_confidence(0.85), intent=f"全員に「{_quote(message)}」というお知らせを送りたいという依頼",
+        reason="全員への周知の依頼なので、アナウンス送信ツールを使うのが最も適切である",
+        alternatives=["個別のメッセージ送信では全員に届かず、送り漏れが起きるので不適切である"],
+        confirm=f"全員に「{_quote(message)}」とアナウンスしてよいウル？",
+        sources={"recipients": "inferred"},
+    )
+
+
+def _change_permission(text: str) -> JSON:
+    named = _ANY_NAME.search(text)
+    level = re.search(r"(?:レベル|level)\s*(\d+)", text, re.IGNORECASE)
+    target = named.group(1) if named else ""
+    params: JSON = {"target_user_name": target} if target else {}  # no name: left for the product to ask
+    params["new_level"] = int(level.group(1)) if level else 6
+    return _tool_call(
+        text, tool="change_permission", params=params, confidence=_confidence(0.8 if target else 0.5),
+        intent=f"{target or '指定された社員'}さんの権限レベルを変更したいという依頼だと理解した",
+        reason="権限の変更を明示的に求めているので、権限変更ツールを使うのが適切である",
+        alternatives=["view_all_users で一覧を見るだけでは権限は変わらないので今回の依頼には合わない"],
+        sources={} if level else {"new_level": "default"},
+    )
+
+
+def _view_all_users(text: str) -> JSON:
+    return _tool_call(
+        text, tool="view_all_users", params={}, confidence=_confidence(0.9),
+        intent="全社員の一覧を確認したいという依頼だと理解した（絞り込み条件はない）",
+        reason="社員全員の情報を一覧で返すツールがあるので、それを使うのが最も直接的である",
+        alternatives=["特定の一人を調べるツールでは全社員を一度に確認できないので不適切である"],
+    )
+
+
+def _task_complete(text: str) -> JSON:
+    quoted = _QUOTED.search(text)
+    before = re.match(r"^(?:.*?さん[にのへ、]\s*)?(.*?)(?:の)?タスク", text)
+    query = (quoted.group(1) if quoted else before.group(1).strip(_TRIM) if before else "") or text.strip()
+    return _tool_call(
+        text, tool="chatwork_task_complete", params={"task_query": query}, confidence=_confidence(0.75),
+        intent=f"「{_quote(query)}」に当てはまるタスクを完了にしたいという依頼",
+        reason="既存タスクを完了状態にしたいという依頼なので、タスク完了ツールが適切である",
+        alternatives=["chatwork_task_create は新しいタスクを作るツールなので今回の依頼には合わない"],
+    )
+
+
+def _task_search(text: str) -> JSON:
+    owner = _POSSESSOR.search(text)
+    assignee = owner.group(1) if owner else "自分"
+    return _tool_call(
+        text, tool="chatwork_task_search", params={"assignee_name": assignee}, confidence=_confidence(0.9),
+        intent=f"{assignee}が担当しているタスクの一覧や状況を確認したいという依頼",
+        reason="タスクの一覧や状況の確認なので、タスク検索ツールを使うのが最も適切である",
+        alternatives=["chatwork_task_create は新しいタスクを作ってしまうので今回の依頼には合わない"],
+        sources={} if owner else {"assignee_name": "default"},
+    )
+
+
+_GREETINGS: dict[str, str] = {
+    "おはよう": "おはようございますウル！今日も一日よろしくお願いしますウル！",
+    "こんにちは": "こんにちはウル！何かお手伝いできることはあるウル？",
+    "こんばんは": "こんばんはウル！今日も一日お疲れさまでしたウル！",
+    "ありがとう": "どういたしましてウル！また何でも聞いてほしいウル！",
+}
+
+
+def _greeting(text: str) -> JSON:
+    word = next(word for word in _GREETINGS if word in text)
+    return _text_response(text, _GREETINGS[word], confidence=0.95,
+                          strategy=f"「{word}」という挨拶なので、ソウルくんらしく明るく挨拶を返す")
+
+
+def _heat_small_talk(text: str) -> JSON:
+    reply = "本当に暑い日が続いているウル！こまめに水分をとって、無理しないでほしいウル！"
+    return _text_response(text, reply, confidence=0.95,
+                          strategy="暑さについての雑談なので、共感しつつ体調を気づかう一言を返す")
+
+
+def _fallback(text: str) -> JSON:
+    reply = ("ごめんなさいウル、ちょっとよく分からなかったウル。"
+             "タスクの作成や確認、全員へのアナウンスなどをお手伝いできるウル！")
+    return _text_response(text, reply, confidence=0.6,
+                          strategy="意図を特定できなかったので、できることを案内して言い直してもらう")
+
+
+# --------------------------------------------------------------------------- the rule table
+
+
+def _has(*groups: tuple[str, ...]) -> Callable[[str], bool]:
+    """Predicate: for every group, at least one of its words occurs in the text."""
+    return lambda text: all(any(word in text for word in group) for group in groups)
+
+
+def _is_task_request(text: str) -> bool:
+    """A person is addressed (「〇〇さんに」) with a request word, and it is not about listing/completing tasks."""
+    addressed = _ADDRESSEE.search(text) is not None and _has(("タスク", "頼んで", "お願い"))(text)
+    return addressed and not ("一覧" in text or _COMPLETE_INTENT.search(text))
+
+
+@dataclass(frozen=True)
+class ProposalRule:
+    name: str
+    applies: Callable[[str], bool]
+    build: Callable[[str], JSON]
+
+
+PROPOSAL_RULES: tuple[ProposalRule, ...] = (
+    ProposalRule("save_memory", _has(("覚えて", "記憶して")), _save_memory),
+    ProposalRule("announce", _has(("全員",), ("アナウンス", "お知らせ", "周知")), _announce),
+    ProposalRule("change_permission", _has(("権限",), ("変更",)), _change_permission),
+    ProposalRule("view_all_users", _has(("全社員",), ("一覧",)), _view_all_users),
+    ProposalRule("task_create", _is_task_request, _task_create),  # 佐藤 → clarification_needed
+    ProposalRule("task_complete", _has(("タスク",), ("完了",)), _task_complete),
+    ProposalRule("task_search", _has(("タスク",), ("一覧", "確認", "教えて")), _task_search),
+    ProposalRule("greeting", _has(tuple(_GREETINGS)), _greeting),
+    ProposalRule("small_talk_heat", _has(("暑い",)), _heat_small_talk),
+    ProposalRule("fallback", lambda text: True, _fallback),
+)
+
+
+def proposal_rule_for(text: str) -> ProposalRule:
+    return next(rule for rule in PROPOSAL_RULES if rule.applies(text))
+
+
+def propose(text: str) -> JSON:
+    """The proposal object (``submit_proposal`` input) for the user's message."""
+    return proposal_rule_for(text).build(text)
+
+
+# --------------------------------------------------------------------------- response integration
+
+_TOOL_OPENINGS: dict[str, str] = {
+    "chatwork_task_create": "タスクを作成したウル！",
+    "chatwork_task_complete": "タスクを完了にしたウル！",
+    "chatwork_task_search": "タスクを確認したウル！",
+    "save_memory": "しっかり覚えたウル！",
+    "announce": "アナウンスを送ったウル！",
+    "change_permission": "権限を変更したウル！",
+    "view_all_users": "社員の一覧を確認したウル！",
+}
+_KEYWORD_OPENINGS: tuple[tuple[str, str], ...] = (
+    ("タスクを作成", "タスクを作成したウル！"), ("タスク", "タスクの結果を確認したウル！"),
+    ("記憶", "しっかり覚えたウル！"), ("アナウンス", "アナウンスを送ったウル！"),
+    ("権限", "権限を変更したウル！"), ("社員", "社員の情報を確認したウル！"),
+)
+_FAILURE = re.compile(
+    r'"success"\s*:\s*false|"ok"\s*:\s*false|"error"\s*:\s*"|^error|エラー|失敗|できませんでした',
+    re.IGNORECASE | re.MULTILINE,
+)
+_INSTRUCTION_MARKERS = ("ソウル", "伝えて", "ください", "言い換え", "返答", "まとめて", "ユーザー")
+
+
+def _json_facts(text: str, limit: int) -> list[str]:
+    decoder = json.JSONDecoder()
+    for start in (i for i, char in enumerate(text) if char in "{["):
+        try:
+            value, _ = decoder.raw_decode(text[start:])
+        except json.JSONDecodeError:
+            continue
+        facts = list(_scalar_leaves(value))
+        if facts:
+            return facts[:limit]
+    return []
+
+
+def _scalar_leaves(value: Any, key: str = "") -> Iterator[str]:
+    if isinstance(value, dict):
+        for child_key, child in value.items():
+            yield from _scalar_leaves(child, str(child_key))
+    elif isinstance(value, list):
+        for child in value:
+            yield from _scalar_leaves(child, key)
+    elif value is not None and not isinstance(value, bool) and str(value) != "":
+        yield _quote(f"{key}: {value}" if key else str(value), 60)
+
+
+def _informative(line: str) -> bool:
+    """A result line worth quoting: not an instruction, a heading (``...:``) or a bare tool name."""
+    if len(line) < 2 or line.endswith((":", "：")) or re.fullmatch(r"[a-z_]+", line):
+        return False
+    return not any(marker in line for marker in _INSTRUCTION_MARKERS)
+
+
+def key_facts(text: str, limit: int = 3) -> list[str]:
+    """The facts to quote: scalar fields of the first JSON value, else the first informative lines."""
+    facts = _json_facts(text, limit)
+    if facts:
+        return facts
+    lines = [line.strip(" \t-・*") for line in text.splitlines()]
+    useful = [line for line in lines if _informative(line)]
+    return [_quote(line, 60) for line in useful[:2]]
+
+
+def _opening(text: str) -> str:
+    if _FAILURE.search(text):
+        return "ごめんなさいウル、うまくいかなかったみたいウル。"
+    for tool, sentence in _TOOL_OPENINGS.items():
+        if tool in text:
+            return sentence
+    return next((sentence for word, sentence in _KEYWORD_OPENINGS if word in text), "結果を確認したウル！")
+
+
+def integrate(text: str) -> str:
+    """A 2-4 sentence ソウルくん answer phrasing the tool results found in ``text``."""
+    facts = key_facts(text)
+    opening = _opening(text)
+    detail = "詳しい結果は届いていないウル。"
+    if facts:
+        detail = "結果は" + "、".join(f"「{fact}」" for fact in facts) + "だウル。"
+    closing = "他にも手伝えることがあったら言ってほしいウル！"
+    if opening.startswith("ごめん"):
+        closing = "もう一度試してみてほしいウル。"
+    return opening + detail + closing
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def _required_tool(request: MessagesRequest) -> str | None:
+    forced = request.forced_tool()
+    if forced:
+        return forced
+    names = request.tool_names()
+    if request.tool_choice_type() == "any" and names:
+        return PROPOSAL_TOOL if PROPOSAL_TOOL in names else names[0]
+    if request.tool_choice_type() != "none" and PROPOSAL_TOOL in names:
+        return PROPOSAL_TOOL
+    return None
+
+
+USER_MARKER = "【ユーザーのメッセージ】"
+
+
+def utterance(request: MessagesRequest) -> str:
+    """What the user said this turn, not the context the product sent with it.
+
+    The product sends the rendered context first and the user's message last: either as
+    separate text blocks of the last user message, or after the marker 【ユーザーのメッセージ】.
+    """
+    for message in reversed(request.messages):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content", "")
+        if isinstance(content, list):
+            texts = [str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"]
+            content = texts[-1] if texts else ""
+        text = str(content)
+        if USER_MARKER in text:
+            text = text.split(USER_MARKER, 1)[1]
+            text = text.split("\n\n【", 1)[0]
+        return text.strip()
+    return ""
+
+
+def answer(request: MessagesRequest) -> Reply:
+    """Answer like the product's LLM would: a proposal, another forced tool call, or integration text."""
+    tool = _required_tool(request)
+    if tool == PROPOSAL_TOOL:
+        proposal = propose(utterance(request))
+        return Reply(content=[{"type": "tool_use", "name": PROPOSAL_TOOL, "input": proposal}],
+                     stop_reason="tool_use")
+    if tool is not None:
+        return Reply(content=[{"type": "tool_use", "name": tool, "input": {}}], stop_reason="tool_use")
+    text = integrate(request.last_user_text())
+    return Reply(content=[{"type": "text", "text": text}], stop_reason="end_turn")

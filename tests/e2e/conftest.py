@@ -1,0 +1,84 @@
+"""The whole local stack for end-to-end tests: started once per session (with fault
+injection enabled so tests can make a layer fail), stopped by pid at the end."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import local_stack
+
+
+@dataclass
+class LocalStack:
+    state: dict[str, Any]
+    store: Any
+
+    @property
+    def ingress_url(self) -> str:
+        return str(self.state["ingress_url"])
+
+    @property
+    def admin_url(self) -> str | None:
+        return self.state.get("admin_url")
+
+    @property
+    def project(self) -> str:
+        return str(self.state["project"])
+
+    def url(self, component: str) -> str:
+        return str(self.state["components"][component]["url"])
+
+    def fake_channel_sent(self) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(self.url("fake_channels") + "/_admin/sent", timeout=10) as resp:
+            return list(json.loads(resp.read()))
+
+    def fake_llm_requests(self) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(self.url("fake_llm") + "/_admin/requests", timeout=10) as resp:
+            return list(json.loads(resp.read()))
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.25) -> Any:
+        end = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > end:
+                raise AssertionError(f"condition not met within {timeout}s")
+            time.sleep(interval)
+
+    def record(self, org: str, turn_id: str, timeout: float = 60.0) -> dict[str, Any]:
+        return dict(self.wait_for(lambda: self.store.get(f"orgs/{org}/observability/{turn_id}"), timeout))
+
+
+@pytest.fixture(scope="session")
+def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    root: Path = tmp_path_factory.mktemp("charter-local")
+    state = local_stack.up(root=root, fault_injection=True, flags_ttl=1.0)
+    try:
+        from shared_lib.adapters.firestore_store import FirestoreStore
+
+        import os
+
+        os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['firestore']['port']}"
+        os.environ["PUBSUB_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['pubsub']['port']}"
+        yield LocalStack(state=state, store=FirestoreStore(project=state["project"]))
+    finally:
+        local_stack.down(root=root)
+
+
+@pytest.fixture(autouse=True)
+def _stack_env(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the emulator hosts visible to the test body (the root autouse fixture restores env)."""
+    if "local_stack" in request.fixturenames:
+        stack: LocalStack = request.getfixturevalue("local_stack")
+        comps = stack.state["components"]
+        monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", f"127.0.0.1:{comps['firestore']['port']}")
+        monkeypatch.setenv("PUBSUB_EMULATOR_HOST", f"127.0.0.1:{comps['pubsub']['port']}")

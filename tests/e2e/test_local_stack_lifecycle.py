@@ -1,0 +1,35 @@
+"""`charter local up/status/down` from the command line, and nothing left running."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from infra.emulators import pid_alive
+
+
+@pytest.mark.e2e
+def test_up_status_down_leaves_no_process(tmp_path):
+    env = dict(os.environ, CHARTER_LOCAL_DIR=str(tmp_path))
+    cli = [sys.executable, "-m", "shared_lib.cli", "local"]
+    try:
+        up = subprocess.run([*cli, "up"], env=env, capture_output=True, text=True, timeout=240)
+        assert up.returncode == 0, up.stdout + up.stderr
+        st = subprocess.run([*cli, "status", "--json"], env=env, capture_output=True, text=True, timeout=60)
+        status = json.loads(st.stdout)
+        assert st.returncode == 0 and status["running"] and status["ingress_url"].startswith("http://127.0.0.1:")
+        pids = [c["pid"] for c in status["components"].values()]
+        ports = [c["port"] for c in status["components"].values()]
+        assert {"pubsub", "firestore", "ingress", "observer", "fake_llm", "fake_channels"} <= set(status["components"])
+    finally:
+        down = subprocess.run([*cli, "down"], env=env, capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0
+    assert not any(pid_alive(p) for p in pids)
+    for port in ports:  # nothing listens any more on the stack's ports
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", port)) != 0, port

@@ -1,0 +1,151 @@
+"""End to end through the whole local stack: signed webhook in, reply captured by the fake
+channel server, observability record in Firestore; idempotency, ordering, dead letters."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import uuid
+from typing import Any
+
+import pytest
+from google.cloud import pubsub_v1
+
+from infra.webhook_sender import send
+from shared_lib.topology import TOPOLOGY
+
+ORG = "demo"
+USER = "u-suzuki"
+
+
+def post(stack, text: str, *, room: str, user: str = USER, event_id: str | None = None) -> str:
+    resp = send(stack.ingress_url, "http", text, org=ORG, room=room, user=user, event_id=event_id)
+    assert resp.status == 200, resp.body
+    ids = resp.body.get("turn_ids", [])
+    return ids[0] if ids else ""
+
+
+def replies(stack, room: str) -> list[dict[str, Any]]:
+    return [s for s in stack.fake_channel_sent() if s.get("channel") == "http" and room in str(s.get("body"))]
+
+
+def room() -> str:
+    return f"room-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.e2e
+def test_a_webhook_produces_one_reply_and_one_observability_record(local_stack):
+    r = room()
+    turn_id = post(local_stack, "今日は暑いね〜", room=r)
+    record = local_stack.record(ORG, turn_id)
+    assert record["final_response"] and record["guardian_action"] == "allow"
+    assert [e["layer"] for e in record["trail"]] == ["context", "brain", "guardian", "authorizer", "executor",
+                                                      "responder"]
+    local_stack.wait_for(lambda: replies(local_stack, r))
+    assert len(replies(local_stack, r)) == 1
+
+
+@pytest.mark.e2e
+def test_the_same_webhook_twice_gives_one_reply_and_one_effect(local_stack):
+    r = room()
+    event = f"evt-{uuid.uuid4().hex}"
+    first = post(local_stack, "田中さんに明日までに見積書を作成するタスクをお願い", room=r, event_id=event)
+    second = post(local_stack, "田中さんに明日までに見積書を作成するタスクをお願い", room=r, event_id=event)
+    assert first and not second
+    record = local_stack.record(ORG, first)
+    assert record["execution_success"] is True
+    local_stack.wait_for(lambda: replies(local_stack, r))
+    tasks = [d for _, d in local_stack.store.query(f"orgs/{ORG}/tasks") if d.get("room_id") == r]
+    assert len(tasks) == 1 and len(replies(local_stack, r)) == 1
+
+
+@pytest.mark.e2e
+def test_republishing_every_hop_message_repeats_no_reply_and_no_effect(local_stack):
+    # GIVEN a tap subscription on every chain topic, then one finished turn that writes a task
+    project = local_stack.project
+    sub, pub = pubsub_v1.SubscriberClient(), pubsub_v1.PublisherClient()
+    taps = {}
+    for key in ("received", "contextualized", "proposed", "guarded", "authorized", "executed", "completed"):
+        path = sub.subscription_path(project, f"tap-{key}-{uuid.uuid4().hex[:6]}")
+        sub.create_subscription(request={"name": path, "topic": pub.topic_path(project, TOPOLOGY.topic(key))})
+        taps[key] = path
+    r = room()
+    turn_id = post(local_stack, "田中さんに明日までに議事録を作成するタスクをお願い", room=r)
+    local_stack.record(ORG, turn_id)
+    local_stack.wait_for(lambda: replies(local_stack, r))
+    # WHEN the very message of each hop is published again to its topic
+    for key, path in taps.items():
+        got = [m for m in local_stack.wait_for(lambda p=path: sub.pull(subscription=p, max_messages=50,
+                                                                           timeout=10).received_messages)
+               if m.message.attributes.get("turn_id") == turn_id]
+        assert got, key
+        msg = got[0].message
+        pub.publish(pub.topic_path(project, TOPOLOGY.topic(key)), msg.data, ordering_key=msg.ordering_key,
+                    **dict(msg.attributes)).result()
+    # THEN a later turn in the same conversation is answered (the chain drained) and nothing repeated
+    follow = post(local_stack, "ありがとう", room=r)
+    local_stack.record(ORG, follow)
+    local_stack.wait_for(lambda: len(replies(local_stack, r)) >= 2)
+    tasks = [d for _, d in local_stack.store.query(f"orgs/{ORG}/tasks") if d.get("room_id") == r]
+    assert len(tasks) == 1
+    assert len(replies(local_stack, r)) == 2
+    assert len([1 for i, _ in local_stack.store.query(f"orgs/{ORG}/observability") if i == turn_id]) == 1
+
+
+@pytest.mark.e2e
+def test_twenty_turns_of_one_conversation_are_processed_in_order(local_stack):
+    r = room()
+    with cf.ThreadPoolExecutor(max_workers=20) as pool:
+        turn_ids = list(pool.map(lambda i: post(local_stack, f"雑談その{i}です", room=r), range(20)))
+    records = [local_stack.record(ORG, t, timeout=120) for t in turn_ids]
+
+    def order(layer: str) -> list[str]:
+        return [rec["turn_id"] for rec in sorted(records, key=lambda x: x["timing_started"][layer])]
+
+    for rec in records:
+        rec["timing_started"] = {e["layer"]: e["at"] for e in rec["trail"]}
+    context_order = order("context")
+    for layer in ("brain", "guardian", "authorizer", "executor", "responder"):
+        assert order(layer) == context_order, layer
+    local_stack.wait_for(lambda: len(replies(local_stack, r)) == 20, timeout=60)
+    sent_order = [s["body"]["idempotency_key"].rsplit("-", 1)[0] for s in replies(local_stack, r)]
+    assert sent_order == context_order
+
+
+@pytest.mark.e2e
+def test_twenty_conversations_are_processed_concurrently(local_stack):
+    rooms = [room() for _ in range(20)]
+    with cf.ThreadPoolExecutor(max_workers=20) as pool:
+        turn_ids = list(pool.map(lambda rm: post(local_stack, "こんにちは", room=rm), rooms))
+    records = [local_stack.record(ORG, t, timeout=120) for t in turn_ids]
+    spans = sorted((rec["trail"][0]["at"], rec["trail"][-1]["at"]) for rec in records)
+    overlapping = sum(1 for (s1, e1), (s2, _) in zip(spans, spans[1:], strict=False) if s2 < e1)
+    assert overlapping >= 1, "conversations were processed strictly one after another"
+
+
+@pytest.mark.e2e
+def test_a_layer_that_keeps_failing_dead_letters_only_its_turn(local_stack):
+    # GIVEN conversation A whose executor keeps failing, then another turn in A and one in B
+    a, b = room(), room()
+    failing = post(local_stack, "[[fail:executor]] 田中さんに見積書のタスクをお願い", room=a)
+    other = post(local_stack, "こんにちは", room=b)
+    # THEN B is answered, A's turn is dead-lettered and recorded as a failure with an alert
+    local_stack.record(ORG, other, timeout=60)
+    failure = local_stack.wait_for(lambda: [d for i, d in local_stack.store.query(f"orgs/{ORG}/failures")
+                                            if d.get("turn_id") == failing], timeout=120)
+    assert failure[0]["produced_by"] == "authorizer"
+    assert local_stack.wait_for(lambda: local_stack.store.get(f"alerts/dlq-{failing}-authorizer"))
+    # AND a later turn of A goes through once the failed one has left the queue
+    later = post(local_stack, "ありがとう", room=a)
+    assert local_stack.record(ORG, later, timeout=90)["final_response"]
+
+
+@pytest.mark.e2e
+def test_a_confirmation_then_hai_executes_exactly_once(local_stack):
+    r = room()
+    ask = post(local_stack, "全員に明日の全体会議は10時からとアナウンスして", room=r)
+    assert local_stack.record(ORG, ask)["response_kind"] == "confirm"
+    yes = post(local_stack, "はい", room=r)
+    record = local_stack.record(ORG, yes)
+    assert record["execution_success"] is True
+    announcements = [d for _, d in local_stack.store.query(f"orgs/{ORG}/announcements") if d.get("room_id") == r]
+    assert len(announcements) == 1
