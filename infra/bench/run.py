@@ -29,7 +29,7 @@ TEXT = "こんにちは"
 
 def _stats(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    p95 = ordered[max(0, int(round(len(ordered) * 0.95)) - 1)]
+    p95 = ordered[max(0, round(len(ordered) * 0.95) - 1)]
     return {"median_ms": round(statistics.median(ordered), 2), "p95_ms": round(p95, 2), "n": len(ordered)}
 
 

@@ -4,6 +4,7 @@ injection enabled so tests can make a layer fail), stopped by pid at the end."""
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from infra import local_stack
+from infra import local_stack as stack_mod
 
 
 @dataclass
@@ -61,17 +62,15 @@ class LocalStack:
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     root: Path = tmp_path_factory.mktemp("charter-local")
-    state = local_stack.up(root=root, fault_injection=True, flags_ttl=1.0)
+    state = stack_mod.up(root=root, fault_injection=True, flags_ttl=1.0)
     try:
         from shared_lib.adapters.firestore_store import FirestoreStore
-
-        import os
 
         os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['firestore']['port']}"
         os.environ["PUBSUB_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['pubsub']['port']}"
         yield LocalStack(state=state, store=FirestoreStore(project=state["project"]))
     finally:
-        local_stack.down(root=root)
+        stack_mod.down(root=root)
 
 
 @pytest.fixture(autouse=True)

@@ -4,6 +4,7 @@ channel server, observability record in Firestore; idempotency, ordering, dead l
 from __future__ import annotations
 
 import concurrent.futures as cf
+import itertools
 import uuid
 from typing import Any
 
@@ -118,7 +119,7 @@ def test_twenty_conversations_are_processed_concurrently(local_stack):
         turn_ids = list(pool.map(lambda rm: post(local_stack, "こんにちは", room=rm), rooms))
     records = [local_stack.record(ORG, t, timeout=120) for t in turn_ids]
     spans = sorted((rec["trail"][0]["at"], rec["trail"][-1]["at"]) for rec in records)
-    overlapping = sum(1 for (s1, e1), (s2, _) in zip(spans, spans[1:], strict=False) if s2 < e1)
+    overlapping = sum(1 for (s1, e1), (s2, _) in itertools.pairwise(spans) if s2 < e1)
     assert overlapping >= 1, "conversations were processed strictly one after another"
 
 

@@ -447,8 +447,9 @@ def test_given_any_message_when_proposing_then_every_reasoning_string_has_at_lea
 
 @pytest.mark.parametrize("text", SAMPLE_MESSAGES)
 def test_given_any_message_when_proposing_then_the_product_proposal_model_accepts_it(text: str) -> None:
-    proposal_module = pytest.importorskip("shared_lib.proposal")
-    assert proposal_module.Proposal.model_validate(propose(text)).output_type == propose(text)["output_type"]
+    from shared_lib.proposal import Proposal
+
+    assert Proposal.model_validate(propose(text)).output_type == propose(text)["output_type"]
 
 
 def test_given_rule_table_when_names_listed_then_each_spec_rule_is_present_once() -> None:
