@@ -17,6 +17,7 @@ import hmac
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,6 +36,7 @@ _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u
 
 # ---------------------------------------------------------------------------- verification
 
+
 def header_map(headers: Mapping[str, str]) -> dict[str, str]:
     """Headers with lower-case names: HTTP header names are case-insensitive."""
     return {str(name).lower(): str(value) for name, value in headers.items()}
@@ -48,13 +50,13 @@ def matches_any(expected: Iterable[str], provided: str) -> bool:
     """Constant-time comparison of ``provided`` with every expected value.
 
     Every candidate is compared (no early exit), so timing does not reveal which of the
-    rotating secrets matched. Non-ASCII input cannot match an ASCII digest and is encoded
-    rather than allowed to raise.
+    rotating secrets matched. Both sides are compared as UTF-8 bytes: text is encoded
+    rather than allowed to raise (``compare_digest`` refuses non-ASCII ``str``).
     """
-    given = provided.encode("utf-8", "replace")
+    given = provided.encode("utf-8", "surrogatepass")
     matched = False
     for value in expected:
-        matched |= hmac.compare_digest(value.encode("ascii"), given)
+        matched |= hmac.compare_digest(value.encode("utf-8", "surrogatepass"), given)
     return matched
 
 
@@ -140,7 +142,9 @@ class IngressConfig(BaseModel):
             try:
                 text, origin = Path(raw).read_text(encoding="utf-8"), raw
             except OSError as exc:
-                raise ConfigError(f"CHARTER_INGRESS_CONFIG: cannot read {raw!r}: {exc.strerror}") from exc
+                raise ConfigError(
+                    f"CHARTER_INGRESS_CONFIG: cannot read {raw!r}: {exc.strerror or exc}"
+                ) from exc
         try:
             return cls.model_validate(json.loads(text))
         except (ValueError, RecursionError) as exc:
@@ -149,6 +153,7 @@ class IngressConfig(BaseModel):
 
 
 # ---------------------------------------------------------------------------- normalisation
+
 
 class PayloadError(ValueError):
     """A verified body that is not the provider's schema (answered 400 with ``code``)."""
@@ -207,3 +212,85 @@ def build_message(**fields: Any) -> InboundMessage:
         return InboundMessage(text=text, **fields)
     except ValidationError as exc:
         raise PayloadError.from_validation("invalid_field", exc) from exc
+
+
+# ---------------------------------------------------------------------------- splitting
+
+# Cut after these, best first; a cut must keep at least half of the allowed length.
+_SEPARATORS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "、", ", ", " ")
+
+
+def _utf16_units(char: str) -> int:
+    return 2 if ord(char) > 0xFFFF else 1
+
+
+def _is_regional_indicator(char: str) -> bool:
+    return 0x1F1E6 <= ord(char) <= 0x1F1FF
+
+
+def _inside_cluster(text: str, at: int) -> bool:
+    """True when cutting before ``text[at]`` would split one visible character."""
+    char, previous = text[at], text[at - 1]
+    if _is_regional_indicator(char) and _is_regional_indicator(previous):
+        run = 0  # flags are pairs of regional indicators: cut only after an even run
+        while at - run - 1 >= 0 and _is_regional_indicator(text[at - run - 1]):
+            run += 1
+        return run % 2 == 1
+    code = ord(char)
+    return bool(
+        unicodedata.combining(char)
+        or char == "\u200d"
+        or previous == "\u200d"  # zero-width joiner sequences
+        or 0xFE00 <= code <= 0xFE0F
+        or 0xE0100 <= code <= 0xE01EF  # variation selectors
+        or 0x1F3FB <= code <= 0x1F3FF  # skin tones
+        or 0xE0020 <= code <= 0xE007F  # tag sequences (subdivision flags)
+        or code == 0x20E3  # keycap
+    )
+
+
+def _cut(text: str, limit: int) -> tuple[int, str]:
+    """Where to end the next part of ``text`` (longer than ``limit`` UTF-16 units), and the separator."""
+    used, fit = 0, 0
+    for char in text:
+        used += _utf16_units(char)
+        if used > limit:
+            break
+        fit += 1
+    window, floor = text[:fit], max(1, fit // 2)
+    for separator in _SEPARATORS:
+        at = window.rfind(separator)
+        if at >= 0 and at + len(separator) >= floor:
+            return at + len(separator), separator
+    cut = fit
+    while cut > 1 and _inside_cluster(text, cut):
+        cut -= 1
+    return (cut if cut > 1 else max(fit, 1)), ""  # one "character" longer than the limit: cut it
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """Split ``text`` into parts of at most ``limit`` UTF-16 code units.
+
+    Parts end at a paragraph break, else a line break, else a sentence or word end,
+    else between two characters — never inside a surrogate pair (lengths are counted
+    in UTF-16 units, the strictest of the providers' counts) and, where possible, not
+    inside an emoji sequence or before a combining mark. Whitespace at a cut is dropped.
+
+    >>> split_text("第一段落。\\n\\n第二段落。", 8)
+    ['第一段落。', '第二段落。']
+    """
+    if limit < 2:
+        raise ValueError("limit must be at least 2 (one surrogate pair)")
+    parts: list[str] = []
+    rest = text.strip()
+    while rest:
+        if sum(_utf16_units(c) for c in rest) <= limit:
+            parts.append(rest)
+            break
+        cut, separator = _cut(rest, limit)
+        head, rest = rest[:cut].rstrip(), rest[cut:]
+        # After a line break keep the next line's indentation; elsewhere drop the blanks.
+        rest = rest.lstrip("\n") if separator.endswith("\n") else rest.lstrip(" ")
+        if head:
+            parts.append(head)
+    return parts

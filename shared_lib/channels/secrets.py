@@ -44,28 +44,34 @@ LOCAL_ENVIRONMENTS = frozenset({"", "local", "test", "demo"})
 
 # Published on purpose: they only ever protect a developer's laptop. The ChatWork token
 # is base64 because ChatWork's tokens are (the HMAC key is the decoded bytes).
-DEFAULT_LOCAL_SECRETS: Mapping[str, str] = MappingProxyType({
-    "CHATWORK_WEBHOOK_TOKEN": "Y2hhcnRlci1sb2NhbC1jaGF0d29yay13ZWJob29rLXRva2Vu",
-    "LINE_CHANNEL_SECRET": "charter-local-line-channel-secret",
-    "SLACK_SIGNING_SECRET": "charter-local-slack-signing-secret",
-    "HTTP_WEBHOOK_SECRET": "charter-local-http-webhook-secret",
-    "CHATWORK_API_TOKEN": "charter-local-chatwork-api-token",
-    "LINE_CHANNEL_ACCESS_TOKEN": "charter-local-line-channel-access-token",
-    "SLACK_BOT_TOKEN": "xoxb-charter-local-slack-bot-token",
-})
+DEFAULT_LOCAL_SECRETS: Mapping[str, str] = MappingProxyType(
+    {
+        "CHATWORK_WEBHOOK_TOKEN": "Y2hhcnRlci1sb2NhbC1jaGF0d29yay13ZWJob29rLXRva2Vu",
+        "LINE_CHANNEL_SECRET": "charter-local-line-channel-secret",
+        "SLACK_SIGNING_SECRET": "charter-local-slack-signing-secret",
+        "HTTP_WEBHOOK_SECRET": "charter-local-http-webhook-secret",
+        "CHATWORK_API_TOKEN": "charter-local-chatwork-api-token",
+        "LINE_CHANNEL_ACCESS_TOKEN": "charter-local-line-channel-access-token",
+        "SLACK_BOT_TOKEN": "xoxb-charter-local-slack-bot-token",
+    }
+)
 
-DEFAULT_API_BASES: Mapping[str, str] = MappingProxyType({
-    "CHATWORK_API_BASE": "https://api.chatwork.com/v2",
-    "LINE_API_BASE": "https://api.line.me",
-    "SLACK_API_BASE": "https://slack.com/api",
-})
+DEFAULT_API_BASES: Mapping[str, str] = MappingProxyType(
+    {
+        "CHATWORK_API_BASE": "https://api.chatwork.com/v2",
+        "LINE_API_BASE": "https://api.line.me",
+        "SLACK_API_BASE": "https://slack.com/api",
+    }
+)
 
-WEBHOOK_SECRET_VARIABLES: Mapping[str, str] = MappingProxyType({
-    "chatwork": "CHATWORK_WEBHOOK_TOKEN",
-    "line": "LINE_CHANNEL_SECRET",
-    "slack": "SLACK_SIGNING_SECRET",
-    "http": "HTTP_WEBHOOK_SECRET",
-})
+WEBHOOK_SECRET_VARIABLES: Mapping[str, str] = MappingProxyType(
+    {
+        "chatwork": "CHATWORK_WEBHOOK_TOKEN",
+        "line": "LINE_CHANNEL_SECRET",
+        "slack": "SLACK_SIGNING_SECRET",
+        "http": "HTTP_WEBHOOK_SECRET",
+    }
+)
 
 
 def _split_list(raw: str | None) -> tuple[str, ...]:
@@ -157,5 +163,7 @@ class ChannelSecrets:
             line_api_base=base("LINE_API_BASE"),
             slack_api_base=base("SLACK_API_BASE"),
             http_reply_url=_check_url("CHARTER_HTTP_REPLY_URL", reply_url) if reply_url else None,
-            http_callback_hosts=tuple(h.lower() for h in _split_list(source.get("CHARTER_HTTP_CALLBACK_HOSTS"))),
+            http_callback_hosts=tuple(
+                h.lower() for h in _split_list(source.get("CHARTER_HTTP_CALLBACK_HOSTS"))
+            ),
         )

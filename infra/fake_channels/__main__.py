@@ -1,0 +1,40 @@
+"""Command line: ``python -m infra.fake_channels [--port N]``.
+
+Serves the fake channel APIs on 127.0.0.1 until SIGTERM or SIGINT, after printing (and
+flushing) one line: ``fake-channels listening on http://127.0.0.1:N``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from types import FrameType
+
+from infra.fake_channels.server import FakeChannelServer
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m infra.fake_channels",
+        description="Fake ChatWork/LINE/Slack/HTTP reply APIs on 127.0.0.1.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    with FakeChannelServer(port=args.port) as server:
+        print(f"fake-channels listening on {server.url}", flush=True)
+        while not stop.wait(0.5):
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

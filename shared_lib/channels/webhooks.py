@@ -1,0 +1,154 @@
+"""``handle_webhook``: one pure function from an HTTP delivery to what the ingress does.
+
+The checks run in this order, and each stops the request:
+
+=====  ==============================  ==========================================
+ 404   ``unknown_channel``             not one of chatwork, line, slack, http
+ 405   ``method_not_allowed``          anything but POST
+ 413   ``body_too_large``              ``Content-Length`` first, then the real length
+ 401   ``missing_signature`` ...       the provider's signature (before any parsing)
+ 400   ``malformed_json`` ...          not JSON, or not the provider's schema
+ 200   —                               messages to publish and/or ignored reasons
+=====  ==============================  ==========================================
+
+A 401 answers only ``{"ok": false, "error": "unauthorized"}``; the precise reason
+(``bad_signature``, ``stale_timestamp``, ``no_secret_configured``) is in
+``WebhookOutcome.rejection`` for the logs. A 400 names the offending fields.
+
+>>> from datetime import UTC, datetime
+>>> out = handle_webhook("teams", "POST", {}, {}, b"{}", secrets=ChannelSecrets.local_defaults(),
+...                      config=IngressConfig(), now=datetime.now(UTC))
+>>> out.status, out.rejection, out.messages
+(404, 'unknown_channel', [])
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared_lib.channels import chatwork, http, line, slack
+from shared_lib.channels.base import IngressConfig, PayloadError, ProviderResult, header_map
+from shared_lib.channels.secrets import ChannelSecrets
+from shared_lib.inbound import InboundMessage
+
+Verifier = Callable[
+    [Mapping[str, str], Mapping[str, str], bytes, ChannelSecrets, datetime, IngressConfig], str | None
+]
+Parser = Callable[[dict[str, Any], Mapping[str, str], IngressConfig, datetime], ProviderResult]
+_CONTENT_LENGTH = re.compile(r"^[0-9]{1,20}$")
+
+
+@dataclass(frozen=True)
+class Provider:
+    verify: Verifier
+    parse: Parser
+
+
+PROVIDERS: Mapping[str, Provider] = {
+    "chatwork": Provider(chatwork.verify, chatwork.parse),
+    "line": Provider(line.verify, line.parse),
+    "slack": Provider(slack.verify, slack.parse),
+    "http": Provider(http.verify, http.parse),
+}
+
+
+class WebhookOutcome(BaseModel):
+    """What the ingress answers, and what it publishes (after its own dedupe)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    status: int
+    body: dict[str, Any]
+    messages: list[InboundMessage] = Field(default_factory=list)
+    ignored: list[str] = Field(default_factory=list)
+    rejection: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def reject(
+        cls,
+        status: int,
+        code: str,
+        *,
+        errors: list[dict[str, str]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> WebhookOutcome:
+        """A refused delivery; 401s do not tell the caller why."""
+        body: dict[str, Any] = {"ok": False, "error": "unauthorized" if status == 401 else code}
+        if errors:
+            body["errors"] = errors
+        return cls(status=status, body=body, rejection=code, headers=headers or {})
+
+    @classmethod
+    def accept(cls, result: ProviderResult) -> WebhookOutcome:
+        """A verified delivery: 200, with the provider's required answer if it has one."""
+        body = result.response or {
+            "ok": True,
+            "accepted": len(result.messages),
+            "ignored": len(result.ignored),
+        }
+        return cls(status=200, body=body, messages=result.messages, ignored=result.ignored)
+
+
+def dedupe_key(msg: InboundMessage) -> str:
+    """The provider delivery's identity: the same event delivered twice has the same key."""
+    return f"{msg.channel}:{msg.org_id}:{msg.event_id}"
+
+
+def _declared_length(headers: Mapping[str, str]) -> int | None:
+    raw = headers.get("content-length", "").strip()
+    return int(raw) if _CONTENT_LENGTH.match(raw) else None
+
+
+def handle_webhook(
+    channel: str,
+    method: str,
+    headers: Mapping[str, str],
+    query: Mapping[str, str],
+    body: bytes,
+    *,
+    secrets: ChannelSecrets,
+    config: IngressConfig,
+    now: datetime,
+) -> WebhookOutcome:
+    """Verify, check and normalise one webhook delivery. Never raises for any input.
+
+    ``headers`` are matched case-insensitively; ``now`` must be timezone-aware.
+    """
+    provider = PROVIDERS.get(channel)
+    if provider is None:
+        return WebhookOutcome.reject(404, "unknown_channel")
+    if method.upper() != "POST":
+        return WebhookOutcome.reject(405, "method_not_allowed", headers={"Allow": "POST"})
+    lower = header_map(headers)
+    declared = _declared_length(lower)
+    if (declared is not None and declared > config.max_body_bytes) or len(body) > config.max_body_bytes:
+        return WebhookOutcome.reject(413, "body_too_large")
+    rejection = provider.verify(lower, query, body, secrets, now, config)
+    if rejection is not None:
+        return WebhookOutcome.reject(401, rejection)
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return WebhookOutcome.reject(400, "malformed_json")
+    if not isinstance(payload, dict):
+        return WebhookOutcome.reject(400, "not_a_json_object")
+    try:
+        result = provider.parse(payload, lower, config, now)
+    except PayloadError as exc:
+        return WebhookOutcome.reject(400, exc.code, errors=exc.errors)
+    kept: list[InboundMessage] = []
+    for msg in result.messages:
+        if not msg.addressed and config.only_when_addressed(msg.channel, msg.room_id):
+            result.ignored.append("not_addressed")
+        else:
+            kept.append(msg)
+    result.messages = kept
+    return WebhookOutcome.accept(result)

@@ -1,0 +1,15 @@
+variable "project_id" {
+  description = "GCP project."
+  type        = string
+}
+
+variable "database_name" {
+  description = "Firestore database that holds config/flags."
+  type        = string
+}
+
+variable "flags_file" {
+  description = "Path of the flags JSON file; null means terraform/flags/flags.json (\"$${path.root}/../../flags/flags.json\" from an env root)."
+  type        = string
+  default     = null
+}

@@ -1,0 +1,100 @@
+# One service account per functions-framework target, plus two callers: the Pub/Sub push
+# invoker and the Cloud Scheduler caller. Every grant here is resource-scoped except Firestore
+# (roles/datastore.user has no narrower scope than the project).
+
+locals {
+  topology = jsondecode(file("${path.module}/../../../shared_lib/topology.json"))
+
+  # Which topics each target may publish to (keys of topology.json "topics").
+  # This is security policy, not wiring, so it lives here rather than in topology.json;
+  # tests/static asserts it against topology.json and against the design of DESIGN.md §3:
+  #   ingress -> received; context -> contextualized; brain -> proposed; guardian -> guarded;
+  #   authorizer -> authorized; executor -> executed; responder -> completed, and contextualized
+  #   for the multi-step loop; brain_shadow -> shadow; every layer also -> events.
+  # The observer consumes events and publishes nothing (a grant would allow a feedback loop).
+  # Nobody publishes to deadletter: only the Pub/Sub service agent does (modules/pubsub).
+  publishes = {
+    ingress      = ["received", "events"]
+    context      = ["contextualized", "events"]
+    brain        = ["proposed", "events"]
+    brain_shadow = ["shadow", "events"]
+    guardian     = ["guarded", "events"]
+    authorizer   = ["authorized", "events"]
+    executor     = ["executed", "events"]
+    responder    = ["completed", "contextualized", "events"]
+    observer     = []
+    admin        = ["events"]
+  }
+
+  # Which secrets each target may read (names from modules/secrets). brain_shadow runs the
+  # candidate arm, which calls the same LLM API as brain, so it needs the same key.
+  reads_secrets = {
+    ingress      = ["chatwork-webhook-token", "line-channel-secret", "slack-signing-secret", "http-webhook-secret"]
+    brain        = ["anthropic-api-key"]
+    brain_shadow = ["anthropic-api-key"]
+    responder    = ["anthropic-api-key", "chatwork-api-token", "line-channel-access-token", "slack-bot-token"]
+    admin        = ["admin-operator-token"]
+  }
+
+  publisher_grants = merge([
+    for target, topics in local.publishes : {
+      for topic in topics : "${target}/${topic}" => { target = target, topic = topic }
+    }
+  ]...)
+
+  secret_grants = merge([
+    for target, secrets in local.reads_secrets : {
+      for secret in secrets : "${target}/${secret}" => { target = target, secret = secret }
+    }
+  ]...)
+}
+
+resource "google_service_account" "target" {
+  for_each = local.topology.targets
+
+  project      = var.project_id
+  account_id   = "charter-${replace(each.key, "_", "-")}"
+  display_name = "Charter ${each.key} (${each.value.kind})"
+  description  = "Runs the ${each.key} functions-framework target. Managed by Terraform."
+}
+
+resource "google_service_account" "pubsub_invoker" {
+  project      = var.project_id
+  account_id   = "charter-pubsub-invoker"
+  display_name = "Charter Pub/Sub push invoker"
+  description  = "Identity in the OIDC token of every push subscription; may only invoke the internal services."
+}
+
+resource "google_service_account" "scheduler" {
+  project      = var.project_id
+  account_id   = "charter-scheduler"
+  display_name = "Charter Cloud Scheduler caller"
+  description  = "Identity in the OIDC token of the scheduler jobs; may only invoke the admin service."
+}
+
+# Session state, idempotency claims, receipts and records all live in Firestore.
+resource "google_project_iam_member" "datastore_user" {
+  for_each = local.topology.targets
+
+  project = var.project_id
+  role    = "roles/datastore.user"
+  member  = google_service_account.target[each.key].member
+}
+
+resource "google_pubsub_topic_iam_member" "publisher" {
+  for_each = local.publisher_grants
+
+  project = var.project_id
+  topic   = var.topic_names[each.value.topic]
+  role    = "roles/pubsub.publisher"
+  member  = google_service_account.target[each.value.target].member
+}
+
+resource "google_secret_manager_secret_iam_member" "accessor" {
+  for_each = local.secret_grants
+
+  project   = var.project_id
+  secret_id = var.secret_ids[each.value.secret]
+  role      = "roles/secretmanager.secretAccessor"
+  member    = google_service_account.target[each.value.target].member
+}

@@ -1,0 +1,23 @@
+output "service_names" {
+  description = "Target => Cloud Run service name."
+  value       = { for target, service in google_cloud_run_v2_service.this : target => service.name }
+}
+
+output "service_urls" {
+  description = "Target => service URL."
+  value       = { for target, service in google_cloud_run_v2_service.this : target => service.uri }
+}
+
+output "candidate_urls" {
+  description = "Target => URL of the candidate revision's tag (null without a candidate)."
+  value = {
+    for target, service in google_cloud_run_v2_service.this : target => try(
+      [for status in service.traffic_statuses : status.uri if status.tag == var.candidate_tag][0], null
+    )
+  }
+}
+
+output "sizing" {
+  description = "Effective sizing per target."
+  value       = local.sizing
+}

@@ -1,0 +1,1053 @@
+"""Static policy checks over ``terraform/``, ``cloudbuild.yaml``, the ``Dockerfile`` and ``.dockerignore``.
+
+Every check has the shape ``check_xxx(root: Path) -> list[str]``: it reads the repository rooted at
+``root`` and returns human-readable violations (an empty list means compliant). The tests run each
+check on the real tree and on deliberately broken copies (the mutation tests), which proves that a
+check can fail at all.
+
+Terraform resources are generated with ``for_each`` over ``shared_lib/topology.json``, so a check
+looks at the resource *block* as written (its attributes, its static or ``dynamic`` sub-blocks,
+the expressions it uses) and at topology.json (what the ``for_each`` expands to).
+
+Example::
+
+    >>> check_public_access(Path("/work/main"))
+    []
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hcl2
+import yaml
+
+TOPOLOGY = Path("shared_lib/topology.json")
+ENVIRONMENTS = ("dev", "stg", "prod")
+
+# The design's output topics per target (DESIGN.md §3; issue #8). Every layer of the turn also
+# publishes events; the observer consumes events and publishes nothing; admin only emits events.
+EXPECTED_PUBLISHES: dict[str, set[str]] = {
+    "ingress": {"received", "events"},
+    "context": {"contextualized", "events"},
+    "brain": {"proposed", "events"},
+    "brain_shadow": {"shadow", "events"},
+    "guardian": {"guarded", "events"},
+    "authorizer": {"authorized", "events"},
+    "executor": {"executed", "events"},
+    "responder": {"completed", "contextualized", "events"},
+    "observer": set(),
+    "admin": {"events"},
+}
+
+# Secrets each target may read (issue #8). brain_shadow runs the candidate arm, which calls the LLM.
+EXPECTED_SECRET_READERS: dict[str, set[str]] = {
+    "ingress": {
+        "chatwork-webhook-token",
+        "line-channel-secret",
+        "slack-signing-secret",
+        "http-webhook-secret",
+    },
+    "brain": {"anthropic-api-key"},
+    "brain_shadow": {"anthropic-api-key"},
+    "responder": {"anthropic-api-key", "chatwork-api-token", "line-channel-access-token", "slack-bot-token"},
+    "admin": {"admin-operator-token"},
+}
+
+EXPECTED_SECRETS = frozenset().union(*EXPECTED_SECRET_READERS.values())
+
+TTL_COLLECTION_GROUPS = frozenset({"idempotency", "receipts", "sessions", "pending_actions"})
+
+# Alert policy resource name => (key in the monitoring module's local.thresholds, seed value).
+# Seed 000 §15.1: LLM latency > 10 s, tool error rate > 5 %, confirmation rate > 30 % (info),
+# block rate > 10 %, daily cost over budget; dead letters and ingress 5xx are ours.
+SEED_ALERTS: dict[str, tuple[str, float] | None] = {
+    "llm_latency": ("llm_latency_ms", 10_000),
+    "tool_error_rate": ("tool_error_rate", 0.05),
+    "confirm_rate": ("confirm_rate", 0.30),
+    "block_rate": ("block_rate", 0.10),
+    "daily_cost": None,  # threshold is the budget variable
+    "deadletter_backlog": ("deadletter_depth", 0),
+    "ingress_5xx": None,
+}
+
+PIPELINE_ORDER = ("lint", "test", "build", "push", "deploy-0pct", "smoke", "traffic")
+
+BIGQUERY_SCHEMA = [
+    ("turn_id", "STRING", "REQUIRED"),
+    ("conversation_key", "STRING", "NULLABLE"),
+    ("org_id", "STRING", "NULLABLE"),
+    ("layer", "STRING", "NULLABLE"),
+    ("kind", "STRING", "NULLABLE"),
+    ("outcome", "STRING", "NULLABLE"),
+    ("reason_code", "STRING", "NULLABLE"),
+    ("arm", "STRING", "NULLABLE"),
+    ("occurred_at", "TIMESTAMP", "NULLABLE"),
+    ("payload", "JSON", "NULLABLE"),
+]
+
+_SENSITIVE_NAME = re.compile(r"TOKEN|SECRET|KEY", re.IGNORECASE)
+# A plain value built from a secret-looking variable or local (var.slack_bot_token, local.secrets...).
+_SECRET_REFERENCE = re.compile(r"\b(?:var|local)\.\w*(?:token|secret|key)", re.IGNORECASE)
+_PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+_HCL_OPTIONS = hcl2.SerializationOptions(with_comments=False, strip_string_quotes=True)
+
+
+# --- reading the tree --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    """One ``resource``/``data``/``module`` block as parsed by python-hcl2."""
+
+    kind: str
+    type: str
+    name: str
+    body: dict[str, Any]
+    path: Path
+
+    @property
+    def address(self) -> str:
+        """``TYPE.NAME (file)``, for messages."""
+        return f"{self.type}.{self.name} ({self.path.parent.name}/{self.path.name})"
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_hcl_text(text: str) -> dict[str, Any]:
+    """Parse HCL text (cached by content, so mutated copies re-parse only the changed file)."""
+    return hcl2.loads(text, serialization_options=_HCL_OPTIONS)
+
+
+def parse_hcl(path: Path) -> dict[str, Any]:
+    """Parse one ``.tf`` file into python-hcl2's dict form (quotes stripped, no comments)."""
+    return _parse_hcl_text(path.read_text(encoding="utf-8"))
+
+
+def tf_files(root: Path) -> list[Path]:
+    """Every ``.tf`` file under ``root/terraform`` (provider caches excluded)."""
+    return sorted(p for p in (root / "terraform").rglob("*.tf") if ".terraform" not in p.parts)
+
+
+def load_topology(root: Path) -> dict[str, Any]:
+    """``shared_lib/topology.json`` of the tree."""
+    data: dict[str, Any] = json.loads((root / TOPOLOGY).read_text(encoding="utf-8"))
+    return data
+
+
+def blocks(root: Path, kind: str = "resource", type_: str | None = None) -> list[Block]:
+    """All blocks of ``kind`` (``resource``, ``data``, ``module``), optionally of one type."""
+    found: list[Block] = []
+    for path in tf_files(root):
+        for entry in parse_hcl(path).get(kind, []):
+            if kind == "module":
+                for name, body in entry.items():
+                    if name != "__is_block__":
+                        found.append(Block(kind, "module", name, body, path))
+                continue
+            for rtype, named in entry.items():
+                if rtype == "__is_block__" or (type_ is not None and rtype != type_):
+                    continue
+                for name, body in named.items():
+                    if name != "__is_block__":
+                        found.append(Block(kind, rtype, name, body, path))
+    return found
+
+
+def module_locals(directory: Path) -> dict[str, Any]:
+    """Merged ``locals`` of every ``.tf`` file directly in ``directory``."""
+    merged: dict[str, Any] = {}
+    for path in sorted(directory.glob("*.tf")):
+        for entry in parse_hcl(path).get("locals", []):
+            merged.update({k: v for k, v in entry.items() if k != "__is_block__"})
+    return merged
+
+
+def sub_blocks(body: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """Static nested blocks ``name { ... }`` of a block body."""
+    value = body.get(name)
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, dict) and item.get("__is_block__")]
+    return []
+
+
+def dynamic_blocks(body: dict[str, Any], name: str) -> list[tuple[dict[str, Any], str]]:
+    """``dynamic "name"`` blocks as (content body, for_each expression)."""
+    found = []
+    for entry in body.get("dynamic", []):
+        spec = entry.get(name) if isinstance(entry, dict) else None
+        if isinstance(spec, dict):
+            contents = sub_blocks(spec, "content")
+            found.append((contents[0] if contents else {}, str(spec.get("for_each", ""))))
+    return found
+
+
+def nested(body: dict[str, Any], name: str) -> list[tuple[dict[str, Any], str | None]]:
+    """Static and dynamic ``name`` blocks as (body, for_each or None for static)."""
+    static: list[tuple[dict[str, Any], str | None]] = [(b, None) for b in sub_blocks(body, name)]
+    return static + [(content, for_each) for content, for_each in dynamic_blocks(body, name)]
+
+
+def walk_strings(value: Any, skip_keys: frozenset[str] = frozenset()) -> Iterator[str]:
+    """Every string (keys excluded) inside a parsed value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key not in skip_keys:
+                yield from walk_strings(item, skip_keys)
+    elif isinstance(value, list):
+        for item in value:
+            yield from walk_strings(item, skip_keys)
+
+
+def local_refs(expression: str) -> set[str]:
+    """Names of ``local.X`` references in an expression."""
+    return set(re.findall(r"\blocal\.([A-Za-z_][A-Za-z0-9_]*)", expression))
+
+
+def string_items(value: Any) -> set[str]:
+    """The strings of a list/set value: a parsed list, or the literals of ``toset([...])``."""
+    if isinstance(value, list):
+        return {str(v) for v in value}
+    if isinstance(value, dict):
+        return {k for k in value if k != "__is_block__"}
+    if isinstance(value, str):
+        return set(re.findall(r'"([^"$]+)"', value))
+    return set()
+
+
+def resolve_for_each(block: Block) -> set[str] | None:
+    """Keys a ``for_each`` over a literal module local expands to (None if not such a local)."""
+    expression = str(block.body.get("for_each", ""))
+    refs = local_refs(expression)
+    if len(refs) != 1:
+        return None
+    value = module_locals(block.path.parent).get(refs.pop())
+    return string_items(value) if value is not None else None
+
+
+def _first(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return items[0] if items else {}
+
+
+# --- terraform: formatting and topology -------------------------------------------------------
+
+
+def check_terraform_fmt(root: Path) -> list[str]:
+    """``terraform fmt -check -recursive terraform`` must succeed (needs the terraform binary)."""
+    binary = shutil.which("terraform")
+    if binary is None:
+        return ["terraform binary not found"]
+    result = subprocess.run(
+        [binary, "fmt", "-check", "-recursive", "-list=true", "-no-color", str(root / "terraform")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if result.returncode == 0:
+        return []
+    files = [line for line in result.stdout.splitlines() if line.strip()]
+    return [f"terraform fmt: needs formatting: {f}" for f in files] or [
+        f"terraform fmt failed: {result.stderr}"
+    ]
+
+
+def check_topology_source(root: Path) -> list[str]:
+    """Topics, subscriptions, services and service accounts are ``for_each`` over topology.json."""
+    violations = []
+    topology_file = (root / TOPOLOGY).resolve()
+    for path in tf_files(root):
+        if "local.topology" not in path.read_text(encoding="utf-8"):
+            continue
+        expression = str(module_locals(path.parent).get("topology", ""))
+        match = re.search(r'jsondecode\(file\("\$\{path\.(module|root)\}/([^"]+)"\)\)', expression)
+        if match is None:
+            violations.append(f"{path}: uses local.topology but the module does not jsondecode(file(...)) it")
+        elif (path.parent / match.group(2)).resolve() != topology_file:
+            violations.append(f"{path}: local.topology reads {match.group(2)}, not {TOPOLOGY}")
+
+    expected = {
+        "google_pubsub_topic": "topology.topics",
+        "google_cloud_run_v2_service": "topology.targets",
+        "google_service_account": "topology.targets",
+    }
+    for rtype, source in expected.items():
+        found = blocks(root, type_=rtype)
+        if not any(source in str(b.body.get("for_each", "")) for b in found):
+            violations.append(f"no {rtype} is generated with for_each over {source}")
+        if rtype != "google_service_account":
+            violations += [
+                f"{b.address}: for_each is not {source}"
+                for b in found
+                if source not in str(b.body.get("for_each", ""))
+            ]
+    for sub in blocks(root, type_="google_pubsub_subscription"):
+        if sub_blocks(sub.body, "push_config") and "topology.subscriptions" not in str(
+            sub.body.get("for_each")
+        ):
+            violations.append(
+                f"{sub.address}: push subscriptions must be for_each over topology.subscriptions"
+            )
+        if sub_blocks(sub.body, "push_config") and sub.body.get("name") != "${each.key}":
+            violations.append(f"{sub.address}: name must be each.key (the topology.json subscription name)")
+    return violations
+
+
+def check_no_hardcoded_names(root: Path) -> list[str]:
+    """No topic or subscription name of topology.json is written in a ``.tf`` file."""
+    topology = load_topology(root)
+    names = list(topology["topics"].values()) + list(topology["subscriptions"])
+    violations = []
+    for path in tf_files(root):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if re.search(r"\bturns\.[a-z]", line):
+                violations.append(f"{path}:{number}: hard-coded topic name ('turns.'): {line.strip()}")
+                continue
+            for name in names:
+                if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", line):
+                    violations.append(f"{path}:{number}: hard-coded name {name!r}: {line.strip()}")
+    return violations
+
+
+def check_topology_references(root: Path) -> list[str]:
+    """Target and topic keys written in HCL (policy maps, indexes) exist in topology.json."""
+    topology = load_topology(root)
+    targets, topics = set(topology["targets"]), set(topology["topics"])
+    violations = []
+    modules = root / "terraform" / "modules"
+    iam = module_locals(modules / "iam")
+    run = module_locals(modules / "run_services")
+    keyed = {
+        "iam local.publishes": string_items(iam.get("publishes")),
+        "iam local.reads_secrets": string_items(iam.get("reads_secrets")),
+        "run_services local.layer_sizing": string_items(run.get("layer_sizing")),
+        "run_services local.unauthenticated_targets": string_items(run.get("unauthenticated_targets")),
+    }
+    for where, keys in keyed.items():
+        violations += [f"{where}: {key!r} is not a target of topology.json" for key in sorted(keys - targets)]
+    for target, published in (iam.get("publishes") or {}).items():
+        violations += [
+            f"iam local.publishes[{target}]: {t!r} is not a topic key" for t in published if t not in topics
+        ]
+    pubsub = module_locals(modules / "pubsub")
+    if pubsub.get("deadletter_key") not in topics:
+        violations.append("pubsub local.deadletter_key is not a topic key of topology.json")
+    index_pattern = re.compile(
+        r'(?:service_urls|service_names|google_cloud_run_v2_service\.this)\["([^"]+)"\]'
+    )
+    for path in tf_files(root):
+        for key in index_pattern.findall(path.read_text(encoding="utf-8")):
+            if key not in targets:
+                violations.append(
+                    f"{path}: indexes a service by {key!r}, which is not a topology.json target"
+                )
+    return violations
+
+
+# --- terraform: Pub/Sub --------------------------------------------------------------------------
+
+
+def check_push_subscriptions(root: Path) -> list[str]:
+    """Push subscriptions: OIDC, retry policy, dead letters where topology.json asks, topology values."""
+    topology = load_topology(root)
+    any_dead_letter = any(s["dead_letter"] for s in topology["subscriptions"].values())
+    all_dead_letter = all(s["dead_letter"] for s in topology["subscriptions"].values())
+    subs = blocks(root, type_="google_pubsub_subscription")
+    push = [s for s in subs if sub_blocks(s.body, "push_config")]
+    violations = [] if push else ["no push google_pubsub_subscription found"]
+    for sub in push:
+        config = sub_blocks(sub.body, "push_config")[0]
+        oidc = _first(sub_blocks(config, "oidc_token"))
+        if not oidc.get("service_account_email"):
+            violations.append(f"{sub.address}: push_config has no oidc_token with a service account")
+        if "each.value.target" not in str(config.get("push_endpoint", "")):
+            violations.append(f"{sub.address}: push_endpoint is not the URL of the subscription's target")
+        retry = nested(sub.body, "retry_policy")
+        if not retry:
+            violations.append(f"{sub.address}: no retry_policy")
+        for policy, _ in retry:
+            for bound in ("minimum_backoff", "maximum_backoff"):
+                if f"{bound}_seconds" not in str(policy.get(bound, "")):
+                    violations.append(
+                        f"{sub.address}: retry_policy.{bound} does not come from topology retry"
+                    )
+        dead_letter = nested(sub.body, "dead_letter_policy")
+        if any_dead_letter and not dead_letter:
+            violations.append(
+                f"{sub.address}: no dead_letter_policy although topology.json asks for dead letters"
+            )
+        for policy, for_each in dead_letter:
+            if for_each is None and not all_dead_letter:
+                violations.append(
+                    f"{sub.address}: static dead_letter_policy also applies to dead_letter=false"
+                )
+            if for_each is not None and "dead_letter" not in for_each:
+                violations.append(f"{sub.address}: dynamic dead_letter_policy is not driven by dead_letter")
+            if "max_delivery_attempts" not in str(policy.get("max_delivery_attempts", "")):
+                violations.append(f"{sub.address}: max_delivery_attempts does not come from topology retry")
+            if "deadletter" not in str(policy.get("dead_letter_topic", "")) + str(for_each):
+                violations.append(f"{sub.address}: dead_letter_topic is not the deadletter topic")
+        if "ordered" not in str(sub.body.get("enable_message_ordering", "")):
+            violations.append(f"{sub.address}: enable_message_ordering does not come from 'ordered'")
+        if "ack_deadline_seconds" not in str(sub.body.get("ack_deadline_seconds", "")):
+            violations.append(f"{sub.address}: ack_deadline_seconds does not come from topology retry")
+
+    bigquery = [s for s in subs if sub_blocks(s.body, "bigquery_config")]
+    if not bigquery:
+        violations.append("no BigQuery subscription (bigquery_config) found")
+    for sub in bigquery:
+        config = sub_blocks(sub.body, "bigquery_config")[0]
+        if config.get("use_table_schema") is not True:
+            violations.append(f"{sub.address}: bigquery_config.use_table_schema must be true")
+        if "bigquery.topic" not in str(sub.body.get("topic", "")):
+            violations.append(f"{sub.address}: topic is not topology.json bigquery.topic")
+        if not nested(sub.body, "retry_policy") or not nested(sub.body, "dead_letter_policy"):
+            violations.append(f"{sub.address}: needs retry_policy and dead_letter_policy")
+    return violations
+
+
+def check_deadletter_permissions(root: Path) -> list[str]:
+    """The Pub/Sub service agent publishes to the dead-letter topic and subscribes where it forwards."""
+
+    def is_agent(member: Any) -> bool:
+        return "pubsub_service_agent" in str(member) or "gcp-sa-pubsub" in str(member)
+
+    publisher = [
+        b
+        for b in blocks(root, type_="google_pubsub_topic_iam_member")
+        if b.body.get("role") == "roles/pubsub.publisher"
+        and is_agent(b.body.get("member"))
+        and "deadletter" in str(b.body.get("topic"))
+    ]
+    subscriber = [
+        b
+        for b in blocks(root, type_="google_pubsub_subscription_iam_member")
+        if b.body.get("role") == "roles/pubsub.subscriber"
+        and is_agent(b.body.get("member"))
+        and "dead_letter" in str(resolve_for_each_source(b))
+    ]
+    agent_sources = [str(b.body.get("member")) for b in publisher + subscriber]
+    violations = []
+    if not publisher:
+        violations.append(
+            "Pub/Sub service agent is not granted roles/pubsub.publisher on the deadletter topic"
+        )
+    if not subscriber:
+        violations.append(
+            "Pub/Sub service agent is not granted roles/pubsub.subscriber on dead-lettered subs"
+        )
+    charter = module_locals(root / "terraform" / "modules" / "charter")
+    agent = str(charter.get("pubsub_service_agent", ""))
+    if agent_sources and not re.fullmatch(
+        r"service-\$\{data\.google_project\.[a-z_]+\.number\}@gcp-sa-pubsub\.iam\.gserviceaccount\.com", agent
+    ):
+        violations.append(f"pubsub_service_agent is not service-PROJECT_NUMBER@gcp-sa-pubsub...: {agent!r}")
+    return violations
+
+
+def resolve_for_each_source(block: Block) -> str:
+    """The ``for_each`` expression of a block plus the expressions of the locals it names."""
+    expression = str(block.body.get("for_each", ""))
+    found = module_locals(block.path.parent)
+    return " ".join([expression] + [str(found.get(name, "")) for name in local_refs(expression)])
+
+
+# --- terraform: IAM and access -----------------------------------------------------------------
+
+
+def check_public_access(root: Path) -> list[str]:
+    """``allUsers``/``allAuthenticatedUsers`` only as run.invoker of the ingress service."""
+    violations = []
+    for block in blocks(root):
+        if not any(m in s for s in walk_strings(block.body) for m in _PUBLIC_MEMBERS):
+            continue
+        if block.type != "google_cloud_run_v2_service_iam_member":
+            violations.append(f"{block.address}: grants a public member; only ingress run.invoker may")
+            continue
+        targets = resolve_for_each(block)
+        if targets is None:
+            targets = set(re.findall(r'\["([^"]+)"\]', str(block.body.get("name", "")))) or None
+        if targets != {"ingress"}:
+            violations.append(
+                f"{block.address}: public run.invoker on {sorted(targets or ['<unknown>'])}, "
+                "only ingress may be public"
+            )
+        if block.body.get("role") != "roles/run.invoker":
+            violations.append(f"{block.address}: public member with role {block.body.get('role')}")
+    skip = frozenset({"description", "error_message", "condition"})
+    for path in tf_files(root):
+        parsed = parse_hcl(path)
+        for kind in ("module", "variable", "locals"):
+            if any(m in s for s in walk_strings(parsed.get(kind, []), skip) for m in _PUBLIC_MEMBERS):
+                violations.append(f"{path}: a {kind} block passes a public member")
+    for service in blocks(root, type_="google_cloud_run_v2_service"):
+        ingress = str(service.body.get("ingress", ""))
+        if not ("public" in ingress and "INGRESS_TRAFFIC_ALL" in ingress and "INTERNAL_ONLY" in ingress):
+            violations.append(
+                f"{service.address}: ingress must be ALL for public targets, INTERNAL_ONLY else"
+            )
+    return violations
+
+
+def check_invokers(root: Path) -> list[str]:
+    """Internal services are invokable by the Pub/Sub invoker only; admin by scheduler and operators."""
+    violations = []
+    members = blocks(root, type_="google_cloud_run_v2_service_iam_member")
+    internal = [b for b in members if "pubsub_invoker" in str(b.body.get("member"))]
+    if not internal or not all("public" in str(b.body.get("for_each")) for b in internal):
+        violations.append(
+            "non-public services must get run.invoker for the Pub/Sub invoker, by 'public' flag"
+        )
+    for block in members:
+        member = str(block.body.get("member"))
+        operators = member == "${each.key}" and "admin_invoker_members" in str(block.body.get("for_each"))
+        if not (operators or any(known in member for known in ("pubsub_invoker", "allUsers", "scheduler"))):
+            violations.append(f"{block.address}: unexpected run.invoker member {member}")
+        if (operators or "scheduler" in member) and '["admin"]' not in str(block.body.get("name")):
+            violations.append(f"{block.address}: scheduler/operators may invoke admin only")
+    for rtype in ("google_cloud_run_v2_service_iam_binding", "google_cloud_run_v2_service_iam_policy"):
+        violations += [f"{b.address}: use _iam_member grants" for b in blocks(root, type_=rtype)]
+    return violations
+
+
+def check_service_accounts(root: Path) -> list[str]:
+    """Each Cloud Run service runs as its own service account, one per topology target."""
+    violations = []
+    services = blocks(root, type_="google_cloud_run_v2_service")
+    if not services:
+        violations.append("no google_cloud_run_v2_service found")
+    for service in services:
+        template = _first(sub_blocks(service.body, "template"))
+        account = str(template.get("service_account", ""))
+        if "[each.key]" not in account:
+            violations.append(f"{service.address}: template.service_account must be the target's own account")
+    accounts = blocks(root, type_="google_service_account")
+    if not any("topology.targets" in str(a.body.get("for_each")) for a in accounts):
+        violations.append("no google_service_account per topology target")
+    for path in tf_files(root):
+        if "compute@developer.gserviceaccount.com" in path.read_text(encoding="utf-8"):
+            violations.append(f"{path}: uses the default compute service account")
+    return violations
+
+
+def check_publisher_grants(root: Path) -> list[str]:
+    """roles/pubsub.publisher only on each target's own output topics (policy in modules/iam locals)."""
+    topology = load_topology(root)
+    iam_dir = root / "terraform" / "modules" / "iam"
+    publishes = {t: set(v) for t, v in (module_locals(iam_dir).get("publishes") or {}).items()}
+    violations = []
+    if set(publishes) != set(topology["targets"]):
+        violations.append(f"iam local.publishes must name every target: {sorted(set(publishes))}")
+    for target, topics in publishes.items():
+        extra = topics - EXPECTED_PUBLISHES.get(target, set())
+        missing = EXPECTED_PUBLISHES.get(target, set()) - topics
+        if extra:
+            violations.append(f"{target} may publish to {sorted(extra)}, which are not its output topics")
+        if missing:
+            violations.append(f"{target} cannot publish to its output topics {sorted(missing)}")
+        if "deadletter" in topics:
+            violations.append(f"{target} may publish to the dead-letter topic")
+    published = set().union(*publishes.values()) if publishes else set()
+    consumed = {s["topic"] for s in topology["subscriptions"].values()} - {"deadletter"}
+    violations += [f"topic {t!r} has subscribers but no publisher" for t in sorted(consumed - published)]
+
+    publisher_roles = {"roles/pubsub.publisher", "roles/pubsub.editor", "roles/pubsub.admin"}
+    for block in blocks(root):
+        if block.body.get("role") not in publisher_roles:
+            continue
+        own_grant = (
+            block.type == "google_pubsub_topic_iam_member"
+            and block.path.parent == iam_dir
+            and "local.publishes" in resolve_for_each_source(block)
+            and "each.value.topic" in str(block.body.get("topic"))
+            and "each.value.target" in str(block.body.get("member"))
+        )
+        agent_grant = (
+            block.type == "google_pubsub_topic_iam_member"
+            and "pubsub_service_agent" in str(block.body.get("member"))
+            and "deadletter" in str(block.body.get("topic"))
+        )
+        if not (own_grant or agent_grant):
+            violations.append(
+                f"{block.address}: {block.body.get('role')} outside the per-target topic policy"
+            )
+    return violations
+
+
+def check_secret_access(root: Path) -> list[str]:
+    """roles/secretmanager.secretAccessor only per secret, only for the targets that need it."""
+    modules = root / "terraform" / "modules"
+    secret_ids = string_items(module_locals(modules / "secrets").get("secret_ids"))
+    reads = {t: set(v) for t, v in (module_locals(modules / "iam").get("reads_secrets") or {}).items()}
+    violations = []
+    if secret_ids != EXPECTED_SECRETS:
+        violations.append(
+            f"secrets module must create exactly {sorted(EXPECTED_SECRETS)}, has {sorted(secret_ids)}"
+        )
+    if reads != EXPECTED_SECRET_READERS:
+        violations.append(f"iam local.reads_secrets differs from the least-privilege map: {reads}")
+    for target, names in reads.items():
+        violations += [f"{target} reads unknown secret {n!r}" for n in sorted(names - secret_ids)]
+    for block in blocks(root):
+        role = str(block.body.get("role", ""))
+        if not role.startswith("roles/secretmanager."):
+            continue
+        if (
+            block.type != "google_secret_manager_secret_iam_member"
+            or role != "roles/secretmanager.secretAccessor"
+        ):
+            violations.append(f"{block.address}: {role} granted outside per-secret accessor grants")
+    for rtype in ("google_secret_manager_secret_version",):
+        violations += [
+            f"{b.address}: secret values must not be in Terraform" for b in blocks(root, type_=rtype)
+        ]
+    for path in tf_files(root):
+        if re.search(r"\bsecret_data\b", path.read_text(encoding="utf-8")):
+            violations.append(f"{path}: secret_data in Terraform")
+    return violations
+
+
+def check_secret_env(root: Path) -> list[str]:
+    """Env vars named like TOKEN/SECRET/KEY come from Secret Manager (``secret_key_ref``), never a value."""
+    violations = []
+    for service in blocks(root, type_="google_cloud_run_v2_service"):
+        local_values = module_locals(service.path.parent)
+        uses_secret_ref = False
+        for template in sub_blocks(service.body, "template"):
+            for container in sub_blocks(template, "containers"):
+                for env in sub_blocks(container, "env"):
+                    name = str(env.get("name", ""))
+                    if "value" in env and (
+                        _SENSITIVE_NAME.search(name) or _SECRET_REFERENCE.search(str(env["value"]))
+                    ):
+                        violations.append(
+                            f"{service.address}: env {name} is a plain value; use secret_key_ref"
+                        )
+                    uses_secret_ref |= _has_secret_ref(env)
+                for content, for_each in dynamic_blocks(container, "env"):
+                    if "value" in content:
+                        names: set[str] = set()
+                        for ref in local_refs(for_each):
+                            names |= string_items(local_values.get(ref))
+                        sensitive = [n for n in names if _SENSITIVE_NAME.search(n)]
+                        if sensitive or _SECRET_REFERENCE.search(for_each):
+                            violations.append(
+                                f"{service.address}: dynamic env over {for_each} sets plain values "
+                                f"for secret-like names {sorted(sensitive)}"
+                            )
+                    if "value_source" in content:
+                        if not _has_secret_ref(content):
+                            violations.append(f"{service.address}: value_source without secret_key_ref")
+                        uses_secret_ref = True
+        if not uses_secret_ref:
+            violations.append(f"{service.address}: secrets are not mounted through secret_key_ref")
+    return violations
+
+
+def _has_secret_ref(env: dict[str, Any]) -> bool:
+    source = _first(sub_blocks(env, "value_source"))
+    ref = _first(sub_blocks(source, "secret_key_ref"))
+    return bool(ref.get("secret")) and bool(ref.get("version"))
+
+
+# --- terraform: services, state, monitoring ---------------------------------------------------
+
+
+def check_run_services(root: Path) -> list[str]:
+    """Layer selection by env, one image, candidate/stable traffic, timeouts cover the ack deadline."""
+    topology = load_topology(root)
+    violations = []
+    for service in blocks(root, type_="google_cloud_run_v2_service"):
+        template = _first(sub_blocks(service.body, "template"))
+        container = _first(sub_blocks(template, "containers"))
+        env = {str(e.get("name")): str(e.get("value")) for e in sub_blocks(container, "env")}
+        if env.get("FUNCTION_TARGET") != "${each.key}":
+            violations.append(f"{service.address}: FUNCTION_TARGET must be the target name (each.key)")
+        if env.get("FUNCTION_SIGNATURE_TYPE") != "${each.value.kind}":
+            violations.append(f"{service.address}: FUNCTION_SIGNATURE_TYPE must be the target kind")
+        if container.get("image") != "${var.image}":
+            violations.append(f"{service.address}: every service must run var.image")
+        traffic = [block for block, _ in nested(service.body, "traffic")]
+        latest = [t for t in traffic if t.get("type") == "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"]
+        candidate = [
+            t
+            for t in traffic
+            if t.get("type") == "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"
+            and "candidate_tag" in str(t.get("tag"))
+            and "candidate_tag" in str(t.get("revision"))
+        ]
+        if not latest or not candidate:
+            violations.append(
+                f"{service.address}: traffic needs a tagged candidate REVISION block and LATEST"
+            )
+        if not any("candidate_percent" in str(t.get("percent")) for t in candidate):
+            violations.append(f"{service.address}: candidate traffic percent must be var.candidate_percent")
+        found = module_locals(service.path.parent)
+        ack = topology["retry"]["ack_deadline_seconds"]
+        base = found.get("base_sizing") or {}
+        timeouts = {"base": base.get("timeout_seconds", 0)}
+        timeouts |= {
+            t: s.get("timeout_seconds", timeouts["base"])
+            for t, s in (found.get("layer_sizing") or {}).items()
+        }
+        violations += [
+            f"{service.address}: {t} timeout {v}s is below the ack deadline {ack}s"
+            for t, v in timeouts.items()
+            if not isinstance(v, int) or v < ack
+        ]
+    return violations
+
+
+def check_firestore(root: Path) -> list[str]:
+    """Native database, composite indexes, TTL on expires_at for the four expiring collection groups."""
+    violations = []
+    databases = blocks(root, type_="google_firestore_database")
+    if not any(d.body.get("type") == "FIRESTORE_NATIVE" for d in databases):
+        violations.append("no native-mode google_firestore_database")
+    ttl_groups: set[str] = set()
+    for field in blocks(root, type_="google_firestore_field"):
+        if not sub_blocks(field.body, "ttl_config") or field.body.get("field") != "expires_at":
+            continue
+        groups = resolve_for_each(field) if "for_each" in field.body else {str(field.body.get("collection"))}
+        ttl_groups |= groups or set()
+    missing = TTL_COLLECTION_GROUPS - ttl_groups
+    if missing:
+        violations.append(f"no TTL policy on expires_at for collection groups {sorted(missing)}")
+    index_collections = set()
+    for index in blocks(root, type_="google_firestore_index"):
+        for spec in (module_locals(index.path.parent).get("indexes") or {}).values():
+            index_collections.add(spec.get("collection"))
+    missing_indexes = {"observability", "turns"} - index_collections
+    if missing_indexes:
+        violations.append(f"no composite index for {sorted(missing_indexes)}")
+    return violations
+
+
+def check_alert_policies(root: Path) -> list[str]:
+    """An alert policy per seed threshold, with the seed values, all with notification channels."""
+    policies = {b.name: b for b in blocks(root, type_="google_monitoring_alert_policy")}
+    violations = [f"missing alert policy {name!r}" for name in SEED_ALERTS if name not in policies]
+    monitoring = root / "terraform" / "modules" / "monitoring"
+    thresholds = module_locals(monitoring).get("thresholds") or {}
+    for name, seed in SEED_ALERTS.items():
+        policy = policies.get(name)
+        if policy is None:
+            continue
+        if "channels" not in str(policy.body.get("notification_channels", "")):
+            violations.append(f"{policy.address}: no notification channels")
+        text = " ".join(walk_strings(policy.body))
+        if seed is not None:
+            key, value = seed
+            if thresholds.get(key) != value:
+                violations.append(
+                    f"local.thresholds.{key} is {thresholds.get(key)!r}, the seed says {value!r}"
+                )
+            if f"local.thresholds.{key}" not in text:
+                violations.append(f"{policy.address}: threshold is not local.thresholds.{key}")
+    if "daily_cost" in policies and "var.daily_cost_budget_usd" not in " ".join(
+        walk_strings(policies["daily_cost"].body)
+    ):
+        violations.append("daily_cost alert does not compare against the budget variable")
+    if "deadletter_backlog" in policies:
+        text = " ".join(walk_strings(policies["deadletter_backlog"].body))
+        if "num_undelivered_messages" not in text or "deadletter_subscription" not in text:
+            violations.append(
+                "deadletter_backlog must watch num_undelivered_messages of the DLQ subscription"
+            )
+    metrics = {b.name for b in blocks(root, type_="google_logging_metric")}
+    violations += [
+        f"missing log-based metric {m!r}"
+        for m in ("llm_latency", "llm_cost", "tool_errors", "blocks")
+        if m not in metrics
+    ]
+    return violations
+
+
+def check_bigquery(root: Path) -> list[str]:
+    """Dataset/table from topology.json, schema file with the agreed columns."""
+    violations = []
+    schema_path = root / "terraform" / "modules" / "bigquery" / "turn_events_schema.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    columns = [(f["name"], f["type"], f.get("mode", "NULLABLE")) for f in schema]
+    if columns != BIGQUERY_SCHEMA:
+        violations.append(f"turn_events_schema.json columns differ: {columns}")
+    tables = blocks(root, type_="google_bigquery_table")
+    if not any(
+        "turn_events_schema.json" in str(t.body.get("schema"))
+        and "bigquery.table" in str(t.body.get("table_id"))
+        for t in tables
+    ):
+        violations.append(
+            "the turn events table must use turn_events_schema.json and topology bigquery.table"
+        )
+    datasets = blocks(root, type_="google_bigquery_dataset")
+    if not any("bigquery.dataset" in str(d.body.get("dataset_id")) for d in datasets):
+        violations.append("the dataset id must come from topology bigquery.dataset")
+    roles = {
+        str(b.body.get("role")) for b in blocks(root) if "pubsub_service_agent" in str(b.body.get("member"))
+    }
+    if "roles/bigquery.dataEditor" not in roles:
+        violations.append("the Pub/Sub service agent cannot write to BigQuery (roles/bigquery.dataEditor)")
+    return violations
+
+
+def check_scheduler(root: Path) -> list[str]:
+    """Heartbeat, cost check and maintenance jobs call admin with an OIDC token."""
+    violations = []
+    jobs = blocks(root, type_="google_cloud_scheduler_job")
+    if not jobs:
+        return ["no google_cloud_scheduler_job"]
+    for job in jobs:
+        target = _first(sub_blocks(job.body, "http_target"))
+        oidc = _first(sub_blocks(target, "oidc_token"))
+        if "scheduler" not in str(oidc.get("service_account_email")) or "admin_url" not in str(
+            oidc.get("audience")
+        ):
+            violations.append(f"{job.address}: needs an OIDC token of the scheduler account for admin")
+        names = module_locals(job.path.parent).get("jobs") or {}
+        if not {"heartbeat", "cost-check", "maintenance"} <= set(names):
+            violations.append(f"{job.address}: jobs must include heartbeat, cost-check and maintenance")
+        if (names.get("heartbeat") or {}).get("schedule") != "*/5 * * * *":
+            violations.append(f"{job.address}: heartbeat must run every 5 minutes")
+    return violations
+
+
+def check_flags_document(root: Path) -> list[str]:
+    """config/flags holds the flags file as one string field, in shared_lib.flags' stored shape.
+
+    Fields: ``document_json`` (the file), ``version``, ``sha256`` (of the file) and
+    ``updated_by = "terraform"``.
+    """
+    docs = blocks(root, type_="google_firestore_document")
+    flags = [d for d in docs if d.body.get("collection") == "config" and d.body.get("document_id") == "flags"]
+    if not flags:
+        return ["no google_firestore_document config/flags"]
+    fields = str(flags[0].body.get("fields", ""))
+    keys = set(re.findall(r"[{,]\s*(\w+)\s*=\s*\{\s*stringValue\s*=", fields))
+    wanted = {"document_json", "version", "sha256", "updated_by"}
+    violations = [f"{flags[0].address}: fields lack {k!r}" for k in sorted(wanted - keys)]
+    if not re.search(r"document_json = \{stringValue = local\.\w+\}", fields):
+        violations.append(f"{flags[0].address}: document_json must be the flags file text")
+    if not re.search(r"sha256 = \{stringValue = sha256\(", fields) or '"terraform"' not in fields:
+        violations.append(f"{flags[0].address}: sha256 must hash the file and updated_by be terraform")
+    variables = [
+        v
+        for p in tf_files(root)
+        if p.parent == flags[0].path.parent
+        for v in parse_hcl(p).get("variable", [])
+    ]
+    if not any("flags_file" in v for v in variables):
+        violations.append("modules/flags has no flags_file variable")
+    expression = str(module_locals(flags[0].path.parent).get("flags_file"))
+    if "${path.root}/../../flags/flags.json" not in expression:
+        violations.append("flags_file must default to ${path.root}/../../flags/flags.json")
+    return violations
+
+
+def check_env_roots(root: Path) -> list[str]:
+    """dev/stg/prod roots: GCS backend, google ~> 6, validated variables, required outputs, README."""
+    required_validations = ("project_id", "region", "env", "image", "daily_llm_budget_usd", "service_sizing")
+    violations = []
+    for env in ENVIRONMENTS:
+        directory = root / "terraform" / "envs" / env
+        if not directory.is_dir():
+            violations.append(f"missing env root {directory}")
+            continue
+        parsed = [parse_hcl(p) for p in sorted(directory.glob("*.tf"))]
+        terraform = [t for doc in parsed for t in doc.get("terraform", [])]
+        backends = [b for t in terraform for b in t.get("backend", [])]
+        if not any("gcs" in b for b in backends):
+            violations.append(f'{env}: no backend "gcs" block')
+        providers = [
+            p for t in terraform for block in t.get("required_providers", []) for p in [block.get("google")]
+        ]
+        if not any(
+            p and p.get("source") == "hashicorp/google" and str(p.get("version", "")).startswith("~> 6.")
+            for p in providers
+        ):
+            violations.append(f"{env}: required_providers must pin hashicorp/google ~> 6.x")
+        variables = {
+            name: body for doc in parsed for v in doc.get("variable", []) for name, body in v.items()
+        }
+        for name in required_validations:
+            if not sub_blocks(variables.get(name, {}), "validation"):
+                violations.append(f"{env}: variable {name} has no validation block")
+        outputs = {name for doc in parsed for o in doc.get("output", []) for name in o}
+        violations += [
+            f"{env}: missing output {o}"
+            for o in ("ingress_url", "admin_url", "topic_names")
+            if o not in outputs
+        ]
+        if not (directory / "README.md").is_file():
+            violations.append(f"{env}: no README.md")
+    return violations
+
+
+# --- cloudbuild.yaml, Dockerfile, .dockerignore --------------------------------------------------
+
+
+def check_cloudbuild(root: Path) -> list[str]:
+    """Step ids in pipeline order, image tagged with $COMMIT_SHA, logging and timeout set."""
+    config = yaml.safe_load((root / "cloudbuild.yaml").read_text(encoding="utf-8"))
+    steps = config.get("steps") or []
+    ids = [step.get("id") for step in steps]
+    violations = [] if len(ids) == len(set(ids)) and None not in ids else ["every step needs a unique id"]
+    missing = [i for i in PIPELINE_ORDER if i not in ids]
+    violations += [f"missing step {i!r}" for i in missing]
+    positions = [ids.index(i) for i in PIPELINE_ORDER if i in ids]
+    if positions != sorted(positions):
+        violations.append(f"steps out of order: expected {' < '.join(PIPELINE_ORDER)}, got {ids}")
+    by_id = {step.get("id"): step for step in steps}
+
+    def text(step_id: str) -> str:
+        step = by_id.get(step_id) or {}
+        return " ".join(str(step.get(k, "")) for k in ("script", "args", "entrypoint"))
+
+    if not re.search(r":\$\{?COMMIT_SHA\}?", text("build")):
+        violations.append("build step must tag the image with $COMMIT_SHA")
+    if "make lint" not in text("lint"):
+        violations.append("lint step must run make lint")
+    if "make test" not in text("test"):
+        violations.append("test step must run make test")
+    if "infra.webhook_sender" not in text("smoke"):
+        violations.append("smoke step must send a signed webhook with infra.webhook_sender")
+    if "candidate_percent=100" not in text("traffic"):
+        violations.append("traffic step must move 100 % to the candidate")
+    for flag_step in ("flags-shadow", "flags-canary"):
+        if "_ROLLOUT_STAGE" not in text(flag_step):
+            violations.append(f"{flag_step} must be gated by _ROLLOUT_STAGE")
+    if (config.get("options") or {}).get("logging") != "CLOUD_LOGGING_ONLY":
+        violations.append("options.logging must be CLOUD_LOGGING_ONLY")
+    if not config.get("timeout"):
+        violations.append("build timeout is not set")
+    return violations
+
+
+@dataclass(frozen=True)
+class DockerInstruction:
+    """One Dockerfile instruction with its continuation lines joined."""
+
+    keyword: str
+    argument: str
+
+
+def parse_dockerfile(text: str) -> list[DockerInstruction]:
+    """Instructions of a Dockerfile (comments dropped, ``\\`` continuations joined)."""
+    instructions: list[DockerInstruction] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        full = (pending + line).strip()
+        pending = ""
+        keyword, _, argument = full.partition(" ")
+        instructions.append(DockerInstruction(keyword.upper(), argument.strip()))
+    return instructions
+
+
+def check_dockerfile(root: Path) -> list[str]:
+    """Multi-stage, base pinned by digest, non-root numeric USER, no compilers in the final stage."""
+    instructions = parse_dockerfile((root / "Dockerfile").read_text(encoding="utf-8"))
+    args = {}
+    for ins in instructions:
+        if ins.keyword == "ARG" and "=" in ins.argument:
+            name, _, value = ins.argument.partition("=")
+            args[name.strip()] = value.strip()
+    stages: list[list[DockerInstruction]] = []
+    for ins in instructions:
+        if ins.keyword == "FROM":
+            stages.append([])
+        if stages:
+            stages[-1].append(ins)
+    violations = [] if len(stages) >= 2 else ["Dockerfile must be multi-stage"]
+    for stage in stages:
+        image = stage[0].argument.split()[0]
+        image = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)), image)
+        pinned = re.search(r"@sha256:[0-9a-f]{64}$", image) or re.search(r":\d+\.\d+\.\d+[\w.-]*$", image)
+        if not pinned:
+            violations.append(f"base image {image} is not pinned by digest or exact version")
+    final = stages[-1] if stages else []
+    users = [ins.argument for ins in final if ins.keyword == "USER"]
+    if not users:
+        violations.append("final stage has no USER (runs as root)")
+    elif not re.fullmatch(r"[1-9]\d*(:\d+)?", users[-1]) or users[-1].split(":")[0] == "0":
+        violations.append(f"final USER must be a numeric non-root uid, is {users[-1]!r}")
+    for ins in final:
+        if ins.keyword == "RUN" and re.search(r"\b(gcc|g\+\+|clang|build-essential|make)\b", ins.argument):
+            violations.append(f"final stage installs a compiler: RUN {ins.argument}")
+    env_text = " ".join(ins.argument for ins in final if ins.keyword == "ENV")
+    if not re.search(r"\bPORT=8080\b", env_text):
+        violations.append("final stage must set ENV PORT=8080")
+    cmd = " ".join(ins.argument for ins in final if ins.keyword == "CMD")
+    for needle in (
+        '"sh"',
+        '"-c"',
+        "functions-framework",
+        "--source functions/main.py",
+        "FUNCTION_TARGET",
+        "FUNCTION_SIGNATURE_TYPE",
+        "--port",
+        "PORT",
+    ):
+        if needle not in cmd:
+            violations.append(f"CMD must run functions-framework through sh -c; missing {needle}")
+    copies = " ".join(ins.argument for ins in final if ins.keyword == "COPY")
+    for needle in ("/opt/venv", "shared_lib", "functions"):
+        if needle not in copies:
+            violations.append(f"final stage does not copy {needle}")
+    if stages and not any("requirements.lock" in ins.argument for ins in stages[0]):
+        violations.append("builder stage must install from requirements.lock")
+    return violations
+
+
+def check_dockerignore(root: Path) -> list[str]:
+    """The build context leaves out the venv, git data, tests and local state."""
+    patterns = {
+        line.strip().rstrip("/") for line in (root / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    }
+    return [
+        f".dockerignore does not exclude {p}"
+        for p in (".venv", ".git", "tests", ".charter")
+        if p not in patterns
+    ]
+
+
+TREE_CHECKS: tuple[Callable[[Path], list[str]], ...] = (
+    check_topology_source,
+    check_no_hardcoded_names,
+    check_topology_references,
+    check_push_subscriptions,
+    check_deadletter_permissions,
+    check_public_access,
+    check_invokers,
+    check_service_accounts,
+    check_publisher_grants,
+    check_secret_access,
+    check_secret_env,
+    check_run_services,
+    check_firestore,
+    check_alert_policies,
+    check_bigquery,
+    check_scheduler,
+    check_flags_document,
+    check_env_roots,
+    check_cloudbuild,
+    check_dockerfile,
+    check_dockerignore,
+)
+"""Every check except ``check_terraform_fmt`` (which needs the terraform binary)."""

@@ -1,0 +1,169 @@
+"""Fuzzing handle_webhook: whatever arrives, it never raises, never answers 5xx, and never
+publishes a message without a valid signature."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from infra.webhook_sender import build_request
+from shared_lib.channels import ChannelSecrets, IngressConfig, chatwork, handle_webhook, http, line, slack
+
+NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
+SECRETS = ChannelSecrets.local_defaults()
+CONFIG = IngressConfig(max_body_bytes=4096)
+CHANNELS = ["chatwork", "line", "slack", "http"]
+FUZZ = settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+
+HEADER_NAMES = st.sampled_from(
+    [
+        "Content-Length",
+        "content-length",
+        "X-ChatWorkWebhookSignature",
+        "X-Line-Signature",
+        "X-Slack-Signature",
+        "X-Slack-Request-Timestamp",
+        "X-Slack-Retry-Num",
+        "Authorization",
+        "X-Charter-Signature",
+        "X-Charter-Timestamp",
+        "Content-Type",
+    ]
+) | st.text(max_size=20)
+HEADER_VALUES = st.text(max_size=80) | st.sampled_from(
+    ["", "0", "-1", "99999999999999999999999", "Bearer ", "v0=", "sha256=", str(int(NOW.timestamp()))]
+)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=20,
+)
+PROVIDER_KEYS = st.sampled_from(
+    [
+        "webhook_event_type",
+        "webhook_event",
+        "destination",
+        "events",
+        "type",
+        "event",
+        "event_id",
+        "challenge",
+        "org_id",
+        "room_id",
+        "user_id",
+        "text",
+        "message",
+        "source",
+        "webhookEventId",
+        "team_id",
+        "callback_url",
+    ]
+)
+PAYLOADS = st.dictionaries(PROVIDER_KEYS, JSON_VALUES, max_size=8)
+
+
+def sign(channel: str, body: bytes) -> dict[str, str]:
+    stamp = str(int(NOW.timestamp()))
+    secret = SECRETS.webhook_secrets(channel)[0]
+    return {
+        "chatwork": lambda: {"X-ChatWorkWebhookSignature": chatwork.sign(secret, body)},
+        "line": lambda: {"X-Line-Signature": line.sign(secret, body)},
+        "slack": lambda: {
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": slack.sign(secret, stamp, body),
+        },
+        "http": lambda: {"X-Charter-Timestamp": stamp, "X-Charter-Signature": http.sign(secret, stamp, body)},
+    }[channel]()
+
+
+def check(outcome) -> None:
+    assert 200 <= outcome.status < 500
+    if outcome.status != 200:
+        assert outcome.messages == []
+        assert outcome.rejection
+
+
+@FUZZ
+@given(
+    channel=st.sampled_from(CHANNELS) | st.text(max_size=12),
+    method=st.sampled_from(["POST", "post", "GET", "PUT"]) | st.text(max_size=8),
+    headers=st.dictionaries(HEADER_NAMES, HEADER_VALUES, max_size=6),
+    query=st.dictionaries(
+        st.sampled_from(["chatwork_webhook_signature", "x"]), st.text(max_size=60), max_size=2
+    ),
+    body=st.binary(max_size=5000),
+)
+def test_unsigned_garbage_never_raises_and_never_publishes(channel, method, headers, query, body):
+    # GIVEN anything at all WHEN handled THEN no exception, no 5xx, and no message without a signature
+    outcome = handle_webhook(channel, method, headers, query, body, secrets=SECRETS, config=CONFIG, now=NOW)
+    check(outcome)
+    assert outcome.messages == []
+
+
+@FUZZ
+@given(
+    channel=st.sampled_from(CHANNELS),
+    payload=PAYLOADS | JSON_VALUES,
+    extra=st.dictionaries(
+        st.sampled_from(["X-Slack-Retry-Num", "Content-Length"]), HEADER_VALUES, max_size=2
+    ),
+)
+def test_signed_arbitrary_json_never_raises(channel, payload, extra):
+    # GIVEN a validly signed body that is any JSON value
+    body = json.dumps(payload).encode()
+    outcome = handle_webhook(
+        channel, "POST", sign(channel, body) | extra, {}, body, secrets=SECRETS, config=CONFIG, now=NOW
+    )
+    # THEN it is handled: 200/400/413, never an exception or a 5xx
+    check(outcome)
+
+
+@FUZZ
+@given(
+    channel=st.sampled_from(CHANNELS),
+    text=st.text(min_size=1, max_size=300),
+    room=st.none() | st.text(min_size=1, max_size=20),
+    user=st.none() | st.text(min_size=1, max_size=20),
+    event_id=st.none() | st.text(min_size=1, max_size=30),
+    skew=st.integers(-1000, 1000),
+)
+def test_realistic_deliveries_with_odd_values_never_raise(channel, text, room, user, event_id, skew):
+    # GIVEN a provider-shaped, signed delivery with odd texts and ids, received at some clock skew
+    _, headers, body = build_request(
+        channel, text, room=room, user=user, event_id=event_id, secrets=SECRETS, now=NOW
+    )
+    outcome = handle_webhook(
+        channel,
+        "POST",
+        headers,
+        {},
+        body,
+        secrets=SECRETS,
+        config=IngressConfig(),
+        now=NOW + timedelta(seconds=skew),
+    )
+    # THEN it is handled, and any message respects the inbound model's limits
+    check(outcome)
+    assert all(len(m.text) <= 8000 and m.text.strip() for m in outcome.messages)
+
+
+@FUZZ
+@given(
+    channel=st.sampled_from(CHANNELS),
+    text=st.text(min_size=1, max_size=50),
+    position=st.integers(0, 10_000),
+    flip=st.integers(1, 255),
+)
+def test_any_single_byte_change_to_a_signed_body_is_rejected(channel, text, position, flip):
+    # GIVEN a valid signed delivery with one byte changed afterwards
+    _, headers, body = build_request(channel, text, event_id="E1", secrets=SECRETS, now=NOW)
+    index = position % len(body)
+    tampered = body[:index] + bytes([body[index] ^ flip]) + body[index + 1 :]
+    # WHEN handled THEN it is refused without publishing anything
+    outcome = handle_webhook(
+        channel, "POST", headers, {}, tampered, secrets=SECRETS, config=IngressConfig(), now=NOW
+    )
+    assert (outcome.status, outcome.messages) == (401, [])
