@@ -55,8 +55,11 @@ def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:
     from shared_lib.runtime import build_runtime, wire_inprocess
 
     with ExitStack() as stack:
+        from infra.fake_channels.server import FakeChannelServer
+
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTER_")}
-        env.update(CHARTER_ENV="demo", CHARTER_CHANNELS="recording")
+        channels = stack.enter_context(FakeChannelServer())
+        env.update(CHARTER_ENV="demo", **channels.env())
         if os.environ.get("ANTHROPIC_API_KEY"):
             banner = "LLM: Claude through the Anthropic API (ANTHROPIC_API_KEY is set)"
         else:

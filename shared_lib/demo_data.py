@@ -21,12 +21,13 @@ PEOPLE = [
 ]
 
 # (speaker, text): a task request, an ambiguous person, chit-chat, a confirmation and
-# its answer, something the speaker may not do, and a memory.
+# its answers (announcing to everyone needs two), something the speaker may not do, and a memory.
 CONVERSATION: list[tuple[str, str]] = [
     (DEMO_USER, "田中さんに明日までに見積書を作成するタスクをお願いできる？"),
     (DEMO_USER, "佐藤さんに議事録のまとめを頼んでおいて"),
     (DEMO_USER, "今日は暑いね〜"),
     (DEMO_USER, "全員に明日の全体会議は10時からとアナウンスして"),
+    (DEMO_USER, "はい"),
     (DEMO_USER, "はい"),
     (DEMO_USER, "全社員の一覧を見せて"),
     (DEMO_USER, "山田さんの権限を管理者に変更して"),
