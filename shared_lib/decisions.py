@@ -31,8 +31,8 @@ class Verdict(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
-    def allow(cls) -> Verdict:
-        return cls(action="allow", reason_code="pass", priority=0)
+    def allow(cls, *, details: dict[str, Any] | None = None) -> Verdict:
+        return cls(action="allow", reason_code="pass", priority=0, details=details or {})
 
     @classmethod
     def confirm(cls, reason_code: str, *, priority: int, message: str, double: bool = False,
@@ -47,9 +47,14 @@ class Verdict(BaseModel):
                    details=details or {})
 
     @classmethod
-    def modify(cls, reason_code: str, *, priority: int, message: str, parameters: dict[str, Any]) -> Verdict:
+    def modify(cls, reason_code: str, *, priority: int, message: str, parameters: dict[str, Any],
+               details: dict[str, Any] | None = None) -> Verdict:
         return cls(action="modify", reason_code=reason_code, priority=priority, message=message,
-                   modified_parameters=parameters)
+                   modified_parameters=parameters, details=details or {})
+
+    def with_details(self, **details: Any) -> Verdict:
+        """A copy with more ``details`` (decisions are frozen)."""
+        return self.model_copy(update={"details": {**self.details, **details}})
 
     @property
     def blocked(self) -> bool:
@@ -64,16 +69,18 @@ class AuthDecision(BaseModel):
     user_level: int | None = None
     required_level: int | None = None
     message: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
-    def allowed(cls, *, user_level: int, required_level: int) -> AuthDecision:
-        return cls(result="allowed", reason_code="pass", user_level=user_level, required_level=required_level)
+    def allowed(cls, *, user_level: int, required_level: int, details: dict[str, Any] | None = None) -> AuthDecision:
+        return cls(result="allowed", reason_code="pass", user_level=user_level, required_level=required_level,
+                   details=details or {})
 
     @classmethod
     def denied(cls, reason_code: str, *, user_level: int | None = None, required_level: int | None = None,
-               message: str = "") -> AuthDecision:
+               message: str = "", details: dict[str, Any] | None = None) -> AuthDecision:
         return cls(result="denied", reason_code=reason_code, user_level=user_level,
-                   required_level=required_level, message=message)
+                   required_level=required_level, message=message, details=details or {})
 
     @classmethod
     def not_applicable(cls) -> AuthDecision:

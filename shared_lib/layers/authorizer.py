@@ -1,5 +1,10 @@
 """Authorizer layer: the Authorization Gate, checked before any confirmation is asked and
-again by the executor right before execution."""
+again by the executor right before execution.
+
+It runs for every verdict except a block (a confirmation is only asked for what the user
+may do). A directory that cannot be read denies (``access_control_error``) and raises an
+admin alert at once.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy.authorization import authorize
+from shared_lib.policy.effective import config_for
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -20,11 +26,20 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     if proposal is None or (turn.guardian is not None and turn.guardian.blocked):
         turn.authorization = AuthDecision.not_applicable()
         return Outcome("not_applicable", reason_code="not_applicable")
-    decision = authorize(proposal, store=rt.store, org_id=turn.org_id, user_id=turn.user_id, registry=rt.registry)
+    decision = authorize(
+        proposal,
+        store=rt.store,
+        org_id=turn.org_id,
+        user_id=turn.user_id,
+        registry=rt.registry,
+        config=config_for(rt.extras),
+    )
     turn.authorization = decision
     if decision.reason_code == "directory.unavailable":
-        turn.add_error(BrainError.of("access_control_error", "directory unreadable", layer="authorizer"))
-        rt.emit_alert(turn, "access_control_error", "directory unreadable: denied")
+        detail = str(decision.details.get("error", "directory unreadable"))
+        turn.add_error(BrainError.of("access_control_error", detail, layer="authorizer"))
+        if not turn.shadow:
+            rt.emit_alert(turn, "access_control_error", f"directory unreadable: denied ({detail})")
     return Outcome(decision.result, reason_code=decision.reason_code)
 
 

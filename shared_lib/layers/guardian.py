@@ -1,23 +1,62 @@
-"""Guardian layer: judges the proposal with the decision tree (``shared_lib.policy.guardian``)."""
+"""Guardian layer: judges the proposal with the decision tree (``shared_lib.policy.guardian``).
+
+The policy is the runtime's (``config_for``) plus the organisation's teachings the
+context builder found. A constitution violation is recorded as a ``constitution_violation``
+error, which the observer turns into an admin alert (seed 000 §4.7.1: block + alert).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from shared_lib.envelope import Turn
+from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy import guardian
+from shared_lib.policy.effective import config_for
+from shared_lib.policy.subject import Origin
+from shared_lib.policy.teachings import valid_teachings
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
+
+
+def origin(turn: Turn) -> Origin:
+    """``system`` for the brain's fixed catalogue texts (kill switch, confirmation flow, LLM
+    failure), which carry no model confidence; ``proposer`` for anything a brain proposed."""
+    sec, p = turn.proposal, turn.proposal.proposal
+    if p is None or p.output_type == "tool_call":
+        return "proposer"
+    if sec.arm in ("state", "kill_switch"):
+        return "system"
+    failed_llm = any(e.layer == "brain" and e.category == "llm_error" for e in turn.errors)
+    return "system" if sec.arm == "llm" and sec.attempts == 0 and failed_llm else "proposer"
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
     proposal = turn.proposal.proposal
     if proposal is None:
         return Outcome("skipped", reason_code="no_proposal")
-    verdict = guardian.evaluate(proposal, registry=rt.registry, now=rt.clock(), approval=turn.proposal.approval)
+    verdict = guardian.evaluate(
+        proposal,
+        registry=rt.registry,
+        now=rt.clock(),
+        config=config_for(rt.extras),
+        approval=turn.proposal.approval,
+        user_id=turn.user_id,
+        origin=origin(turn),
+        teachings=valid_teachings(turn.context.teachings),
+    )
     turn.guardian = verdict
+    if verdict.reason_code.startswith("constitution."):
+        turn.add_error(
+            BrainError.of(
+                "constitution_violation",
+                f"{verdict.reason_code}: {verdict.message}",
+                layer="guardian",
+                reason_code=verdict.reason_code,
+            )
+        )
     return Outcome(verdict.action, reason_code=verdict.reason_code)
 
 

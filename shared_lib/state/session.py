@@ -1,26 +1,53 @@
-"""Session state in the store: mode, pending action, last intent; 30-minute sessions and
-10-minute pending actions (seed 000 §5.1.5). Every change happens in a transaction.
+"""Session state in the store (seed 000 §5.1.5–5.1.6), changed only inside transactions.
+
+One document per conversation, ``orgs/{org}/sessions/{id}``::
+
+    mode            normal | confirmation_pending | multi_step_flow | error_recovery
+    pending_action  the action awaiting the user's answer (approval id, proposing user,
+                    proposal, parameters hash, policy version, reasons, confirmations)
+    last_intent, last_tool_called, last_error, error_count, updated_at, expires_at
+
+A session lives 30 minutes from its last update and a pending action 10 minutes from
+its creation (policy ``confirmation``). Expiry is automatic: an expired session or
+pending action reads as ``normal`` (with ``expired`` / ``pending_expired`` set so the
+brain can say so) and the next write drops it.
+
+    normal ──CONFIRM──► confirmation_pending ──answer / expiry──► normal
+      │  ▲                                      (error_recovery and multi_step_flow
+      ▼  │                                       return to normal the same way)
+    multi_step_flow / error_recovery
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
-import unicodedata
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from shared_lib.errors import CharterError
+from shared_lib.policy.config import Confirmation, load_policy_config
 from shared_lib.ports import Store, Transaction
 
-SESSION_TTL = timedelta(minutes=30)
-PENDING_TTL = timedelta(minutes=10)
-Answer = Literal["approve", "deny", "other"]
+Mode = Literal["normal", "confirmation_pending", "multi_step_flow", "error_recovery"]
+MODES: tuple[Mode, ...] = ("normal", "confirmation_pending", "multi_step_flow", "error_recovery")
+# A live pending action pins the mode: it leaves confirmation_pending only by an answer or expiry.
+TRANSITIONS: dict[Mode, frozenset[Mode]] = {
+    "normal": frozenset(MODES),
+    "confirmation_pending": frozenset({"normal", "confirmation_pending"}),
+    "multi_step_flow": frozenset(MODES),
+    "error_recovery": frozenset(MODES),
+}
 
-_APPROVE = {"はい", "うん", "ok", "おk", "okay", "yes", "y", "1", "お願い", "お願いします", "おねがい", "実行",
-            "実行して", "いいよ", "いいです", "大丈夫", "承認", "approve", "sure", "go"}
-_DENY = {"いいえ", "いや", "no", "n", "2", "やめて", "やめる", "やめておく", "キャンセル", "cancel", "中止",
-         "だめ", "ダメ", "不要", "しない"}
+
+class InvalidTransition(CharterError):
+    """A mode change the state machine does not allow."""
+
+
+def _ttl(config: Confirmation | None) -> tuple[timedelta, timedelta]:
+    cfg = config or load_policy_config().confirmation
+    return timedelta(minutes=cfg.session_ttl_minutes), timedelta(minutes=cfg.pending_ttl_minutes)
 
 
 def conversation_id(conversation_key: str) -> str:
@@ -32,72 +59,225 @@ def session_path(org_id: str, conversation_key: str) -> str:
 
 
 def params_hash(tool_name: str, parameters: dict[str, Any]) -> str:
-    body = json.dumps({"tool": tool_name, "parameters": parameters}, sort_keys=True, ensure_ascii=False, default=str)
+    """Hash of one call (kept for callers of the first version; pending actions hash every call)."""
+    body = json.dumps(
+        {"tool": tool_name, "parameters": parameters}, sort_keys=True, ensure_ascii=False, default=str
+    )
     return hashlib.sha256(body.encode()).hexdigest()
-
-
-def parse_answer(text: str) -> Answer:
-    """Approval / denial in Japanese and English forms and numbered choices."""
-    norm = unicodedata.normalize("NFKC", text).strip().lower()
-    norm = re.sub(r"[。、!！?？\s🐺]+$", "", norm)
-    norm = re.sub(r"^(では|じゃあ|それでは)\s*", "", norm)
-    if norm in _APPROVE:
-        return "approve"
-    if norm in _DENY:
-        return "deny"
-    return "other"
-
-
-def load_session(store: Store, org_id: str, conversation_key: str, now: datetime) -> dict[str, Any]:
-    """The live session (expired sessions and pending actions read as absent)."""
-    doc = store.get(session_path(org_id, conversation_key)) or {}
-    if doc and _expired(doc.get("expires_at"), now):
-        return {"mode": "normal", "expired": True}
-    pending = doc.get("pending_action")
-    if pending and _expired(pending.get("expires_at"), now):
-        doc = {**doc, "mode": "normal", "pending_action": None, "pending_expired": True}
-    return doc or {"mode": "normal"}
 
 
 def _expired(value: Any, now: datetime) -> bool:
     return isinstance(value, datetime) and value <= now
 
 
-def set_pending(store: Store, org_id: str, conversation_key: str, pending: dict[str, Any], now: datetime) -> None:
+def live(doc: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
+    """The session as it stands at ``now``: expiry applied, never ``None``."""
+    if not doc:
+        return {"mode": "normal"}
+    pending = doc.get("pending_action")
+    if _expired(doc.get("expires_at"), now):
+        out: dict[str, Any] = {"mode": "normal", "expired": True}
+        if pending:
+            out.update(pending_expired=True, expired_approval_id=pending.get("approval_id"))
+        return out
+    if pending and _expired(pending.get("expires_at"), now):
+        return {
+            **doc,
+            "mode": "normal",
+            "pending_action": None,
+            "pending_expired": True,
+            "expired_approval_id": pending.get("approval_id"),
+        }
+    return dict(doc)
+
+
+def load_session(store: Store, org_id: str, conversation_key: str, now: datetime) -> dict[str, Any]:
+    """The live session (expired sessions and pending actions read as absent)."""
+    return live(store.get(session_path(org_id, conversation_key)), now)
+
+
+def _change(
+    store: Store,
+    org_id: str,
+    conversation_key: str,
+    now: datetime,
+    change: Callable[[dict[str, Any]], dict[str, Any] | None],
+    config: Confirmation | None,
+) -> bool:
+    """Apply ``change`` to the live session in one transaction; ``None`` from it means no write."""
     path = session_path(org_id, conversation_key)
-
-    def _txn(txn: Transaction) -> None:
-        doc = txn.get(path) or {}
-        txn.set(path, {**doc, "mode": "confirmation_pending", "updated_at": now, "expires_at": now + SESSION_TTL,
-                       "pending_action": {**pending, "created_at": now, "expires_at": now + PENDING_TTL}})
-
-    store.run_transaction(_txn)
-
-
-def resolve_pending(store: Store, org_id: str, conversation_key: str, approval_id: str, now: datetime,
-                    *, last_intent: str | None = None) -> bool:
-    """Clear the pending action if it is still the one named; ``False`` when it was not."""
-    path = session_path(org_id, conversation_key)
+    session_ttl, _ = _ttl(config)
 
     def _txn(txn: Transaction) -> bool:
-        doc = txn.get(path) or {}
-        pending = doc.get("pending_action") or {}
-        if pending.get("approval_id") != approval_id:
+        doc = live(txn.get(path), now)
+        for transient in ("expired", "pending_expired", "expired_approval_id"):
+            doc.pop(transient, None)
+        new = change(doc)
+        if new is None:
             return False
-        txn.set(path, {**doc, "mode": "normal", "pending_action": None, "updated_at": now,
-                       "expires_at": now + SESSION_TTL, "last_intent": last_intent or doc.get("last_intent")})
+        txn.set(
+            path,
+            {
+                **new,
+                "created_at": new.get("created_at") or now,
+                "updated_at": now,
+                "expires_at": now + session_ttl,
+            },
+        )
         return True
 
     return store.run_transaction(_txn)
 
 
-def touch(store: Store, org_id: str, conversation_key: str, now: datetime, **fields: Any) -> None:
-    path = session_path(org_id, conversation_key)
+def _moved(doc: dict[str, Any], mode: Mode) -> dict[str, Any]:
+    current: Mode = doc.get("mode") or "normal"
+    if mode not in TRANSITIONS.get(current, frozenset(MODES)):
+        raise InvalidTransition(f"{current} -> {mode}")
+    return {**doc, "mode": mode}
 
-    def _txn(txn: Transaction) -> None:
-        doc = txn.get(path) or {"mode": "normal"}
-        if _expired(doc.get("expires_at"), now):
-            doc = {"mode": "normal"}
-        txn.set(path, {**doc, **fields, "updated_at": now, "expires_at": now + SESSION_TTL})
 
-    store.run_transaction(_txn)
+def set_pending(
+    store: Store,
+    org_id: str,
+    conversation_key: str,
+    pending: dict[str, Any],
+    now: datetime,
+    *,
+    config: Confirmation | None = None,
+) -> None:
+    """Ask: the conversation waits for an answer to ``pending`` (replacing any earlier one)."""
+    _, pending_ttl = _ttl(config)
+    _change(
+        store,
+        org_id,
+        conversation_key,
+        now,
+        lambda doc: {
+            **_moved(doc, "confirmation_pending"),
+            "pending_action": {**pending, "created_at": now, "expires_at": now + pending_ttl},
+        },
+        config,
+    )
+
+
+def advance_pending(
+    store: Store,
+    org_id: str,
+    conversation_key: str,
+    approval_id: str,
+    now: datetime,
+    *,
+    confirmations: int,
+    config: Confirmation | None = None,
+) -> bool:
+    """Record the n-th "yes" of a double confirmation; ``False`` if the pending action is not that one."""
+    _, pending_ttl = _ttl(config)
+
+    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
+        pending = doc.get("pending_action") or {}
+        if pending.get("approval_id") != approval_id:
+            return None
+        if int(pending.get("confirmations_received", 0)) not in (confirmations - 1, confirmations):
+            return None
+        return {
+            **doc,
+            "pending_action": {
+                **pending,
+                "confirmations_received": confirmations,
+                "expires_at": now + pending_ttl,
+            },
+        }
+
+    return _change(store, org_id, conversation_key, now, change, config)
+
+
+def resolve_pending(
+    store: Store,
+    org_id: str,
+    conversation_key: str,
+    approval_id: str,
+    now: datetime,
+    *,
+    outcome: str = "resolved",
+    last_intent: str | None = None,
+    config: Confirmation | None = None,
+) -> bool:
+    """Clear the pending action if it is still the one named; ``False`` when it was not."""
+
+    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
+        pending = doc.get("pending_action") or {}
+        if pending.get("approval_id") != approval_id:
+            return None
+        return {
+            **_moved(doc, "normal"),
+            "pending_action": None,
+            "last_intent": last_intent or doc.get("last_intent"),
+            "last_resolution": {"approval_id": approval_id, "outcome": outcome, "at": now},
+        }
+
+    return _change(store, org_id, conversation_key, now, change, config)
+
+
+def touch(
+    store: Store,
+    org_id: str,
+    conversation_key: str,
+    now: datetime,
+    *,
+    mode: Mode | None = None,
+    config: Confirmation | None = None,
+    **fields: Any,
+) -> None:
+    """Record a finished turn; a live pending action keeps the conversation confirmation_pending."""
+
+    def change(doc: dict[str, Any]) -> dict[str, Any]:
+        new = {**doc, **fields}
+        if doc.get("pending_action"):
+            return {**new, "mode": "confirmation_pending"}
+        if doc.get("mode") == "confirmation_pending":  # its pending action expired: back to normal
+            new["mode"] = "normal"
+        return _moved(new, mode) if mode else new
+
+    _change(store, org_id, conversation_key, now, change, config)
+
+
+def set_mode(
+    store: Store,
+    org_id: str,
+    conversation_key: str,
+    mode: Mode,
+    now: datetime,
+    *,
+    config: Confirmation | None = None,
+    **fields: Any,
+) -> None:
+    """Move to ``mode`` (raises ``InvalidTransition`` while a confirmation is pending)."""
+    _change(store, org_id, conversation_key, now, lambda doc: {**_moved(doc, mode), **fields}, config)
+
+
+def finish_turn(
+    store: Store,
+    org_id: str,
+    conversation_key: str,
+    now: datetime,
+    *,
+    error_code: str | None,
+    config: Confirmation | None = None,
+    **fields: Any,
+) -> None:
+    """Record a turn's end: an error moves to ``error_recovery`` (counted), success back to normal."""
+
+    def change(doc: dict[str, Any]) -> dict[str, Any]:
+        new = {**doc, **fields}
+        if doc.get("pending_action"):
+            return {**new, "mode": "confirmation_pending"}
+        if error_code:
+            return {
+                **new,
+                "mode": "error_recovery",
+                "last_error": error_code,
+                "error_count": int(doc.get("error_count") or 0) + 1,
+            }
+        return {**new, "mode": "normal", "error_count": 0}
+
+    _change(store, org_id, conversation_key, now, change, config)

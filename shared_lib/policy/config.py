@@ -1,0 +1,240 @@
+"""Policy configuration as data: ``shared_lib/config/policy.json`` validated by this schema.
+
+Everything the guardian, the authorization gate and the confirmation flow decide by —
+thresholds, dangerous operations, NG / confidential / permission-assertion patterns,
+company teachings, level tables, answer words, reason messages — lives in that file,
+with the seed's values as defaults. ``CHARTER_POLICY`` names another file.
+
+>>> cfg = load_policy_config()
+>>> cfg.confidence.too_low, cfg.dangerous_operations["change_permission"].action
+(0.3, 'block')
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from shared_lib.errors import ConfigError
+from shared_lib.policy.reasons import GUARDIAN_REASONS, PART_MESSAGES
+from shared_lib.policy.teachings import Teaching
+from shared_lib.policy.values import checked_regexes
+
+POLICY_FILE = Path(__file__).resolve().parent.parent / "config" / "policy.json"
+Risk = Literal["none", "low", "medium", "high", "critical"]
+Level = Annotated[int, Field(ge=1, le=6)]
+TextScope = Literal["reasoning", "confirmation", "text", "parameters"]
+ALL_SCOPES: tuple[TextScope, ...] = ("reasoning", "confirmation", "text", "parameters")
+DeptScope = Literal["own", "children", "descendants", "organization", "all"]
+
+
+class _Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NamedPattern(_Cfg):
+    name: Annotated[str, Field(min_length=1)]
+    pattern: Annotated[str, Field(min_length=1)]
+    scopes: list[TextScope] = Field(default_factory=lambda: list(ALL_SCOPES))
+    ignore_case: bool = True
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        checked_regexes([value])
+        return value
+
+    def search(self, text: str) -> bool:
+        return re.search(self.pattern, text, re.IGNORECASE if self.ignore_case else 0) is not None
+
+
+class Constitution(_Cfg):
+    min_reasoning_chars: Annotated[int, Field(ge=0)] = 20
+    permission_patterns: list[NamedPattern] = Field(default_factory=list)
+
+
+class Security(_Cfg):
+    ng_patterns: list[NamedPattern] = Field(default_factory=list)
+    confidential_patterns: list[NamedPattern] = Field(default_factory=list)
+    # tools (regexes on the name) whose parameters leave the conversation get the confidential check
+    confidential_tool_patterns: list[str] = Field(default_factory=list)
+
+    @field_validator("confidential_tool_patterns")
+    @classmethod
+    def _compile(cls, value: list[str]) -> list[str]:
+        checked_regexes(value)
+        return value
+
+    def sends_out(self, tool_name: str) -> bool:
+        return any(re.search(p, tool_name) for p in self.confidential_tool_patterns)
+
+
+class DangerRule(_Cfg):
+    risk: Risk
+    action: Literal["confirm", "block"] | None = None  # explicit action wins over the risk level
+
+    @model_validator(mode="after")
+    def _critical_blocks(self) -> DangerRule:
+        if self.risk == "critical" and self.action not in (None, "block"):
+            raise ValueError("a critical operation is always blocked; its action cannot be 'confirm'")
+        return self
+
+
+class ConfidenceThresholds(_Cfg):
+    too_low: Annotated[float, Field(ge=0, le=1)] = 0.3
+    low: Annotated[float, Field(ge=0, le=1)] = 0.5
+    medium: Annotated[float, Field(ge=0, le=1)] = 0.7
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ConfidenceThresholds:
+        if not self.too_low <= self.low <= self.medium:
+            raise ValueError("confidence thresholds must satisfy too_low <= low <= medium")
+        return self
+
+
+class Parameters(_Cfg):
+    amount_keys: list[str] = Field(default_factory=lambda: ["amount"])
+    amount_high: Annotated[float, Field(ge=0)] = 100_000
+    amount_very_high: Annotated[float, Field(ge=0)] = 1_000_000
+    recipient_keys: list[str] = Field(default_factory=lambda: ["recipients"])
+    recipients_all_values: list[str] = Field(default_factory=lambda: ["all"])
+    recipients_many: Annotated[int, Field(ge=1)] = 3
+    recipients_many_content: Annotated[int, Field(ge=1)] = 10
+    content_keys: list[str] = Field(default_factory=lambda: ["message"])
+    delete_tool_patterns: list[str] = Field(default_factory=lambda: ["^delete_"])
+    delete_count_keys: list[str] = Field(default_factory=lambda: ["ids"])
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Parameters:
+        if self.amount_high > self.amount_very_high or self.recipients_many > self.recipients_many_content:
+            raise ValueError("'high' thresholds must not exceed 'very high' ones")
+        checked_regexes(self.delete_tool_patterns)
+        return self
+
+
+Fix = Literal["strip_strings", "dedupe_lists", "amount_numbers", "iso_dates"]
+ALL_FIXES: tuple[Fix, ...] = ("strip_strings", "dedupe_lists", "amount_numbers", "iso_dates")
+
+
+class Consistency(_Cfg):
+    date_keys: list[str] = Field(default_factory=lambda: ["limit_date"])
+    far_future_days: Annotated[int, Field(ge=1)] = 365
+    date_ranges: list[tuple[str, str]] = Field(default_factory=list)
+    fixes: list[Fix] = Field(default_factory=lambda: list(ALL_FIXES))
+
+
+class Authorization(_Cfg):
+    default_level: Level = 2
+    tool_levels: dict[str, Level] = Field(default_factory=dict)
+    department_scope: dict[str, DeptScope] = Field(default_factory=dict)
+    user_target_keys: list[str] = Field(default_factory=lambda: ["target_user_id"])
+    department_target_keys: list[str] = Field(default_factory=lambda: ["target_department_id"])
+    top_secret_value: str = "top_secret"
+    top_secret_level: Level = 6
+
+    @field_validator("department_scope")
+    @classmethod
+    def _all_levels(cls, value: dict[str, DeptScope]) -> dict[str, DeptScope]:
+        missing = {str(n) for n in range(1, 7)} - set(value)
+        if missing:
+            raise ValueError(f"department_scope needs every level 1-6; missing {sorted(missing)}")
+        return value
+
+    def scope(self, level: int) -> DeptScope:
+        return self.department_scope.get(str(level), "own")
+
+
+class Confirmation(_Cfg):
+    session_ttl_minutes: Annotated[int, Field(ge=1)] = 30
+    pending_ttl_minutes: Annotated[int, Field(ge=1)] = 10
+    approve_words: list[str] = Field(default_factory=list)
+    deny_words: list[str] = Field(default_factory=list)
+    urgent_words: list[str] = Field(default_factory=list)
+    filler_words: list[str] = Field(default_factory=list)
+
+
+class PolicyConfig(_Cfg):
+    version: Annotated[int, Field(ge=1)]
+    description: str = ""
+    timezone: str = "Asia/Tokyo"
+    constitution: Constitution = Field(default_factory=Constitution)
+    security: Security = Field(default_factory=Security)
+    dangerous_operations: dict[str, DangerRule] = Field(default_factory=dict)
+    teachings: list[Teaching] = Field(default_factory=list)
+    confidence: ConfidenceThresholds = Field(default_factory=ConfidenceThresholds)
+    parameters: Parameters = Field(default_factory=Parameters)
+    consistency: Consistency = Field(default_factory=Consistency)
+    authorization: Authorization
+    confirmation: Confirmation = Field(default_factory=Confirmation)
+    messages: dict[str, str]
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown timezone {value!r}") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _messages_cover_codes(self) -> PolicyConfig:
+        missing = sorted({*GUARDIAN_REASONS, *PART_MESSAGES} - set(self.messages))
+        if missing:
+            raise ValueError(f"messages lacks reason codes {missing}")
+        return self
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def message(self, code: str, **values: Any) -> str:
+        """The catalogue message of ``code`` with ``{placeholders}`` filled (missing ones empty)."""
+        return self.messages.get(code, code).format_map(_Blank({k: _show(v) for k, v in values.items()}))
+
+    def decision_data(self) -> dict[str, Any]:
+        """What decisions depend on (the policy version hashes this): not messages nor answer words."""
+        return self.model_dump(mode="json", exclude={"description", "messages", "confirmation"})
+
+
+class _Blank(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int | float):
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,}"
+    return str(value)
+
+
+def parse_policy_config(data: Any, *, source: str = "policy") -> PolicyConfig:
+    try:
+        return PolicyConfig.model_validate(data)
+    except ValidationError as exc:
+        details = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:10])
+        raise ConfigError(f"{source}: invalid policy configuration: {details}") from exc
+
+
+@lru_cache(maxsize=8)
+def _load(path: str) -> PolicyConfig:
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"policy file {file}: {exc}") from exc
+    return parse_policy_config(data, source=str(file))
+
+
+def load_policy_config(path: str | None = None) -> PolicyConfig:
+    """The policy from ``path``, ``CHARTER_POLICY`` or the packaged default (cached per path)."""
+    return _load(str(path or os.environ.get("CHARTER_POLICY") or POLICY_FILE))

@@ -1,0 +1,127 @@
+"""The effective policy of one decision: configuration + tool registry + extra teachings.
+
+The registry's danger classes are merged with the configured dangerous-operations table
+(the configuration wins when it names the tool). ``version`` is a stable digest of
+everything decisions depend on; a pending confirmation records it, and an approval given
+under another version is re-checked (a changed policy means a new confirmation).
+
+>>> from shared_lib.tools.builtin import builtin_registry
+>>> p = Policy.build(load_policy_config(), builtin_registry())
+>>> p.danger("change_permission").action, p.version.startswith("1-")
+('block', True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from shared_lib.decisions import Verdict
+from shared_lib.policy.authorization import required_level
+from shared_lib.policy.config import DangerRule, PolicyConfig, load_policy_config
+from shared_lib.policy.reasons import GUARDIAN_REASONS
+from shared_lib.policy.teachings import Teaching
+from shared_lib.tools.registry import ToolRegistry
+
+
+def config_for(extras: Mapping[str, Any]) -> PolicyConfig:
+    """The runtime's policy: ``rt.extras["policy_config"]`` when wired (tests, simulator), else the file."""
+    cfg = extras.get("policy_config")
+    return cfg if isinstance(cfg, PolicyConfig) else load_policy_config()
+
+
+@dataclass(frozen=True)
+class Policy:
+    config: PolicyConfig
+    registry: ToolRegistry | None
+    teachings: tuple[Teaching, ...]
+    version: str
+
+    @classmethod
+    def build(
+        cls,
+        config: PolicyConfig | None = None,
+        registry: ToolRegistry | None = None,
+        extra_teachings: Iterable[Teaching] = (),
+    ) -> Policy:
+        cfg = config or load_policy_config()
+        extra = tuple(extra_teachings)
+        tools = {}
+        for spec in registry or ():
+            tools[spec.name] = {
+                "danger": spec.danger,
+                "danger_action": spec.danger_action,
+                "min_level": required_level(spec.name, registry, cfg.authorization),
+                "requires_confirmation": spec.requires_confirmation,
+            }
+        body = json.dumps(
+            {
+                "config": cfg.decision_data(),
+                "tools": tools,
+                "teachings": [t.model_dump(mode="json") for t in extra],
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+            default=str,
+        )
+        digest = hashlib.sha256(body.encode()).hexdigest()[:12]
+        return cls(
+            config=cfg,
+            registry=registry,
+            teachings=(*cfg.teachings, *extra),
+            version=f"{cfg.version}-{digest}",
+        )
+
+    def danger(self, tool_name: str) -> DangerRule | None:
+        """The dangerous-operation rule of a tool: the configuration's entry, else the registry's."""
+        if tool_name in self.config.dangerous_operations:
+            return self.config.dangerous_operations[tool_name]
+        spec = self.registry.get(tool_name) if self.registry is not None else None
+        if spec is None or (spec.danger == "none" and spec.danger_action is None):
+            return None
+        return DangerRule.model_construct(risk=spec.danger, action=spec.danger_action)
+
+    def requires_confirmation(self, tool_name: str) -> bool:
+        spec = self.registry.get(tool_name) if self.registry is not None else None
+        return bool(spec and spec.requires_confirmation)
+
+    def irreversible(self, tool_name: str) -> bool:
+        """Deletions and messages sent to others cannot be taken back (seed 002 §6.3 取り消し可否)."""
+        deletes = any(re.search(p, tool_name) for p in self.config.parameters.delete_tool_patterns)
+        return deletes or self.config.security.sends_out(tool_name)
+
+    def describe(self, tool_name: str) -> tuple[str, bool]:
+        """(description, writes) of a tool for the confirmation message."""
+        spec = self.registry.get(tool_name) if self.registry is not None else None
+        first_line = (
+            spec.description.strip().splitlines()[0] if spec and spec.description.strip() else tool_name
+        )
+        return (first_line, spec.writes) if spec else (tool_name, True)
+
+    def verdict(
+        self,
+        code: str,
+        *,
+        details: dict[str, Any] | None = None,
+        parameters: dict[str, Any] | None = None,
+        **values: Any,
+    ) -> Verdict:
+        """The verdict of a catalogued reason code, with its catalogue message."""
+        reason = GUARDIAN_REASONS[code]
+        message = self.config.message(code, **values)
+        info = {"policy_version": self.version, **(details or {})}
+        if reason.action == "block":
+            return Verdict.block(code, priority=reason.priority, message=message, details=info)
+        if reason.action == "confirm":
+            return Verdict.confirm(
+                code, priority=reason.priority, message=message, double=reason.double, details=info
+            )
+        if reason.action == "modify":
+            return Verdict.modify(
+                code, priority=reason.priority, message=message, parameters=parameters or {}, details=info
+            )
+        return Verdict.allow(details=info)

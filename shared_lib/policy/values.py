@@ -1,0 +1,144 @@
+"""Reading parameter values the way the charter means them: amounts, dates, recipient lists.
+
+Pure functions over the LLM's candidate values; they never raise on odd input (an
+unreadable value is ``None`` and the handler's own validation deals with it).
+
+>>> as_number("15万円"), as_number("1,200"), as_number(True)
+(150000.0, 1200.0, None)
+>>> from datetime import date
+>>> read_date("明日", date(2025, 1, 31)), read_date("2025/2/3", date(2025, 1, 31))
+(datetime.date(2025, 2, 1), datetime.date(2025, 2, 3))
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
+from typing import Any
+
+_NUMBER = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
+_RELATIVE_DAYS = {
+    "一昨日": -2,
+    "おととい": -2,
+    "昨日": -1,
+    "きのう": -1,
+    "今日": 0,
+    "本日": 0,
+    "きょう": 0,
+    "明日": 1,
+    "あした": 1,
+    "明後日": 2,
+    "あさって": 2,
+}
+_ISO = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})")
+_SLASH = re.compile(r"^(\d{4})[/.年](\d{1,2})[/.月](\d{1,2})日?$")
+
+
+def checked_regexes(patterns: Iterable[str]) -> None:
+    """Raise ``ValueError`` (what pydantic validators report) for a pattern that does not compile."""
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from exc
+
+
+def as_number(value: Any) -> float | None:
+    """A number from an int/float or a numeric string ("100,000円", "¥5000", "15万")."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    text = unicodedata.normalize("NFKC", value).strip().replace(",", "").replace("¥", "").replace("円", "")
+    scale = 1.0
+    for unit, factor in (("億", 1e8), ("万", 1e4), ("千", 1e3)):
+        if text.endswith(unit):
+            text, scale = text[: -len(unit)], factor
+            break
+    return float(text) * scale if _NUMBER.match(text.strip()) else None
+
+
+def is_calendar_date_text(value: Any) -> bool:
+    """Looks like an absolute date (so an impossible one is an inconsistency, not noise)."""
+    if not isinstance(value, str):
+        return False
+    text = unicodedata.normalize("NFKC", value).strip()
+    return bool(_ISO.match(text) or _SLASH.match(text))
+
+
+def read_date(value: Any, today: date) -> date | None:
+    """An absolute or simple relative date; ``None`` when it cannot be read or does not exist."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if not isinstance(value, str):
+        return None
+    text = unicodedata.normalize("NFKC", value).strip()
+    if text in _RELATIVE_DAYS:
+        return today + timedelta(days=_RELATIVE_DAYS[text])
+    m = _ISO.match(text) or _SLASH.match(text)
+    if not m:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
+
+
+def iso_date_text(value: Any) -> str | None:
+    """``YYYY-MM-DD`` for an absolute date written another way ("2025/1/5"); else ``None``."""
+    if not isinstance(value, str):
+        return None
+    text = unicodedata.normalize("NFKC", value).strip()
+    m = _SLASH.match(text)
+    if not m:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isoformat()
+    except ValueError:
+        return None
+
+
+def recipients(value: Any, all_values: Iterable[str]) -> tuple[bool, int]:
+    """``(is_everyone, distinct count)`` of a recipients value (a list, or a delimited string)."""
+    everyone = {unicodedata.normalize("NFKC", v).strip().lower() for v in all_values}
+    if isinstance(value, str):
+        norm = unicodedata.normalize("NFKC", value).strip().lower()
+        if norm in everyone:
+            return True, 0
+        items: list[Any] = [p for p in re.split(r"[,、，\s]+", value) if p.strip()]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        return False, 0
+    names = {unicodedata.normalize("NFKC", str(i)).strip().lower() for i in items}
+    if names & everyone:
+        return True, len(names)
+    return False, len(names)
+
+
+def count_items(value: Any, all_values: Iterable[str]) -> int | None:
+    """How many things a deletion targets: a list's length, ``None`` for "all", 1 otherwise."""
+    if isinstance(value, list | tuple):
+        return len(value)
+    if isinstance(value, str):
+        everyone = {v.lower() for v in all_values}
+        return None if value.strip().lower() in everyone else 1
+    return 1
+
+
+def strings_in(value: Any) -> Iterable[str]:
+    """Every string inside a parameter value (nested lists and objects included)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings_in(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from strings_in(v)

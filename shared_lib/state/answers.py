@@ -1,0 +1,87 @@
+"""Reading an answer to a pending confirmation (seed 000 §5.1.7 Q2, Q3).
+
+The whole message must be an answer: approval or denial words in Japanese or English,
+numbered choices ("1", "１", "①", "1番"), polite fillers, and optionally the approval id
+that was shown ("はい ap-7K2M9Q"). Anything else is another intent — never a "yes" found
+inside a longer sentence (the seed's substring match would read "明日10時" as choice 1).
+Words come from the policy configuration (``confirmation``).
+
+>>> read_answer("はい、お願いします！").kind, read_answer("2").kind, read_answer("明日10時にして").kind
+('approve', 'deny', 'other')
+>>> read_answer("yes ap-7k2m9q").approval_id
+'ap-7K2M9Q'
+>>> is_urgent("緊急で部長に連絡して")
+True
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+from shared_lib.policy.config import Confirmation, load_policy_config
+
+AnswerKind = Literal["approve", "deny", "other"]
+_APPROVAL_ID = re.compile(r"\bap-([0-9a-z]{6})\b", re.IGNORECASE)
+_SEPARATORS = re.compile(r"[\s、。,.!！?？・…~〜()（）「」\[\]]+")
+
+
+@dataclass(frozen=True)
+class Answer:
+    kind: AnswerKind
+    approval_id: str | None = None
+
+
+def _norm(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    # drop emoji and other symbols (🐺, ✨) that carry no answer
+    return "".join(ch for ch in text if unicodedata.category(ch) not in ("So", "Sk", "Cs"))
+
+
+def _words(words: list[str]) -> set[str]:
+    return {_norm(w).strip() for w in words}
+
+
+def read_answer(text: str, config: Confirmation | None = None) -> Answer:
+    cfg = config or load_policy_config().confirmation
+    norm = _norm(text)
+    found = _APPROVAL_ID.search(norm)
+    approval_id = f"ap-{found.group(1).upper()}" if found else None
+    norm = _APPROVAL_ID.sub(" ", norm)
+    approve, deny, filler = _words(cfg.approve_words), _words(cfg.deny_words), _words(cfg.filler_words)
+    kinds: set[AnswerKind] = set()
+    rest = norm.strip()
+    # multi-word phrases first ("do it", "thank you"), then single tokens
+    for phrase in sorted(approve | deny | filler, key=len, reverse=True):
+        if " " in phrase and phrase in rest:
+            kinds |= {"approve"} if phrase in approve else {"deny"} if phrase in deny else set()
+            rest = rest.replace(phrase, " ")
+    for token in (t for t in _SEPARATORS.split(rest) if t):
+        if token in approve or _choice(token) == "1":
+            kinds.add("approve")
+        elif token in deny or _choice(token) == "2":
+            kinds.add("deny")
+        elif token not in filler:
+            return Answer("other", approval_id)
+    if len(kinds) != 1:
+        return Answer("other", approval_id)
+    return Answer(kinds.pop(), approval_id)
+
+
+def _choice(token: str) -> str | None:
+    m = re.fullmatch(r"([12])(番|です|で)?", token)
+    return m.group(1) if m else None
+
+
+def is_urgent(text: str, config: Confirmation | None = None) -> bool:
+    """Seed 000 §5.1.7 Q3: urgent words cancel the pending action and the new intent proceeds."""
+    cfg = config or load_policy_config().confirmation
+    norm = _norm(text)
+    for word in cfg.urgent_words:
+        w = _norm(word)
+        hit = re.search(rf"\b{re.escape(w)}\b", norm) if w.isascii() else w in norm
+        if hit:
+            return True
+    return False

@@ -1,0 +1,253 @@
+"""Authorization Gate (seed 000 §6.4): levels from the directory, never from the proposal;
+minimum levels per tool; data and department access by the level table; fail closed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared_lib.adapters.memory_store import MemoryStore
+from shared_lib.envelope import Turn
+from shared_lib.inbound import InboundMessage
+from shared_lib.layers import authorizer
+from shared_lib.policy.authorization import authorize
+from shared_lib.policy.directory import MemoryDirectory
+from shared_lib.proposal import Proposal
+from shared_lib.runtime import build_runtime
+from shared_lib.tools.builtin import builtin_registry
+from shared_lib.tools.registry import ToolRegistry
+from tests.unit.policy.policy_fakes import NOW, tool_call
+
+SEED_LEVELS = {  # seed 000 §6.4.4 TOOL_REQUIRED_LEVELS
+    "chatwork_task_create": 1,
+    "chatwork_task_complete": 1,
+    "chatwork_task_search": 1,
+    "save_memory": 1,
+    "query_memory": 1,
+    "goal_registration": 2,
+    "goal_progress_report": 2,
+    "view_team_tasks": 3,
+    "view_team_goals": 3,
+    "view_all_users": 5,
+    "view_salary_info": 6,
+    "change_permission": 6,
+}
+# hq ─┬─ sales ─── sales_east ─── sales_east_tokyo        (three levels below the root)
+#     ├─ dev
+#     └─ secret_lab (top secret) ─── secret_team
+DEPARTMENTS = {
+    "hq": {"parent": None},
+    "sales": {"parent": "hq"},
+    "sales_east": {"parent": "sales"},
+    "sales_east_tokyo": {"parent": "sales_east"},
+    "dev": {"parent": "hq"},
+    "secret_lab": {"parent": "hq", "classification": "top_secret"},
+    "secret_team": {"parent": "secret_lab"},
+}
+TARGETS = ["sales", "sales_east", "sales_east_tokyo", "hq", "dev", "secret_lab", "secret_team"]
+# which targets a user of department "sales" may see, by level
+VISIBLE = {
+    1: {"sales"},
+    2: {"sales"},
+    3: {"sales", "sales_east"},
+    4: {"sales", "sales_east", "sales_east_tokyo"},
+    5: {"sales", "sales_east", "sales_east_tokyo", "hq", "dev"},
+    6: set(TARGETS),
+}
+
+
+def directory(level: int, **extra_users: dict[str, Any]) -> MemoryDirectory:
+    users = {"me": {"level": level, "department_id": "sales"}, **extra_users}
+    return MemoryDirectory.from_data(users=users, departments=DEPARTMENTS)
+
+
+def check(proposal: Proposal, level: int, *, registry: ToolRegistry | None = None, **users: dict[str, Any]):
+    return authorize(
+        proposal,
+        store=MemoryStore(),
+        org_id="acme",
+        user_id="me",
+        registry=registry or builtin_registry(),
+        directory=directory(level, **users),
+    )
+
+
+@pytest.mark.parametrize("level", range(1, 7))
+@pytest.mark.parametrize("tool", sorted(SEED_LEVELS))
+def test_every_level_against_every_seed_tool(tool, level):
+    # GIVEN a user of ``level`` WHEN they propose ``tool`` (no target)
+    for registry in (builtin_registry(), ToolRegistry([])):
+        decision = check(tool_call(tool), level, registry=registry)
+        # THEN the gate allows exactly when the level reaches the seed's minimum
+        expected = ("allowed", "pass") if level >= SEED_LEVELS[tool] else ("denied", "level.insufficient")
+        assert (decision.result, decision.reason_code) == expected
+        assert decision.required_level == SEED_LEVELS[tool]
+
+
+def test_an_unknown_tool_needs_level_two():
+    assert check(tool_call("brand_new_tool"), 1).reason_code == "level.insufficient"
+    assert check(tool_call("brand_new_tool"), 2).result == "allowed"
+
+
+@pytest.mark.parametrize("level", range(1, 7))
+@pytest.mark.parametrize("target", TARGETS)
+def test_department_access_follows_the_level_table(level, target):
+    decision = check(tool_call("query_memory", {"query": "x", "target_department_id": target}), level)
+    if target in VISIBLE[level]:
+        assert decision.result == "allowed"
+    else:
+        assert (decision.result, decision.reason_code) == ("denied", "department.no_access")
+
+
+@pytest.mark.parametrize("level", range(1, 7))
+@pytest.mark.parametrize("target", TARGETS)
+def test_data_access_follows_the_level_table(level, target):
+    decision = check(
+        tool_call("chatwork_task_search", {"target_user_id": "them"}),
+        level,
+        them={"level": 2, "department_id": target},
+    )
+    if target in VISIBLE[level]:
+        assert decision.result == "allowed"
+    else:
+        assert (decision.result, decision.reason_code) == ("denied", "data.no_access")
+
+
+def test_own_data_is_always_visible_and_unknown_targets_never():
+    assert check(tool_call("chatwork_task_search", {"target_user_id": "me"}), 1).result == "allowed"
+    assert (
+        check(tool_call("chatwork_task_search", {"target_user_id": "ghost"}), 6).reason_code
+        == "data.no_access"
+    )
+    assert (
+        check(tool_call("query_memory", {"query": "x", "target_department_id": "nowhere"}), 6).reason_code
+        == "department.no_access"
+    )
+
+
+def test_top_secret_people_need_level_six_even_in_scope():
+    secret_person = {"level": 2, "department_id": "sales", "classification": "top_secret"}
+    assert (
+        check(tool_call("chatwork_task_search", {"target_user_id": "spy"}), 5, spy=secret_person).reason_code
+        == "data.no_access"
+    )
+    assert (
+        check(tool_call("chatwork_task_search", {"target_user_id": "spy"}), 6, spy=secret_person).result
+        == "allowed"
+    )
+
+
+def test_every_call_and_every_target_is_checked():
+    two_calls = tool_call(
+        "",
+        calls=[
+            {"tool_name": "save_memory", "parameters": {"content": "x"}},
+            {"tool_name": "view_all_users", "parameters": {}},
+        ],
+    )
+    assert check(two_calls, 4).reason_code == "level.insufficient"
+    several = tool_call("query_memory", {"query": "x", "target_department_id": ["sales", "dev"]})
+    assert check(several, 4).reason_code == "department.no_access"
+
+
+def test_the_level_never_comes_from_the_proposal():
+    # GIVEN a level-2 user whose proposal claims a higher level in every place it can
+    claims = tool_call(
+        "view_all_users",
+        {"level": 6, "user_level": 6},
+        reasoning={"intent_understanding": "このユーザーはレベル6の代表なので全員を見られる"},
+    )
+    # THEN the gate reads the directory
+    decision = check(claims, 2)
+    assert (decision.result, decision.user_level, decision.required_level) == ("denied", 2, 5)
+
+
+def test_the_stricter_of_registry_and_seed_table_applies():
+    from pydantic import BaseModel
+
+    from shared_lib.tools.registry import ToolSpec
+
+    class NoParams(BaseModel):
+        pass
+
+    lax = ToolRegistry(
+        [ToolSpec("view_salary_info", "給与を見る", (), NoParams, lambda p, c, t: {}, min_level=1)]
+    )
+    assert check(tool_call("view_salary_info"), 5, registry=lax).reason_code == "level.insufficient"
+
+
+def test_a_user_missing_from_the_directory_is_denied():
+    decision = authorize(
+        tool_call("save_memory", {"content": "x"}),
+        store=MemoryStore(),
+        org_id="acme",
+        user_id="stranger",
+        registry=builtin_registry(),
+    )
+    assert (decision.result, decision.reason_code) == ("denied", "level.insufficient")
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"users": {"me": {"level": "admin", "department_id": "sales"}}, "departments": {}},
+        {
+            "users": {"me": {"level": 4, "department_id": "a"}, "t": {"level": 2, "department_id": "b"}},
+            "departments": {"a": {"parent": "b"}, "b": {"parent": "a"}},
+        },
+    ],
+)
+def test_an_unreadable_directory_denies(broken):
+    store = MemoryStore()
+    for uid, doc in broken["users"].items():
+        store.set(f"orgs/acme/users/{uid}", doc)
+    for did, doc in broken["departments"].items():
+        store.set(f"orgs/acme/departments/{did}", doc)
+    decision = authorize(
+        tool_call("chatwork_task_search", {"target_user_id": "t"}),
+        store=store,
+        org_id="acme",
+        user_id="me",
+        registry=builtin_registry(),
+    )
+    assert (decision.result, decision.reason_code) == ("denied", "directory.unavailable")
+
+
+class _BrokenStore(MemoryStore):
+    def get(self, path: str) -> dict[str, Any] | None:
+        raise ConnectionError("firestore is down")
+
+
+def test_a_store_error_denies_and_alerts_the_admins():
+    # GIVEN the authorizer layer over a store that cannot be read
+    rt = build_runtime(
+        {"CHARTER_ENV": "test", "CHARTER_LLM": "none", "CHARTER_CHANNELS": "recording"},
+        store=_BrokenStore(),
+        clock=lambda: NOW,
+    )
+    msg = InboundMessage(
+        channel="http",
+        org_id="acme",
+        room_id="r1",
+        user_id="me",
+        text="x",
+        message_id="m",
+        event_id="e",
+        received_at=NOW,
+    )
+    turn = Turn.from_inbound(msg)
+    turn.proposal.proposal = tool_call("save_memory", {"content": "x"})
+    # WHEN it runs
+    outcome = authorizer.run(turn, rt)
+    # THEN it denies with access_control_error, and an alert is published
+    assert (outcome.outcome, outcome.reason_code) == ("denied", "directory.unavailable")
+    assert [e.code for e in turn.errors] == ["access_control_error"]
+    alerts = [attrs for topic, _, attrs, _ in rt.bus.published if topic == "events"]  # type: ignore[attr-defined]
+    assert alerts and alerts[0]["code"] == "access_control_error"
+
+
+def test_a_text_answer_is_not_applicable():
+    from tests.unit.policy.policy_fakes import text_answer
+
+    assert check(text_answer("こんにちは"), 1).result == "not_applicable"

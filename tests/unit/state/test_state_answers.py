@@ -1,0 +1,103 @@
+"""Reading answers to a pending confirmation (seed 000 §5.1.7): approvals and denials in
+Japanese and English, numbered choices, the approval id, and urgent words."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared_lib.state.answers import is_urgent, read_answer
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "はい",
+        "はい。",
+        "はい！",
+        "はい、お願いします",
+        "お願いします🐺",
+        "うん",
+        "OK",
+        "ｏｋ",
+        "いいよ",
+        "実行して",
+        "承認します",
+        "1",
+        "１",
+        "①",
+        "1番",
+        "yes",
+        "Yes please",
+        "sure",
+        "do it",
+        "ok thanks",
+        "では、はい",
+        "はい ap-7K2M9Q",
+    ],
+)
+def test_approvals(text):
+    assert read_answer(text).kind == "approve"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "いいえ",
+        "いや",
+        "やめて",
+        "やめておきます",
+        "キャンセル",
+        "中止",
+        "ダメ",
+        "2",
+        "２",
+        "2番",
+        "no",
+        "No thanks",
+        "cancel",
+        "いいえ、結構です",
+    ],
+)
+def test_denials(text):
+    assert read_answer(text).kind == "deny"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "今日の予定教えて",
+        "明日10時にして",
+        "はい、でも明日にして",
+        "12",
+        "はい いいえ",
+        "1と2",
+        "",
+        "🐺",
+        "yesterday",
+        "はいはいはい言ってるけど違う",
+        "ほかのタスクを見せて",
+    ],
+)
+def test_anything_else_is_another_intent(text):
+    assert read_answer(text).kind == "other"
+
+
+def test_the_approval_id_is_read_case_insensitively():
+    assert read_answer("yes AP-7k2m9q").approval_id == "ap-7K2M9Q"
+    assert read_answer("はい").approval_id is None
+
+
+@pytest.mark.parametrize(
+    ("text", "urgent"),
+    [
+        ("緊急！部長に連絡して", True),
+        ("今すぐ止めて", True),
+        ("ストップ", True),
+        ("助けて", True),
+        ("help me please", True),
+        ("this is helpful", False),
+        ("今日の予定教えて", False),
+    ],
+)
+def test_urgent_words(text, urgent):
+    assert is_urgent(text) is urgent
