@@ -1,40 +1,111 @@
 """Brain-shadow layer: on ``turns.contextualized`` (its own subscription), runs the
 candidate arm through brain, guardian, authorizer and a dry-run executor and responder.
 
-It never executes a tool, never writes session state, never sends a message; its
-failures are recorded, never raised into the served arm. The candidate envelope goes to
-``turns.shadow`` where the observer stores and compares it.
+It never executes a tool (the executor dry-runs: parameters are validated, handlers get
+no transaction), never writes session state, never sends a message. It runs on a deep
+copy of the turn in a worker thread with its own timeout, so a slow or crashing
+candidate is recorded (an error from ``brain_shadow`` on the candidate) and never raised
+into, or waited on by, the served arm. The candidate envelope (``shadow=True``) goes to
+``turns.shadow``, where the observer stores it and ``shared_lib.rollout.comparison``
+compares it with the served turn.
+
+A candidate is run only when the flags sampled this person (``shadow_candidate_arm``),
+on the first step, without a pending confirmation (the served arm answers those from
+state, whatever the brain), and only if the candidate arm can really run: an LLM
+candidate without a configured LLM would fall back to the legacy brain and compare
+legacy with itself, which would inflate the agreement.
+
+On Pub/Sub the candidate has its own subscription and instances, so it cannot slow the
+served arm. The embedded in-process bus delivers synchronously, so there the timeout is
+what bounds the delay.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from typing import TYPE_CHECKING
 
 from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers import authorizer, brain, executor, guardian, responder
 from shared_lib.layers.base import Layer, LayerRunner, Outcome
+from shared_lib.rollout.comparison import SHADOW_LAYER, candidate_expected
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 log = logging.getLogger(__name__)
 CANDIDATE_LAYERS = (brain.LAYER, guardian.LAYER, authorizer.LAYER, executor.LAYER, responder.LAYER)
+DEFAULT_TIMEOUT_SECONDS = 45.0  # below the subscription's 60 s ack deadline
+
+
+def timeout_seconds(rt: Runtime) -> float:
+    """``rt.extras['shadow_timeout_seconds']``, else ``CHARTER_SHADOW_TIMEOUT``, else 45 s."""
+    value = rt.extras.get("shadow_timeout_seconds") or os.environ.get("CHARTER_SHADOW_TIMEOUT")
+    return float(value) if value else DEFAULT_TIMEOUT_SECONDS
+
+
+def skip_reason(turn: Turn, rt: Runtime) -> str | None:
+    if turn.shadow:
+        return "already_candidate"
+    if turn.step > 0:
+        return "later_step"
+    if not candidate_expected(turn):
+        return "pending_action" if turn.context.pending_action else "off"
+    if turn.flags.shadow_candidate_arm == "llm" and rt.llm is None:
+        return "llm_unconfigured"
+    return None
+
+
+def _run_candidate(candidate: Turn, rt: Runtime) -> None:
+    for layer in CANDIDATE_LAYERS:
+        try:
+            LayerRunner(layer, rt).run(candidate)
+        except Exception as exc:  # recorded, never raised into the served arm
+            log.warning("shadow candidate failed in %s: %s", layer.name, exc)
+            candidate.add_error(
+                BrainError.of(
+                    "execution_error",
+                    f"shadow {layer.name}: {type(exc).__name__}: {exc}",
+                    layer=SHADOW_LAYER,
+                    failed_layer=layer.name,
+                )
+            )
+            return
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
-    if turn.flags.shadow_candidate_arm is None or turn.shadow or turn.step > 0:
-        return Outcome("not_sampled", reason_code="shadow.off", next_topic=None)
-    turn.shadow = True
-    for layer in CANDIDATE_LAYERS:
-        try:
-            LayerRunner(layer, rt).run(turn)
-        except Exception as exc:  # recorded, never raised into the served arm
-            log.warning("shadow candidate failed in %s: %s", layer.name, exc)
-            turn.add_error(BrainError.of("execution_error", f"shadow {layer.name}: {exc}", layer=layer.name))
-            break
-    return Outcome("candidate", reason_code=f"shadow.{turn.flags.shadow_candidate_arm}")
+    reason = skip_reason(turn, rt)
+    if reason:
+        return Outcome("not_sampled", reason_code=f"shadow.{reason}", next_topic=None)
+    candidate = turn.model_copy(deep=True)
+    candidate.shadow = True
+    worker = threading.Thread(
+        target=_run_candidate, args=(candidate, rt), name=f"shadow-{turn.turn_id}", daemon=True
+    )
+    limit = timeout_seconds(rt)
+    worker.start()
+    worker.join(limit)
+    if worker.is_alive():
+        # The worker keeps its own copy; what it does after this point is never published.
+        turn.shadow = True
+        turn.add_error(
+            BrainError.of(
+                "execution_error",
+                f"shadow candidate timed out after {limit:g} s",
+                layer=SHADOW_LAYER,
+                failure="timeout",
+            )
+        )
+        return Outcome("candidate_timeout", reason_code="shadow.timeout")
+    for name in Turn.model_fields:
+        setattr(turn, name, getattr(candidate, name))
+    failed = any(e.layer == SHADOW_LAYER for e in turn.errors)
+    return Outcome(
+        "candidate_failed" if failed else "candidate", reason_code=f"shadow.{turn.flags.shadow_candidate_arm}"
+    )
 
 
 LAYER = Layer("brain_shadow", "shadow", run)

@@ -63,7 +63,9 @@ def test_the_same_webhook_twice_gives_one_reply_and_one_effect(local_stack):
 def test_republishing_every_hop_message_repeats_no_reply_and_no_effect(local_stack):
     # GIVEN a tap subscription on every chain topic, then one finished turn that writes a task
     project = local_stack.project
-    sub, pub = pubsub_v1.SubscriberClient(), pubsub_v1.PublisherClient()
+    sub = pubsub_v1.SubscriberClient()
+    pub = pubsub_v1.PublisherClient(
+        publisher_options=pubsub_v1.types.PublisherOptions(enable_message_ordering=True))
     taps = {}
     for key in ("received", "contextualized", "proposed", "guarded", "authorized", "executed", "completed"):
         path = sub.subscription_path(project, f"tap-{key}-{uuid.uuid4().hex[:6]}")

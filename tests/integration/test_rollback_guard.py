@@ -1,0 +1,109 @@
+"""The rollback guard on the Firestore emulator: it trips and recovers, and concurrent
+observer instances count every record exactly once."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+# The same fakes as the unit tests of the rollout (a scripted LLM, clocks, a seeded runtime).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "rollout"))
+
+from rollout_fakes import ORG, ScriptedLLM, WallClock, make_runtime, send
+
+from shared_lib.flags import OVERRIDE_DOC, RollbackGuardConfig
+from shared_lib.rollout.guard import ALERT_CODE, AUTHOR, RollbackGuard, guard_status
+
+pytestmark = pytest.mark.integration
+
+
+def record(n: int, *, failed: bool = False) -> dict:
+    return {
+        "turn_id": f"T{n}",
+        "flags_arm": "llm",
+        "arm": "llm",
+        "guardian_action": "allow",
+        "execution_result": [
+            {
+                "tool_name": "t",
+                "ok": not failed,
+                "dry_run": False,
+                "error_code": "execution_error" if failed else None,
+            }
+        ],
+        "usage": {"llm_calls": 1},
+        "llm_duration_ms": 900.0,
+        "cost_usd": 0.002,
+    }
+
+
+def test_given_the_emulator_when_tool_errors_cross_5_percent_then_the_guard_trips_and_the_llm_arm_recovers(
+    tmp_path, firestore_store
+):
+    # GIVEN the LLM arm serving everyone, its state on the emulator
+    clock = WallClock()
+    rt = make_runtime(tmp_path, store=firestore_store, clock=clock, brain_mode="canary", canary_percent=100)
+    guard = RollbackGuard(RollbackGuardConfig(override_ttl_minutes=10), evaluate_every_seconds=0)
+    # WHEN 20 tool executions are observed, 2 of them failing
+    alerts = [a for n in range(20) for a in guard.observe(rt, record(n, failed=n < 2))]
+    # THEN the override to legacy is written with its reason, and one alert raised
+    assert [a["code"] for a in alerts] == [ALERT_CODE]
+    override = firestore_store.get(OVERRIDE_DOC)
+    assert override["author"] == AUTHOR and "tool_error_rate 0.100 (2/20)" in override["reason"]
+    assert rt.flags.evaluate(ORG, "u1", clock())[0].reason == "OVERRIDE"
+    assert firestore_store.get(f"alerts/{alerts[0]['event_id']}")["code"] == ALERT_CODE
+    # WHEN the override expires
+    clock.advance(minutes=11)
+    # THEN the LLM arm serves again, judged on a fresh window
+    section, _ = rt.flags.evaluate(ORG, "u1", clock())
+    assert (section.arm, section.reason) == ("llm", "SPLIT")
+    assert [a for n in range(20, 45) for a in guard.observe(rt, record(n))] == []
+    assert guard_status(rt)["totals"]["tool_errors"] == 0
+
+
+def test_given_concurrent_observers_when_they_count_then_every_record_counts_once(tmp_path, firestore_store):
+    # GIVEN four observer instances (threads) sharing the emulator, each seeing every record twice
+    rt = make_runtime(
+        tmp_path, store=firestore_store, clock=WallClock(), brain_mode="canary", canary_percent=100
+    )
+    config = RollbackGuardConfig(min_tool_calls=10_000)  # count only, never trip
+
+    def observer(offset: int) -> None:
+        guard = RollbackGuard(config, evaluate_every_seconds=3600)
+        for n in range(offset, offset + 10):
+            guard.observe(rt, record(n))
+            guard.observe(rt, record(n))
+
+    threads = [threading.Thread(target=observer, args=(i * 10,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # THEN the window holds exactly 40 turns and 40 tool calls
+    totals = guard_status(rt)["totals"]
+    assert (totals["turns"], totals["tool_calls"]) == (40, 40)
+
+
+def test_given_blocked_turns_through_the_pipeline_on_the_emulator_when_recorded_then_the_guard_rolls_back(
+    tmp_path, firestore_store
+):
+    # GIVEN the in-process pipeline on the emulator, LLM arm for everyone
+    rt = make_runtime(
+        tmp_path,
+        llm=ScriptedLLM(),
+        store=firestore_store,
+        clock=WallClock(),
+        brain_mode="canary",
+        canary_percent=100,
+    )
+    rt.extras["rollback_guard"] = RollbackGuard(evaluate_every_seconds=0)
+    # WHEN 20 turns are blocked by the guardian
+    for i in range(20):
+        send(rt, "山田さんの権限をレベル6に変更して", room=f"r{i}")
+    # THEN the observer's guard rolled back to legacy
+    assert firestore_store.get(OVERRIDE_DOC)["author"] == AUTHOR
+    turn_id = send(rt, "おはよう", room="after")
+    assert firestore_store.get(f"orgs/{ORG}/observability/{turn_id}")["flags_reason"] == "OVERRIDE"

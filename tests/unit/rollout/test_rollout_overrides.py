@@ -1,0 +1,112 @@
+"""Runtime overrides: expiry, author, reason, audit, and the guard's 'unless stricter' rule."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from shared_lib.adapters.memory_store import MemoryStore
+from shared_lib.errors import ConfigError
+from shared_lib.flags import AUDIT_COLLECTION, OVERRIDE_DOC, FlagsOverride
+from shared_lib.rollout.overrides import audit_entries, clear_override, read_override, write_override
+
+NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+
+
+def test_given_an_override_when_written_then_it_carries_expiry_author_reason_and_is_audited():
+    store = MemoryStore()
+    written = write_override(
+        store, brain_mode="legacy", ttl=timedelta(minutes=30), author="kazu", reason="errors up", now=NOW
+    )
+    assert written == read_override(store)
+    assert written.expires_at == NOW + timedelta(minutes=30) and written.created_at == NOW
+    (entry,) = audit_entries(store)
+    assert (entry["action"], entry["author"], entry["reason"], entry["previous"]) == (
+        "override_set",
+        "kazu",
+        "errors up",
+        None,
+    )
+    assert entry["override"]["brain_mode"] == "legacy"
+
+
+def test_given_an_override_when_replaced_then_the_audit_keeps_the_previous_one():
+    store = MemoryStore()
+    write_override(store, brain_mode="canary", ttl=timedelta(hours=1), author="a", reason="first", now=NOW)
+    write_override(store, kill_switch=True, ttl=timedelta(hours=1), author="b", reason="second", now=NOW)
+    newest = audit_entries(store)[0]
+    assert newest["previous"]["brain_mode"] == "canary" and newest["override"]["kill_switch"] is True
+
+
+@pytest.mark.parametrize(
+    ("active", "requested", "written"),
+    [
+        ({"brain_mode": "legacy"}, {"brain_mode": "legacy"}, False),
+        ({"kill_switch": True}, {"brain_mode": "legacy"}, False),
+        ({"brain_mode": "llm"}, {"brain_mode": "legacy"}, True),
+        (None, {"brain_mode": "legacy"}, True),
+    ],
+)
+def test_given_an_active_override_when_the_guard_writes_unless_stricter_then_only_a_stricter_one_lands(
+    active, requested, written
+):
+    store = MemoryStore()
+    if active:
+        write_override(store, ttl=timedelta(hours=1), author="ops", reason="before", now=NOW, **active)
+    result = write_override(
+        store,
+        ttl=timedelta(hours=1),
+        author="rollback-guard",
+        reason="trip",
+        now=NOW,
+        unless_stricter_active=True,
+        **requested,
+    )
+    assert (result is not None) is written
+    assert len(store.query(AUDIT_COLLECTION)) == (1 if active else 0) + (1 if written else 0)
+
+
+def test_given_an_expired_legacy_override_when_the_guard_trips_then_it_is_replaced():
+    store = MemoryStore()
+    write_override(store, brain_mode="legacy", ttl=timedelta(minutes=1), author="g", reason="old", now=NOW)
+    later = NOW + timedelta(minutes=5)
+    assert (
+        write_override(
+            store,
+            brain_mode="legacy",
+            ttl=timedelta(hours=1),
+            author="g",
+            reason="new",
+            now=later,
+            unless_stricter_active=True,
+        )
+        is not None
+    )
+
+
+def test_given_no_override_when_cleared_then_nothing_is_audited():
+    store = MemoryStore()
+    assert clear_override(store, "kazu", "nothing to do") is False
+    assert store.query(AUDIT_COLLECTION) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"ttl": timedelta(hours=1)}, "brain_mode, kill_switch"),
+        ({"brain_mode": "legacy", "ttl": timedelta(0)}, "ttl"),
+        ({"brain_mode": "legacy", "ttl": timedelta(days=31)}, "ttl"),
+    ],
+)
+def test_given_a_bad_request_when_writing_then_config_error(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        write_override(MemoryStore(), author="a", reason="r", **kwargs)
+
+
+def test_given_a_stored_override_when_read_then_the_schema_matches_what_evaluation_reads():
+    store = MemoryStore()
+    write_override(
+        store, kill_switch=True, brain_mode="legacy", ttl=timedelta(hours=1), author="a", reason="r", now=NOW
+    )
+    assert FlagsOverride.model_validate(store.get(OVERRIDE_DOC)).kill_switch is True
