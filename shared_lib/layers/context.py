@@ -1,60 +1,44 @@
 """Context layer: flags for this person, then the Context Builder (seed 000 §6.1).
 
-Sources are read independently; a failing source degrades the context
-(``memory_access_error``, proceed without it) instead of failing the turn.
+Flags are evaluated first (an unreadable flag document means the legacy arm). Sources
+are read concurrently through ``shared_lib.context``; a failing source degrades the
+context (``memory_access_error``, proceed without it) instead of failing the turn; the
+built context is recorded on ``turn.context``. The inbound message is then appended to
+the conversation history (conversation memory; the responder appends the reply).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import os
+from typing import TYPE_CHECKING
 
-from shared_lib.envelope import Turn, UserInfo
+from shared_lib.context import ContextBuilder, ContextConfig, ContextInput, record, summary_line
+from shared_lib.context.history import append_message, history_path
+from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
-from shared_lib.state.session import conversation_id, load_session
-from shared_lib.tools.directory import get_person, list_people
+from shared_lib.tools.scoped import scoped
+from shared_lib.tools.task_backend import runtime_task_backend
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
-RECENT_MESSAGES = 10
-
-
-def history_path(org_id: str, conversation_key: str) -> str:
-    return f"orgs/{org_id}/conversations/{conversation_id(conversation_key)}/messages"
+__all__ = ["LAYER", "append_history", "history_path", "run"]
 
 
 def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -> None:
     """Conversation memory: idempotent append (the id derives from the turn)."""
-    rt.store.set(f"{history_path(turn.org_id, turn.conversation_key)}/{turn.turn_id}-{turn.step}-{suffix}",
-                 {"role": role, "text": text, "at": rt.clock(), "user_id": turn.user_id})
+    append_message(scoped(rt.store, turn.org_id), turn.org_id, turn.conversation_key,
+                   f"{turn.turn_id}-{turn.step}-{suffix}", role=role, text=text, at=rt.clock(),
+                   user_id=turn.user_id)
 
 
-def _sources(rt: Runtime, turn: Turn) -> dict[str, Callable[[], Any]]:
-    org, now = turn.org_id, rt.clock()
-    return {
-        "user": lambda: get_person(rt.store, org, turn.user_id),
-        "session": lambda: load_session(rt.store, org, turn.conversation_key, now),
-        "recent_messages": lambda: [d for _, d in rt.store.query(
-            history_path(org, turn.conversation_key), order_by="at", descending=True, limit=RECENT_MESSAGES)][::-1],
-        "persons": lambda: [{"name": p.name, "department_id": p.department_id} for p in list_people(rt.store, org)],
-    }
-
-
-def render(turn: Turn) -> str:
-    c = turn.context
-    lines = []
-    if c.user:
-        lines.append(f"話している人: {c.user.name or c.user.user_id}")
-    if c.session.get("mode") and c.session.get("mode") != "normal":
-        lines.append(f"セッションモード: {c.session['mode']}")
-    if c.persons:
-        lines.append("社内の人: " + "、".join(p["name"] for p in c.persons[:50]))
-    if c.recent_messages:
-        lines.append("直近の会話:")
-        lines += [f"- {m.get('role')}: {str(m.get('text', ''))[:200]}" for m in c.recent_messages]
-    return "\n".join(lines)
+def builder_for(rt: Runtime) -> ContextBuilder:
+    builder = rt.extras.get("context_builder")
+    if not isinstance(builder, ContextBuilder):
+        builder = ContextBuilder(ContextConfig.from_env(os.environ))
+        rt.extras["context_builder"] = builder
+    return builder
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
@@ -62,30 +46,23 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     turn.flags = flags
     if flag_error:
         turn.add_error(BrainError.of("memory_access_error", f"flags: {flag_error}", layer="context"))
-    ctx = turn.context
-    for name, read in _sources(rt, turn).items():
-        try:
-            value = read()
-        except Exception as exc:
-            ctx.degraded.append(name)
-            turn.add_error(BrainError.of("memory_access_error", f"{name}: {exc}", layer="context", source=name))
-            continue
-        if name == "user" and value is not None:
-            ctx.user = UserInfo(user_id=value.user_id, name=value.name, level=value.level,
-                                department_id=value.department_id)
-        elif name == "session":
-            ctx.session = {k: v for k, v in value.items() if k != "pending_action"}
-            ctx.pending_action = value.get("pending_action")
-        elif name == "recent_messages":
-            ctx.recent_messages = [{"role": m.get("role"), "text": m.get("text")} for m in value]
-        elif name == "persons":
-            ctx.persons = value
-    ctx.rendered = render(turn)
-    ctx.token_estimate = len(ctx.rendered) // 2
+    built = builder_for(rt).build(ContextInput(
+        store=rt.store, tasks=runtime_task_backend(rt), org_id=turn.org_id, user_id=turn.user_id,
+        room_id=turn.room_id, conversation_key=turn.conversation_key, text=turn.inbound.text, now=rt.clock(),
+        user_name=turn.inbound.user_name))
+    record(turn.context, built, user_id=turn.user_id, user_name=turn.inbound.user_name)
+    failures = built.failures()
+    for failure in failures:
+        turn.add_error(BrainError.of("memory_access_error", f"{failure.name}: {failure.error}", layer="context",
+                                     source=failure.name, reason=failure.status))
+    attempted = [r for r in built.records.values() if r.status != "skipped"]
+    if failures and len(failures) == len(attempted):
+        turn.add_error(BrainError.of("db_connection_error", "every context source failed", layer="context"))
     if turn.step == 0 and not turn.shadow:
         append_history(rt, turn, "user", turn.inbound.text, "in")
-    outcome = "degraded" if ctx.degraded else "ok"
-    return Outcome(outcome, reason_code=f"flags.{flags.reason}", detail=f"arm={flags.arm}")
+    outcome = "degraded" if built.degraded else "ok"
+    return Outcome(outcome, reason_code=f"flags.{flags.reason}",
+                   detail=f"arm={flags.arm} {summary_line(built)}")
 
 
 LAYER = Layer("context", "contextualized", run)

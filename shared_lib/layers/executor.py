@@ -1,32 +1,37 @@
 """Executor layer: fixed-logic tool handlers, each effect exactly once.
 
-A receipt ``(turn_id, step, call index)`` is created in the same transaction as the
-handler's writes; a redelivered execution finds the receipt and returns the stored
-result. Parameters are re-validated here with the tool's own model, and authorization
-is checked again right before execution. Shadow turns dry-run: validate, write nothing.
+It runs only what the deciding layers let through (guardian allow/modify, authorization
+allowed, no kill switch) and re-checks authorization right before execution. Each call is
+executed by ``shared_lib.tools.execution.ToolExecutor``: parameters re-validated with the
+tool's own model, a receipt ``(turn_id, step, call index)`` claimed with the effect, the
+stored result returned on redelivery, a per-tool timeout, typed catalogue errors. Shadow
+turns dry-run: validate and preview, write and send nothing.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from shared_lib.envelope import ToolResult, Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy.authorization import authorize
-from shared_lib.ports import Transaction
-from shared_lib.proposal import ToolCall
-from shared_lib.tools.registry import ToolContext, ToolInputError
+from shared_lib.policy.effective import config_for
+from shared_lib.tools.execution import CallRequest, ToolExecutor
+from shared_lib.tools.execution import receipt_path as call_receipt_path
+from shared_lib.tools.task_backend import runtime_task_backend
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 
+def call_id(turn: Turn, index: int) -> str:
+    return f"{turn.turn_id}-{turn.step}-{index}"
+
+
 def receipt_path(turn: Turn, index: int) -> str:
-    return f"orgs/{turn.org_id}/receipts/{turn.turn_id}-{turn.step}-{index}"
+    return call_receipt_path(turn.org_id, call_id(turn, index))
 
 
 def _skip_reason(turn: Turn) -> str | None:
@@ -41,6 +46,10 @@ def _skip_reason(turn: Turn) -> str | None:
     return None
 
 
+def executor_for(rt: Runtime) -> ToolExecutor:
+    return ToolExecutor(rt.store, rt.registry, tasks=runtime_task_backend(rt), clock=rt.clock)
+
+
 def run(turn: Turn, rt: Runtime) -> Outcome:
     sec = turn.execution
     sec.dry_run = turn.shadow
@@ -50,60 +59,31 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         return Outcome("skipped", reason_code=reason)
     assert turn.proposal.proposal is not None
     recheck = authorize(turn.proposal.proposal, store=rt.store, org_id=turn.org_id, user_id=turn.user_id,
-                        registry=rt.registry)
+                        registry=rt.registry, config=config_for(rt.extras))
     if recheck.result != "allowed":
         sec.skipped_reason = "authorization_recheck"
         return Outcome("skipped", reason_code=recheck.reason_code)
-    calls = turn.proposal.proposal.tool_calls
-    for index, call in enumerate(calls):
+    engine = executor_for(rt)
+    for index, call in enumerate(turn.proposal.proposal.tool_calls):
         params = dict(call.parameters)
         if turn.guardian and turn.guardian.action == "modify" and turn.guardian.modified_parameters:
             params.update(turn.guardian.modified_parameters)
-        sec.results.append(_execute(turn, rt, index, ToolCall(tool_name=call.tool_name, parameters=params)))
+        t0 = time.perf_counter()
+        outcome = engine.execute(CallRequest(
+            tool_name=call.tool_name, parameters=params, org_id=turn.org_id, user_id=turn.user_id,
+            room_id=turn.room_id, conversation_key=turn.conversation_key, call_id=call_id(turn, index),
+            dry_run=turn.shadow))
+        if outcome.error_code:
+            turn.add_error(BrainError.of(outcome.error_code, outcome.message, layer="executor",
+                                         tool=call.tool_name, call_index=index, **outcome.details))
+        sec.results.append(ToolResult(
+            tool_name=call.tool_name, call_index=index, ok=outcome.ok, result=outcome.result,
+            error_code=outcome.error_code, receipt_id=outcome.receipt_id, replayed=outcome.replayed,
+            dry_run=turn.shadow, duration_ms=round((time.perf_counter() - t0) * 1000, 3)))
     ok = all(r.ok for r in sec.results)
-    return Outcome("executed" if ok else "failed", reason_code="ok" if ok else (sec.results[-1].error_code or ""))
-
-
-def _execute(turn: Turn, rt: Runtime, index: int, call: ToolCall) -> ToolResult:
-    t0 = time.perf_counter()
-    spec = rt.registry.get(call.tool_name)
-
-    def result(ok: bool, data: dict[str, Any] | None = None, code: str | None = None, **kw: Any) -> ToolResult:
-        return ToolResult(tool_name=call.tool_name, call_index=index, ok=ok, result=data or {}, error_code=code,
-                          duration_ms=round((time.perf_counter() - t0) * 1000, 3), dry_run=turn.shadow, **kw)
-
-    if spec is None or not spec.enabled:
-        turn.add_error(BrainError.of("handler_not_found", call.tool_name, layer="executor"))
-        return result(False, code="handler_not_found")
-    try:
-        params = spec.params.model_validate(call.parameters)
-    except ValidationError as exc:
-        turn.add_error(BrainError.of("validation_error", str(exc.errors()[:3]), layer="executor"))
-        return result(False, {"detail": "パラメータが正しくありません"}, code="validation_error")
-    ctx = ToolContext(store=rt.store, org_id=turn.org_id, user_id=turn.user_id, room_id=turn.room_id,
-                      turn_id=f"{turn.turn_id}-{turn.step}-{index}", now=rt.clock(), dry_run=turn.shadow)
-    path = receipt_path(turn, index)
-    try:
-        if turn.shadow:
-            return result(True, spec.handler(params, ctx, None))
-
-        def _txn(txn: Transaction) -> tuple[dict[str, Any], bool]:
-            stored = txn.get(path)
-            if stored is not None:
-                return dict(stored.get("result", {})), True
-            data = spec.handler(params, ctx, txn)
-            txn.create(path, {"result": data, "tool": call.tool_name, "at": ctx.now,
-                              "expires_at": ctx.now.replace(year=ctx.now.year + 1)})
-            return data, False
-
-        data, replayed = rt.store.run_transaction(_txn)
-        return result(True, data, receipt_id=path.rsplit("/", 1)[-1], replayed=replayed)
-    except ToolInputError as exc:
-        turn.add_error(BrainError.of("validation_error", str(exc), layer="executor", field=exc.field))
-        return result(False, {"detail": str(exc), "options": exc.options}, code="validation_error")
-    except Exception as exc:
-        turn.add_error(BrainError.of("execution_error", f"{type(exc).__name__}: {exc}", layer="executor"))
-        return result(False, {"detail": "実行エラー"}, code="execution_error")
+    failed = next((r for r in sec.results if not r.ok), None)
+    return Outcome("executed" if ok else "failed", reason_code="ok" if failed is None else failed.error_code or "",
+                   detail=f"calls={len(sec.results)} replayed={sum(r.replayed for r in sec.results)}")
 
 
 LAYER = Layer("executor", "executed", run)

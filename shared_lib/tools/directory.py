@@ -1,9 +1,15 @@
 """The organisation directory in the store: users and departments (``orgs/{org}/users``,
 ``orgs/{org}/departments``). The authorization gate and person resolution read it; the
-LLM never supplies a level or a department."""
+LLM never supplies a level or a department.
+
+Names the user gave are resolved to exactly one person: 「俺」「自分」「私」 mean the
+sender; a name that matches two people (two 田中さん) is a clarification with the
+candidates as options, never a guess.
+"""
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -11,7 +17,9 @@ from pydantic import BaseModel, ConfigDict
 from shared_lib.ports import Store
 from shared_lib.tools.registry import ToolInputError
 
-SELF_WORDS = ("俺", "自分", "私", "僕", "わたし", "me", "myself")
+SELF_WORDS = ("俺", "自分", "私", "僕", "わたし", "わたくし", "あたし", "おれ", "ぼく", "me", "myself", "sender")
+_HONORIFICS = ("さん", "くん", "君", "ちゃん", "様", "さま", "氏", "殿")
+MAX_DEPARTMENT_DEPTH = 20
 
 
 class Person(BaseModel):
@@ -21,34 +29,89 @@ class Person(BaseModel):
     level: int = 2
     department_id: str | None = None
     email: str | None = None
+    chatwork_account_id: str | None = None
+
+    @property
+    def task_account_id(self) -> str:
+        """The id a task backend knows this person by (ChatWork account id when set)."""
+        return self.chatwork_account_id or self.user_id
 
 
 def get_person(store: Store, org_id: str, user_id: str) -> Person | None:
     doc = store.get(f"orgs/{org_id}/users/{user_id}")
-    return Person.model_validate({"user_id": user_id, **doc}) if doc else None
+    return Person.model_validate({**doc, "user_id": user_id}) if doc else None
 
 
 def list_people(store: Store, org_id: str) -> list[Person]:
-    return [Person.model_validate({"user_id": uid, **doc}) for uid, doc in store.query(f"orgs/{org_id}/users")]
+    return [Person.model_validate({**doc, "user_id": uid}) for uid, doc in store.query(f"orgs/{org_id}/users")]
 
 
-def resolve_person(store: Store, org_id: str, name: str, *, sender_id: str) -> Person:
+def clean_name(name: str) -> str:
+    text = unicodedata.normalize("NFKC", name).strip()
+    for suffix in _HONORIFICS:
+        if text.endswith(suffix) and len(text) > len(suffix):
+            text = text[: -len(suffix)]
+            break
+    return text.strip()
+
+
+def _key(name: str) -> str:
+    """Comparison form: no honorific, no blanks (「山田 次郎様」 is 「山田次郎」)."""
+    return "".join(clean_name(name).split()).lower()
+
+
+def is_self(name: str) -> bool:
+    return clean_name(name).lower() in SELF_WORDS
+
+
+def resolve_person(store: Store, org_id: str, name: str, *, sender_id: str,
+                   field: str = "assignee_name") -> Person:
     """Resolve a name the user gave to exactly one person; ambiguity is an error with options."""
-    cleaned = name.strip().removesuffix("さん").removesuffix("くん").removesuffix("様").strip()
-    if cleaned in SELF_WORDS:
+    cleaned = clean_name(name)
+    if cleaned.lower() in SELF_WORDS:
         me = get_person(store, org_id, sender_id)
         if me is None:
-            raise ToolInputError("送信者が名簿にいません", field="assignee_name")
+            raise ToolInputError("送信者が名簿にいません", field=field)
         return me
+    if not cleaned:
+        raise ToolInputError("担当者の名前が空です", field=field)
     people = list_people(store, org_id)
-    exact = [p for p in people if p.name == cleaned]
-    found = exact or [p for p in people if cleaned and cleaned in p.name]
+    key = _key(cleaned)
+    exact = [p for p in people if _key(p.name) == key]
+    found = exact or [p for p in people if key in _key(p.name)]
     if not found:
-        raise ToolInputError(f"「{cleaned}」さんが見つかりません", field="assignee_name")
+        raise ToolInputError(f"「{cleaned}」さんが見つかりません", field=field)
     if len(found) > 1:
-        raise ToolInputError(f"「{cleaned}」さんが複数います", field="assignee_name",
-                             options=[p.name for p in found])
+        raise ToolInputError(f"「{cleaned}」さんが{len(found)}人います。どなたですか？", field=field,
+                             options=_labels(sorted(found, key=lambda p: (p.name, p.department_id or ""))))
     return found[0]
+
+
+def _labels(people: list[Person]) -> list[str]:
+    """Names to choose from; namesakes (同姓同名) are told apart by department."""
+    names = [p.name for p in people]
+    return [p.name if names.count(p.name) == 1 else f"{p.name}（{p.department_id or p.user_id}）" for p in people]
+
+
+def department_exists(store: Store, org_id: str, department_id: str) -> bool:
+    return store.get(f"orgs/{org_id}/departments/{department_id}") is not None
+
+
+def department_tree(store: Store, org_id: str, department_id: str) -> set[str]:
+    """The department and every department below it (the ``parent`` links)."""
+    parents = {dept: doc.get("parent") for dept, doc in store.query(f"orgs/{org_id}/departments")}
+    tree = {department_id}
+    for _ in range(MAX_DEPARTMENT_DEPTH):
+        grown = tree | {d for d, parent in parents.items() if parent in tree}
+        if grown == tree:
+            break
+        tree = grown
+    return tree
+
+
+def department_members(store: Store, org_id: str, department_id: str) -> list[Person]:
+    tree = department_tree(store, org_id, department_id)
+    return [p for p in list_people(store, org_id) if p.department_id in tree]
 
 
 def seed_directory(store: Store, org_id: str, people: list[dict[str, Any]],

@@ -1,13 +1,19 @@
 """Tool registry (seed 000 §7.1b): one entry per capability.
 
 An entry is data (description, trigger examples, minimum level, danger class, whether it
-needs confirmation, enabled) plus two pieces of fixed logic: a pydantic parameter model
-(the LLM's values are candidates, validated here) and a handler. The same entries feed
-the brain (Anthropic tool definitions), the guardian (danger classes), the authorization
-gate (minimum levels) and the legacy keyword brain (examples and keywords).
+needs confirmation, enabled, effect kind, timeout; see ``config/tools.json``) bound to two
+pieces of fixed logic: a pydantic parameter model (the LLM's values are candidates,
+validated here) and a handler. The same entries feed the brain (Anthropic tool
+definitions, ``converter``), the guardian (danger classes), the authorization gate
+(minimum levels) and the legacy keyword brain (examples and keywords).
 
 Handlers write only through the transaction they are given, so the executor can claim
-the effect's receipt in the same transaction (exactly-once effects).
+the effect's receipt in the same transaction (exactly-once effects). Effects that leave
+the store (the ChatWork task API) go through ``ToolContext.task_backend``.
+
+>>> reg = ToolRegistry()
+>>> reg.min_level("no_such_tool")
+2
 """
 
 from __future__ import annotations
@@ -15,19 +21,32 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
 from shared_lib.ports import Store, Transaction
 
-Danger = Literal["none", "medium", "high", "critical"]
-DEFAULT_MIN_LEVEL = 2  # seed 000 §6.4.4: unknown tools need level 2
+if TYPE_CHECKING:
+    from shared_lib.tools.task_backend import TaskBackend
+
+Danger = Literal["none", "low", "medium", "high", "critical"]
+DangerAction = Literal["confirm", "block"]
+# read: no effect; store: writes only through the transaction; tasks: an effect through
+# the task backend (in the transaction when the backend is the store, external otherwise)
+Effect = Literal["read", "store", "tasks"]
+DEFAULT_MIN_LEVEL = 2  # seed 000 §6.4.4: tools without an entry need level 2
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a handler may know: who, where, when. Never the LLM's opinion of any of it."""
+    """What a handler may know: who, where, when. Never the LLM's opinion of any of it.
+
+    ``turn_id`` is the id of this *call* (``{turn}-{step}-{index}``): handlers derive
+    document ids and provider markers from it, so a replay names the same effect.
+    ``recovering`` is set when an earlier attempt of the same call may have reached an
+    external provider: the handler must look for that effect before creating it again.
+    """
 
     store: Store
     org_id: str
@@ -36,15 +55,34 @@ class ToolContext:
     turn_id: str
     now: datetime
     dry_run: bool = False
+    conversation_key: str = ""
+    tasks: TaskBackend | None = None
+    recovering: bool = False
+
+    @property
+    def task_backend(self) -> TaskBackend:
+        if self.tasks is not None:
+            return self.tasks
+        from shared_lib.tools.task_backend import StoreTaskBackend
+
+        return StoreTaskBackend(self.store)
 
 
 class ToolInputError(Exception):
-    """A parameter failed the handler's fixed logic (maps to ``validation_error``)."""
+    """A parameter failed the handler's fixed logic (maps to ``validation_error``).
+
+    With ``options`` it is a clarification: the input named more than one thing (two
+    田中さん) and the user must choose; the handler never guesses.
+    """
 
     def __init__(self, message: str, *, field: str | None = None, options: list[str] | None = None) -> None:
         super().__init__(message)
         self.field = field
         self.options = options or []
+
+    @property
+    def is_clarification(self) -> bool:
+        return bool(self.options)
 
 
 Handler = Callable[[Any, ToolContext, Transaction | None], dict[str, Any]]
@@ -59,13 +97,24 @@ class ToolSpec:
     handler: Handler
     min_level: int = DEFAULT_MIN_LEVEL
     danger: Danger = "none"
-    danger_action: Literal["confirm", "block"] | None = None  # explicit action wins over risk level
+    danger_action: DangerAction | None = None  # explicit action wins over the risk level
     requires_confirmation: bool = False
     writes: bool = False
     enabled: bool = True
     keywords: tuple[str, ...] = ()
     timeout_seconds: float = 10.0
     tags: tuple[str, ...] = field(default_factory=tuple)
+    effect: Effect | None = None
+
+    def __post_init__(self) -> None:
+        # ``writes`` and ``effect`` say the same thing; either may be given.
+        effect = self.effect or ("store" if self.writes else "read")
+        object.__setattr__(self, "effect", effect)
+        object.__setattr__(self, "writes", effect != "read")
+
+    @property
+    def effect_kind(self) -> Effect:
+        return self.effect or "read"
 
 
 class ToolRegistry:
@@ -85,8 +134,14 @@ class ToolRegistry:
     def enabled(self) -> Iterator[ToolSpec]:
         return (s for s in self._specs.values() if s.enabled)
 
+    def names(self) -> list[str]:
+        return list(self._specs)
+
     def __iter__(self) -> Iterator[ToolSpec]:
         return iter(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
 
     def __contains__(self, name: object) -> bool:
         return name in self._specs

@@ -1,0 +1,168 @@
+"""The Context Builder (seed 000 §6.1): every source fetched concurrently, each with a
+timeout; a source that fails or times out degrades the context instead of failing the
+turn (seed §6.7.3 ``memory_access_error``, fallback ``proceed_without_memory``); Truth
+order and the token budget decide what the model sees.
+
+>>> from shared_lib.adapters.memory_store import MemoryStore
+>>> from shared_lib.tools.task_backend import StoreTaskBackend
+>>> from datetime import datetime, UTC
+>>> store = MemoryStore()
+>>> built = ContextBuilder().build(ContextInput(store=store, tasks=StoreTaskBackend(store), org_id="acme",
+...     user_id="u1", room_id="r1", conversation_key="acme/r1/u1", text="こんにちは",
+...     now=datetime(2026, 1, 28, tzinfo=UTC)))
+>>> built.degraded, built.records["knowledge"].status
+([], 'skipped')
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from shared_lib.context.budget import DEFAULT_DROP_ORDER, DROPPABLE, Fitted, fit
+from shared_lib.context.render import build_sections
+from shared_lib.context.sources import SourceRequest, SourceSpec, default_sources
+from shared_lib.errors import ConfigError
+from shared_lib.ports import Store
+from shared_lib.tools.scoped import scoped
+from shared_lib.tools.task_backend import TaskBackend
+
+SourceStatus = Literal["ok", "failed", "timeout", "skipped"]
+KNOWLEDGE_TRIGGERS = ("?", "？", "教えて", "とは", "方法", "手順", "ルール", "規程", "規定", "マニュアル",
+                      "について", "どうすれば", "どうやって", "知りたい")
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    token_budget: int = 2000
+    drop_order: tuple[str, ...] = DEFAULT_DROP_ORDER
+    source_timeout_seconds: float = 2.0
+    recent_messages: int = 10
+    knowledge_limit: int = 5
+    knowledge_triggers: tuple[str, ...] = KNOWLEDGE_TRIGGERS
+
+    def __post_init__(self) -> None:
+        unknown = set(self.drop_order) - DROPPABLE
+        if unknown:
+            raise ConfigError(f"context drop order names unknown sections: {sorted(unknown)}")
+        if self.token_budget < 100 or self.source_timeout_seconds <= 0:
+            raise ConfigError("context token budget must be >= 100 and the source timeout positive")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ContextConfig:
+        kw: dict[str, Any] = {}
+        try:
+            if env.get("CHARTER_CONTEXT_TOKEN_BUDGET"):
+                kw["token_budget"] = int(env["CHARTER_CONTEXT_TOKEN_BUDGET"])
+            if env.get("CHARTER_CONTEXT_SOURCE_TIMEOUT"):
+                kw["source_timeout_seconds"] = float(env["CHARTER_CONTEXT_SOURCE_TIMEOUT"])
+        except ValueError as exc:
+            raise ConfigError(f"context configuration: {exc}") from exc
+        if env.get("CHARTER_CONTEXT_DROP_ORDER"):
+            kw["drop_order"] = tuple(x.strip() for x in env["CHARTER_CONTEXT_DROP_ORDER"].split(",") if x.strip())
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class ContextInput:
+    store: Store
+    tasks: TaskBackend
+    org_id: str
+    user_id: str
+    room_id: str
+    conversation_key: str
+    text: str
+    now: datetime
+    user_name: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    name: str
+    status: SourceStatus
+    truth: int
+    priority: int
+    items: int = 0
+    duration_ms: float = 0.0
+    error: str = ""
+
+
+@dataclass
+class BuiltContext:
+    values: dict[str, Any]
+    records: dict[str, SourceRecord]
+    fitted: Fitted
+    degraded: list[str] = field(default_factory=list)
+
+    @property
+    def rendered(self) -> str:
+        return self.fitted.rendered
+
+    def failures(self) -> list[SourceRecord]:
+        return [r for r in self.records.values() if r.status in ("failed", "timeout")]
+
+
+def _count(value: Any) -> int:
+    if value is None or value == "":
+        return 0
+    return len(value) if isinstance(value, list | dict) else 1
+
+
+class ContextBuilder:
+    def __init__(self, config: ContextConfig | None = None, sources: list[SourceSpec] | None = None) -> None:
+        self.config = config or ContextConfig()
+        self.sources = sources
+
+    def build(self, inp: ContextInput) -> BuiltContext:
+        cfg = self.config
+        view = scoped(inp.store, inp.org_id, read_only=True)
+        request = SourceRequest(store=view, tasks=inp.tasks.with_store(view), org_id=inp.org_id,
+                                user_id=inp.user_id, room_id=inp.room_id, conversation_key=inp.conversation_key,
+                                text=inp.text, now=inp.now, recent_limit=cfg.recent_messages,
+                                knowledge_limit=cfg.knowledge_limit, knowledge_triggers=cfg.knowledge_triggers)
+        specs = self.sources or default_sources(tasks_truth=1 if inp.tasks.external else 2)
+        values, records = self._fetch(specs, request)
+        degraded = [r.name for r in records.values() if r.status in ("failed", "timeout")]
+        sections = build_sections(values, {s.name: s.truth for s in specs}, now=inp.now, degraded=degraded,
+                                  fallback_user={"user_id": inp.user_id, "name": inp.user_name})
+        return BuiltContext(values, records, fit(sections, cfg.token_budget, cfg.drop_order), degraded)
+
+    def _fetch(self, specs: list[SourceSpec], request: SourceRequest) -> tuple[dict[str, Any], dict[str, SourceRecord]]:
+        timeout = self.config.source_timeout_seconds
+        pool = ThreadPoolExecutor(max_workers=len(specs), thread_name_prefix="context")
+        started = time.monotonic()
+        futures: dict[str, Future[tuple[Any, float]]] = {
+            s.name: pool.submit(self._timed, s, request) for s in specs}
+        values: dict[str, Any] = {}
+        records: dict[str, SourceRecord] = {}
+        try:
+            for spec in specs:
+                remaining = max(started + timeout - time.monotonic(), 0.0)
+                try:
+                    value, ms = futures[spec.name].result(timeout=remaining)
+                except FuturesTimeout:
+                    records[spec.name] = SourceRecord(spec.name, "timeout", spec.truth, spec.priority,
+                                                      duration_ms=round(timeout * 1000, 3),
+                                                      error=f"no answer within {timeout}s")
+                    continue
+                except Exception as exc:
+                    records[spec.name] = SourceRecord(spec.name, "failed", spec.truth, spec.priority,
+                                                      error=f"{type(exc).__name__}: {exc}"[:300])
+                    continue
+                values[spec.name] = value
+                status: SourceStatus = "skipped" if value is None and spec.name == "knowledge" else "ok"
+                records[spec.name] = SourceRecord(spec.name, status, spec.truth, spec.priority, _count(value), ms)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # a stuck source is left behind, not waited for
+        return values, records
+
+    @staticmethod
+    def _timed(spec: SourceSpec, request: SourceRequest) -> tuple[Any, float]:
+        t0 = time.perf_counter()
+        value = spec.fetch(request)
+        return value, round((time.perf_counter() - t0) * 1000, 3)

@@ -1,0 +1,50 @@
+"""Conversation memory: every inbound message and every reply, per conversation.
+
+Messages live at ``orgs/{org}/conversations/{id}/messages/{turn}-{step}-{in|out}`` (the
+id derives from the turn, so appending twice writes one message); the conversation
+document ``orgs/{org}/conversations/{id}`` may carry a ``summary``. The conversation id
+hashes the conversation key, which itself names the organisation, and every path is
+under ``orgs/{org}/``: two organisations never share a history.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from shared_lib.ports import Store
+from shared_lib.state.session import conversation_id
+
+MAX_STORED_CHARS = 8000
+
+
+def conversation_path(org_id: str, conversation_key: str) -> str:
+    return f"orgs/{org_id}/conversations/{conversation_id(conversation_key)}"
+
+
+def history_path(org_id: str, conversation_key: str) -> str:
+    return f"{conversation_path(org_id, conversation_key)}/messages"
+
+
+def _order_key(at: datetime, message_id: str) -> str:
+    # sortable across writers: UTC timestamp, then the (ULID-based) message id
+    return f"{at.astimezone(UTC).strftime('%Y%m%dT%H%M%S.%f')}|{message_id}"
+
+
+def append_message(store: Store, org_id: str, conversation_key: str, message_id: str, *, role: str, text: str,
+                   at: datetime, user_id: str) -> None:
+    """Idempotent append (``set`` on an id derived from the turn)."""
+    store.set(f"{history_path(org_id, conversation_key)}/{message_id}", {
+        "role": role, "text": text[:MAX_STORED_CHARS], "at": at, "user_id": user_id,
+        "seq": _order_key(at, message_id)})
+
+
+def recent_messages(store: Store, org_id: str, conversation_key: str, limit: int) -> list[dict[str, Any]]:
+    """The last ``limit`` messages, oldest first."""
+    docs = store.query(history_path(org_id, conversation_key), order_by="seq", descending=True, limit=limit)
+    return [d for _, d in docs][::-1]
+
+
+def conversation_summary(store: Store, org_id: str, conversation_key: str) -> str:
+    doc = store.get(conversation_path(org_id, conversation_key)) or {}
+    return str(doc.get("summary") or "")

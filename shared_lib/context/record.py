@@ -1,0 +1,72 @@
+"""Recording a built context on the turn (``turn.context``), summarised.
+
+What the model saw is what is recorded: the items the budget kept, clipped and capped
+so the envelope stays small on the bus. Company values ride in ``teachings`` as an item
+of ``kind = "company_values"`` until the envelope has a field of their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared_lib.context.builder import BuiltContext
+from shared_lib.envelope import ContextSection, UserInfo
+
+CAPS = {"recent_messages": 10, "persons": 30, "tasks": 10, "goals": 5, "teachings": 5, "preferences": 10,
+        "knowledge": 5}
+
+
+def _clip(text: Any, n: int) -> str:
+    value = str(text or "")
+    return value if len(value) <= n else value[: n - 1] + "…"
+
+
+def kept(built: BuiltContext, name: str) -> list[Any]:
+    """The items of source ``name`` that survived the budget, in the order they were shown."""
+    items = built.values.get(name) or []
+    section = next((s for s in built.fitted.sections if s.name == name), None)
+    n = len(section.lines) if section else 0
+    if not isinstance(items, list) or n == 0:
+        return []
+    return items[-n:] if section is not None and section.oldest_first else items[:n]
+
+
+def _shown(built: BuiltContext, name: str) -> bool:
+    return any(s.name == name and s.lines for s in built.fitted.sections)
+
+
+def record(section: ContextSection, built: BuiltContext, *, user_id: str, user_name: str | None) -> None:
+    v = built.values
+    user = v.get("user")
+    section.user = UserInfo(**user) if user else UserInfo(user_id=user_id, name=user_name)
+    session = dict(v.get("session") or {})
+    section.pending_action = session.pop("pending_action", None)
+    section.session = session
+    section.recent_messages = [{"role": m.get("role"), "text": _clip(m.get("text"), 200)}
+                               for m in kept(built, "recent_messages")][-CAPS["recent_messages"]:]
+    section.summary = _clip(v.get("summary"), 500) if _shown(built, "summary") else ""
+    section.persons = [{"name": p["name"], "department_id": p.get("department_id")}
+                       for p in kept(built, "persons")[:CAPS["persons"]]]
+    section.tasks = [{**t, "body": _clip(t.get("body"), 120)} for t in kept(built, "tasks")[:CAPS["tasks"]]]
+    section.goals = kept(built, "goals")[:CAPS["goals"]]
+    teachings = [{"content": _clip(t.get("content"), 200), "priority": t.get("priority")}
+                 for t in kept(built, "teachings")[:CAPS["teachings"]]]
+    if _shown(built, "company_values"):
+        teachings.append({"kind": "company_values", "content": _clip(v.get("company_values"), 300)})
+    section.teachings = teachings
+    section.preferences = {str(p.get("subject") or f"item{i}"): _clip(p.get("content"), 200)
+                           for i, p in enumerate(kept(built, "preferences")[:CAPS["preferences"]], 1)}
+    section.knowledge = [{"knowledge_id": k.get("knowledge_id"), "title": _clip(k.get("title"), 80),
+                          "snippet": _clip(k.get("snippet"), 200), "score": k.get("score")}
+                         for k in kept(built, "knowledge")[:CAPS["knowledge"]]]
+    section.degraded = list(built.degraded)
+    section.rendered = built.rendered
+    section.token_estimate = built.fitted.tokens
+
+
+def summary_line(built: BuiltContext) -> str:
+    """One line for the trail: source states, what the budget dropped, tokens."""
+    states = ",".join(f"{r.name}:{r.status}" for r in built.records.values() if r.status != "ok")
+    dropped = ",".join(f"{k}:{n}" for k, n in built.fitted.dropped.items())
+    over = " over_budget" if built.fitted.over_budget else ""
+    return f"sources={states or 'all_ok'} dropped={dropped or '-'} tokens={built.fitted.tokens}{over}"

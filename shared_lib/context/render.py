@@ -1,0 +1,103 @@
+"""Rendering the context for the LLM (seed 000 §6.1 ``to_prompt_string``) as sections.
+
+Sections come in Truth order, highest first within each band: the state of the
+conversation, who is speaking, the company's teachings and values, then what the
+database says (people, tasks, goals), then conversation memory, then knowledge. Each
+header names its source's Truth rank, so the model can prefer the higher one; a notice
+names the sources that could not be read, so the model asks instead of guessing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from shared_lib.context.sources import TRUTH_LABELS
+from shared_lib.tools.normalize import JST
+
+CLIP = 200
+
+
+@dataclass
+class Section:
+    name: str
+    title: str
+    lines: list[str] = field(default_factory=list)
+    droppable: bool = True
+    oldest_first: bool = False  # drop from the front (conversation history keeps the newest)
+
+    def text(self) -> str:
+        return "\n".join([self.title, *self.lines]) if self.lines else ""
+
+
+def _clip(value: Any, n: int = CLIP) -> str:
+    text = " ".join(str(value or "").split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _title(label: str, truth: int | None) -> str:
+    return f"【{label}】" + (f"（出典: {TRUTH_LABELS[truth]}）" if truth else "")
+
+
+def _session_lines(session: dict[str, Any], pending: dict[str, Any] | None) -> list[str]:
+    lines = [f"セッションモード: {session.get('mode') or 'normal'}"]
+    for key, label in (("last_intent", "直前の意図"), ("last_tool_called", "直前のツール"),
+                       ("last_error", "直前のエラー")):
+        if session.get(key):
+            lines.append(f"{label}: {_clip(session[key], 80)}")
+    flow = session.get("goal_flow") or {}
+    if flow.get("goal_id"):
+        lines.append(f"目標設定の途中（次に聞くこと: {flow.get('step')}、目標ID: {flow.get('goal_id')}）")
+    if session.get("pending_expired") or session.get("expired"):
+        lines.append("前の確認待ち操作は期限切れになった")
+    if pending:
+        lines.append(f"確認待ち操作: {_clip(pending.get('question') or pending.get('reason_code'), 160)}")
+    return lines
+
+
+def build_sections(values: dict[str, Any], truths: dict[str, int], *, now: datetime, degraded: list[str],
+                   fallback_user: dict[str, Any]) -> list[Section]:
+    v = values
+    user = v.get("user") or fallback_user
+    sections = [
+        Section("session", _title("現在のセッション", None),
+                _session_lines(v.get("session") or {}, (v.get("session") or {}).get("pending_action")),
+                droppable=False),
+        Section("user", _title("ユーザー情報", truths.get("user")),
+                [f"名前: {user.get('name') or '不明'}", f"権限レベル: {user.get('level') or '不明'}",
+                 f"部署: {user.get('department_id') or '不明'}"], droppable=False),
+        Section("teachings", _title("CEO教え（最優先で従う）", truths.get("teachings")),
+                [f"- {_clip(t['content'])}" for t in v.get("teachings") or []]),
+        Section("company_values", _title("会社の価値観（MVV）", truths.get("company_values")),
+                [_clip(v["company_values"], 600)] if v.get("company_values") else []),
+        Section("persons", _title("社内の人物", truths.get("persons")),
+                [f"- {p['name']}（部署: {p.get('department_id') or '-'}、ID: {p['user_id']}）"
+                 for p in v.get("persons") or []]),
+        Section("tasks", _title("関連タスク", truths.get("tasks")),
+                [f"- {_clip(t['body'], 120)}（期限: {t.get('limit_date') or 'なし'}、状態: {t.get('status')}）"
+                 for t in v.get("tasks") or []]),
+        Section("goals", _title("アクティブな目標", truths.get("goals")),
+                [f"- {_clip(g.get('title') or '（未設定）', 120)}: {g.get('progress', 0)}%"
+                 f"（期限: {g.get('deadline') or '未定'}、{g.get('status')}）" for g in v.get("goals") or []]),
+        Section("recent_messages", _title("直近の会話", truths.get("recent_messages")),
+                [f"- {m.get('role')}: {_clip(m.get('text'))}" for m in v.get("recent_messages") or []],
+                oldest_first=True),
+        Section("summary", _title("会話の要約", truths.get("summary")),
+                [_clip(v["summary"], 800)] if v.get("summary") else []),
+        Section("preferences", _title("ユーザーの嗜好", truths.get("preferences")),
+                [f"- {(p.get('subject') + ': ') if p.get('subject') else ''}{_clip(p.get('content'), 120)}"
+                 for p in v.get("preferences") or []]),
+        Section("knowledge", _title("関連する会社知識", truths.get("knowledge")),
+                [f"- {_clip(k.get('title'), 60)}: {_clip(k.get('snippet'), 240)}" for k in v.get("knowledge") or []]),
+        Section("datetime", _title("現在日時", None),
+                [now.astimezone(JST).strftime("%Y年%m月%d日 %H:%M（日本時間）")], droppable=False),
+    ]
+    if degraded:
+        sections.append(Section("notice", _title("注意", None), [
+            f"取得できなかった情報: {'、'.join(degraded)}。推測で補わず、必要なら確認すること。"], droppable=False))
+    return sections
+
+
+def render(sections: list[Section]) -> str:
+    return "\n\n".join(t for t in (s.text() for s in sections) if t)

@@ -1,0 +1,138 @@
+"""The Context Builder's sources (seed 000 §6.1 5.1.2), one small function each.
+
+Each source has the seed's priority (1 highest) and a Truth rank (seed 000 §8.2 "Truth
+順位": 1 real-time API, 2 database, 3 settings and specifications, 4 conversation
+memory; 5, guessing, is forbidden). Sources read through an organisation-scoped,
+read-only store, so a context can hold nothing of another organisation.
+
+>>> [s.name for s in default_sources()][:3]
+['session', 'user', 'recent_messages']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from shared_lib.context.history import conversation_summary, recent_messages
+from shared_lib.ports import Store
+from shared_lib.state.session import load_session
+from shared_lib.tools.directory import clean_name, get_person, list_people
+from shared_lib.tools.handlers.memory import own_memories, search_knowledge
+from shared_lib.tools.task_backend import TaskBackend
+
+TRUTH_LABELS = {1: "リアルタイムAPI", 2: "DB（正規データ）", 3: "設定・仕様", 4: "会話の記憶"}
+
+
+@dataclass(frozen=True)
+class SourceRequest:
+    store: Store  # organisation-scoped and read-only
+    tasks: TaskBackend
+    org_id: str
+    user_id: str
+    room_id: str
+    conversation_key: str
+    text: str
+    now: datetime
+    recent_limit: int = 10
+    knowledge_limit: int = 5
+    knowledge_triggers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    name: str
+    priority: int  # seed 5.1.2: 1 (highest) .. 4
+    truth: int  # seed §8.2 Truth order: 1 (real-time API) .. 4 (memory)
+    fetch: Callable[[SourceRequest], Any]
+
+
+def _session(r: SourceRequest) -> dict[str, Any]:
+    return load_session(r.store, r.org_id, r.conversation_key, r.now)
+
+
+def _user(r: SourceRequest) -> dict[str, Any] | None:
+    me = get_person(r.store, r.org_id, r.user_id)
+    return me.model_dump(include={"user_id", "name", "level", "department_id"}) if me else None
+
+
+def _recent(r: SourceRequest) -> list[dict[str, Any]]:
+    return [{"role": m.get("role"), "text": str(m.get("text", "")), "at": m.get("at")}
+            for m in recent_messages(r.store, r.org_id, r.conversation_key, r.recent_limit)]
+
+
+def _summary(r: SourceRequest) -> str:
+    return conversation_summary(r.store, r.org_id, r.conversation_key)
+
+
+def _preferences(r: SourceRequest) -> list[dict[str, Any]]:
+    return [{"subject": d.get("subject"), "content": d.get("content")}
+            for _, d in own_memories(r.store, r.org_id, r.user_id, "preference")[:20]]
+
+
+def _persons(r: SourceRequest) -> list[dict[str, Any]]:
+    people = list_people(r.store, r.org_id)
+    me = next((p for p in people if p.user_id == r.user_id), None)
+
+    def relevance(p: Any) -> tuple[int, str]:
+        named = clean_name(p.name) in r.text or (len(p.name) >= 2 and p.name[:2] in r.text)
+        same_team = me is not None and p.department_id == me.department_id
+        return (0 if named else 1 if same_team else 2, p.name)
+
+    return [{"name": p.name, "user_id": p.user_id, "department_id": p.department_id}
+            for p in sorted((p for p in people if p.user_id != r.user_id), key=relevance)]
+
+
+def _tasks(r: SourceRequest) -> list[dict[str, Any]]:
+    me = get_person(r.store, r.org_id, r.user_id)
+    account = me.task_account_id if me else r.user_id
+    return [t.public() for t in r.tasks.list(r.org_id, room_id=r.room_id, assignee_ids=[account], limit=20)]
+
+
+def _goals(r: SourceRequest) -> list[dict[str, Any]]:
+    docs = r.store.query(f"orgs/{r.org_id}/goals", where=[("user_id", "==", r.user_id)], limit=50)
+    goals = [{"goal_id": gid, "title": d.get("title"), "progress": d.get("progress", 0),
+              "deadline": d.get("deadline"), "status": d.get("status")}
+             for gid, d in docs if d.get("status") in ("active", "draft")]
+    return sorted(goals, key=lambda g: (g["status"] != "active", str(g["deadline"] or "9999")))
+
+
+def _teachings(r: SourceRequest) -> list[dict[str, Any]]:
+    docs = r.store.query(f"orgs/{r.org_id}/teachings", where=[("active", "==", True)], limit=50)
+    items = [{"content": d.get("content"), "priority": int(d.get("priority", 0))} for _, d in docs
+             if d.get("content")]
+    return sorted(items, key=lambda t: -t["priority"])
+
+
+def _company_values(r: SourceRequest) -> str:
+    doc = r.store.get(f"orgs/{r.org_id}/settings/company") or {}
+    return str(doc.get("values") or "")
+
+
+def wants_knowledge(text: str, triggers: tuple[str, ...]) -> bool:
+    return any(t in text for t in triggers)
+
+
+def _knowledge(r: SourceRequest) -> list[dict[str, Any]] | None:
+    if not wants_knowledge(r.text, r.knowledge_triggers):
+        return None  # on demand only: not asked for
+    return search_knowledge(r.store, r.org_id, r.text, r.knowledge_limit)
+
+
+def default_sources(tasks_truth: int = 2) -> list[SourceSpec]:
+    """The sources of seed 5.1.2; ``tasks_truth`` is 1 when tasks come from a real-time API."""
+    return [
+        SourceSpec("session", 1, 2, _session),
+        SourceSpec("user", 1, 2, _user),
+        SourceSpec("recent_messages", 2, 4, _recent),
+        SourceSpec("summary", 3, 4, _summary),
+        SourceSpec("preferences", 3, 4, _preferences),
+        SourceSpec("persons", 2, 2, _persons),
+        SourceSpec("tasks", 3, tasks_truth, _tasks),
+        SourceSpec("goals", 3, 2, _goals),
+        SourceSpec("teachings", 2, 2, _teachings),
+        SourceSpec("company_values", 2, 3, _company_values),
+        SourceSpec("knowledge", 4, 2, _knowledge),
+    ]

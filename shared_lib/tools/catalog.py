@@ -1,0 +1,86 @@
+"""The registry as data: ``config/tools.json`` entries bound to code by handler name.
+
+The file holds what product people change (descriptions, trigger examples, keywords,
+minimum level, danger class, confirmation, enabled, timeout); the code holds what must
+be fixed logic (the parameter model and the handler), registered in ``HANDLERS`` under
+the entry's ``handler`` key — the seed's ``SYSTEM_CAPABILITIES`` + ``HANDLERS`` split
+(seed 000 §7.1b). ``CHARTER_TOOLS_FILE`` points at another file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shared_lib.errors import ConfigError
+from shared_lib.tools.registry import Danger, DangerAction, Effect, Handler, ToolRegistry, ToolSpec
+
+TOOLS_FILE = Path(__file__).resolve().parent.parent / "config" / "tools.json"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The fixed logic behind an entry: its parameter model and its handler."""
+
+    params: type[BaseModel]
+    handler: Handler
+
+
+class CapabilityEntry(BaseModel):
+    """One entry of ``tools.json``; level, danger class and effect have no default on purpose."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{1,63}$")]
+    handler: Annotated[str, Field(min_length=1)]
+    description: Annotated[str, Field(min_length=1, max_length=1024)]
+    trigger_examples: list[Annotated[str, Field(min_length=1)]]
+    keywords: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    min_level: Annotated[int, Field(ge=1, le=6)]
+    danger: Danger
+    danger_action: DangerAction | None = None
+    requires_confirmation: bool = False
+    enabled: bool = True
+    effect: Effect
+    timeout_seconds: Annotated[float, Field(gt=0, le=120)] = 10.0
+
+
+class CatalogueFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    version: int = 1
+    tools: list[CapabilityEntry]
+
+
+def read_catalogue(path: Path | None = None) -> CatalogueFile:
+    file = path or Path(os.environ.get("CHARTER_TOOLS_FILE") or TOOLS_FILE)
+    try:
+        raw: Any = json.loads(file.read_text(encoding="utf-8"))
+        return CatalogueFile.model_validate(raw)
+    except (OSError, ValueError) as exc:
+        detail = exc.errors()[:5] if isinstance(exc, ValidationError) else exc
+        raise ConfigError(f"tool registry {file}: {detail}") from exc
+
+
+def bind(entry: CapabilityEntry, handlers: Mapping[str, Binding]) -> ToolSpec:
+    binding = handlers.get(entry.handler)
+    if binding is None:
+        raise ConfigError(f"tool {entry.name!r}: no handler {entry.handler!r} is registered")
+    return ToolSpec(name=entry.name, description=entry.description, examples=tuple(entry.trigger_examples),
+                    params=binding.params, handler=binding.handler, min_level=entry.min_level,
+                    danger=entry.danger, danger_action=entry.danger_action,
+                    requires_confirmation=entry.requires_confirmation, enabled=entry.enabled,
+                    keywords=tuple(entry.keywords), timeout_seconds=entry.timeout_seconds, effect=entry.effect)
+
+
+def load_registry(handlers: Mapping[str, Binding], path: Path | None = None) -> ToolRegistry:
+    catalogue = read_catalogue(path)
+    try:
+        return ToolRegistry([bind(entry, handlers) for entry in catalogue.tools])
+    except ValueError as exc:  # a name registered twice
+        raise ConfigError(str(exc)) from exc

@@ -1,0 +1,86 @@
+"""``charter tools``: what the brain is offered and what the charter requires of it.
+
+    charter tools list [--json]   every tool: its Anthropic definition (name, description,
+                                  input_schema), minimum level, danger class, enabled flag
+    charter tools check           the seed §7.1b tool addition checklist (exit 1 on problems)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from shared_lib.errors import ConfigError
+from shared_lib.tools.builtin import builtin_registry
+from shared_lib.tools.checklist import registry_problems
+from shared_lib.tools.converter import tool_definition, validate_input_schema
+from shared_lib.tools.registry import ToolRegistry
+
+
+def tool_rows(registry: ToolRegistry) -> list[dict[str, Any]]:
+    rows = []
+    for spec in registry:
+        definition = tool_definition(spec)
+        rows.append({**definition, "min_level": spec.min_level, "danger": spec.danger,
+                     "danger_action": spec.danger_action, "requires_confirmation": spec.requires_confirmation,
+                     "enabled": spec.enabled, "effect": spec.effect_kind, "timeout_seconds": spec.timeout_seconds,
+                     "schema_valid": not validate_input_schema(definition["input_schema"])})
+    return rows
+
+
+def _text(rows: list[dict[str, Any]]) -> str:
+    out = []
+    for r in rows:
+        action = f"/{r['danger_action']}" if r["danger_action"] else ""
+        out.append(f"{r['name']}  level>={r['min_level']}  danger={r['danger']}{action}  "
+                   f"enabled={'yes' if r['enabled'] else 'no'}  confirm={'yes' if r['requires_confirmation'] else 'no'}  "
+                   f"effect={r['effect']}")
+        out += [f"    {line}" for line in r["description"].splitlines()]
+        schema = json.dumps(r["input_schema"], ensure_ascii=False, indent=2)
+        out += ["    input_schema:"] + [f"      {line}" for line in schema.splitlines()]
+        out.append("")
+    return "\n".join(out)
+
+
+def _load() -> ToolRegistry | None:
+    try:
+        return builtin_registry()
+    except ConfigError as exc:
+        print(f"charter tools: {exc}", file=sys.stderr)
+        return None
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    registry = _load()
+    if registry is None:
+        return 1
+    rows = tool_rows(registry)
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+    else:
+        print(_text(rows))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    registry = _load()
+    if registry is None:
+        return 1
+    problems = registry_problems(registry)
+    for p in problems:
+        print(p)
+    print(f"{len(registry)} tools, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+def register(subparsers: Any) -> None:
+    tools = subparsers.add_parser("tools", help="the tool registry (list, checklist)")
+    sub = tools.add_subparsers(dest="tools_command", metavar="SUBCOMMAND")
+    ls = sub.add_parser("list", help="every tool with its Anthropic definition, level, danger, enabled")
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+    ls.set_defaults(func=cmd_list)
+    check = sub.add_parser("check", help="the tool addition checklist (seed §7.1b)")
+    check.set_defaults(func=cmd_check)
+    tools.set_defaults(func=lambda args: (tools.print_help(), 2)[1])

@@ -1,0 +1,251 @@
+"""Executing one tool call exactly once (DESIGN §1.2, seed 000 §6.6).
+
+The receipt ``orgs/{org}/receipts/{turn}-{step}-{index}`` names the effect of one call.
+
+* **read** tools have no effect: they run, nothing is claimed.
+* **store** effects (and task effects on the store backend): the handler writes through
+  the transaction that also creates the receipt ``done`` with the result, so the effect
+  and its receipt commit together or not at all; a redelivery finds the receipt and
+  returns the stored result.
+* **external** effects (the ChatWork task API has no idempotency key): the receipt is
+  claimed ``in_progress`` (with a lease) *before* the call, the call is made, then the
+  receipt becomes ``done`` with the result. A redelivery that finds ``in_progress`` with
+  an expired lease (or ``failed``) runs the handler in *recovery*: it first looks for the
+  effect at the provider (the marker in the task body) and creates only if absent. A live
+  lease means another delivery is working: ``LayerRetry`` (Pub/Sub tries again later).
+* **dry runs** (shadow mode) validate and preview: the task backend refuses changes,
+  there is no transaction, and no receipt is written.
+
+Handlers always read through an organisation-scoped, read-only view of the store; the
+transaction is their only way to write (so a write cannot escape its receipt).
+
+Every handler runs under its tool's timeout; a failure becomes a typed error code of the
+seed §6.7.3 catalogue, never an exception string shown to a user. A store outage is
+re-raised so the layer is redelivered (receipts make that safe).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from shared_lib.errors import LayerRetry, StoreUnavailable
+from shared_lib.ports import Store, Transaction
+from shared_lib.tools.registry import ToolContext, ToolInputError, ToolRegistry, ToolSpec
+from shared_lib.tools.scoped import CrossOrgAccess, WriteRefused, scoped
+from shared_lib.tools.task_backend import (
+    DryRunTaskBackend,
+    TaskBackend,
+    TaskBackendError,
+    TaskOperationUnsupported,
+)
+
+T = TypeVar("T")
+RECEIPT_TTL = timedelta(days=30)
+
+
+class ToolTimeout(Exception):
+    """The handler did not finish within its tool's ``timeout_seconds``."""
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    tool_name: str
+    parameters: dict[str, Any]
+    org_id: str
+    user_id: str
+    room_id: str
+    conversation_key: str
+    call_id: str  # ``{turn_id}-{step}-{index}``
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    ok: bool
+    result: dict[str, Any] = field(default_factory=dict)
+    error_code: str | None = None
+    message: str = ""  # internal detail (for the error record), never shown to a user
+    details: dict[str, Any] = field(default_factory=dict)
+    receipt_id: str | None = None
+    replayed: bool = False
+
+    @classmethod
+    def failed(cls, code: str, message: str, result: dict[str, Any] | None = None, **details: Any) -> CallOutcome:
+        return cls(ok=False, result=result or {}, error_code=code, message=message, details=details)
+
+
+def receipt_path(org_id: str, call_id: str) -> str:
+    return f"orgs/{org_id}/receipts/{call_id}"
+
+
+def run_with_timeout(fn: Callable[[], T], timeout: float, on_abandon: Callable[[], None] | None = None) -> T:
+    """``fn()`` on a worker thread; ``ToolTimeout`` if it is not done in ``timeout`` seconds."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool")
+    future = pool.submit(fn)
+    pool.shutdown(wait=False)
+    try:
+        return future.result(timeout=timeout)
+    except FuturesTimeout:
+        if on_abandon is not None:
+            on_abandon()
+        raise ToolTimeout(f"no answer within {timeout}s") from None
+
+
+def _pydantic_detail(exc: ValidationError) -> list[str]:
+    return [f"{'.'.join(str(x) for x in e['loc']) or '-'}: {e['msg']}" for e in exc.errors()[:5]]
+
+
+class ToolExecutor:
+    """Runs calls against a registry, a store and a task backend, each effect exactly once."""
+
+    def __init__(self, store: Store, registry: ToolRegistry, *, tasks: TaskBackend,
+                 clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self.registry = registry
+        self.tasks = tasks
+        self.clock = clock
+
+    def execute(self, req: CallRequest) -> CallOutcome:
+        spec = self.registry.get(req.tool_name)
+        if spec is None or not spec.enabled:
+            return CallOutcome.failed("handler_not_found", f"no enabled tool {req.tool_name!r}")
+        try:
+            params = spec.params.model_validate(req.parameters)
+        except ValidationError as exc:
+            fields = _pydantic_detail(exc)
+            return CallOutcome.failed("validation_error", "; ".join(fields),
+                                      {"detail": "パラメータが正しくありません", "fields": fields})
+        try:
+            return self._run(spec, params, req)
+        except ToolInputError as exc:
+            return CallOutcome.failed("validation_error", str(exc), {
+                "detail": str(exc), "field": exc.field, "options": exc.options,
+                "clarification": exc.is_clarification}, field=exc.field, options=exc.options)
+        except (StoreUnavailable, LayerRetry):
+            raise
+        except CrossOrgAccess as exc:
+            return CallOutcome.failed("access_control_error", str(exc), {"detail": "アクセスできないデータです"})
+        except TaskOperationUnsupported as exc:
+            return CallOutcome.failed("handler_not_found", str(exc), {"detail": str(exc)})
+        except TaskBackendError as exc:
+            return CallOutcome.failed("external_api_error", str(exc), {"detail": "外部サービスの呼び出しに失敗しました"},
+                                      status=exc.status)
+        except ToolTimeout as exc:
+            return CallOutcome.failed("tool_timeout", f"{spec.name}: {exc}", {"detail": "時間切れです"})
+        except WriteRefused as exc:
+            return CallOutcome.failed("execution_error", f"{spec.name} wrote outside its transaction: {exc}",
+                                      {"detail": "実行エラー"})
+        except Exception as exc:
+            return CallOutcome.failed("execution_error", f"{type(exc).__name__}: {exc}", {"detail": "実行エラー"})
+
+    # -- the three paths ------------------------------------------------------------------
+    def _context(self, req: CallRequest, store: Store, now: datetime) -> ToolContext:
+        tasks = self.tasks.with_store(store)
+        return ToolContext(store=store, org_id=req.org_id, user_id=req.user_id, room_id=req.room_id,
+                           turn_id=req.call_id, now=now, dry_run=req.dry_run,
+                           conversation_key=req.conversation_key,
+                           tasks=DryRunTaskBackend(tasks) if req.dry_run else tasks)
+
+    def _run(self, spec: ToolSpec, params: BaseModel, req: CallRequest) -> CallOutcome:
+        # Handlers read through a read-only view: their only way to write is the transaction
+        # the executor gives them, which also carries the receipt.
+        view = scoped(self.store, req.org_id, read_only=True)
+        ctx = self._context(req, view, self.clock())
+        if req.dry_run or spec.effect_kind == "read":
+            data = run_with_timeout(lambda: spec.handler(params, ctx, None), spec.timeout_seconds)
+            return CallOutcome(ok=True, result=data)
+        writable = scoped(self.store, req.org_id)
+        if spec.effect_kind == "tasks" and ctx.task_backend.external:
+            return self._external(spec, params, req, ctx, writable)
+        return self._transactional(spec, params, req, ctx, writable)
+
+    def _receipt(self, spec: ToolSpec, now: datetime, **fields: Any) -> dict[str, Any]:
+        return {"tool": spec.name, "at": now, "expires_at": now + RECEIPT_TTL, **fields}
+
+    def _transactional(self, spec: ToolSpec, params: BaseModel, req: CallRequest, ctx: ToolContext,
+                       writable: Store) -> CallOutcome:
+        path = receipt_path(req.org_id, req.call_id)
+        abandoned = threading.Event()
+
+        def body(txn: Transaction) -> tuple[dict[str, Any], bool]:
+            stored = txn.get(path)
+            if stored is not None and stored.get("status", "done") == "done":
+                return dict(stored.get("result") or {}), True
+            data = spec.handler(params, ctx, txn)
+            if abandoned.is_set():  # the caller gave up: commit nothing
+                raise ToolTimeout("abandoned")
+            doc = self._receipt(spec, ctx.now, status="done", result=data)
+            if stored is None:
+                txn.create(path, doc)
+            else:
+                txn.set(path, doc)
+            return data, False
+
+        data, replayed = run_with_timeout(lambda: writable.run_transaction(body), spec.timeout_seconds,
+                                          abandoned.set)
+        return CallOutcome(ok=True, result=data, receipt_id=req.call_id, replayed=replayed)
+
+    def _lease(self, spec: ToolSpec) -> timedelta:
+        return timedelta(seconds=spec.timeout_seconds * 2 + 5)
+
+    def _external(self, spec: ToolSpec, params: BaseModel, req: CallRequest, ctx: ToolContext,
+                  writable: Store) -> CallOutcome:
+        path = receipt_path(req.org_id, req.call_id)
+        now = ctx.now
+        request = params.model_dump(mode="json")
+
+        def claim(txn: Transaction) -> tuple[str, dict[str, Any] | None]:
+            stored = txn.get(path)
+            if stored is None:
+                txn.create(path, self._receipt(spec, now, status="in_progress", attempts=1, request=request,
+                                               lease_until=now + self._lease(spec)))
+                return "fresh", None
+            if stored.get("status") == "done":
+                return "done", stored
+            lease = stored.get("lease_until")
+            if stored.get("status") == "in_progress" and isinstance(lease, datetime) and lease > now:
+                return "busy", stored
+            txn.set(path, {**stored, "status": "in_progress", "attempts": int(stored.get("attempts", 0)) + 1,
+                           "lease_until": now + self._lease(spec)})
+            return "recover", stored
+
+        state, stored = writable.run_transaction(claim)
+        if state == "done" and stored is not None:
+            return CallOutcome(ok=True, result=dict(stored.get("result") or {}), receipt_id=req.call_id,
+                               replayed=True)
+        if state == "busy":
+            raise LayerRetry(f"{spec.name}: call {req.call_id} is in progress elsewhere")
+        run_ctx = dataclasses.replace(ctx, recovering=state == "recover")
+
+        def call_and_record() -> dict[str, Any]:
+            data = spec.handler(params, run_ctx, None)
+            writable.set(path, self._receipt(spec, self.clock(), status="done", result=data, request=request))
+            return data
+
+        try:
+            data = run_with_timeout(call_and_record, spec.timeout_seconds)
+        except Exception as exc:
+            self._mark_failed(writable, path, exc)
+            raise
+        return CallOutcome(ok=True, result=data, receipt_id=req.call_id, replayed=False)
+
+    @staticmethod
+    def _mark_failed(store: Store, path: str, exc: Exception) -> None:
+        def mark(txn: Transaction) -> None:
+            stored = txn.get(path)
+            if stored is not None and stored.get("status") != "done":  # a late success wins
+                txn.set(path, {**stored, "status": "failed", "error": type(exc).__name__})
+
+        try:
+            store.run_transaction(mark)
+        except Exception:  # the receipt stays in_progress; its lease expiry leads to recovery too
+            return

@@ -1,0 +1,1 @@
+"""Fixed-logic tool handlers, one module per area (tasks, goals, memory, organisation)."""

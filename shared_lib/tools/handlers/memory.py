@@ -1,0 +1,122 @@
+"""Memory and knowledge tools (seed 000 §6.3.3): save, query and delete what a person
+asked Charter to remember (``orgs/{org}/memories``, visible to that person only), and
+keyword search over the company's knowledge (``orgs/{org}/knowledge``).
+
+Preferences are memories with ``category = "preference"``; the Context Builder reads them
+as the user's preferences.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from shared_lib.ports import Store, Transaction
+from shared_lib.tools.handlers.base import Params, doc_id, pick_one, preview, require_text, writer
+from shared_lib.tools.matching import score, terms
+from shared_lib.tools.normalize import DocId, clean_text
+from shared_lib.tools.registry import ToolContext
+
+Category = Literal["preference", "fact", "person", "other"]
+KNOWLEDGE_SCAN_LIMIT = 500  # keyword search reads at most this many documents
+MEMORY_SCAN_LIMIT = 300
+
+
+def memories_path(org_id: str, memory_id: str = "") -> str:
+    return f"orgs/{org_id}/memories" + (f"/{memory_id}" if memory_id else "")
+
+
+def own_memories(store: Store, org_id: str, user_id: str, category: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    where: list[tuple[str, Any, Any]] = [("user_id", "==", user_id)]
+    if category:
+        where.append(("category", "==", category))
+    docs = store.query(memories_path(org_id), where=where, limit=MEMORY_SCAN_LIMIT)
+    return sorted(docs, key=lambda item: (str(item[1].get("created_at", "")), item[0]), reverse=True)
+
+
+class SaveMemoryParams(Params):
+    content: str = Field(min_length=1, max_length=2000, description="記憶する内容")
+    category: Category = Field(default="other", description="記憶の種類（嗜好・事実・人物・その他）")
+    subject: str | None = Field(default=None, max_length=100, description="記憶の対象（人名やテーマ）。省略可")
+
+
+def save_memory(p: SaveMemoryParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
+    content = require_text(p.content, "content")
+    subject = clean_text(p.subject) if p.subject else None
+    same = [mid for mid, d in own_memories(ctx.store, ctx.org_id, ctx.user_id, p.category)
+            if d.get("content") == content]
+    if same:  # already remembered: no second copy
+        return {"memory_id": same[0], "content": content, "category": p.category, "already_saved": True}
+    memory_id = doc_id(ctx, "m")
+    if ctx.dry_run:
+        return preview("save_memory", content=content, category=p.category, subject=subject)
+    writer(ctx, txn).set(memories_path(ctx.org_id, memory_id), {
+        "content": content, "category": p.category, "subject": subject, "user_id": ctx.user_id,
+        "created_at": ctx.now})
+    return {"memory_id": memory_id, "content": content, "category": p.category, "subject": subject}
+
+
+class QueryMemoryParams(Params):
+    query: str = Field(min_length=1, max_length=200, description="思い出したいことの検索語")
+    category: Literal["preference", "fact", "person", "other", "all"] = Field(
+        default="all", description="検索対象の記憶の種類")
+
+
+def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
+    docs = own_memories(ctx.store, ctx.org_id, ctx.user_id, None if p.category == "all" else p.category)
+    wanted = terms(p.query)
+    scored = [(score(wanted, f"{d.get('subject') or ''} {d.get('content', '')}"), mid, d) for mid, d in docs]
+    hits = sorted((x for x in scored if x[0] > 0), key=lambda x: -x[0])[:10]
+    return {"query": p.query, "count": len(hits),
+            "memories": [{"memory_id": mid, "content": d.get("content"), "category": d.get("category"),
+                          "subject": d.get("subject")} for _, mid, d in hits]}
+
+
+class DeleteMemoryParams(Params):
+    memory_id: DocId | None = Field(default=None, description="削除する記憶のID")
+    memory_query: str | None = Field(default=None, max_length=200, description="削除する記憶を特定する言葉")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> DeleteMemoryParams:
+        if not self.memory_id and not self.memory_query:
+            raise ValueError("memory_id か memory_query のどちらかが必要です")
+        return self
+
+
+def delete_memory(p: DeleteMemoryParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
+    docs = own_memories(ctx.store, ctx.org_id, ctx.user_id)
+    labels = [(mid, str(d.get("content", ""))) for mid, d in docs]
+    chosen = pick_one("記憶", "memory_query", labels, p.memory_query, p.memory_id)
+    content = dict(labels)[chosen]
+    if ctx.dry_run:
+        return preview("delete_memory", memory_id=chosen, content=content)
+    writer(ctx, txn).delete(memories_path(ctx.org_id, chosen))
+    return {"memory_id": chosen, "content": content, "deleted": True}
+
+
+def search_knowledge(store: Store, org_id: str, query: str, limit: int = 5) -> list[dict[str, Any]]:
+    """Keyword search over the organisation's knowledge documents, best first."""
+    wanted = terms(query)
+    if not wanted:
+        return []
+    docs = store.query(f"orgs/{org_id}/knowledge", limit=KNOWLEDGE_SCAN_LIMIT)
+    scored = []
+    for kid, d in docs:
+        title, content = str(d.get("title", "")), str(d.get("content", ""))
+        s = 2 * score(wanted, title) + score(wanted, content)
+        if s >= min(2, len(wanted)):
+            scored.append((s, kid, title, content))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    return [{"knowledge_id": kid, "title": title, "snippet": content[:300], "score": s}
+            for s, kid, title, content in scored[:limit]]
+
+
+class KnowledgeSearchParams(Params):
+    query: str = Field(min_length=1, max_length=200, description="調べたい社内知識の検索語")
+    limit: int = Field(default=5, ge=1, le=10, description="返す件数")
+
+
+def knowledge_search(p: KnowledgeSearchParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
+    found = search_knowledge(ctx.store, ctx.org_id, p.query, p.limit)
+    return {"query": p.query, "count": len(found), "results": found}

@@ -1,0 +1,157 @@
+"""The Context Builder: every source, concurrently, each with a timeout; Truth order in the
+rendering; a failing or slow source degrades the context instead of failing it."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from context_fakes import NOW, ORG, OTHER_ORG, ROOM, USER, FaultyStore, seed_org
+
+from shared_lib.context import ContextBuilder, ContextConfig, ContextInput, record, summary_line
+from shared_lib.context.sources import SourceSpec, default_sources
+from shared_lib.envelope import ContextSection
+from shared_lib.tools.task_backend import StoreTaskBackend
+
+ALL_SOURCES = [s.name for s in default_sources()]
+
+
+def build(store, text="経費精算のルールを教えて", *, config=None, sources=None, org=ORG, user=USER):
+    return ContextBuilder(config or ContextConfig(token_budget=5000), sources).build(
+        ContextInput(
+            store=store,
+            tasks=StoreTaskBackend(store),
+            org_id=org,
+            user_id=user,
+            room_id=ROOM,
+            conversation_key=f"{org}/{ROOM}/{user}",
+            text=text,
+            now=NOW,
+            user_name="スズキ",
+        )
+    )
+
+
+@pytest.fixture
+def store(memory_store):
+    seed_org(memory_store)
+    seed_org(memory_store, OTHER_ORG, marker="GLOBEX")
+    return memory_store
+
+
+def test_given_an_organisation_with_data_then_every_source_contributes(store):
+    built = build(store)
+    assert {n: r.status for n, r in built.records.items()} == dict.fromkeys(ALL_SOURCES, "ok")
+    v = built.values
+    assert v["user"]["name"] == "鈴木一郎" and [p["name"] for p in v["persons"]] == ["田中太郎", "山田次郎"]
+    assert [m["text"] for m in v["recent_messages"]] == [f"過去の発言{i}" for i in range(2, 12)]  # last 10
+    assert v["summary"] == "先週は見積の話をした" and v["company_values"] == "誠実・挑戦・感謝"
+    assert [t["content"] for t in v["teachings"]] == ["お客様第一"]  # inactive teachings are not used
+    assert [t["body"] for t in v["tasks"]] == ["見積書を作成"] and [g["title"] for g in v["goals"]] == [
+        "売上目標"
+    ]
+    assert v["preferences"] == [{"subject": "コーヒー", "content": "ブラック派"}]
+    assert [k["knowledge_id"] for k in v["knowledge"]] == ["k1"]
+    assert built.degraded == [] and "GLOBEX" not in built.rendered
+
+
+def test_given_a_rendering_then_sections_come_in_truth_order_with_their_sources_named(store):
+    rendered = build(store).rendered
+    order = [
+        "【現在のセッション】",
+        "【ユーザー情報】",
+        "【CEO教え（最優先で従う）】",
+        "【会社の価値観（MVV）】",
+        "【社内の人物】",
+        "【関連タスク】",
+        "【アクティブな目標】",
+        "【直近の会話】",
+        "【会話の要約】",
+        "【ユーザーの嗜好】",
+        "【関連する会社知識】",
+        "【現在日時】",
+    ]
+    positions = [rendered.index(h) for h in order]
+    assert positions == sorted(positions)
+    assert (
+        "【関連タスク】（出典: DB（正規データ））" in rendered
+        and "【直近の会話】（出典: 会話の記憶）" in rendered
+    )
+    assert "2026年01月28日 12:00（日本時間）" in rendered
+
+
+def test_given_a_message_that_asks_nothing_then_knowledge_is_not_fetched(store):
+    built = build(store, "こんにちは")
+    assert built.records["knowledge"].status == "skipped" and "knowledge" not in built.degraded
+
+
+@pytest.mark.parametrize("source", ALL_SOURCES)
+def test_given_one_source_failing_then_the_context_is_built_without_it_and_says_so(store, source):
+    built = build(FaultyStore(store, source))
+    assert source in built.degraded and built.records[source].status == "failed"
+    assert "StoreUnavailable" in built.records[source].error
+    assert f"取得できなかった情報: {'、'.join(built.degraded)}" in built.rendered
+    assert built.records["session"].status == "ok" or source == "session"
+
+
+def test_given_a_source_slower_than_its_timeout_then_it_is_recorded_as_timed_out(store):
+    release = threading.Event()
+
+    def stuck(_request):
+        release.wait(30)
+        return ["late"]
+
+    sources = [*default_sources(), SourceSpec("slow", 3, 4, stuck)]
+    try:
+        built = build(
+            store, config=ContextConfig(token_budget=5000, source_timeout_seconds=0.05), sources=sources
+        )
+    finally:
+        release.set()
+    assert built.records["slow"].status == "timeout" and built.degraded == ["slow"]
+    assert built.records["teachings"].status == "ok"
+
+
+def test_given_a_built_context_when_recorded_then_the_turn_holds_a_summary_of_what_was_shown(store):
+    built = build(store)
+    section = ContextSection()
+    record(section, built, user_id=USER, user_name="スズキ")
+    assert section.user.name == "鈴木一郎" and section.user.level == 2
+    assert len(section.recent_messages) == 10 and section.recent_messages[-1]["text"] == "過去の発言11"
+    assert section.teachings == [
+        {"content": "お客様第一", "priority": 10},
+        {"kind": "company_values", "content": "誠実・挑戦・感謝"},
+    ]
+    assert section.preferences == {"コーヒー": "ブラック派"} and section.knowledge[0]["knowledge_id"] == "k1"
+    assert section.rendered == built.rendered and section.token_estimate == built.fitted.tokens
+    assert summary_line(built) == f"sources=all_ok dropped=- tokens={built.fitted.tokens}"
+
+
+def test_given_a_small_budget_when_recorded_then_only_what_was_kept_is_recorded(store):
+    built = build(store, config=ContextConfig(token_budget=300))
+    section = ContextSection()
+    record(section, built, user_id=USER, user_name=None)
+    assert built.fitted.dropped["knowledge"] == 1 and section.knowledge == []
+    assert section.summary == "" and "dropped=knowledge:1,summary:1" in summary_line(built)
+
+
+def test_given_the_user_source_failing_when_recorded_then_the_inbound_name_stands_in(store):
+    built = build(FaultyStore(store, "user"))
+    section = ContextSection()
+    record(section, built, user_id=USER, user_name="スズキ")
+    assert section.user.user_id == USER and section.user.name == "スズキ"
+    assert "user" in section.degraded
+
+
+def test_given_another_organisation_then_its_context_holds_only_its_own_data(store):
+    v = build(store, org=OTHER_ORG).values
+    texts = (
+        [m["text"] for m in v["recent_messages"]]
+        + [t["body"] for t in v["tasks"]]
+        + [g["title"] for g in v["goals"]]
+        + [t["content"] for t in v["teachings"]]
+        + [k["title"] for k in v["knowledge"]]
+        + [p["content"] for p in v["preferences"]]
+        + [v["summary"], v["company_values"]]
+    )
+    assert len(texts) == 17 and all(t.endswith("GLOBEX") for t in texts)

@@ -1,0 +1,131 @@
+"""Registry entries -> Anthropic tool definitions (seed 000 §7.1b)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared_lib.tools.builtin import builtin_registry
+from shared_lib.tools.converter import (
+    ToolConversionConfig,
+    anthropic_tool_definitions,
+    input_schema,
+    tool_definition,
+    validate_input_schema,
+)
+from shared_lib.tools.registry import ToolRegistry
+
+
+def _walk(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def test_given_the_registry_when_converted_then_every_enabled_tool_has_name_description_and_schema():
+    tools = anthropic_tool_definitions(builtin_registry())
+    assert len(tools) == len(builtin_registry())
+    for tool in tools:
+        assert set(tool) == {"name", "description", "input_schema"}
+        assert validate_input_schema(tool["input_schema"]) == []
+        assert not any("title" in node or "$ref" in node for node in _walk(tool["input_schema"]))
+
+
+def test_given_a_tool_when_converted_then_its_examples_are_appended_to_the_description():
+    tool = tool_definition(builtin_registry().get("chatwork_task_create"))
+    assert tool["description"].startswith("ChatWorkで指定した担当者にタスクを作成する。")
+    assert "【使用例】\n- 「田中さんに資料作成のタスクを追加して、期限は明日」" in tool["description"]
+
+
+def test_given_max_examples_when_converted_then_at_most_that_many_are_shown():
+    spec = replace(builtin_registry().get("save_memory"), examples=tuple(f"例{i}" for i in range(8)))
+    described = tool_definition(spec, ToolConversionConfig(max_examples=2))["description"]
+    assert "「例1」" in described and "「例2」" not in described
+    assert (
+        "【使用例】" not in tool_definition(spec, ToolConversionConfig(include_examples=False))["description"]
+    )
+
+
+def test_given_the_task_creation_model_when_converted_then_types_required_and_optionals_are_plain():
+    schema = tool_definition(builtin_registry().get("chatwork_task_create"))["input_schema"]
+    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    assert schema["required"] == ["body", "assignee_name"]
+    assert schema["properties"]["limit_date"]["type"] == "string"  # Optional[str] -> string, not required
+    assert "default" not in schema["properties"]["limit_date"]
+    assert schema["properties"]["body"]["maxLength"] == 1000
+
+
+def test_given_enums_and_defaults_when_converted_then_they_are_kept():
+    schema = tool_definition(builtin_registry().get("chatwork_task_search"))["input_schema"]
+    status = schema["properties"]["status"]
+    assert status == {
+        "default": "open",
+        "description": "タスクの状態",
+        "enum": ["open", "done", "all"],
+        "type": "string",
+    }
+    assert schema["required"] == []
+    recipients = tool_definition(builtin_registry().get("announce"))["input_schema"]["properties"][
+        "recipients"
+    ]
+    assert recipients["default"] == "all"
+    assert recipients["anyOf"] == [
+        {"type": "string", "enum": ["all"]},
+        {"items": {"type": "string"}, "type": "array"},
+    ]
+
+
+def test_given_a_model_with_a_nested_model_when_converted_then_the_reference_is_inlined():
+    class Item(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        label: str = Field(description="label")
+
+    class Outer(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        item: Item = Field(description="an item")
+        mode: Literal["a", "b"] = Field("a", description="mode")
+
+    schema = input_schema(Outer)
+    assert schema["properties"]["item"]["properties"]["label"]["type"] == "string"
+    assert validate_input_schema(schema) == []
+
+
+def test_given_invalid_schemas_when_validated_then_each_problem_is_reported():
+    assert validate_input_schema({"type": "array"}) == ["input_schema: type must be object"]
+    problems = validate_input_schema(
+        {
+            "type": "object",
+            "properties": {
+                "a": {"description": "x"},
+                "b": {"type": "array", "description": "y"},
+                "c": {"type": "string", "description": "z", "enum": ["p"], "default": "q"},
+            },
+            "required": ["zz"],
+        }
+    )
+    assert any("required" in p for p in problems)
+    assert any(p.startswith("a: missing or unknown type") for p in problems)
+    assert any(p.startswith("b: array without items") for p in problems)
+    assert any(p.startswith("c: default") for p in problems)
+
+
+def test_given_a_disabled_tool_or_an_invalid_schema_when_converted_then_it_is_left_out():
+    class Undescribed(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        text: str
+
+    base = builtin_registry()
+    registry = ToolRegistry(
+        [
+            replace(base.get("save_memory"), enabled=False),
+            replace(base.get("query_memory"), params=Undescribed),
+            base.get("knowledge_search"),
+        ]
+    )
+    assert [t["name"] for t in anthropic_tool_definitions(registry)] == ["knowledge_search"]

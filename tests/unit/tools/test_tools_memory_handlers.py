@@ -1,0 +1,62 @@
+"""Memory and knowledge tools: save (no duplicates), query, delete, knowledge search."""
+
+from __future__ import annotations
+
+from tool_fakes import ORG, call, docs
+
+
+def save(ex, content, n, category="preference", **extra):
+    return call(ex, "save_memory", {"content": content, "category": category, **extra}, call_id=f"m{n}")
+
+
+def test_given_a_memory_when_saved_then_stored_for_the_sender_and_a_repeat_makes_no_copy(ex, store):
+    first = save(ex, " 私はコーヒーはブラック派 ", 1)
+    again = save(ex, "私はコーヒーはブラック派", 2)
+    assert first.ok and first.result["content"] == "私はコーヒーはブラック派"
+    assert again.result == {
+        "memory_id": first.result["memory_id"],
+        "content": "私はコーヒーはブラック派",
+        "category": "preference",
+        "already_saved": True,
+    }
+    stored = docs(store, "memories")
+    assert (
+        list(stored) == [first.result["memory_id"]]
+        and stored[first.result["memory_id"]]["user_id"] == "u-suzuki"
+    )
+
+
+def test_given_an_unknown_category_when_saved_then_validation_error(ex, store):
+    assert save(ex, "x", 1, category="secret").error_code == "validation_error"
+
+
+def test_given_memories_when_queried_then_only_the_senders_matches_best_first(ex, store):
+    save(ex, "コーヒーはブラック派", 1)
+    save(ex, "田中さんは営業部長", 2, category="person", subject="田中")
+    call(ex, "save_memory", {"content": "コーヒーは甘いのが好き"}, user="u-tanaka1", call_id="m3")
+    out = call(ex, "query_memory", {"query": "コーヒーの好み"})
+    assert out.ok and [m["content"] for m in out.result["memories"]] == ["コーヒーはブラック派"]
+    people = call(ex, "query_memory", {"query": "田中", "category": "person"})
+    assert [m["subject"] for m in people.result["memories"]] == ["田中"]
+
+
+def test_given_a_memory_when_deleted_then_removed_and_ambiguity_asks_first(ex, store):
+    save(ex, "コーヒーはブラック派", 1)
+    save(ex, "コーヒーは朝だけ", 2)
+    ambiguous = call(ex, "delete_memory", {"memory_query": "コーヒー"})
+    assert ambiguous.result["clarification"] and len(docs(store, "memories")) == 2
+    out = call(ex, "delete_memory", {"memory_query": "ブラック"}, call_id="d1")
+    assert out.ok and out.result["content"] == "コーヒーはブラック派"
+    assert [d["content"] for d in docs(store, "memories").values()] == ["コーヒーは朝だけ"]
+
+
+def test_given_knowledge_documents_when_searched_then_keyword_matches_best_first(ex, store):
+    store.set(
+        f"orgs/{ORG}/knowledge/k1", {"title": "経費精算規程", "content": "経費精算は月末までに申請する。"}
+    )
+    store.set(f"orgs/{ORG}/knowledge/k2", {"title": "有給休暇", "content": "有給休暇は3日前までに申請する。"})
+    store.set(f"orgs/{ORG}/knowledge/k3", {"title": "社内イベント", "content": "忘年会は12月。"})
+    out = call(ex, "knowledge_search", {"query": "経費精算のルール"})
+    assert out.ok and [r["knowledge_id"] for r in out.result["results"]] == ["k1"]
+    assert call(ex, "knowledge_search", {"query": "申請"}).result["count"] == 2
+    assert call(ex, "knowledge_search", {"query": "量子力学"}).result["count"] == 0

@@ -1,0 +1,105 @@
+"""Fixed-logic normalisation of dates and times in Japan time, relative to a fixed clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from tool_fakes import NOW
+
+from shared_lib.tools.normalize import clean_text, normalize_date, normalize_time
+from shared_lib.tools.registry import ToolInputError
+
+# NOW is Wednesday 2026-01-28 12:00 in Tokyo (03:00 UTC)
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("今日", "2026-01-28"),
+        ("本日", "2026-01-28"),
+        ("明日", "2026-01-29"),
+        ("あした", "2026-01-29"),
+        ("明後日", "2026-01-30"),
+        ("あさって", "2026-01-30"),
+        ("明日まで", "2026-01-29"),
+        ("明日までに", "2026-01-29"),
+        ("来週金曜", "2026-02-06"),
+        ("来週の金曜日", "2026-02-06"),
+        ("今週金曜", "2026-01-30"),
+        ("金曜", "2026-01-30"),
+        ("月曜日", "2026-02-02"),
+        ("水曜", "2026-01-28"),
+        ("再来週月曜", "2026-02-09"),
+        ("月末", "2026-01-31"),
+        ("今月末", "2026-01-31"),
+        ("来月末", "2026-02-28"),
+        ("3日後", "2026-01-31"),
+        ("2週間後", "2026-02-11"),
+        ("2026-03-05", "2026-03-05"),
+        ("2026/3/5", "2026-03-05"),
+        ("2026年3月5日", "2026-03-05"),
+        ("3/5", "2026-03-05"),
+        ("3月5日", "2026-03-05"),
+        ("3/5(木)", "2026-03-05"),
+        ("１月３１日", "2026-01-31"),
+        ("1/5", "2027-01-05"),  # a month/day that has passed this year means next year
+        ("30日", "2026-01-30"),
+        ("15日", "2026-02-15"),
+        ("来月10日", "2026-02-10"),
+    ],
+)
+def test_given_a_japanese_date_expression_when_normalised_then_it_is_the_iso_date_in_japan(expr, expected):
+    assert normalize_date(expr, NOW) == expected
+
+
+def test_given_late_evening_utc_when_normalised_then_the_japanese_calendar_day_is_used():
+    # GIVEN 23:30 UTC on the 28th, which is already the 29th in Tokyo
+    late = datetime(2026, 1, 28, 23, 30, tzinfo=UTC)
+    # WHEN "today" and "tomorrow" are normalised THEN they are Tokyo's days
+    assert normalize_date("今日", late) == "2026-01-29"
+    assert normalize_date("明日", late) == "2026-01-30"
+
+
+@pytest.mark.parametrize("expr", ["いつか", "2026-02-30", "13/40", "きのう"])
+def test_given_a_date_that_cannot_be_read_or_does_not_exist_when_normalised_then_it_is_an_input_error(expr):
+    with pytest.raises(ToolInputError) as err:
+        normalize_date(expr, NOW)
+    assert err.value.field == "limit_date"
+
+
+def test_given_a_deadline_in_the_past_when_normalised_then_it_is_refused_unless_allowed():
+    with pytest.raises(ToolInputError, match="過去"):
+        normalize_date("2026-01-01", NOW)
+    assert normalize_date("2026-01-01", NOW, allow_past=True) == "2026-01-01"
+
+
+def test_given_no_date_when_normalised_then_none_stays_none():
+    assert normalize_date(None, NOW) is None
+    assert normalize_date("  ", NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("15:30", "15:30"),
+        ("9:05", "09:05"),
+        ("15時", "15:00"),
+        ("15時半", "15:30"),
+        ("午後3時", "15:00"),
+        ("午前10時15分", "10:15"),
+        ("１８：００", "18:00"),
+    ],
+)
+def test_given_a_time_expression_when_normalised_then_it_is_hh_mm(expr, expected):
+    assert normalize_time(expr) == expected
+
+
+@pytest.mark.parametrize("expr", ["25:00", "夕方", "12:75"])
+def test_given_an_impossible_time_when_normalised_then_it_is_an_input_error(expr):
+    with pytest.raises(ToolInputError):
+        normalize_time(expr)
+
+
+def test_given_text_with_odd_blanks_when_cleaned_then_blanks_collapse_and_lines_stay():
+    assert clean_text("　見積書を\t 作成 \n\n 明日まで ") == "見積書を 作成\n明日まで"
