@@ -1,7 +1,15 @@
-"""Persona: name, language, system prompt and the fixed message catalogue, as data.
+"""Persona: name, language, prompts and the fixed message catalogue, all as data.
+
+A persona is a TOML file (``personas/soulkun.toml`` by default, ``CHARTER_PERSONA`` to
+override) naming its prompt files: the system prompt (seed 000 §17.4 v2.0 for ソウルくん),
+the charter's instructions to the proposer (§5.2.5), and the templates of the response
+integration and self-critique calls. Every fixed user-visible message comes from
+``messages``, never from code or an exception.
 
 >>> p = load_persona()
 >>> p.message("permission_denied").endswith("🐺")
+True
+>>> "【第1章】私は誰か" in p.system_prompt()
 True
 """
 
@@ -26,6 +34,9 @@ class Persona(BaseModel):
     language: str
     system_prompt_file: str
     messages: dict[str, str]
+    instructions_file: str = "brain_instructions.ja.md"
+    integration_file: str = "soulkun_integration.md"
+    self_critique_file: str = "soulkun_self_critique.md"
     base_dir: str = str(PERSONA_DIR)
 
     def message(self, key: str, **values: object) -> str:
@@ -34,12 +45,45 @@ class Persona(BaseModel):
             template = self.messages[key]
         except KeyError as exc:
             raise ConfigError(f"persona {self.name!r} has no message {key!r}") from exc
-        fields = {f for _, f, _, _ in string.Formatter().parse(template) if f}
-        return template.format(**{f: values.get(f, "") for f in fields})
+        return fill(template, values)
+
+    def has(self, key: str) -> bool:
+        return key in self.messages
 
     def system_prompt(self) -> str:
         path = Path(self.base_dir) / self.system_prompt_file
-        return path.read_text(encoding="utf-8") if path.exists() else f"あなたは{self.name}です。"
+        return _read(str(path)) if path.exists() else f"あなたは{self.name}です。"
+
+    def prompt(self, which: str, **values: object) -> str:
+        """A prompt file of this persona (``instructions``, ``integration``, ``self_critique``)."""
+        files = {
+            "instructions": self.instructions_file,
+            "integration": self.integration_file,
+            "self_critique": self.self_critique_file,
+        }
+        if which not in files:
+            raise ConfigError(f"unknown prompt {which!r}")
+        path = Path(self.base_dir) / files[which]
+        if not path.exists():
+            path = PERSONA_DIR / files[which]  # a persona may reuse the packaged templates
+        if not path.exists():
+            raise ConfigError(f"persona {self.name!r}: prompt file {files[which]} not found")
+        return fill(_read(str(path)), values)
+
+
+def fill(template: str, values: dict[str, object]) -> str:
+    """``str.format`` that tolerates missing values (empty) and shows ``None`` as なし."""
+    fields = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+    return template.format(**{f: _show(values.get(f, "")) for f in fields})
+
+
+def _show(value: object) -> object:
+    return "なし" if value is None else value
+
+
+@lru_cache(maxsize=32)
+def _read(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=8)

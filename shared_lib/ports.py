@@ -87,7 +87,9 @@ class LLMResponse(BaseModel):
     model: str
     usage: LLMUsage = Field(default_factory=LLMUsage)
     duration_ms: float = 0.0
-    attempts: int = 1
+    attempts: int = 1  # HTTP attempts under the adapter's retry policy
+    interruptions: int = 0  # streams cut before message_stop (retried or salvaged)
+    salvaged: bool = False  # the answer is the complete text received before a stream was cut
 
     def tool_uses(self, name: str | None = None) -> list[dict[str, Any]]:
         return [b for b in self.content if b.get("type") == "tool_use" and (name is None or b.get("name") == name)]

@@ -1,55 +1,127 @@
-"""Response integration (seed 000 §5.1 step 7, §17.5): tool results phrased in the persona
-by a second LLM call; fixed templates when no LLM served the turn or the call fails."""
+"""Response integration (seed 000 §5.1 step ⑦, §17.5): what the user reads after execution.
+
+``integrate(turn, rt)`` is the responder's entry point. Successful results of an LLM-served
+turn are phrased by a second LLM call in the persona (3-5 sentences, masked results,
+the same cached prefix as the proposal call); failures, legacy turns and a failed
+phrasing call use the persona's fixed templates (``done_<tool>``, the error catalogue).
+A handler's data never reaches the user unformatted.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from shared_lib.envelope import Turn, Usage
-from shared_lib.errors import BrainError, LLMError
+from shared_lib.brain.accounting import record_call
+from shared_lib.brain.config import load_brain_config
+from shared_lib.brain.continuation import complete
+from shared_lib.brain.models import model_for
+from shared_lib.brain.prompt import stable_system
+from shared_lib.brain.tool_defs import anthropic_tools
+from shared_lib.envelope import ToolResult, Turn
+from shared_lib.errors import CATALOGUE, BrainError, LLMError
+from shared_lib.persona import Persona
 from shared_lib.ports import LLMRequest
 from shared_lib.sanitizer import Sanitizer
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
+MAX_REPLY_CHARS = 1200
+
 
 def integrate(turn: Turn, rt: Runtime) -> str:
     results = turn.execution.results
     if not results:
-        return rt.persona.message("execution_error")
+        return error_text(rt.persona, "execution_error")
     failed = [r for r in results if not r.ok]
     if failed:
-        r = failed[0]
-        if r.error_code == "validation_error":
-            detail = str(r.result.get("detail", ""))
-            options = r.result.get("options") or []
-            return rt.persona.message("validation_error", detail=detail + (f"（{'／'.join(options)}）" if options else ""))
-        return rt.persona.message(r.error_code or "execution_error")
-    if turn.proposal.arm == "llm" and rt.llm is not None:
+        return failure_text(rt.persona, failed[0])
+    if _llm_serves(turn) and rt.llm is not None:
         try:
-            return _llm_phrase(turn, rt)
+            text = _llm_phrase(turn, rt)
         except LLMError as exc:
-            turn.add_error(BrainError.of(exc.code, exc.detail, layer="responder"))
-    return "\n".join(rt.persona.message("tool_done", tool=r.tool_name) for r in results)
+            turn.add_error(BrainError.of(exc.code, f"integration: {exc.detail}", layer="responder"))
+            text = ""
+        if text:
+            return text
+    return "\n".join(done_text(rt.persona, r) for r in results)
+
+
+def error_text(persona: Persona, code: str, **values: object) -> str:
+    """The persona's message for a catalogue code; silent or unknown codes fall back by category."""
+    entry = CATALOGUE.get(code)
+    if persona.has(code) and not (entry and entry.silent):
+        return persona.message(code, **values)
+    fallback = "llm_unavailable" if entry is not None and entry.category == "llm_error" else "execution_error"
+    return persona.message(fallback)
+
+
+def failure_text(persona: Persona, result: ToolResult) -> str:
+    if result.error_code == "validation_error":
+        detail = str(result.result.get("detail", ""))
+        options = result.result.get("options") or []
+        return persona.message(
+            "validation_error", detail=detail + (f"（{'／'.join(map(str, options))}）" if options else "")
+        )
+    return error_text(persona, result.error_code or "execution_error")
+
+
+def done_text(persona: Persona, result: ToolResult) -> str:
+    """Fixed template ``done_<tool>`` filled from the result (lists become bullet lines)."""
+    key = f"done_{result.tool_name}"
+    if not persona.has(key):
+        return persona.message("tool_done", tool=result.tool_name)
+    values: dict[str, Any] = dict(result.result)
+    for value in result.result.values():
+        if isinstance(value, list):
+            values["items"] = "".join(f"\n- {_line(v)}" for v in value[:20])
+    return persona.message(key, **values)
+
+
+def _line(value: Any) -> str:
+    if isinstance(value, dict):
+        return " / ".join(str(v) for k, v in value.items() if v is not None and not str(k).endswith("id"))
+    return str(value)
+
+
+def _llm_serves(turn: Turn) -> bool:
+    arm = turn.flags.shadow_candidate_arm if turn.shadow else turn.flags.arm
+    return (
+        not turn.flags.kill_switch
+        and arm == "llm"
+        and turn.proposal.arm not in ("legacy", "kill_switch", "fast_path")
+    )
 
 
 def _llm_phrase(turn: Turn, rt: Runtime) -> str:
     assert rt.llm is not None
-    masked = Sanitizer.default().mask_obj([{"tool": r.tool_name, "result": r.result} for r in turn.execution.results])
-    user = Sanitizer.default().mask_text(turn.inbound.text)
-    prompt = (f"ユーザーの依頼:「{user}」\n実行結果(JSON): {json.dumps(masked, ensure_ascii=False, default=str)}\n"
-              "この結果を、あなたのキャラクターの口調で3〜5文でユーザーに伝えてください。事実だけを伝え、結果にないことは言わないでください。")
-    req = LLMRequest(call_type="integration", model=turn.proposal.model or rt.settings.model, max_tokens=600,
-                     system=[{"type": "text", "text": rt.persona.system_prompt(), "cache_control": {"type": "ephemeral"}}],
-                     messages=[{"role": "user", "content": prompt}])
-    resp = rt.llm.complete(req)
-    turn.usage.add(Usage(input_tokens=resp.usage.input_tokens, output_tokens=resp.usage.output_tokens,
-                         cache_creation_input_tokens=resp.usage.cache_creation_input_tokens,
-                         cache_read_input_tokens=resp.usage.cache_read_input_tokens, llm_calls=1,
-                         llm_duration_ms=resp.duration_ms, cost_usd=rt.prices.cost(req.model, resp.usage)))
-    return resp.text().strip() or "\n".join(rt.persona.message("tool_done", tool=r.tool_name)
-                                            for r in turn.execution.results)
-
-
+    cfg, s = load_brain_config(), Sanitizer.default()
+    vault: dict[str, str] = {}
+    user = s.mask(turn.inbound.text, vault)[0]
+    results = s.mask_obj([{"tool": r.tool_name, "result": r.result} for r in turn.execution.results], vault)
+    prompt = rt.persona.prompt(
+        "integration", user_message=user, results=json.dumps(results, ensure_ascii=False, default=str)
+    )
+    same = cfg.models.integration == "same" and bool(turn.proposal.model)
+    request = LLMRequest(
+        call_type="integration",
+        model=model_for(cfg.models.integration, turn, rt),
+        max_tokens=cfg.max_tokens.integration,
+        system=[stable_system(rt.persona)],
+        # the proposal call's tools keep the cached prefix identical (tools, then system)
+        tools=anthropic_tools(rt.registry) if same else [],
+        tool_choice={"type": "none"} if same else None,
+        messages=[{"role": "user", "content": prompt}],
+        stream=cfg.stream,
+    )
+    done = complete(
+        rt.llm,
+        request,
+        max_continuations=cfg.max_continuations,
+        cap=cfg.max_tokens.cap,
+        record=partial(record_call, turn, rt, layer="responder"),
+    )
+    text = done.response.text().strip()
+    return text if len(text) <= MAX_REPLY_CHARS else text[: MAX_REPLY_CHARS - 1] + "…"

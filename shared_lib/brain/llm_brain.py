@@ -1,28 +1,32 @@
-"""The LLM brain: asks Claude for a proposal through the ``submit_proposal`` decision tool.
+"""The LLM brain: asks Claude for a proposal through the forced ``submit_proposal`` tool.
 
-Design: the registry tools are sent (so the model sees every schema, and the prefix is
-cached) together with one decision tool whose input is the seed §5.2.3b proposal;
-``tool_choice`` forces the decision tool, so the answer is always one JSON object with
-reasoning and confidence. It is validated (shape, known tool, the tool's own parameter
-model); an invalid answer is retried once with guidance, then becomes a clarification
-(``parse_error`` fallback of seed §6.7.3).
+One answer is judged in this order: a ``submit_proposal`` call exists → the
+constitution's raw inspection removes decision keys (§4.4.1-4.4.4) → the shape, the tool
+names and each tool's parameter model are validated → the reasoning is long enough
+(§4.3.8) → permission decisions and execution assertions are looked for (§4.4.2,
+§4.4.1) → the confidence table applies (§5.2.3b). An answer that fails is retried once
+with guidance; a second failure becomes a clarification question (``parse_error``
+fallback of §6.7.3). A ``block`` violation replaces the proposal by the catalogue's
+``constitution_violation`` message; the guardian blocks the turn on the same record.
+See ``README.md`` in this package for why the decision is a forced tool.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any
 
-from pydantic import ValidationError
-
-from shared_lib.brain.tool_defs import DECISION_TOOL, anthropic_tools
-from shared_lib.envelope import Turn
-from shared_lib.errors import BrainError, LLMError
+from shared_lib.brain import constitution
+from shared_lib.brain.confidence import apply_band
+from shared_lib.brain.config import Band, BrainConfig
+from shared_lib.brain.continuation import Recorder, complete
+from shared_lib.brain.prompt import Prompt, proposal_request
+from shared_lib.brain.tool_defs import DECISION_TOOL
+from shared_lib.brain.validation import InvalidProposal, validate_proposal
+from shared_lib.envelope import ConstitutionViolation
+from shared_lib.errors import BrainError
 from shared_lib.persona import Persona
-from shared_lib.ports import LLM, LLMRequest, LLMResponse
-from shared_lib.proposal import Proposal, ToolCallProposal
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.ports import LLM, LLMResponse
+from shared_lib.proposal import Proposal
 from shared_lib.tools.registry import ToolRegistry
 
 
@@ -30,75 +34,143 @@ from shared_lib.tools.registry import ToolRegistry
 class BrainResult:
     proposal: Proposal
     attempts: int
-    responses: list[LLMResponse] = field(default_factory=list)
-    error: BrainError | None = None
+    violations: list[ConstitutionViolation] = field(default_factory=list)
+    errors: list[BrainError] = field(default_factory=list)
+    band: Band | None = None
+
+    @property
+    def parse_failed(self) -> bool:
+        return any(e.code == "parse_error" for e in self.errors)
 
 
-def build_request(turn: Turn, *, persona: Persona, registry: ToolRegistry, model: str, max_tokens: int,
-                  guidance: str = "") -> LLMRequest:
-    sanitizer = Sanitizer.default()
-    system = [{"type": "text", "text": persona.system_prompt(), "cache_control": {"type": "ephemeral"}}]
-    context = sanitizer.mask_text(turn.context.rendered) if turn.context.rendered else ""
-    user_text = sanitizer.mask_text(turn.inbound.text)
-    content = (f"【現在のコンテキスト】\n{context}\n\n" if context else "") + f"【ユーザーのメッセージ】\n{user_text}"
-    if guidance:
-        content += f"\n\n【前回の出力の問題】\n{guidance}\nsubmit_proposal のスキーマに正しく従って出し直してください。"
-    return LLMRequest(call_type="proposal", model=model, max_tokens=max_tokens, system=system,
-                      tools=anthropic_tools(registry), tool_choice={"type": "tool", "name": DECISION_TOOL},
-                      messages=[{"role": "user", "content": content}])
+@dataclass
+class _Judged:
+    proposal: Proposal | None
+    violations: list[ConstitutionViolation]
+    guidance: str = ""
+    code: str = "parse_error"
 
 
-def validate_proposal(raw: Any, registry: ToolRegistry) -> Proposal:
-    """Shape + known tools + each tool's parameter model. Raises ``ValueError`` with guidance."""
-    try:
-        proposal = Proposal.model_validate(raw)
-    except ValidationError as exc:
-        raise ValueError(f"schema: {exc.errors()[:3]}") from exc
-    if isinstance(proposal.root, ToolCallProposal):
-        for call in proposal.root.tool_calls:
-            spec = registry.get(call.tool_name)
-            if spec is None or not spec.enabled:
-                raise ValueError(f"unknown tool {call.tool_name!r}")
-            try:
-                spec.params.model_validate(call.parameters)
-            except ValidationError as exc:
-                raise ValueError(f"parameters of {call.tool_name}: {exc.errors()[:3]}") from exc
-    return proposal
-
-
-def propose(turn: Turn, *, llm: LLM, persona: Persona, registry: ToolRegistry, model: str,
-            max_tokens: int) -> BrainResult:
-    responses: list[LLMResponse] = []
+def propose(
+    llm: LLM,
+    prompt: Prompt,
+    *,
+    persona: Persona,
+    registry: ToolRegistry,
+    cfg: BrainConfig,
+    model: str,
+    max_tokens: int,
+    record: Recorder,
+) -> BrainResult:
+    """Raises ``LLMError`` when the LLM cannot be reached (calls made so far are recorded)."""
+    violations: list[ConstitutionViolation] = []
+    errors: list[BrainError] = []
+    previous: LLMResponse | None = None
     guidance = ""
     for attempt in (1, 2):
-        req = build_request(turn, persona=persona, registry=registry, model=model, max_tokens=max_tokens,
-                            guidance=guidance)
-        resp = llm.complete(req)  # LLMError propagates to the caller (catalogue fallback)
-        responses.append(resp)
-        uses = resp.tool_uses(DECISION_TOOL)
-        try:
-            if not uses:
-                raise ValueError(f"no {DECISION_TOOL} call (stop_reason={resp.stop_reason})")
-            return BrainResult(validate_proposal(uses[0].get("input"), registry), attempt, responses)
-        except ValueError as exc:
-            guidance = str(exc)[:800]
-    error = BrainError.of("parse_error", f"invalid proposal after retry: {guidance}", layer="brain")
-    return BrainResult(parse_error_clarification(persona, guidance), 2, responses, error)
+        request = proposal_request(
+            prompt,
+            model=model,
+            max_tokens=max_tokens,
+            stream=cfg.stream,
+            previous=previous,
+            guidance=guidance,
+        )
+        done = complete(
+            llm, request, max_continuations=cfg.max_continuations, cap=cfg.max_tokens.cap, record=record
+        )
+        judged = judge(done.response, registry=registry, cfg=cfg, persona=persona, last=attempt == 2)
+        violations += judged.violations
+        if judged.proposal is not None:
+            return _finish(judged.proposal, attempt, violations, errors, cfg, persona)
+        previous, guidance = done.response, judged.guidance
+        errors.append(
+            BrainError.of(
+                "invalid_tool_call" if attempt == 1 else "parse_error",
+                f"attempt {attempt}: {guidance}",
+                layer="brain",
+                kind=judged.code,
+            )
+        )
+    fallback = parse_error_clarification(persona, guidance)
+    return _finish(fallback, 2, violations, errors, cfg, persona, from_llm=False)
+
+
+def judge(
+    response: LLMResponse, *, registry: ToolRegistry, cfg: BrainConfig, persona: Persona, last: bool
+) -> _Judged:
+    uses = response.tool_uses(DECISION_TOOL)
+    if not uses:
+        cut = (
+            " (the answer was cut by max_tokens: be more concise)"
+            if response.stop_reason == "max_tokens"
+            else ""
+        )
+        return _Judged(None, [], f"no {DECISION_TOOL} call in the answer{cut}")
+    raw, found = constitution.inspect_raw(uses[0].get("input"), registry, cfg.constitution)
+    try:
+        proposal = validate_proposal(raw, registry)
+    except InvalidProposal as exc:
+        return _Judged(None, found, str(exc), exc.code)
+    problem = constitution.reasoning_problem(proposal, cfg.reasoning_min_chars)
+    if problem and not last:
+        return _Judged(None, [*found, constitution.violation("4.3.8", problem, "retry")], problem)
+    if problem:
+        found.append(constitution.violation("4.3.8", problem, "block"))
+    proposal, more = constitution.inspect_proposal(proposal, cfg, persona)
+    return _Judged(proposal, found + more)
+
+
+def _finish(
+    proposal: Proposal,
+    attempts: int,
+    violations: list[ConstitutionViolation],
+    errors: list[BrainError],
+    cfg: BrainConfig,
+    persona: Persona,
+    *,
+    from_llm: bool = True,
+) -> BrainResult:
+    """A blocking violation withdraws the proposal; the confidence table applies to the LLM's own."""
+    if constitution.blocked(violations):
+        codes = ", ".join(sorted({v.code for v in violations if v.action == "block"}))
+        return BrainResult(
+            fixed_text(
+                persona.message("constitution_violation"),
+                f"憲法違反（{codes}）を検出したため、提案を取り下げて定型文で応答する",
+                0.0,
+            ),
+            attempts,
+            violations,
+            errors,
+        )
+    if not from_llm:
+        return BrainResult(proposal, attempts, violations, errors)
+    proposal, band = apply_band(proposal, cfg, persona)
+    return BrainResult(proposal, attempts, violations, errors, band)
+
+
+def fixed_text(text: str, why: str, confidence: float = 1.0) -> Proposal:
+    """A text proposal written by fixed logic (never by the LLM)."""
+    return Proposal.model_validate(
+        {
+            "output_type": "text_response",
+            "reasoning": {"intent_understanding": why, "no_tool_reason": "固定の応答で答える状況のため"},
+            "confidence": {"overall": confidence},
+            "text_response": text,
+        }
+    )
 
 
 def parse_error_clarification(persona: Persona, why: str) -> Proposal:
-    return Proposal.model_validate({
-        "output_type": "clarification_needed",
-        "reasoning": {"ambiguity_detected": f"LLMの出力を検証できなかった: {why[:200]}",
-                      "possible_interpretations": ["ユーザーに具体的に聞き直す"]},
-        "confidence": {"overall": 0.0},
-        "clarification_question": persona.message("parse_error"),
-    })
-
-
-def llm_error_text(persona: Persona, exc: LLMError) -> str:
-    return persona.message(exc.code if exc.code in persona.messages else "llm_unavailable")
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=str)
+    return Proposal.model_validate(
+        {
+            "output_type": "clarification_needed",
+            "reasoning": {
+                "ambiguity_detected": f"LLMの出力を検証できなかった: {why[:200]}",
+                "possible_interpretations": ["ユーザーに具体的に聞き直す"],
+            },
+            "confidence": {"overall": 0.0},
+            "clarification_question": persona.message("parse_error"),
+        }
+    )

@@ -1,31 +1,86 @@
-"""Registry entries -> Anthropic tool definitions (seed 000 §7.1b conversion)."""
+"""Tool definitions sent to Claude: the registry's tools plus the ``submit_proposal`` decision tool.
+
+The registry tools come from ``shared_lib.tools.converter.anthropic_tool_definitions``
+when that module is installed (seed 000 §7.1b conversion), otherwise from the fallback
+conversion here. The decision tool's ``tool_name`` is an enum of the enabled tools, so
+an unknown name is already off-schema for the model. The last tool carries the cache
+breakpoint: the tool list is the start of the cached prefix (tools, then system).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from collections.abc import Callable
+from typing import Any, cast
 
 from shared_lib.proposal import proposal_json_schema
 from shared_lib.tools.registry import ToolRegistry, ToolSpec
 
 DECISION_TOOL = "submit_proposal"
+CRITIQUE_TOOL = "submit_critique"
+CACHE = {"type": "ephemeral"}
 
 
 def tool_definition(spec: ToolSpec) -> dict[str, Any]:
     schema = spec.params.model_json_schema()
     schema.pop("title", None)
     examples = "\n".join(f"- 「{e}」" for e in spec.examples)
-    return {"name": spec.name, "description": f"{spec.description}\n使用例:\n{examples}", "input_schema": schema}
+    return {
+        "name": spec.name,
+        "description": f"{spec.description}\n使用例:\n{examples}",
+        "input_schema": schema,
+    }
 
 
-def decision_tool() -> dict[str, Any]:
-    return {"name": DECISION_TOOL,
-            "description": "あなたの提案（tool_call / text_response / clarification_needed）を、思考過程と確信度つきで提出する。"
-                           "実行の可否・権限はあなたではなくチャーターが決める。",
-            "input_schema": proposal_json_schema()}
+def registry_definitions(registry: ToolRegistry) -> list[dict[str, Any]]:
+    """The converter's definitions when it exists, else this module's fallback conversion."""
+    converter = _converter()
+    if converter is not None:
+        return [{k: v for k, v in d.items() if k != "cache_control"} for d in converter(registry)]
+    return [tool_definition(s) for s in registry.enabled()]
+
+
+def _converter() -> Callable[[ToolRegistry], list[dict[str, Any]]] | None:
+    try:
+        module = importlib.import_module("shared_lib.tools.converter")
+    except ModuleNotFoundError:
+        return None
+    fn = getattr(module, "anthropic_tool_definitions", None)
+    return cast(Callable[[ToolRegistry], list[dict[str, Any]]], fn) if callable(fn) else None
+
+
+def decision_tool(tool_names: list[str]) -> dict[str, Any]:
+    schema = proposal_json_schema()
+    call = schema["properties"]["tool_calls"]["items"]["properties"]
+    if tool_names:
+        call["tool_name"] = {"type": "string", "enum": sorted(tool_names)}
+    return {
+        "name": DECISION_TOOL,
+        "description": "あなたの提案（tool_call / text_response / clarification_needed）を、思考過程と確信度つきで提出する。"
+        "実行の可否・権限・保存内容・記録内容はあなたではなくチャーターが決める。",
+        "input_schema": schema,
+    }
+
+
+def critique_tool() -> dict[str, Any]:
+    return {
+        "name": CRITIQUE_TOOL,
+        "description": "判断の品質評価を提出する（記録のみ。判断は変わらない）。",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "appropriate": {"type": "boolean"},
+                "improvements": {"type": "string"},
+                "risks": {"type": "string"},
+            },
+            "required": ["appropriate"],
+        },
+    }
 
 
 def anthropic_tools(registry: ToolRegistry) -> list[dict[str, Any]]:
     """Registry tools then the decision tool; the last one carries the cache breakpoint."""
-    tools = [tool_definition(s) for s in registry.enabled()] + [decision_tool()]
-    tools[-1] = {**tools[-1], "cache_control": {"type": "ephemeral"}}
+    tools = registry_definitions(registry)
+    tools.append(decision_tool([t["name"] for t in tools]))
+    tools[-1] = {**tools[-1], "cache_control": dict(CACHE)}
     return tools

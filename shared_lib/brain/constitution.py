@@ -1,0 +1,245 @@
+"""The constitution enforcer (seed 000 §4.7): the LLM proposes, it never decides.
+
+It inspects every LLM answer and records each violation with its article on
+``turn.proposal.violations``; the brain layer raises an admin alert for each. Actions
+follow §4.7.1 exactly:
+
+| article | violation | detected in | action |
+|---|---|---|---|
+| 4.3.8 | reasoning missing or too short | reasoning fields | ``retry`` once with guidance, then ``block`` |
+| 4.4.2 | the LLM tries to decide permission | reasoning/texts (patterns), decision keys | ``block`` |
+| 4.4.1 | the LLM asserts execution ("実行します", "作成しました") | reasoning/texts, decision keys | ``suggest``: treated as a proposal again; user-visible assertions replaced |
+| 4.4.3 | the LLM tries to set stored values | parameter keys outside the tool's schema | ``suggest``: values ignored, the handler's fixed logic decides |
+| 4.4.4 | the LLM tries to decide what is logged | decision keys | ``suggest``: ignored, logging is automatic |
+
+Contract with the guardian: a violation whose ``action`` is ``block`` must BLOCK the
+turn (reason code = the violation's ``code``); ``suggest`` and ``retry`` have been dealt
+with here and are recorded for the audit only. Quoted user words (「…」) are not the
+LLM's own judgement and are not scanned.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Literal
+
+from shared_lib.brain.config import BrainConfig, Constitution
+from shared_lib.envelope import ConstitutionViolation
+from shared_lib.persona import Persona
+from shared_lib.proposal import Proposal, TextResponseProposal, ToolCallProposal
+from shared_lib.sanitizer import Sanitizer
+from shared_lib.tools.registry import ToolRegistry
+
+Action = Literal["block", "suggest", "retry"]
+ARTICLES: dict[str, tuple[str, Action]] = {
+    "4.3.8": ("constitution.missing_reasoning", "retry"),
+    "4.4.1": ("constitution.execution_assertion", "suggest"),
+    "4.4.2": ("constitution.permission_decision", "block"),
+    "4.4.3": ("constitution.db_decision", "suggest"),
+    "4.4.4": ("constitution.log_decision", "suggest"),
+}
+PROPOSAL_KEYS = frozenset(
+    {
+        "output_type",
+        "reasoning",
+        "confidence",
+        "tool_calls",
+        "needs_confirmation",
+        "confirmation_question",
+        "text_response",
+        "clarification_question",
+        "options",
+    }
+)
+CALL_KEYS = frozenset({"tool_name", "parameters", "parameter_sources"})
+REASONING_KEYS = frozenset(
+    {
+        "intent_understanding",
+        "context_used",
+        "tool_selection_reason",
+        "alternatives_considered",
+        "response_strategy",
+        "no_tool_reason",
+        "ambiguity_detected",
+        "possible_interpretations",
+    }
+)
+_QUOTED = re.compile(r"「[^」]*」|『[^』]*』|\"[^\"]*\"|“[^”]*”")
+
+
+def violation(article: str, detail: str, action: Action | None = None) -> ConstitutionViolation:
+    code, default = ARTICLES[article]
+    return ConstitutionViolation(
+        article=article,
+        code=code,
+        detail=Sanitizer.default().mask_text(detail)[:300],
+        action=action or default,
+    )
+
+
+# -- on the raw answer (before validation drops unknown keys) --------------------------------
+def _article_of(key: str, rules: Constitution) -> str | None:
+    lowered = key.lower()
+    return next((art for art, keys in rules.decision_keys.items() if lowered in keys), None)
+
+
+def inspect_raw(
+    raw: Any, registry: ToolRegistry, rules: Constitution
+) -> tuple[Any, list[ConstitutionViolation]]:
+    """Remove keys by which the LLM tries to decide (4.4.1-4.4.4) and record each."""
+    if not isinstance(raw, dict):
+        return raw, []
+    found: list[ConstitutionViolation] = []
+    cleaned = dict(raw)
+    for key in [k for k in raw if k not in PROPOSAL_KEYS]:
+        article = _article_of(str(key), rules)
+        if article:
+            found.append(violation(article, f"top-level key {key!r}={str(raw[key])[:80]}"))
+            cleaned.pop(key)
+    reasoning = raw.get("reasoning")
+    if isinstance(reasoning, dict):
+        cleaned["reasoning"] = {
+            k: v
+            for k, v in reasoning.items()
+            if k in REASONING_KEYS or not _flag(f"reasoning.{k}", k, v, rules, found)
+        }
+    calls = raw.get("tool_calls")
+    if isinstance(calls, list):
+        cleaned["tool_calls"] = [_clean_call(c, i, registry, rules, found) for i, c in enumerate(calls)]
+    return cleaned, found
+
+
+def _clean_call(
+    call: Any, index: int, registry: ToolRegistry, rules: Constitution, found: list[ConstitutionViolation]
+) -> Any:
+    if not isinstance(call, dict):
+        return call
+    out = {
+        k: v
+        for k, v in call.items()
+        if k in CALL_KEYS or not _flag(f"tool_calls[{index}].{k}", k, v, rules, found)
+    }
+    spec = registry.get(str(call.get("tool_name", "")))
+    params = call.get("parameters")
+    if spec is None or not isinstance(params, dict):
+        return out
+    declared = set(spec.params.model_fields) | {f.alias for f in spec.params.model_fields.values() if f.alias}
+    out["parameters"] = {
+        k: v
+        for k, v in params.items()
+        if k in declared or not _flag(f"{spec.name}.parameters.{k}", k, v, rules, found)
+    }
+    return out
+
+
+def _flag(where: str, key: str, value: Any, rules: Constitution, found: list[ConstitutionViolation]) -> bool:
+    article = _article_of(key, rules)
+    if article:
+        found.append(violation(article, f"{where}={str(value)[:80]} (ignored; fixed logic decides)"))
+    return article is not None
+
+
+# -- on the validated proposal ------------------------------------------------------------
+def reasoning_problem(proposal: Proposal, min_chars: int) -> str | None:
+    """Why the reasoning does not satisfy article 4.3.8, or ``None``."""
+    root = proposal.root
+    if isinstance(root, ToolCallProposal):
+        required = {
+            "intent_understanding": root.reasoning.intent_understanding,
+            "tool_selection_reason": root.reasoning.tool_selection_reason,
+        }
+    elif isinstance(root, TextResponseProposal):
+        required = {
+            "intent_understanding": root.reasoning.intent_understanding,
+            "no_tool_reason": root.reasoning.no_tool_reason,
+        }
+    else:
+        required = {"ambiguity_detected": root.reasoning.ambiguity_detected}
+    empty = [k for k, v in required.items() if not v.strip()]
+    if empty:
+        return f"reasoning.{', reasoning.'.join(empty)} must explain the judgement (article 4.3.8)"
+    length = len(root.reasoning_text().strip())
+    if length < min_chars:
+        return f"reasoning is {length} characters; explain intent and reasons in at least {min_chars} (article 4.3.8)"
+    return None
+
+
+@lru_cache(maxsize=8)
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p) for p in patterns)
+
+
+def _hits(patterns: list[str], texts: list[str]) -> list[str]:
+    hits = []
+    for rx in _compiled(tuple(patterns)):
+        for text in texts:
+            m = rx.search(text)
+            if m:
+                hits.append(m.group(0))
+    return hits
+
+
+def _unquoted(*texts: str) -> list[str]:
+    return [_QUOTED.sub("「」", t) for t in texts if t]
+
+
+def _reasoning_texts(proposal: Proposal) -> list[str]:
+    out: list[str] = []
+    for value in proposal.root.reasoning.model_dump().values():
+        out += value if isinstance(value, list) else [value]
+    return [str(v) for v in out]
+
+
+def inspect_proposal(
+    proposal: Proposal, cfg: BrainConfig, persona: Persona
+) -> tuple[Proposal, list[ConstitutionViolation]]:
+    """Permission decisions (4.4.2, block) and execution assertions (4.4.1, back to a suggestion)."""
+    rules, root = cfg.constitution, proposal.root
+    reasoning = _unquoted(*_reasoning_texts(proposal))
+    visible = _unquoted(
+        *(
+            getattr(root, name, "")
+            for name in ("confirmation_question", "text_response", "clarification_question")
+        )
+    )
+    found = [
+        violation("4.4.2", f"「{hit}」")
+        for hit in sorted(set(_hits(rules.permission_patterns, reasoning + visible)))
+    ]
+    asserted = sorted(set(_hits(rules.execution_patterns, reasoning + visible)))
+    found += [violation("4.4.1", f"「{hit}」 treated as a proposal") for hit in asserted]
+    if isinstance(root, ToolCallProposal) and _hits(
+        rules.execution_patterns, _unquoted(root.confirmation_question)
+    ):
+        question = confirmation_question(root, persona)
+        proposal = Proposal(root=root.model_copy(update={"confirmation_question": question}))
+    if isinstance(root, TextResponseProposal):
+        claims = sorted(
+            set(
+                _hits(
+                    rules.completion_claim_patterns + rules.execution_patterns, _unquoted(root.text_response)
+                )
+            )
+        )
+        if claims:
+            found += [
+                violation("4.4.1", f"「{hit}」 claimed without any execution")
+                for hit in claims
+                if hit not in asserted
+            ]
+            proposal = Proposal(
+                root=root.model_copy(update={"text_response": persona.message("execution_not_done")})
+            )
+    return proposal, found
+
+
+def confirmation_question(root: ToolCallProposal, persona: Persona) -> str:
+    """A neutral question built by fixed logic from the proposal (never an assertion)."""
+    call = root.tool_calls[0]
+    summary = "\n".join(f"- {k}: {v}" for k, v in call.parameters.items()) or "- （パラメータなし）"
+    return persona.message("confirm_generated", tool=call.tool_name, summary=summary)
+
+
+def blocked(violations: list[ConstitutionViolation]) -> bool:
+    return any(v.action == "block" for v in violations)

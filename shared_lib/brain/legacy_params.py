@@ -1,0 +1,103 @@
+"""Rule-based parameter extraction of the legacy brain, keyed by parameter *name*.
+
+Each rule recognises one kind of value in the message (a person, a date, a quoted or
+colon-separated content, "全員", a level, a percentage). Only fields the tool declares
+are filled; the tool's own model then decides whether the result is usable. Every value
+comes from the user's message (``parameter_sources`` = ``user_message``), except the
+sender's own name for "自分" (``default``).
+
+>>> from shared_lib.tools.builtin import builtin_registry
+>>> extract(builtin_registry().get("chatwork_task_create"), "田中さんに見積書作成のタスクを明日までにお願い")[0]
+{'body': '見積書作成', 'assignee_name': '田中', 'limit_date': '明日'}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from shared_lib.tools.registry import ToolSpec
+
+_NAME = re.compile(r"([一-龥々ァ-ヴー]{1,8})(?:さん|くん|様|君)")
+_SELF = ("自分", "私", "俺", "僕", "わたし")
+_DATE = re.compile(
+    r"\d{4}[-/年]\d{1,2}[-/月]\d{1,2}日?|\d{1,2}[/月]\d{1,2}日?|(?:今週|来週|再来週)?[月火水木金土日]曜日?"
+    r"|明後日|あさって|明日|あした|今日|本日|月末"
+)
+_QUOTED = re.compile(r"[「『]([^」』]+)[」』]")
+_LEVEL = re.compile(r"(?:レベル|level)\s*(\d)", re.IGNORECASE)
+_PERCENT = re.compile(r"(\d{1,3})\s*[%％]")
+_FILLER = re.compile(
+    r"(?:さん|くん|様|君)?(?:に|へ|の|を|は|が|、|。|まで|までに|中に|\s)+$|^(?:に|へ|の|を|は|が|、|\s)+"
+)
+_TAIL = re.compile(
+    r"(?:という|の|を)?(?:タスク|仕事|件)?(?:を)?(?:お願い|頼んで|依頼して|作って|追加して|して(?:ほしい|ください)?)"
+    r".*$"
+)
+
+
+def _person(text: str) -> str | None:
+    m = _NAME.search(text)
+    return m.group(1) if m else None
+
+
+def _date(text: str) -> str | None:
+    m = _DATE.search(text)
+    return m.group(0) if m else None
+
+
+def _content(text: str) -> str:
+    quoted = _QUOTED.search(text)
+    if quoted:
+        return quoted.group(1).strip()
+    for colon in ("：", ":"):
+        if colon in text and text.split(colon, 1)[1].strip():
+            return text.split(colon, 1)[1].strip()
+    return text.strip()
+
+
+def _task_body(text: str) -> str | None:
+    rest = text
+    name = _NAME.search(rest)
+    if name:
+        rest = rest[name.end() :]
+    rest = re.sub(f"(?:{_DATE.pattern})(?:までに|まで|中に|中|に)?", "", rest)
+    rest = _TAIL.sub("", rest)
+    for _ in range(3):
+        rest = _FILLER.sub("", rest.strip())
+    return rest or None
+
+
+Rule = Callable[[str], object | None]
+RULES: dict[str, Rule] = {
+    "assignee_name": lambda t: _person(t) or next((w for w in _SELF if w in t), None),
+    "target_user_name": _person,
+    "body": _task_body,
+    "limit_date": _date,
+    "deadline": _date,
+    "content": _content,
+    "message": _content,
+    "title": lambda t: _QUOTED.search(t).group(1) if _QUOTED.search(t) else None,  # type: ignore[union-attr]
+    "query": _content,
+    "task_query": _content,
+    "goal_query": _content,
+    "memory_query": _content,
+    "progress_content": _content,
+    "recipients": lambda t: "all" if "全員" in t or "みんな" in t else None,
+    "new_level": lambda t: int(m.group(1)) if (m := _LEVEL.search(t)) else None,
+    "progress_percent": lambda t: int(m.group(1)) if (m := _PERCENT.search(t)) else None,
+}
+
+
+def extract(spec: ToolSpec, text: str) -> tuple[dict[str, object], dict[str, str]]:
+    """(parameters, parameter_sources) for the fields ``spec`` declares."""
+    params: dict[str, object] = {}
+    sources: dict[str, str] = {}
+    for name in spec.params.model_fields:
+        rule = RULES.get(name)
+        value = rule(text) if rule else None
+        if value is None or value == "":
+            continue
+        params[name] = value
+        sources[name] = "default" if name == "assignee_name" and value in _SELF else "user_message"
+    return params, sources

@@ -1,0 +1,182 @@
+"""The LLM arm of the brain layer, step by step:
+
+1. fast path: a trivial greeting is answered from the catalogue, no LLM call (``fast_path``);
+2. model choice (flags ``model`` / ``fast_model``), recorded on the turn;
+3. prompt assembly and masking; the user's vault is stored encrypted for the executor;
+4. the proposal (``llm_brain.propose``): retries, validation, constitution, confidence;
+   an ``LLMError`` becomes the catalogue's persona message (``api_timeout``, ...);
+5. violations recorded on ``turn.proposal.violations``, one admin alert each;
+6. degraded mode (§6.7.7): with the store unavailable a tool call cannot run (the
+   executor needs it for receipts), so it is answered with the degraded message;
+7. self-critique when sampled, recorded only.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from shared_lib.brain import fast_path, llm_brain, self_critique
+from shared_lib.brain.accounting import record_call
+from shared_lib.brain.config import BrainConfig, load_brain_config
+from shared_lib.brain.constitution import blocked
+from shared_lib.brain.integration import error_text
+from shared_lib.brain.llm_brain import BrainResult, fixed_text
+from shared_lib.brain.models import flags_document, model_for, proposal_model
+from shared_lib.brain.prompt import assemble
+from shared_lib.brain.vault import cipher_for, store_vault
+from shared_lib.envelope import ConstitutionViolation, Turn
+from shared_lib.errors import BrainError, LLMError
+from shared_lib.layers.base import Outcome
+from shared_lib.logs import log_event
+from shared_lib.sanitizer import PLACEHOLDER
+
+if TYPE_CHECKING:
+    from shared_lib.runtime import Runtime
+
+
+def run(turn: Turn, rt: Runtime) -> Outcome:
+    cfg = load_brain_config()
+    sec = turn.proposal
+    doc = flags_document(rt)
+    key = (
+        fast_path.match(turn.inbound.text, cfg) if turn.step == 0 and (doc is None or doc.fast_path) else None
+    )
+    if key:
+        sec.arm = "fast_path"
+        sec.proposal = fixed_text(
+            rt.persona.message(key), "定型の挨拶なので、LLMを呼ばずに定型文で応答する（高速パス）"
+        )
+        return Outcome("fast_path", reason_code="fast_path", detail=key)
+    assert rt.llm is not None
+    sec.arm = "llm"
+    sec.model, why = proposal_model(turn, rt, cfg)
+    prompt = assemble(turn, persona=rt.persona, registry=rt.registry, now=rt.clock())
+    vault = _store_vault(turn, rt, prompt.vault, cfg)
+    try:
+        result = llm_brain.propose(
+            rt.llm,
+            prompt,
+            persona=rt.persona,
+            registry=rt.registry,
+            cfg=cfg,
+            model=sec.model,
+            max_tokens=rt.settings.max_tokens,
+            record=partial(record_call, turn, rt, layer="brain"),
+        )
+    except LLMError as exc:
+        turn.add_error(
+            BrainError.of(exc.code, exc.detail or exc.code, layer="brain", retry_after=exc.retry_after)
+        )
+        sec.proposal = fixed_text(
+            error_text(rt.persona, exc.code), f"LLM呼び出しに失敗したため定型文で応答する（{exc.code}）", 0.0
+        )
+        return Outcome("llm_error", reason_code=exc.code, detail=f"model={sec.model}")
+    _record(turn, rt, result)
+    degraded = _degrade(turn, rt, cfg, vault, set(prompt.vault))
+    if not degraded and not result.parse_failed and not turn.shadow and not blocked(result.violations):
+        _critique(turn, rt, cfg, doc.self_critique_rate if doc else 0.0)
+    band = result.band.name if result.band else "-"
+    detail = (
+        f"{sec.proposal.output_type if sec.proposal else '-'} model={sec.model}({why}) band={band} "
+        f"attempts={result.attempts}"
+    )
+    if blocked(result.violations):
+        code = next(v.code for v in result.violations if v.action == "block")
+        return Outcome("constitution_violation", reason_code=code, detail=detail)
+    if degraded:
+        return Outcome("degraded", reason_code="degraded.store", detail=detail)
+    if result.parse_failed:
+        return Outcome("parse_error", reason_code="parse_error", detail=detail)
+    return Outcome("proposed", reason_code=result.proposal.output_type, detail=detail)
+
+
+def _store_vault(turn: Turn, rt: Runtime, entries: dict[str, str], cfg: BrainConfig) -> str:
+    """``ok``, ``no_key`` (values stay masked) or ``store_down``."""
+    try:
+        stored = store_vault(
+            rt.store,
+            turn,
+            entries,
+            now=rt.clock(),
+            ttl_minutes=cfg.vault.ttl_minutes,
+            cipher=cipher_for(rt.settings.env),
+        )
+    except Exception as exc:  # the store is down: tool calls will be answered in degraded mode
+        turn.add_error(
+            BrainError.of(
+                "memory_access_error", f"vault: {type(exc).__name__}", layer="brain", source="store"
+            )
+        )
+        return "store_down"
+    return "ok" if stored else "no_key"
+
+
+def _record(turn: Turn, rt: Runtime, result: BrainResult) -> None:
+    sec = turn.proposal
+    sec.proposal, sec.attempts = result.proposal, result.attempts
+    sec.violations.extend(result.violations)
+    for error in result.errors:
+        turn.add_error(error)
+    for v in result.violations:
+        _alert(turn, rt, v)
+
+
+def _alert(turn: Turn, rt: Runtime, v: ConstitutionViolation) -> None:
+    shadow = "[shadow] " if turn.shadow else ""
+    message = f"{shadow}LLM Brain 憲法違反 第{v.article}条 {v.code}（対応: {v.action}）: {v.detail}"
+    try:
+        rt.emit_alert(turn, "constitution_violation", message)
+    except Exception as exc:  # the violation is on the turn; the observer alerts again from the record
+        log_event("alert_not_published", turn=turn, layer="brain", severity="ERROR", error=type(exc).__name__)
+
+
+def _degrade(turn: Turn, rt: Runtime, cfg: BrainConfig, vault: str, placeholders: set[str]) -> bool:
+    """Seed §6.7.7: a tool call that cannot run safely becomes the degraded answer: the store
+    is unavailable (the executor needs it for receipts), or the user's masked values could
+    not be kept for the executor."""
+    sec = turn.proposal
+    if sec.proposal is None or not sec.proposal.tool_calls:
+        return False
+    missing = sorted(set(turn.context.degraded) & set(cfg.degraded.store_sources))
+    if vault == "store_down":
+        missing.append("store")
+    masked = vault == "no_key" and any(_uses(c.parameters, placeholders) for c in sec.proposal.tool_calls)
+    if not missing and not masked:
+        return False
+    reason = (
+        f"store unavailable ({', '.join(missing)})"
+        if missing
+        else "masked values cannot be restored (no vault key)"
+    )
+    sec.proposal = fixed_text(
+        rt.persona.message("degraded_store"), f"縮退モード: {reason} のため、ツールを使う提案を実行できない"
+    )
+    turn.add_error(BrainError.of("db_connection_error", reason, layer="brain"))
+    try:
+        rt.emit_alert(turn, "db_connection_error", f"degraded answer: {reason}")
+    except Exception as exc:
+        log_event("alert_not_published", turn=turn, layer="brain", severity="ERROR", error=type(exc).__name__)
+    return True
+
+
+def _uses(parameters: object, placeholders: set[str]) -> bool:
+    return any(m.group(0) in placeholders for m in PLACEHOLDER.finditer(str(parameters)))
+
+
+def _critique(turn: Turn, rt: Runtime, cfg: BrainConfig, rate: float) -> None:
+    assert rt.llm is not None and turn.proposal.proposal is not None
+    proposal = turn.proposal.proposal
+    found = self_critique.conditions(proposal, rt.registry, cfg, turn.turn_id)
+    if not self_critique.should_run(found, rate, turn.turn_id):
+        return
+    turn.proposal.self_critique = self_critique.critique(
+        rt.llm,
+        turn,
+        proposal,
+        persona=rt.persona,
+        model=model_for(cfg.models.self_critique, turn, rt),
+        cfg=cfg,
+        found=found,
+        record=partial(record_call, turn, rt, layer="brain"),
+    )

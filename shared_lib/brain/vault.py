@@ -1,0 +1,129 @@
+"""The masking vault: how placeholders the user's own message produced become values again,
+only inside the executor.
+
+The brain stores, per turn, the placeholder -> value map of the user's message (never of
+the context) encrypted with Fernet at ``orgs/{org}/vaults/{turn_id}`` (``-shadow`` for the
+shadow copy) with an ``expires_at`` for the store's TTL policy. The executor calls
+``restore_parameters(turn, params, store)`` right before the handler runs; nothing else
+decrypts a vault. An approved confirmation also restores from the vault of the turn
+that asked for it (its ``turn_id`` is in the pending action).
+
+The key is ``CHARTER_VAULT_KEY`` (a Fernet key; from Secret Manager in the cloud). Without
+it, ``demo``/``test``/``local`` use a fixed development key and every other environment
+stores no vault: placeholders then stay masked (fail closed).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from cryptography.fernet import Fernet, InvalidToken
+
+from shared_lib.envelope import Turn
+from shared_lib.ids import utc_now
+from shared_lib.ports import Store, Transaction
+from shared_lib.sanitizer import unmask
+
+log = logging.getLogger(__name__)
+DEV_ENVS = frozenset({"demo", "test", "local"})
+_DEV_SEED = b"charter development vault key - not a secret, never used outside demo/test/local"
+
+
+def cipher_for(env_name: str | None = None, environ: Mapping[str, str] | None = None) -> Fernet | None:
+    environ = os.environ if environ is None else environ
+    key = environ.get("CHARTER_VAULT_KEY")
+    if key:
+        return Fernet(key.encode())
+    if (env_name or environ.get("CHARTER_ENV") or "local") in DEV_ENVS:
+        return Fernet(base64.urlsafe_b64encode(hashlib.sha256(_DEV_SEED).digest()))
+    return None
+
+
+def vault_path(org_id: str, turn_id: str, *, shadow: bool = False) -> str:
+    return f"orgs/{org_id}/vaults/{turn_id}{'-shadow' if shadow else ''}"
+
+
+def store_vault(
+    store: Store,
+    turn: Turn,
+    entries: dict[str, str],
+    *,
+    now: datetime,
+    ttl_minutes: int,
+    cipher: Fernet | None,
+) -> bool:
+    """Merge ``entries`` into the turn's vault; ``False`` when no key is configured."""
+    if not entries:
+        return True
+    if cipher is None:
+        log.warning("no CHARTER_VAULT_KEY: masked values of turn %s cannot be restored", turn.turn_id)
+        return False
+    path = vault_path(turn.org_id, turn.turn_id, shadow=turn.shadow)
+
+    def _merge(txn: Transaction) -> None:
+        merged = {**_decrypt(cipher, txn.get(path)), **entries}
+        txn.set(
+            path,
+            {
+                "ciphertext": cipher.encrypt(json.dumps(merged).encode()).decode(),
+                "count": len(merged),
+                "created_at": now,
+                "expires_at": now + timedelta(minutes=ttl_minutes),
+            },
+        )
+
+    store.run_transaction(_merge)
+    return True
+
+
+def _decrypt(cipher: Fernet, doc: dict[str, Any] | None, now: datetime | None = None) -> dict[str, str]:
+    if not doc or (
+        now is not None and isinstance(doc.get("expires_at"), datetime) and doc["expires_at"] <= now
+    ):
+        return {}
+    try:
+        data = json.loads(cipher.decrypt(str(doc.get("ciphertext", "")).encode()))
+    except (InvalidToken, ValueError):
+        log.warning("a vault could not be decrypted (wrong key?)")
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def _vault_paths(turn: Turn) -> list[str]:
+    paths = [vault_path(turn.org_id, turn.turn_id, shadow=turn.shadow)]
+    approval, pending = turn.proposal.approval or {}, turn.context.pending_action or {}
+    if approval.get("approved") and pending.get("turn_id") and pending.get("turn_id") != turn.turn_id:
+        paths.append(vault_path(turn.org_id, str(pending["turn_id"])))
+    return paths
+
+
+def restore_parameters(
+    turn: Turn,
+    params: dict[str, Any],
+    store: Store,
+    *,
+    now: datetime | None = None,
+    cipher: Fernet | None = None,
+) -> dict[str, Any]:
+    """``params`` with the placeholders of the user's own message replaced by their values.
+
+    For the executor only, right before validation and the handler. Placeholders that
+    the user's message did not produce stay masked (the fixed logic then rejects or
+    keeps them as text).
+    """
+    cipher = cipher or cipher_for()
+    if cipher is None:
+        return dict(params)
+    now = now or utc_now()
+    entries: dict[str, str] = {}
+    for path in _vault_paths(turn):
+        entries.update(_decrypt(cipher, store.get(path), now))
+    restored: dict[str, Any] = unmask(dict(params), entries)
+    return restored

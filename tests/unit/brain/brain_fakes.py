@@ -1,0 +1,169 @@
+"""Fakes and builders of the brain tests: a scripted LLM port (no mocks), proposal builders,
+an in-process runtime and turns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from shared_lib.envelope import FlagsSection, Turn
+from shared_lib.errors import LLMError
+from shared_lib.flags import FLAGS_DOC, FlagsProvider, flags_store_doc, load_flags_file
+from shared_lib.inbound import InboundMessage
+from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
+from shared_lib.runtime import Runtime, build_runtime
+from shared_lib.tools.directory import seed_directory
+
+ORG = "acme"
+MODEL = "claude-sonnet-4-6"  # claude-sonnet-4-5 is deprecated by the SDK (end of life 2026-11-30)
+FAST = "claude-haiku-4-5"
+PEOPLE = [
+    {"user_id": "u1", "name": "山田", "level": 3, "department_id": "d1"},
+    {"user_id": "u2", "name": "田中", "level": 2, "department_id": "d1"},
+]
+
+Answer = LLMResponse | LLMError | Callable[[LLMRequest], LLMResponse]
+
+
+class FakeLLM:
+    """The ``LLM`` port with scripted answers (then ``default``); records every request."""
+
+    def __init__(self, *answers: Answer, default: Answer | None = None) -> None:
+        self.answers: list[Answer] = list(answers)
+        self.default = default
+        self.requests: list[LLMRequest] = []
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        answer = self.answers.pop(0) if self.answers else self.default
+        if answer is None:
+            raise AssertionError(f"unexpected LLM call #{len(self.requests)} ({request.call_type})")
+        if isinstance(answer, LLMError):
+            raise answer
+        return answer(request) if callable(answer) else answer
+
+    def calls(self, call_type: str) -> list[LLMRequest]:
+        return [r for r in self.requests if r.call_type == call_type]
+
+
+def usage(i: int = 100, o: int = 50, cw: int = 0, cr: int = 0) -> LLMUsage:
+    return LLMUsage(
+        input_tokens=i, output_tokens=o, cache_creation_input_tokens=cw, cache_read_input_tokens=cr
+    )
+
+
+def decision(data: Any, *, stop_reason: str = "tool_use", u: LLMUsage | None = None) -> LLMResponse:
+    return LLMResponse(
+        content=[{"type": "tool_use", "id": "toolu_01", "name": "submit_proposal", "input": data}],
+        stop_reason=stop_reason,
+        model=MODEL,
+        usage=u or usage(),
+    )
+
+
+def text_answer(text: str, *, stop_reason: str = "end_turn", u: LLMUsage | None = None) -> LLMResponse:
+    content = [{"type": "text", "text": text}] if text else []
+    return LLMResponse(content=content, stop_reason=stop_reason, model=MODEL, usage=u or usage())
+
+
+REASON = {
+    "intent_understanding": "田中さんに見積書の作成を依頼したいという意図だと理解した",
+    "context_used": ["ユーザーの最新メッセージ"],
+    "tool_selection_reason": "担当者を指定した作業の依頼なので、タスク作成ツールを提案する",
+    "alternatives_considered": ["text_response では実際にタスクが作られない"],
+}
+
+
+def tool_call(
+    tool: str = "chatwork_task_create",
+    params: dict[str, Any] | None = None,
+    *,
+    overall: float = 0.95,
+    reasoning: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "output_type": "tool_call",
+        "reasoning": reasoning or dict(REASON),
+        "confidence": {"overall": overall, "intent": overall, "parameters": overall},
+        "tool_calls": [
+            {
+                "tool_name": tool,
+                "parameters": params
+                if params is not None
+                else {"body": "見積書を作成", "assignee_name": "田中"},
+                "parameter_sources": {"body": "user_message", "assignee_name": "user_message"},
+            }
+        ],
+        **extra,
+    }
+
+
+def text(
+    reply: str = "本当に暑いウルね🐺 水分をとってほしいウル！", *, overall: float = 0.95, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "output_type": "text_response",
+        "reasoning": {
+            "intent_understanding": "暑さについての雑談だと理解した",
+            "response_strategy": "共感して気づかう",
+            "no_tool_reason": "業務操作の依頼ではないのでツールは使わない",
+        },
+        "confidence": {"overall": overall},
+        "text_response": reply,
+        **extra,
+    }
+
+
+def clarification(question: str = "どちらの佐藤さんウル？", *, overall: float = 0.45) -> dict[str, Any]:
+    return {
+        "output_type": "clarification_needed",
+        "reasoning": {
+            "ambiguity_detected": "佐藤という社員が二人いて特定できない",
+            "possible_interpretations": ["佐藤一郎さん", "佐藤花子さん"],
+        },
+        "confidence": {"overall": overall},
+        "clarification_question": question,
+        "options": ["佐藤一郎", "佐藤花子"],
+    }
+
+
+def runtime(llm: Any = None, *, env: dict[str, str] | None = None, **flag_changes: Any) -> Runtime:
+    """An in-process runtime (memory store, in-process bus, recording channels) with live flags."""
+    rt = build_runtime({"CHARTER_ENV": "test", "CHARTER_CHANNELS": "recording", **(env or {})}, llm=llm)
+    doc = load_flags_file().model_copy(
+        update={"brain_mode": "llm", "model": MODEL, "fast_model": FAST, **flag_changes}
+    )
+    rt.store.set(FLAGS_DOC, flags_store_doc(doc))
+    rt.flags = FlagsProvider(rt.store, ttl_seconds=0)
+    seed_directory(rt.store, ORG, PEOPLE, {"d1": None})
+    return rt
+
+
+def inbound(text: str, event_id: str = "e1", user: str = "u1") -> InboundMessage:
+    return InboundMessage(
+        channel="http",
+        org_id=ORG,
+        room_id="r1",
+        user_id=user,
+        text=text,
+        message_id=event_id,
+        event_id=event_id,
+        received_at=datetime.now(UTC),
+    )
+
+
+def turn(text: str, *, arm: str = "llm", model: str = MODEL, **changes: Any) -> Turn:
+    t = Turn.from_inbound(inbound(text))
+    t.flags = FlagsSection(arm=arm, reason="DEFAULT", model=model)  # type: ignore[arg-type]
+    for key, value in changes.items():
+        setattr(t, key, value)
+    return t
+
+
+def events(rt: Runtime, kind: str | None = None) -> list[dict[str, Any]]:
+    import json
+
+    out = [json.loads(data) for topic, data, _, _ in rt.bus.published if topic == "events"]  # type: ignore[attr-defined]
+    return [e for e in out if kind is None or e.get("kind") == kind]

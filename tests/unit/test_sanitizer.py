@@ -1,0 +1,107 @@
+"""The sanitizer: rules as data (seed 002 §7, seed 003 security), consistent and reversible placeholders."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from shared_lib.sanitizer import RULES_FILE, Sanitizer, unmask
+
+S = Sanitizer.default()
+
+SECRETS = {
+    "anthropic key": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    "openai key": "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx",
+    "aws key": "AKIAIOSFODNN7EXAMPLE",
+    "google key": "AIzaSyA-1234567890abcdefghijklmnopqrstu",
+    "slack token": "xoxb-1234567890-abcdefghijkl",
+    "github token": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+    "email": "taro.yamada+work@example.co.jp",
+    "mobile": "090-1234-5678",
+    "landline": "03-1234-5678",
+    "international": "+81 90 1234 5678",
+    "card": "4111 1111 1111 1111",
+    "my number": "1234 5678 9012",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_given_a_secret_in_japanese_text_when_masked_then_it_is_gone_and_restorable(kind):
+    # GIVEN
+    text = f"これは{SECRETS[kind]}です。よろしく"
+    # WHEN
+    masked, vault = S.mask(text)
+    # THEN
+    assert SECRETS[kind] not in masked and masked.startswith("これは[") and masked.endswith("]です。よろしく")
+    assert unmask(masked, vault) == text
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("password: hunter2", "password: [SECRET_1]"),
+        ("パスワードは「abc123」です", "パスワードは「[SECRET_1]」です"),
+        ("api_key=abcd1234efgh", "api_key=[SECRET_1]"),
+        ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz", "Authorization: Bearer [TOKEN_1]"),
+        ("https://bob:s3cr3t@db.example.com/app", "https://bob:[SECRET_1]@db.example.com/app"),
+        ("〒150-0001 東京都", "[POSTAL_1] 東京都"),
+    ],
+)
+def test_given_a_labelled_secret_when_masked_then_only_the_value_is_masked(text, expected):
+    assert S.mask_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["2026-01-31 までに", "10:30 から会議", "100000円の見積書", "第3四半期", "ID t-1234"]
+)
+def test_given_ordinary_business_text_when_masked_then_it_is_unchanged(text):
+    assert S.mask_text(text) == text
+
+
+def test_given_a_key_inside_an_assignment_when_masked_then_no_placeholder_nests_another():
+    masked, vault = S.mask("api_key=sk-ant-api03-abcdefghijklmnop")
+    assert masked == "api_key=[API_KEY_1]" and all("[" not in v for v in vault.values())
+
+
+def test_given_the_same_value_twice_when_masked_then_it_has_the_same_placeholder():
+    masked, vault = S.mask("a@example.com と b@example.com と a@example.com")
+    assert masked == "[EMAIL_1] と [EMAIL_2] と [EMAIL_1]" and len(vault) == 2
+
+
+def test_given_an_existing_vault_when_masking_more_text_then_numbering_continues():
+    vault: dict[str, str] = {}
+    S.mask("a@example.com", vault)
+    masked, _ = S.mask("b@example.com と a@example.com", vault)
+    assert masked == "[EMAIL_2] と [EMAIL_1]"
+
+
+def test_given_a_nested_structure_when_masked_then_every_string_shares_one_vault():
+    vault: dict[str, str] = {}
+    out = S.mask_obj({"to": ["a@example.com"], "cc": {"x": "a@example.com"}, "n": 3, "ok": True}, vault)
+    assert out == {"to": ["[EMAIL_1]"], "cc": {"x": "[EMAIL_1]"}, "n": 3, "ok": True} and len(vault) == 1
+
+
+def test_given_text_already_masked_when_masked_again_then_it_is_unchanged():
+    once = S.mask_text("token: abcdefgh12345678 と a@example.com")
+    assert S.mask_text(once) == once
+
+
+def test_given_unknown_placeholders_when_unmasking_then_they_stay_masked():
+    assert unmask("[EMAIL_1] [EMAIL_9] [email_1]", {"[EMAIL_1]": "a@b.jp"}) == "a@b.jp [EMAIL_9] [email_1]"
+
+
+def test_given_another_rules_file_when_loading_then_it_replaces_the_default(tmp_path, monkeypatch):
+    file = tmp_path / "rules.json"
+    file.write_text(
+        json.dumps({"version": 1, "rules": [{"name": "code", "label": "CODE", "pattern": "X-\\d+"}]})
+    )
+    monkeypatch.setenv("CHARTER_SANITIZER_RULES", str(file))
+    assert Sanitizer.default().mask_text("X-42 と a@example.com") == "[CODE_1] と a@example.com"
+
+
+def test_given_the_packaged_rules_then_every_pattern_compiles_and_names_are_unique():
+    data = json.loads(RULES_FILE.read_text(encoding="utf-8"))
+    names = [r["name"] for r in data["rules"]]
+    assert len(names) == len(set(names)) and len(Sanitizer.from_file(RULES_FILE).rules) == len(names)
