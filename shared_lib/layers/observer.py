@@ -1,9 +1,16 @@
-"""Observer layer: records every turn once, events, dead-lettered turns and alerts.
+"""Observer layer: one record per turn, events, dead-lettered turns and alerts.
 
-It subscribes to ``turns.completed`` (the final envelope: one observability record per
-turn, written with ``create`` so redelivery never duplicates it), ``turns.events``
-(alerts and notable events), ``turns.shadow`` (comparisons) and ``turns.deadletter``
-(turns that a layer could not process; always alerts).
+It subscribes to ``turns.completed`` (the final envelope), ``turns.events`` (alerts and
+notable events), ``turns.shadow`` (dry-run candidates) and ``turns.deadletter``.
+
+A served turn becomes one ``ObservabilityRecord`` at ``orgs/{org}/observability/{turn_id}``,
+written in a transaction that creates it (or lets a later step of the same turn supersede
+an earlier one), so redeliveries never add a second record. Before the write, and so
+retried with the delivery, come the idempotent side effects: the alerts the turn calls
+for (deterministic ids), the record streamed to ``turns.events`` for BigQuery (at least
+once, like the BigQuery subscription itself) and the log lines behind the log-based
+metrics (``guardian_verdict``, ``tool_execution``). Rollout hooks (shadow comparison,
+rollback guard) never fail a recording: their errors are logged.
 """
 
 from __future__ import annotations
@@ -15,33 +22,192 @@ from typing import TYPE_CHECKING, Any
 from shared_lib.envelope import Turn
 from shared_lib.errors import EnvelopeError
 from shared_lib.logs import log_event
-from shared_lib.observability import observability_record
+from shared_lib.observability import ObservabilityRecord, build_record
+from shared_lib.ops import alerts
+from shared_lib.ops.audit import findings_for
+from shared_lib.ops.queries import candidate_path, record_path
+from shared_lib.ports import Transaction
+from shared_lib.rollout import comparison
+from shared_lib.rollout.guard import guard_for
 from shared_lib.sanitizer import Sanitizer
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
+DEAD_LETTER_ATTR = "CloudPubSubDeadLetterSourceSubscription"
+STREAMED_KINDS = frozenset({"turn_record", "shadow_candidate"})
+
 
 def record_turn(rt: Runtime, turn: Turn) -> bool:
-    created = rt.store.create(f"orgs/{turn.org_id}/observability/{turn.turn_id}", observability_record(turn))
-    for err in turn.errors:
-        if err.alert_admin:
-            rt.emit_alert(turn, err.code, err.message, publish=False)
-    log_event("turn_recorded", turn=turn, layer="observer", created=created, outcome=turn.response.kind)
+    """Record a served turn once; ``False`` for a redelivery of what is already recorded."""
+    path = record_path(turn.org_id, turn.turn_id)
+    existing = rt.store.get(path)
+    if existing is not None and int(existing.get("step", 0)) >= turn.step:
+        log_event("turn_record_duplicate", turn=turn, layer="observer", step=turn.step)
+        return False
+    record = build_record(turn, recorded_at=rt.clock())
+    _alert_on(rt, turn, record)
+    _metric_lines(turn)
+    stream(rt, record)
+    _hook(rt, "on_served_turn", turn)
+    written = rt.store.run_transaction(lambda txn: _write_once(txn, path, record))
+    if written:
+        log_event(
+            "turn_recorded",
+            turn=turn,
+            layer="observer",
+            outcome=record.response_kind,
+            arm=record.arm,
+            step=turn.step,
+            total_ms=record.total_duration_ms,
+            cost_usd=record.cost_usd,
+        )
+        _guard(rt, record)  # the guard dedupes per record itself; after the write it counts what is stored
+    return written
+
+
+def _write_once(txn: Transaction, path: str, record: ObservabilityRecord) -> bool:
+    current = txn.get(path)
+    if current is None:
+        txn.create(path, record.store_doc())
+        return True
+    if int(current.get("step", 0)) < record.step:  # a later step of a multi-step turn supersedes
+        txn.set(path, record.store_doc())
+        return True
+    return False
+
+
+def record_candidate(rt: Runtime, turn: Turn) -> bool:
+    """A shadow candidate (dry run): stored beside the served record and compared with it."""
+    record = build_record(turn, recorded_at=rt.clock())
+    stream(rt, record)
+    created = rt.store.create(candidate_path(turn.org_id, turn.turn_id, turn.step), record.store_doc())
+    _hook(rt, "on_shadow_candidate", turn)
+    _guard(rt, record)
     return created
 
 
+def stream(rt: Runtime, record: ObservabilityRecord) -> None:
+    """Publish the record on ``turns.events`` (the BigQuery subscription writes it to the table)."""
+    data = json.dumps(record.model_dump(mode="json"), ensure_ascii=False).encode()
+    rt.bus.publish(
+        "events",
+        data,
+        {"kind": "event", "event_kind": record.kind, "code": record.kind, "turn_id": record.turn_id or ""},
+        "",
+    )
+
+
+def _alert_on(rt: Runtime, turn: Turn, record: ObservabilityRecord) -> None:
+    """Errors that ask for an admin, constitution violations and critical audit findings always alert."""
+    base = f"turn-{turn.turn_id}-{turn.step}"
+    for err in turn.errors:
+        if err.alert_admin:
+            alerts.raise_alert(
+                rt,
+                err.code,
+                err.message,
+                alert_id=f"{base}-{err.code}",
+                severity=err.severity,
+                org_id=turn.org_id,
+                turn_id=turn.turn_id,
+                details={"layer": err.layer},
+            )
+    for v in turn.proposal.violations:
+        alerts.raise_alert(
+            rt,
+            "constitution_violation",
+            f"{v.article} {v.code}: {v.detail}",
+            alert_id=f"{base}-violation-{v.code}",
+            severity="critical",
+            org_id=turn.org_id,
+            turn_id=turn.turn_id,
+            details={"article": v.article, "action": v.action},
+        )
+    for finding in findings_for(record):
+        if finding.severity == "critical" and finding.code != "constitution.violation":
+            alerts.raise_alert(
+                rt,
+                f"audit.{finding.code}",
+                finding.detail,
+                alert_id=f"{base}-audit-{finding.code}",
+                severity="critical",
+                org_id=turn.org_id,
+                turn_id=turn.turn_id,
+            )
+
+
+def _metric_lines(turn: Turn) -> None:
+    """The log lines the log-based metrics count (terraform/modules/monitoring)."""
+    if turn.guardian is not None:
+        log_event(
+            "guardian_verdict",
+            turn=turn,
+            layer="guardian",
+            outcome=turn.guardian.action.upper(),
+            reason_code=turn.guardian.reason_code,
+        )
+    for r in turn.execution.results:
+        if not r.dry_run:
+            log_event(
+                "tool_execution",
+                turn=turn,
+                layer="executor",
+                outcome="ok" if r.ok else "error",
+                reason_code=r.error_code or "ok",
+                tool=r.tool_name,
+                duration_ms=r.duration_ms,
+            )
+
+
+def _hook(rt: Runtime, name: str, turn: Turn) -> None:
+    try:
+        getattr(comparison, name)(rt, turn)
+    except Exception as exc:  # a comparison must never cost the record
+        log_event(
+            "rollout_hook_failed",
+            turn=turn,
+            layer="observer",
+            severity="ERROR",
+            hook=name,
+            error=f"{type(exc).__name__}: {exc}",
+        )
+
+
+def _guard(rt: Runtime, record: ObservabilityRecord) -> None:
+    try:
+        for alert in guard_for(rt).observe(rt, record.store_doc()):
+            log_event(
+                "rollback_guard_tripped",
+                layer="observer",
+                severity="WARNING",
+                code=alert.get("code"),
+                turn_id=record.turn_id,
+            )
+    except Exception as exc:  # the guard reports its own failures; the record is already written
+        log_event(
+            "rollback_guard_failed",
+            layer="observer",
+            severity="ERROR",
+            error=f"{type(exc).__name__}: {exc}",
+            turn_id=record.turn_id,
+        )
+
+
 def record_event(rt: Runtime, payload: dict[str, Any]) -> bool:
+    """An event from ``turns.events`` (or ``Runtime.emit_event``); alerts are delivered."""
     org = str(payload.get("org_id") or "default")
     event_id = str(payload.get("event_id"))
     created = rt.store.create(f"orgs/{org}/events/{event_id}", payload)
-    if created and payload.get("kind") == "alert":
-        rt.store.create(f"alerts/{event_id}", payload)
+    if payload.get("kind") == "alert":
+        alert_created = rt.store.create(f"{alerts.ALERTS}/{event_id}", payload)
+        stored = payload if alert_created else (rt.store.get(f"{alerts.ALERTS}/{event_id}") or payload)
+        alerts.deliver(rt, event_id, stored)
     return created
 
 
 def record_dead_letter(rt: Runtime, data: bytes, attributes: dict[str, str]) -> bool:
-    """A turn that a layer could not process: record it (even if undecodable) and alert."""
+    """A turn that a layer could not process: record it (even if undecodable) and always alert."""
     try:
         turn: Turn | None = Turn.from_message(data, attributes, rt.store)
     except EnvelopeError:
@@ -49,20 +215,35 @@ def record_dead_letter(rt: Runtime, data: bytes, attributes: dict[str, str]) -> 
     org = turn.org_id if turn else "unknown"
     turn_id = turn.turn_id if turn else attributes.get("turn_id") or hashlib.sha256(data).hexdigest()[:26]
     layer = attributes.get("layer", "?")
-    doc = {"turn_id": turn_id, "org_id": org, "produced_by": layer,
-           "subscription": attributes.get(DEAD_LETTER_ATTR, ""),
-           "attributes": Sanitizer.default().mask_obj(attributes), "at": rt.clock(),
-           "conversation_key": turn.conversation_key if turn else None,
-           "input_message": Sanitizer.default().mask_text(turn.inbound.text) if turn else None}
-    created = rt.store.create(f"orgs/{org}/failures/{turn_id}-{layer}-{attributes.get('step', '0')}", doc)
+    step = attributes.get("step", "0")
+    s = Sanitizer.default()
+    doc = {
+        "turn_id": turn_id,
+        "org_id": org,
+        "produced_by": layer,
+        "step": step,
+        "subscription": attributes.get(DEAD_LETTER_ATTR, ""),
+        "attributes": s.mask_obj(attributes),
+        "at": rt.clock(),
+        "conversation_key": turn.conversation_key if turn else None,
+        "input_message": s.mask_text(turn.inbound.text) if turn else None,
+    }
+    created = rt.store.create(f"orgs/{org}/failures/{turn_id}-{layer}-{step}", doc)
     if created:
-        rt.store.create(f"alerts/dlq-{turn_id}-{layer}", {**doc, "kind": "alert", "code": "layer_failed",
-                                                          "severity": "critical"})
-        log_event("dead_letter", layer="observer", severity="ERROR", turn_id=turn_id, produced_by=layer)
+        log_event(
+            "dead_letter", turn=turn, layer="observer", severity="ERROR", turn_id=turn_id, produced_by=layer
+        )
+    alerts.raise_alert(
+        rt,
+        "layer_failed",
+        f"turn dead-lettered after {layer} (subscription {doc['subscription'] or '?'})",
+        alert_id=f"dlq-{turn_id}-{layer}-{step}",
+        severity="critical",
+        org_id=None if org == "unknown" else org,
+        turn_id=turn_id,
+        details={"produced_by": layer, "subscription": doc["subscription"]},
+    )
     return created
-
-
-DEAD_LETTER_ATTR = "CloudPubSubDeadLetterSourceSubscription"
 
 
 def handle(rt: Runtime, data: bytes, attributes: dict[str, str]) -> str:
@@ -70,10 +251,10 @@ def handle(rt: Runtime, data: bytes, attributes: dict[str, str]) -> str:
     if DEAD_LETTER_ATTR in attributes:
         return "dead_letter" if record_dead_letter(rt, data, attributes) else "duplicate"
     if attributes.get("kind") == "event":
+        if attributes.get("event_kind") in STREAMED_KINDS:
+            return "streamed"  # our own record on its way to BigQuery
         return "event" if record_event(rt, json.loads(data)) else "duplicate"
     turn = Turn.from_message(data, attributes, rt.store)
     if turn.shadow:
-        rt.store.create(f"orgs/{turn.org_id}/shadow_candidates/{turn.turn_id}-{turn.step}",
-                        observability_record(turn))
-        return "shadow"
+        return "shadow" if record_candidate(rt, turn) else "duplicate"
     return "recorded" if record_turn(rt, turn) else "duplicate"

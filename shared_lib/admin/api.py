@@ -1,0 +1,210 @@
+"""The dashboard's JSON API: thin views over ``shared_lib.ops`` (the CLI's code).
+
+Reads answer ``GET /api/...``; emergency controls are ``POST /api/controls/{stop,pause,
+resume}`` with ``{"author", "reason", "ttl_hours"}`` and the operator token. Errors are
+``{"error": code, "detail": text}`` with a 4xx status; never an exception string from
+deeper than the input check.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from flask import Blueprint, Response, request
+
+from shared_lib.admin.auth import TokenPolicy
+from shared_lib.admin.charts import line_chart
+from shared_lib.errors import ConfigError
+from shared_lib.ops import controls, monitoring, queries
+from shared_lib.ops.replay import ReplayError, replay
+from shared_lib.rollout.guard import guard_status
+from shared_lib.rollout.report import build_report, load_comparisons
+
+if TYPE_CHECKING:
+    from shared_lib.runtime import Runtime
+
+MAX_LIMIT = 500
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    body = json.dumps(data, ensure_ascii=False, default=_default)
+    return Response(body, status=status, mimetype="application/json", headers={"Cache-Control": "no-store"})
+
+
+def error(code: str, detail: str, status: int) -> Response:
+    return json_response({"error": code, "detail": detail}, status)
+
+
+def _default(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _arg(name: str) -> str | None:
+    value = (request.args.get(name) or "").strip()
+    return value or None
+
+
+def _limit(default: int) -> int:
+    try:
+        return max(1, min(MAX_LIMIT, int(request.args.get("limit", default))))
+    except ValueError:
+        return default
+
+
+def build_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
+    api = Blueprint("api", __name__, url_prefix="/api")
+
+    @api.before_request
+    def _guard() -> Response | None:
+        control = request.method == "POST"
+        decision = policy.check(request.headers, control=control)
+        return None if decision.ok else error("unauthorized", decision.reason, decision.status)
+
+    @api.get("/stats")
+    def stats() -> Response:
+        return json_response(monitoring.today_panel(rt, org=_arg("org")))
+
+    @api.get("/metrics")
+    def metrics() -> Response:
+        hours = max(1, min(24 * 14, int(_arg("hours") or 24)))
+        step = max(5, min(24 * 60, int(_arg("step") or 60)))
+        rows = monitoring.chart_series(rt, hours=hours, step_minutes=step, org=_arg("org"))
+        th = queries.thresholds(rt.store)
+        return json_response({"series": [r.as_dict() for r in rows], "charts": charts(rows, th)})
+
+    @api.get("/turns")
+    def turns() -> Response:
+        since = queries.parse_since(_arg("since") or "7d", rt.clock())
+        rows = queries.list_records(
+            rt.store,
+            since=since,
+            org=_arg("org"),
+            arm=_arg("arm"),
+            outcome=_arg("outcome"),
+            limit=_limit(100),
+        )
+        return json_response({"turns": [summary(r) for r in rows]})
+
+    @api.get("/turns/<turn_id>")
+    def turn(turn_id: str) -> Response:
+        rec = queries.find_record(rt.store, turn_id, org=_arg("org"), shadow=_arg("shadow") == "1")
+        if rec is None:
+            return error("not_found", f"no record for turn {turn_id}", 404)
+        return json_response(
+            {
+                "record": rec.model_dump(mode="json"),
+                "llm_calls": queries.llm_calls_for(rt.store, rec.organization_id, rec.record_id),
+                "shadow_comparison": queries.comparison_for(rt.store, rec.organization_id, rec.record_id),
+            }
+        )
+
+    @api.get("/turns/<turn_id>/replay")
+    def turn_replay(turn_id: str) -> Response:
+        try:
+            return json_response(replay(rt, turn_id, org=_arg("org")).as_dict())
+        except ReplayError as exc:
+            return error("not_replayable", str(exc), 404)
+
+    @api.get("/shadow")
+    def shadow() -> Response:
+        since = queries.parse_since(_arg("since") or "7d", rt.clock())
+        report = build_report(load_comparisons(rt.store, since=since, org=_arg("org")))
+        return json_response({"report": report, "guard": guard_status(rt)})
+
+    @api.get("/flags")
+    def flags() -> Response:
+        return json_response(controls.state(rt))
+
+    @api.get("/alerts")
+    def alerts() -> Response:
+        since = queries.parse_since(_arg("since") or "24h", rt.clock())
+        return json_response({"alerts": monitoring.recent_alerts(rt, since=since, limit=_limit(50))})
+
+    @api.get("/llm_calls")
+    def llm_calls() -> Response:
+        org, turn_id = _arg("org"), _arg("turn")
+        if turn_id and org:
+            return json_response({"llm_calls": queries.llm_calls_for(rt.store, org, turn_id)})
+        return json_response({"llm_calls": queries.recent_llm_calls(rt.store, org=org, limit=_limit(50))})
+
+    @api.post("/controls/<action>")
+    def control(action: str) -> Response:
+        body = request.get_json(silent=True) or {}
+        if not isinstance(body, dict):
+            return error("bad_request", "a JSON object is expected", 400)
+        try:
+            hours = float(body.get("ttl_hours") or 0)
+            ttl = timedelta(hours=hours) if hours > 0 else None
+            result = controls.apply(
+                rt,
+                action,
+                author=str(body.get("author") or ""),
+                reason=str(body.get("reason") or ""),
+                ttl=ttl,
+            )
+        except (ConfigError, ValueError, TypeError) as exc:
+            return error("bad_request", str(exc), 400)
+        return json_response(result)
+
+    @api.errorhandler(ValueError)
+    def _bad_value(exc: ValueError) -> Response:
+        return error("bad_request", str(exc), 400)
+
+    return api
+
+
+def summary(r: Any) -> dict[str, Any]:
+    """A row of the turn browser."""
+    return {
+        "turn_id": r.record_id,
+        "org_id": r.organization_id,
+        "user_id": r.user_id,
+        "channel": r.channel,
+        "timestamp": r.timestamp.isoformat(),
+        "arm": r.arm,
+        "flags_arm": r.flags_arm,
+        "response_kind": r.response_kind,
+        "guardian_action": r.guardian_action,
+        "guardian_reason": r.guardian_reason,
+        "auth_result": r.auth_result,
+        "llm_confidence": r.llm_confidence,
+        "output_type": r.output_type,
+        "tools": [t.tool_name for t in r.selected_tools],
+        "total_duration_ms": r.total_duration_ms,
+        "cost_usd": r.cost_usd,
+        "errors": [e.code for e in r.errors],
+        "input_message": r.input_message[:200],
+        "final_response": r.final_response[:200],
+    }
+
+
+def tokens(s: Any) -> int:
+    return int(s.input_tokens + s.output_tokens + s.cache_read_input_tokens + s.cache_creation_input_tokens)
+
+
+def charts(rows: list[Any], th: Any) -> dict[str, str]:
+    """The §15.1 metrics as inline SVG, one chart each, threshold dashed."""
+
+    def label(s: Any) -> str:
+        return f"{s.start:%m-%d %H:%M}"
+
+    def pts(attr: str) -> list[tuple[str, float | None]]:
+        return [(label(s), getattr(s, attr)) for s in rows]
+
+    return {
+        "llm_latency": line_chart(
+            "LLM latency p95 (ms)", pts("llm_latency_ms_p95"), threshold=th.llm_latency_ms, unit=" ms"
+        ),
+        "tool_error_rate": line_chart(
+            "tool error rate", pts("tool_error_rate"), threshold=th.tool_error_rate, percent=True
+        ),
+        "confirmation_rate": line_chart(
+            "confirmation rate", pts("confirmation_rate"), threshold=th.confirmation_rate, percent=True
+        ),
+        "block_rate": line_chart("block rate", pts("block_rate"), threshold=th.block_rate, percent=True),
+        "cost": line_chart("LLM cost per window (USD)", pts("cost_usd")),
+        "turns": line_chart("conversations", [(label(s), float(s.turns)) for s in rows]),
+        "tokens": line_chart("tokens (input, output, cache)", [(label(s), float(tokens(s))) for s in rows]),
+    }

@@ -1,0 +1,147 @@
+"""The admin service: the operator dashboard, its JSON API and the scheduler's tasks.
+
+``create_app(rt)`` builds the Flask app over a runtime; ``handle(request)`` is what the
+``admin`` functions-framework target calls (it dispatches the request into the app, so
+every path works behind the single function). The page, script and styles are package
+files (``static/``); nothing is fetched from elsewhere.
+
+=====================================  ========================================================
+``GET /``                              the dashboard
+``GET /orgs/<org>/turns/<turn>``       the dashboard opened on one turn's trail (also ``/admin/...``)
+``GET /api/...``                       stats, metrics (with SVG charts), turns, trail, replay,
+                                       shadow report and guard, flags and controls, alerts,
+                                       LLM calls — see ``shared_lib.admin.api``
+``POST /api/controls/<action>``        stop, pause, resume (operator token)
+``POST /tasks/heartbeat``              liveness, pending alert delivery, threshold check
+``POST /tasks/cost-check``             daily cost against the budget (kill switch over the hard limit)
+``POST /tasks/maintenance``            threshold check and yesterday's constitution audit
+``GET /healthz``                       liveness of the admin service itself
+=====================================  ========================================================
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flask import Flask, Response, redirect, request, send_from_directory
+from werkzeug.wrappers import Response as WerkzeugResponse
+
+from shared_lib.admin.api import build_api, json_response
+from shared_lib.admin.auth import TokenPolicy
+from shared_lib.logs import log_event
+from shared_lib.ops import alerts, audit, monitoring
+
+if TYPE_CHECKING:
+    from shared_lib.runtime import Runtime
+
+STATIC_DIR = Path(__file__).with_name("static")
+_lock = threading.Lock()
+_app: Flask | None = None
+
+
+def create_app(rt: Runtime, *, policy: TokenPolicy | None = None) -> Flask:
+    app = Flask(__name__, static_folder=None)
+    app.config["JSON_AS_ASCII"] = False
+    policy = policy or TokenPolicy.from_env(rt.settings.env, os.environ)
+    app.register_blueprint(build_api(rt, policy))
+
+    @app.after_request
+    def _headers(response: Response) -> Response:
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        response.headers.setdefault(
+            "Content-Security-Policy",
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+            "script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+        )
+        return response
+
+    @app.get("/")
+    def index() -> Response:
+        return send_from_directory(STATIC_DIR, "index.html", max_age=0)
+
+    @app.get("/static/<path:name>")
+    def static_file(name: str) -> Response:
+        return send_from_directory(STATIC_DIR, name, max_age=0)
+
+    @app.get("/orgs/<org>/turns/<turn_id>")
+    @app.get("/admin/orgs/<org>/turns/<turn_id>")
+    def turn_link(org: str, turn_id: str) -> WerkzeugResponse:
+        return redirect(f"/?org={org}&turn={turn_id}")
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return json_response({"ok": True, "env": rt.settings.env})
+
+    @app.get("/api/session")
+    def session() -> Response:
+        return json_response(policy.describe())
+
+    @app.post("/tasks/heartbeat")
+    def heartbeat() -> Response:
+        return _task("heartbeat", lambda: monitoring.heartbeat(rt))
+
+    @app.post("/tasks/cost-check")
+    def cost_check() -> Response:
+        return _task("cost-check", lambda: monitoring.cost_check(rt))
+
+    @app.post("/tasks/maintenance")
+    def maintenance() -> Response:
+        def run() -> dict[str, object]:
+            now = rt.clock()
+            report = audit.audit(rt.store, since=now - timedelta(days=1), until=now)
+            if not report.clean:
+                alerts.raise_alert(
+                    rt,
+                    "audit.daily",
+                    f"constitution audit: {report.counts()} "
+                    f"{len(report.violation_alerts)} violation alert(s)",
+                    alert_id=f"audit-daily-{now:%Y%m%d}",
+                    severity="warning",
+                    details={"counts": report.counts()},
+                )
+            return {
+                "audit": {"clean": report.clean, "counts": report.counts()},
+                "breaches": monitoring.check_thresholds(rt),
+                "alerts": alerts.sweep(rt),
+            }
+
+        return _task("maintenance", run)
+
+    return app
+
+
+def _task(name: str, run: Callable[[], Any]) -> Response:
+    result = run()
+    log_event("admin_task", layer="admin", task=name, remote=request.remote_addr or "")
+    return json_response({"task": name, "result": result})
+
+
+def get_app() -> Flask:
+    """The process's app over the process's runtime (``shared_lib.push.get_runtime``)."""
+    global _app
+    with _lock:
+        if _app is None:
+            from shared_lib.push import get_runtime
+
+            _app = create_app(get_runtime())
+        return _app
+
+
+def dispatch(app: Flask, request: object) -> WerkzeugResponse:
+    """Run ``request`` (a flask/werkzeug request from another app) through ``app``."""
+    environ = getattr(request, "environ", None)
+    if not isinstance(environ, dict):
+        raise TypeError("dispatch expects a flask/werkzeug request")
+    return Response.from_app(app.wsgi_app, environ)
+
+
+def handle(request: object) -> WerkzeugResponse:
+    """functions-framework entry: ``return shared_lib.admin.app.handle(request)``."""
+    return dispatch(get_app(), request)

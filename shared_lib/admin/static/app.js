@@ -1,0 +1,279 @@
+// Charter operator dashboard. Plain browser JavaScript, no libraries, no build step.
+// Every value from the server is inserted as text (never as HTML), except the SVG charts,
+// which the server renders with all text escaped.
+"use strict";
+
+const state = { token: sessionStorage.getItem("charterAdminToken") || "", openTurn: null };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("data-")) node.setAttribute(key, value);
+    else node[key] = value;
+  }
+  for (const child of children) {
+    if (child === undefined || child === null) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function $(id) { return document.getElementById(id); }
+
+function say(text, isError) {
+  const m = $("message");
+  m.textContent = text || "";
+  m.className = isError ? "message error" : "message";
+}
+
+async function api(path, options) {
+  const headers = Object.assign({ "Accept": "application/json" }, (options && options.headers) || {});
+  if (state.token) headers["X-Charter-Admin-Token"] = state.token;
+  const response = await fetch(path, Object.assign({}, options || {}, { headers }));
+  let body = null;
+  try { body = await response.json(); } catch (e) { body = null; }
+  if (!response.ok) {
+    const detail = body && (body.detail || body.error) ? (body.detail || body.error) : response.statusText;
+    throw new Error(`${response.status}: ${detail}`);
+  }
+  return body;
+}
+
+const fmt = {
+  ms: (v) => (v === null || v === undefined ? "–" : v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`),
+  pct: (v) => (v === null || v === undefined ? "–" : `${(v * 100).toFixed(1)} %`),
+  num: (v, d) => (v === null || v === undefined ? "–" : Number(v).toFixed(d)),
+  usd: (v) => (v === null || v === undefined ? "–" : `$${Number(v).toFixed(4)}`),
+  time: (iso) => (iso ? iso.replace("T", " ").slice(0, 19) : "–"),
+};
+
+// ---------------------------------------------------------------- today and charts
+
+async function loadStats() {
+  const s = await api("/api/stats");
+  $("today-day").textContent = `${s.day} (${s.timezone})`;
+  $("stat-conversations").textContent = s.conversations;
+  $("stat-avg-response").textContent = fmt.ms(s.avg_response_ms);
+  $("stat-confidence").textContent = fmt.num(s.mean_confidence, 2);
+  $("stat-confirm").textContent = `${s.confirmations} (${fmt.pct(s.confirmation_rate)})`;
+  $("stat-block").textContent = `${s.blocks} (${fmt.pct(s.block_rate)})`;
+  $("stat-cost-today").textContent = `${fmt.usd(s.cost.cost_today_usd)} / ${fmt.usd(s.cost.daily_budget_usd)}`;
+  $("stat-cost-month").textContent = fmt.usd(s.cost.cost_month_usd);
+  $("stat-projection").textContent = fmt.usd(s.cost.projected_month_usd);
+}
+
+async function loadCharts() {
+  const m = await api("/api/metrics?hours=24&step=60");
+  const grid = $("chart-grid");
+  grid.replaceChildren();
+  for (const [name, svg] of Object.entries(m.charts)) {
+    const box = el("div", { class: "chart-box", "data-chart": name });
+    box.innerHTML = svg; // server-rendered SVG, text escaped there
+    grid.append(box);
+  }
+}
+
+// ---------------------------------------------------------------- turns and the trail
+
+function filters() {
+  const q = new URLSearchParams();
+  for (const [key, id] of [["since", "f-since"], ["org", "f-org"], ["arm", "f-arm"], ["outcome", "f-outcome"]]) {
+    const v = $(id).value.trim();
+    if (v) q.set(key, v);
+  }
+  return q.toString();
+}
+
+async function loadTurns() {
+  const data = await api(`/api/turns?${filters()}`);
+  const body = $("turns-table").querySelector("tbody");
+  body.replaceChildren();
+  for (const t of data.turns) {
+    const row = el("tr", { "data-turn-id": t.turn_id, "data-org": t.org_id, class: `kind-${t.response_kind}`,
+                           title: "open the decision trail" },
+      el("td", {}, fmt.time(t.timestamp)), el("td", {}, t.org_id), el("td", {}, t.user_id), el("td", {}, t.arm),
+      el("td", {}, t.response_kind), el("td", {}, t.guardian_action), el("td", {}, t.auth_result),
+      el("td", {}, fmt.num(t.llm_confidence, 2)), el("td", {}, Math.round(t.total_duration_ms)),
+      el("td", {}, fmt.num(t.cost_usd, 5)), el("td", { class: "msg" }, t.input_message));
+    row.addEventListener("click", () => openTrail(t.turn_id, t.org_id));
+    body.append(row);
+  }
+  if (!data.turns.length) body.append(el("tr", {}, el("td", { colSpan: 11, class: "muted" }, "no turns")));
+}
+
+function kv(label, ...value) {
+  return el("div", { class: "kv" }, el("span", { class: "k" }, label), el("span", { class: "v" }, ...value));
+}
+
+function renderTrail(data) {
+  const r = data.record;
+  const rows = r.trail.map((e, i) => el("tr", {}, el("td", {}, i + 1), el("td", {}, e.layer), el("td", {}, e.outcome),
+    el("td", {}, e.reason_code), el("td", {}, fmt.num(e.duration_ms, 2)), el("td", { class: "msg" }, e.detail)));
+  const tools = r.selected_tools.map((t) => el("li", {}, `${t.tool_name} ${JSON.stringify(t.parameters)}`));
+  const results = r.execution_result.map((x) =>
+    el("li", {}, `${x.tool_name}: ${x.ok ? "ok" : "error " + x.error_code}${x.dry_run ? " (dry run)" : ""}`));
+  const calls = data.llm_calls.map(callDetails);
+  const cmp = data.shadow_comparison;
+  return el("div", { class: "trail" },
+    kv("turn", `${r.record_id} · org ${r.organization_id} · user ${r.user_id} · room ${r.room_id} · ${r.channel}`),
+    kv("received", `${fmt.time(r.timestamp)} · steps ${r.step_count} · trace ${r.trace_id || "–"}`),
+    kv("input", r.input_message),
+    kv("context", r.context_summary || "–"),
+    kv("flags", `arm ${r.flags_arm} (${r.flags_reason}) · flags ${r.flags_version || "–"}${r.kill_switch ? " · KILL SWITCH" : ""}`),
+    el("table", { class: "trail-table" },
+      el("thead", {}, el("tr", {}, ...["#", "layer", "outcome", "reason", "ms", "detail"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, ...rows)),
+    kv("proposal", `${r.output_type || "–"} by ${r.arm} (${r.llm_model}) · confidence ${fmt.num(r.llm_confidence, 2)}`),
+    kv("reasoning", r.llm_reasoning || "–"),
+    kv("tools", tools.length ? el("ul", {}, ...tools) : "–"),
+    kv("guardian", `${r.guardian_action} (${r.guardian_reason || "–"})`),
+    kv("authorization", `${r.auth_result} (${r.auth_reason || "–"})`),
+    kv("execution", results.length ? el("ul", {}, ...results) : `nothing (${r.execution_skipped_reason || "–"})`),
+    kv("reply", `${r.response_kind}${r.response_sent ? " (sent)" : ""}: ${r.final_response}`),
+    kv("time", `total ${fmt.ms(r.total_duration_ms)} · LLM ${fmt.ms(r.llm_duration_ms)} · tools ${fmt.ms(r.tool_duration_ms)}`),
+    kv("usage", `${r.usage.llm_calls} LLM call(s) · in ${r.usage.input_tokens} · out ${r.usage.output_tokens} · cache read ${r.usage.cache_read_input_tokens} · ${fmt.usd(r.cost_usd)}`),
+    kv("LLM calls", calls.length ? el("div", {}, ...calls) : "–"),
+    kv("errors", r.errors.length ? r.errors.map((e) => `${e.code} (${e.layer})`).join(", ") : "–"),
+    kv("shadow", cmp ? (cmp.all_agree ? `${cmp.candidate_arm} candidate agrees` : `${cmp.candidate_arm} candidate differs: ${(cmp.mismatches || []).join(", ")}`) : "–"));
+}
+
+async function openTrail(turnId, org) {
+  state.openTurn = { turnId, org };
+  const q = org ? `?org=${encodeURIComponent(org)}` : "";
+  const data = await api(`/api/turns/${encodeURIComponent(turnId)}${q}`);
+  $("trail-id").textContent = turnId;
+  $("trail-body").replaceChildren(renderTrail(data));
+  $("replay-result").replaceChildren();
+  $("trail").hidden = false;
+  $("trail").scrollIntoView({ block: "start" });
+}
+
+async function replayOpenTurn() {
+  if (!state.openTurn) return;
+  const { turnId, org } = state.openTurn;
+  const q = org ? `?org=${encodeURIComponent(org)}` : "";
+  const r = await api(`/api/turns/${encodeURIComponent(turnId)}/replay${q}`);
+  const rows = ["flags", "guardian", "authorization", "execution"].map((s) =>
+    el("tr", { class: r.recorded[s] !== r.replayed[s] ? "changed" : "" },
+      el("td", {}, s), el("td", {}, r.recorded[s]), el("td", {}, r.replayed[s])));
+  $("replay-result").replaceChildren(
+    el("table", { class: "trail-table" },
+      el("thead", {}, el("tr", {}, el("th", {}, "stage"), el("th", {}, "recorded"), el("th", {}, "today"))),
+      el("tbody", {}, ...rows)),
+    el("p", { class: "muted" }, r.changed ? `${r.differences.length} difference(s)` : "no difference",
+      ` · LLM calls: ${r.llm_calls}${r.masked_parameters ? " · parameters were masked in the record" : ""}`));
+}
+
+// ---------------------------------------------------------------- rollout, flags, alerts
+
+async function loadRollout() {
+  const d = await api("/api/shadow?since=7d");
+  const rep = d.report;
+  const all = rep.agreement && rep.agreement.all ? rep.agreement.all : { rate: null, total: 0 };
+  const guard = d.guard || {};
+  $("rollout-body").replaceChildren(
+    kv("samples", `${rep.samples} comparison(s) · candidate failures ${rep.candidate_failures}`),
+    kv("agreement", `${fmt.pct(all.rate)} of ${all.total}`),
+    kv("verdict", rep.verdict ? `${rep.verdict.decision || rep.verdict.verdict || JSON.stringify(rep.verdict)}` : "–"),
+    kv("rollback guard", guard.tripped && guard.tripped.length ? `TRIPPED: ${guard.tripped.join("; ")}` : "within thresholds"),
+    kv("guard window", guard.totals ? `${guard.totals.turns} LLM turn(s) since ${fmt.time(guard.window_start)} · cost today ${fmt.usd(guard.day_cost_usd)}` : "–"));
+}
+
+async function loadFlags() {
+  const f = await api("/api/flags");
+  const badge = $("run-state");
+  badge.textContent = f.effective;
+  badge.setAttribute("data-state", f.effective);
+  const doc = f.flags || {};
+  const o = f.override;
+  const audit = (f.audit || []).map((a) => el("li", {}, `${fmt.time(a.at)} ${a.action} by ${a.author}: ${a.reason}`));
+  $("flags-body").replaceChildren(
+    kv("state", el("strong", { id: "control-state" }, f.effective)),
+    kv("flags", f.flags ? `version ${doc.version} · brain_mode ${doc.brain_mode} · canary ${doc.canary_percent} % · kill_switch ${doc.kill_switch ? "on" : "off"} · model ${doc.model}` : `unusable: ${f.flags_error}`),
+    kv("override", o ? `${o.kill_switch ? "kill switch" : ""}${o.brain_mode ? "brain_mode " + o.brain_mode : ""} by ${o.author} until ${fmt.time(o.expires_at)} (${f.override_active ? "active" : "expired"}): ${o.reason}` : "none"),
+    kv("audit", audit.length ? el("ul", {}, ...audit) : "–"));
+}
+
+async function loadAlerts() {
+  const d = await api("/api/alerts?since=24h");
+  const list = $("alerts-list");
+  list.replaceChildren(...d.alerts.map((a) => el("li", { class: `sev-${a.severity || "warning"}` },
+    `${fmt.time(a.at)} [${a.severity || "warning"}] ${a.code}: ${a.message || ""} (${a.notification || "pending"})`)));
+  if (!d.alerts.length) list.append(el("li", { class: "muted" }, "no alerts"));
+}
+
+function callDetails(c) {
+  const head = `${fmt.time(c.at)} · ${c.call_type} · ${c.model} · ${c.status} · ${fmt.ms(c.latency_ms)} · ` +
+    `${c.total_tokens} tokens · ${fmt.usd(c.cost_usd)} · turn ${c.turn_id || "–"}${c.error ? " · " + c.error : ""}`;
+  const body = c.prompt_messages
+    ? `PROMPT\n${JSON.stringify(c.prompt_messages, null, 2)}\n\nRESPONSE\n${c.response_text || JSON.stringify(c.response_content, null, 2)}`
+    : "numbers only (the LLM call log is not wired in this runtime)";
+  return el("details", { class: `call status-${c.status}` }, el("summary", {}, head), el("pre", {}, body));
+}
+
+async function loadLlmCalls() {
+  const d = await api("/api/llm_calls?limit=20");
+  const list = $("llm-calls-list");
+  list.replaceChildren(...d.llm_calls.map(callDetails));
+  if (!d.llm_calls.length) list.append(el("p", { class: "muted" }, "no LLM calls logged"));
+}
+
+// ---------------------------------------------------------------- controls
+
+async function control(action) {
+  const author = $("control-author").value.trim();
+  const reason = $("control-reason").value.trim();
+  if (!author || !reason) { say("an operator name and a reason are required", true); return; }
+  try {
+    const r = await api(`/api/controls/${action}`, {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ author, reason, ttl_hours: Number($("control-ttl").value) || 0 }),
+    });
+    $("control-result").textContent = `${action}: ${r.changed ? "done" : "no change"} — now ${r.effective}`;
+    $("control-result").setAttribute("data-effective", r.effective);
+    say(`${action} applied`);
+    await Promise.all([loadFlags(), loadAlerts()]);
+  } catch (e) {
+    $("control-result").textContent = `${action} refused: ${e.message}`;
+    say(`${action} refused: ${e.message}`, true);
+  }
+}
+
+// ---------------------------------------------------------------- start
+
+async function refresh() {
+  const jobs = [loadStats(), loadCharts(), loadTurns(), loadRollout(), loadFlags(), loadAlerts(), loadLlmCalls()];
+  const results = await Promise.allSettled(jobs);
+  const failed = results.filter((r) => r.status === "rejected");
+  if (failed.length) say(failed[0].reason.message, true);
+  document.body.setAttribute("data-loaded", "1");
+}
+
+async function start() {
+  try {
+    const s = await api("/api/session");
+    $("env-badge").textContent = s.locked ? `${s.env} · LOCKED` : s.env;
+  } catch (e) { say(e.message, true); }
+  $("admin-token").value = state.token;
+  $("token-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    state.token = $("admin-token").value.trim();
+    sessionStorage.setItem("charterAdminToken", state.token);
+    say("token set");
+    refresh();
+  });
+  $("turn-filters").addEventListener("submit", (ev) => { ev.preventDefault(); loadTurns().catch((e) => say(e.message, true)); });
+  for (const id of ["btn-stop", "btn-pause", "btn-resume"]) {
+    $(id).addEventListener("click", () => control($(id).getAttribute("data-action")));
+  }
+  $("trail-close").addEventListener("click", () => { $("trail").hidden = true; state.openTurn = null; });
+  $("btn-replay").addEventListener("click", () => replayOpenTurn().catch((e) => say(e.message, true)));
+  await refresh();
+  const params = new URLSearchParams(location.search);
+  if (params.get("turn")) openTrail(params.get("turn"), params.get("org")).catch((e) => say(e.message, true));
+  setInterval(() => { Promise.allSettled([loadStats(), loadFlags(), loadAlerts()]); }, 15000);
+}
+
+document.addEventListener("DOMContentLoaded", start);

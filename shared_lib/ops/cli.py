@@ -1,0 +1,235 @@
+"""Operator commands — the same code the admin dashboard uses.
+
+    charter turns list [--since 24h] [--org ORG] [--arm ARM] [--outcome KIND] [--limit N] [--json]
+    charter turns show TURN_ID [--org ORG] [--shadow] [--json]
+    charter replay TURN_ID [--org ORG] [--json]
+    charter audit constitution [--since 24h] [--org ORG] [--json]
+    charter cost [--day YYYY-MM-DD] [--org ORG] [--json]
+    charter metrics [--since 24h] [--step 60] [--org ORG] [--check] [--json]
+    charter alerts [--since 24h] [--json]
+    charter llm-calls [--turn TURN_ID --org ORG] [--limit N] [--json]
+    charter admin serve [--host 127.0.0.1] [--port 8090]
+
+They read the store the environment selects (``build_runtime()``: ``FIRESTORE_EMULATOR_HOST``
+and ``CHARTER_PROJECT`` select the emulator); the runtime never gets an LLM. A caller that
+already has a runtime (the embedded demo, tests) passes it as ``args.runtime``.
+
+Exit codes: 0 ok, 1 not found / audit findings / a threshold crossed with ``--check``,
+2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from datetime import date, timedelta
+from typing import TYPE_CHECKING, Any
+
+from shared_lib.errors import CharterError
+from shared_lib.ops import audit, monitoring, queries, render
+from shared_lib.ops.cost import cost_report
+from shared_lib.ops.replay import ReplayError, replay
+
+if TYPE_CHECKING:
+    from shared_lib.runtime import Runtime
+
+Command = Callable[["Runtime", argparse.Namespace], int]
+
+
+def runtime_for(args: argparse.Namespace) -> Runtime:
+    if getattr(args, "runtime", None) is not None:
+        rt: Runtime = args.runtime
+        return rt
+    from shared_lib.adapters.inproc_bus import InProcessBus
+    from shared_lib.runtime import build_runtime
+
+    return build_runtime(llm=None, bus=InProcessBus())
+
+
+def _out(args: argparse.Namespace, data: Any, text: str) -> None:
+    print(render.to_json(data) if args.json else text)
+
+
+def _since(args: argparse.Namespace, rt: Runtime, default: str | None = None) -> Any:
+    value = args.since or default
+    return queries.parse_since(value, rt.clock()) if value else None
+
+
+def turns_list(rt: Runtime, args: argparse.Namespace) -> int:
+    records = queries.list_records(
+        rt.store, since=_since(args, rt), org=args.org, arm=args.arm, outcome=args.outcome, limit=args.limit
+    )
+    _out(args, [r.model_dump(mode="json") for r in records], render.turns_table(records))
+    return 0
+
+
+def turns_show(rt: Runtime, args: argparse.Namespace) -> int:
+    rec = queries.find_record(rt.store, args.turn_id, org=args.org, shadow=args.shadow)
+    if rec is None:
+        print(
+            f"no {'shadow candidate' if args.shadow else 'record'} for turn {args.turn_id}", file=sys.stderr
+        )
+        return 1
+    calls = queries.llm_calls_for(rt.store, rec.organization_id, rec.record_id)
+    comparison = queries.comparison_for(rt.store, rec.organization_id, rec.record_id)
+    data = {"record": rec.model_dump(mode="json"), "llm_calls": calls, "shadow_comparison": comparison}
+    _out(args, data, render.trail(rec, llm_calls=calls, comparison=comparison))
+    return 0
+
+
+def replay_cmd(rt: Runtime, args: argparse.Namespace) -> int:
+    try:
+        rep = replay(rt, args.turn_id, org=args.org)
+    except ReplayError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    _out(args, rep.as_dict(), render.replay_report(rep))
+    return 0
+
+
+def audit_constitution(rt: Runtime, args: argparse.Namespace) -> int:
+    rep = audit.audit(rt.store, since=_since(args, rt, "24h"), until=rt.clock(), org=args.org)
+    _out(args, rep.as_dict(), render.audit_report(rep))
+    return 0 if rep.clean else 1
+
+
+def cost_cmd(rt: Runtime, args: argparse.Namespace) -> int:
+    day = date.fromisoformat(args.day) if args.day else None
+    rep = cost_report(rt.store, now=rt.clock(), day=day, org=args.org)
+    _out(args, rep.as_dict(), render.cost_report(rep))
+    return 0
+
+
+def metrics_cmd(rt: Runtime, args: argparse.Namespace) -> int:
+    hours = max(1, int((rt.clock() - _since(args, rt, "24h")).total_seconds() // 3600))
+    rows = monitoring.chart_series(rt, hours=hours, step_minutes=args.step, org=args.org)
+    found = monitoring.check_thresholds(rt, window=timedelta(minutes=args.step)) if args.check else []
+    text = render.metrics_table(rows) + "".join(f"\nTHRESHOLD {b['scope']}: {b['message']}" for b in found)
+    _out(args, {"series": [r.as_dict() for r in rows], "breaches": found}, text)
+    return 1 if found else 0
+
+
+def alerts_cmd(rt: Runtime, args: argparse.Namespace) -> int:
+    rows = monitoring.recent_alerts(rt, since=_since(args, rt, "24h"), limit=args.limit)
+    text = (
+        "\n".join(
+            f"{a.get('at')}  {a.get('severity', '-'):<8} {a.get('code'):<28} "
+            f"{a.get('org_id') or '-':<10} {a.get('notification', 'pending'):<11} {a.get('message')}"
+            for a in rows
+        )
+        or "no alerts"
+    )
+    _out(args, rows, text)
+    return 0
+
+
+def llm_calls_cmd(rt: Runtime, args: argparse.Namespace) -> int:
+    if args.turn:
+        if not args.org:
+            print("--turn needs --org", file=sys.stderr)
+            return 2
+        rows = queries.llm_calls_for(rt.store, args.org, args.turn)
+    else:
+        rows = queries.recent_llm_calls(rt.store, org=args.org, limit=args.limit)
+    text = (
+        "\n".join(
+            f"{c.get('at')}  {c.get('call_type'):<13} {c.get('model'):<20} {c.get('status'):<8} "
+            f"{float(c.get('latency_ms') or 0):>8.0f} ms {c.get('total_tokens'):>7} tok  "
+            f"turn {c.get('turn_id') or '-'}"
+            for c in rows
+        )
+        or "no LLM calls"
+    )
+    _out(args, rows, text)
+    return 0
+
+
+def admin_serve(rt: Runtime, args: argparse.Namespace) -> int:
+    from werkzeug.serving import run_simple
+
+    from shared_lib.admin.app import create_app
+
+    print(f"admin dashboard on http://{args.host}:{args.port}/", file=sys.stderr)
+    run_simple(args.host, args.port, create_app(rt), threaded=True)
+    return 0
+
+
+def _run(command: Command) -> Callable[[argparse.Namespace], int]:
+    def handler(args: argparse.Namespace) -> int:
+        try:
+            return command(runtime_for(args), args)
+        except (ValueError, CharterError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+
+    return handler
+
+
+def _common(p: argparse.ArgumentParser, *, org: bool = True, json: bool = True) -> None:
+    if org:
+        p.add_argument("--org", help="one organisation (default: all)")
+    if json:
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def register(sub: Any) -> None:
+    turns = sub.add_parser("turns", help="observability records: list turns, show a decision trail")
+    tsub = turns.add_subparsers(dest="turns_command", metavar="COMMAND", required=True)
+    p = tsub.add_parser("list", help="recorded turns, newest first")
+    p.add_argument("--since", help="30m, 24h, 7d or an ISO time")
+    p.add_argument("--arm", help="llm, legacy, kill_switch, ...")
+    p.add_argument("--outcome", help="reply kind (reply, confirm, block, deny, ...) or guardian/auth result")
+    p.add_argument("--limit", type=int, default=50)
+    _common(p)
+    p.set_defaults(func=_run(turns_list))
+    p = tsub.add_parser("show", help="the whole decision trail of one turn, layer by layer")
+    p.add_argument("turn_id")
+    p.add_argument("--shadow", action="store_true", help="the shadow candidate instead of the served turn")
+    _common(p)
+    p.set_defaults(func=_run(turns_show))
+
+    p = sub.add_parser(
+        "replay", help="today's guardian, authorization and dry-run executor on a recorded turn"
+    )
+    p.add_argument("turn_id")
+    _common(p)
+    p.set_defaults(func=_run(replay_cmd))
+
+    a = sub.add_parser("audit", help="audits")
+    asub = a.add_subparsers(dest="audit_command", metavar="COMMAND", required=True)
+    p = asub.add_parser("constitution", help="the seed §4.8.2 constitution audit (exit 1 on findings)")
+    p.add_argument("--since", help="30m, 24h (default), 7d or an ISO time")
+    _common(p)
+    p.set_defaults(func=_run(audit_constitution))
+
+    p = sub.add_parser("cost", help="tokens, cache hits and cost against the budget")
+    p.add_argument("--day", help="YYYY-MM-DD (default: today in the cost time zone)")
+    _common(p)
+    p.set_defaults(func=_run(cost_cmd))
+
+    p = sub.add_parser("metrics", help="the seed §15.1 metrics over time (--check alerts on thresholds)")
+    p.add_argument("--since", help="how far back (default 24h)")
+    p.add_argument("--step", type=int, default=60, help="window in minutes (default 60)")
+    p.add_argument("--check", action="store_true", help="alert on thresholds crossed in the last window")
+    _common(p)
+    p.set_defaults(func=_run(metrics_cmd))
+
+    p = sub.add_parser("alerts", help="recent alerts and their delivery")
+    p.add_argument("--since", help="how far back (default 24h)")
+    p.add_argument("--limit", type=int, default=50)
+    _common(p, org=False)
+    p.set_defaults(func=_run(alerts_cmd))
+
+    p = sub.add_parser("llm-calls", help="the LLM call log")
+    p.add_argument("--turn", help="the calls of one turn (needs --org)")
+    p.add_argument("--limit", type=int, default=50)
+    _common(p)
+    p.set_defaults(func=_run(llm_calls_cmd))
+
+    ad = sub.add_parser("admin", help="the operator dashboard")
+    adsub = ad.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
+    p = adsub.add_parser("serve", help="serve the dashboard locally (the cloud runs the admin function)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8090)
+    p.set_defaults(func=_run(admin_serve), json=False)

@@ -1,0 +1,206 @@
+"""The LLM call log (seed 001 §20.3): one entry per model call, masked.
+
+``LLMCallLog`` is an ``LLM`` port adapter that decorates any other: it calls the inner
+adapter, then writes ``orgs/{org}/llm_calls/{call_id}`` (peer, model, call type, masked
+prompt and response, parameters, tokens, latency, status, error) and the ``llm_call``
+log line the log-based metrics read. The turn and organisation come from the call
+context the layer runner sets (``shared_lib.ops.callctx``); a call outside any turn is
+filed under the default organisation. Writing the log never fails the call.
+
+>>> from shared_lib.adapters.memory_store import MemoryStore
+>>> class Echo:
+...     def complete(self, request):
+...         return LLMResponse(content=[{"type": "text", "text": "ok"}], stop_reason="end_turn", model=request.model)
+>>> llm = LLMCallLog(Echo(), MemoryStore())
+>>> llm.complete(LLMRequest(model="m", messages=[{"role": "user", "content": "hi"}])).text()
+'ok'
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared_lib.errors import LLMError
+from shared_lib.ids import new_ulid, utc_now
+from shared_lib.logs import log_event
+from shared_lib.ops.callctx import current
+from shared_lib.ports import LLM, LLMRequest, LLMResponse, Store
+from shared_lib.prices import PriceTable
+from shared_lib.sanitizer import Sanitizer
+
+MAX_TEXT = 20_000  # characters kept of any one prompt or response text (Firestore documents are ≤ 1 MiB)
+Status = Literal["success", "error", "timeout"]
+
+
+class LLMCallEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    call_id: str
+    at: datetime
+    org_id: str
+    turn_id: str | None = None
+    step: int | None = None
+    layer: str = ""
+    shadow: bool = False
+    session_id: str | None = Field(default=None, description="The conversation key.")
+    peer: str
+    model: str
+    call_type: str
+    prompt_messages: list[dict[str, Any]] = Field(
+        default_factory=list, description="system + messages, masked"
+    )
+    tools: list[str] = Field(default_factory=list)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    response_text: str | None = None
+    response_content: list[dict[str, Any]] = Field(default_factory=list)
+    stop_reason: str | None = None
+    prompt_tokens: int = 0
+    response_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    total_tokens: int = 0
+    latency_ms: float = 0.0
+    attempts: int = 1
+    cost_usd: float = 0.0
+    status: Status = "success"
+    error: str | None = None
+
+
+def clip(value: Any, limit: int = MAX_TEXT) -> Any:
+    """Long strings shortened (with a marker), recursively."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + f"…[{len(value) - limit} more]"
+    if isinstance(value, dict):
+        return {k: clip(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clip(v, limit) for v in value]
+    return value
+
+
+class LLMCallLog:
+    """Decorates an ``LLM`` adapter; every call leaves one masked entry in the store."""
+
+    def __init__(
+        self,
+        inner: LLM,
+        store: Store,
+        *,
+        peer: str | None = None,
+        prices: PriceTable | None = None,
+        sanitizer: Sanitizer | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        default_org: str = "default",
+    ) -> None:
+        self.inner = inner
+        self.store = store
+        self.peer = peer or type(inner).__name__.removesuffix("LLM").lower() or "llm"
+        self.prices = prices
+        self.sanitizer = sanitizer or Sanitizer.default()
+        self.clock = clock
+        self.default_org = default_org
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        t0 = time.perf_counter()
+        try:
+            response = self.inner.complete(request)
+        except LLMError as exc:
+            status: Status = "timeout" if exc.code == "api_timeout" else "error"
+            self._write(request, None, (time.perf_counter() - t0) * 1000, status, f"{exc.code}: {exc.detail}")
+            raise
+        self._write(
+            request, response, response.duration_ms or (time.perf_counter() - t0) * 1000, "success", None
+        )
+        return response
+
+    def _entry(
+        self,
+        request: LLMRequest,
+        response: LLMResponse | None,
+        latency_ms: float,
+        status: Status,
+        error: str | None,
+    ) -> LLMCallEntry:
+        ctx = current()
+        s = self.sanitizer
+        shadow = bool(ctx and ctx.shadow)
+        call_type = "shadow" if shadow and request.call_type == "proposal" else request.call_type
+        usage = response.usage if response else None
+        cost = self.prices.cost(request.model, usage) if (self.prices and usage) else 0.0
+        prompt = [{"role": "system", "content": request.system}] if request.system else []
+        prompt += request.messages
+        return LLMCallEntry(
+            call_id=new_ulid(),
+            at=self.clock(),
+            org_id=ctx.org_id if ctx else self.default_org,
+            turn_id=ctx.turn_id if ctx else None,
+            step=ctx.step if ctx else None,
+            layer=ctx.layer if ctx else "",
+            shadow=shadow,
+            session_id=ctx.conversation_key if ctx else None,
+            peer=self.peer,
+            model=response.model if response else request.model,
+            call_type=call_type,
+            prompt_messages=clip(s.mask_obj(prompt)),
+            tools=[str(t.get("name")) for t in request.tools],
+            parameters={
+                "max_tokens": request.max_tokens,
+                "temperature": request.temperature,
+                "tool_choice": request.tool_choice,
+                "stream": request.stream,
+            },
+            response_text=clip(s.mask_text(response.text())) if response else None,
+            response_content=clip(s.mask_obj(response.content)) if response else [],
+            stop_reason=response.stop_reason if response else None,
+            prompt_tokens=usage.input_tokens if usage else 0,
+            response_tokens=usage.output_tokens if usage else 0,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens if usage else 0,
+            cache_read_input_tokens=usage.cache_read_input_tokens if usage else 0,
+            total_tokens=(
+                usage.input_tokens
+                + usage.output_tokens
+                + usage.cache_creation_input_tokens
+                + usage.cache_read_input_tokens
+            )
+            if usage
+            else 0,
+            latency_ms=round(latency_ms, 3),
+            attempts=response.attempts if response else 1,
+            cost_usd=cost,
+            status=status,
+            error=clip(s.mask_text(error), 2000) if error else None,
+        )
+
+    def _write(
+        self,
+        request: LLMRequest,
+        response: LLMResponse | None,
+        latency_ms: float,
+        status: Status,
+        error: str | None,
+    ) -> None:
+        try:
+            entry = self._entry(request, response, latency_ms, status, error)
+            self.store.set(f"orgs/{entry.org_id}/llm_calls/{entry.call_id}", entry.model_dump(mode="python"))
+        except Exception as exc:  # the log is evidence, not a gate: the call's answer still goes back
+            log_event(
+                "llm_call_log_failed", layer="llm", severity="ERROR", error=f"{type(exc).__name__}: {exc}"
+            )
+            return
+        log_event(
+            "llm_call",
+            layer=entry.layer or "llm",
+            duration_ms=entry.latency_ms,
+            cost_usd=entry.cost_usd,
+            model=entry.model,
+            call_type=entry.call_type,
+            status=entry.status,
+            peer=entry.peer,
+            input_tokens=entry.prompt_tokens,
+            output_tokens=entry.response_tokens,
+            cache_read_input_tokens=entry.cache_read_input_tokens,
+            call_id=entry.call_id,
+        )

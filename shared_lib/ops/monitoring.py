@@ -1,0 +1,187 @@
+"""Monitoring jobs and the dashboard's numbers (seed 000 §15).
+
+* ``today_panel`` — the §15.2 panel: conversations, average response time, mean
+  confidence, confirmations and blocks (count and share), cost today, this month and the
+  month's projection.
+* ``check_thresholds`` — the §15.1 metrics over the last window, per organisation and
+  overall; a crossed threshold raises one alert per metric, scope and window.
+* ``cost_check`` — the §14.3 daily cost check (scheduler, just after midnight): alerts
+  over the budget; over ``CHARTER_DAILY_HARD_LIMIT_USD`` it also stops the LLM (kill switch).
+* ``heartbeat`` — publishes a synthetic event and checks the previous one reached the
+  observer; delivers stored alerts nobody delivered yet; runs ``check_thresholds``.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from shared_lib.ops import alerts, queries
+from shared_lib.ops.cost import cost_report
+from shared_lib.ops.metrics import Thresholds, WindowStats, breaches, series, window_stats
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from shared_lib.runtime import Runtime
+
+HEARTBEAT_DOC = "ops_state/heartbeat"
+
+
+def today_panel(rt: Runtime, *, org: str | None = None) -> dict[str, Any]:
+    now = rt.clock()
+    th = queries.thresholds(rt.store)
+    start, end = queries.day_bounds(queries.local_day(now, th.timezone), th.timezone)
+    stats = window_stats(
+        queries.records_between(rt.store, start, end, org=org),
+        start,
+        end,
+        queries.records_between(rt.store, start, end, org=org, shadow=True),
+    )
+    cost = cost_report(rt.store, now=now, org=org, th=th)
+    return {
+        "day": cost.day.isoformat(),
+        "timezone": th.timezone,
+        "conversations": stats.turns,
+        "avg_response_ms": stats.avg_response_ms,
+        "mean_confidence": stats.mean_confidence,
+        "confirmations": stats.confirmations,
+        "confirmation_rate": stats.confirmation_rate,
+        "blocks": stats.blocks,
+        "block_rate": stats.block_rate,
+        "denials": stats.denials,
+        "tool_error_rate": stats.tool_error_rate,
+        "llm_latency_ms_p95": stats.llm_latency_ms_p95,
+        "cost": cost.as_dict(),
+        "thresholds": th.model_dump(),
+    }
+
+
+def chart_series(
+    rt: Runtime, *, hours: int = 24, step_minutes: int = 60, org: str | None = None
+) -> list[WindowStats]:
+    now = rt.clock()
+    step = timedelta(minutes=step_minutes)
+    end = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    start = end - timedelta(hours=hours)
+    records = queries.records_between(rt.store, start, end, org=org)
+    shadow = queries.records_between(rt.store, start, end, org=org, shadow=True)
+    return series(records, start, end, step, shadow)
+
+
+def check_thresholds(
+    rt: Runtime, *, window: timedelta = timedelta(hours=1), th: Thresholds | None = None
+) -> list[dict[str, Any]]:
+    """Alert on every §15.1 threshold the last ``window`` crosses; returns the breaches."""
+    now = rt.clock()
+    th = th or queries.thresholds(rt.store)
+    start = now - window
+    records = queries.records_between(rt.store, start, now)
+    day_start, _ = queries.day_bounds(queries.local_day(now, th.timezone), th.timezone)
+    day_cost = cost_report(rt.store, now=now, th=th).cost_today_usd
+    scopes: dict[str | None, list[Any]] = {None: records}
+    for r in records:
+        scopes.setdefault(r.organization_id, []).append(r)
+    slot = int(now.timestamp() // window.total_seconds())
+    found = []
+    for org, rows in scopes.items():
+        stats = window_stats(rows, start, now)
+        for b in breaches(stats, th, daily_cost=day_cost if org is None else None):
+            scope = org or "all"
+            key_slot = day_start.date().isoformat() if b.metric == "daily_cost" else str(slot)
+            alerts.raise_alert(
+                rt,
+                f"metric.{b.metric}",
+                f"{b.message} ({scope}, last {window})",
+                alert_id=f"metric-{b.metric}-{scope}-{key_slot}",
+                severity=b.severity,
+                org_id=org,
+                details={"value": b.value, "threshold": b.threshold, "window_start": start.isoformat()},
+                dedupe=f"metric.{b.metric}|{scope}|{key_slot}",
+            )
+            found.append(
+                {
+                    "scope": scope,
+                    "metric": b.metric,
+                    "value": b.value,
+                    "threshold": b.threshold,
+                    "severity": b.severity,
+                    "message": b.message,
+                }
+            )
+    return found
+
+
+def cost_check(rt: Runtime, *, hard_limit_usd: float | None = None) -> dict[str, Any]:
+    """Yesterday's and today's cost against the budget (alerts; kill switch over the hard limit)."""
+    from shared_lib.ops import controls
+
+    now = rt.clock()
+    th = queries.thresholds(rt.store)
+    today = queries.local_day(now, th.timezone)
+    limit = hard_limit_usd if hard_limit_usd is not None else _env_float("CHARTER_DAILY_HARD_LIMIT_USD")
+    out: dict[str, Any] = {
+        "budget_usd": th.daily_cost_usd,
+        "hard_limit_usd": limit,
+        "days": [],
+        "stopped": False,
+    }
+    for day in (today - timedelta(days=1), today):
+        rep = cost_report(rt.store, now=now, day=day, th=th)
+        out["days"].append(
+            {"day": day.isoformat(), "cost_usd": rep.cost_today_usd, "over": rep.over_daily_budget}
+        )
+        if rep.over_daily_budget:
+            alerts.raise_alert(
+                rt,
+                "metric.daily_cost",
+                f"LLM cost {day.isoformat()}: {rep.cost_today_usd:.2f} USD "
+                f"> budget {th.daily_cost_usd:.2f} USD",
+                alert_id=f"metric-daily_cost-all-{day.isoformat()}",
+                severity="warning",
+                dedupe=f"metric.daily_cost|all|{day.isoformat()}",
+                details={"cost_usd": rep.cost_today_usd, "budget_usd": th.daily_cost_usd},
+            )
+        if day == today and limit is not None and rep.cost_today_usd > limit:
+            state = controls.apply(
+                rt,
+                "stop",
+                author="cost-check",
+                reason=f"daily LLM cost {rep.cost_today_usd:.2f} USD over the hard limit {limit:.2f} USD",
+            )
+            out["stopped"] = state["changed"]
+    return out
+
+
+def heartbeat(rt: Runtime) -> dict[str, Any]:
+    """Liveness of the event path, delivery of pending alerts, and the threshold check."""
+    previous = rt.store.get(HEARTBEAT_DOC)
+    arrived = None
+    if previous is not None:
+        arrived = rt.store.get(f"orgs/default/events/{previous['event_id']}") is not None
+        if not arrived:
+            alerts.raise_alert(
+                rt,
+                "heartbeat_missing",
+                f"heartbeat {previous['event_id']} sent at {previous.get('at')} never reached the observer",
+                alert_id=f"heartbeat-missing-{previous['event_id']}",
+                severity="critical",
+            )
+    event = rt.emit_event(None, "heartbeat", "heartbeat", {"message": "synthetic liveness event"})
+    rt.store.set(HEARTBEAT_DOC, {"event_id": event["event_id"], "at": event["at"]})
+    return {
+        "previous_arrived": arrived,
+        "sent": event["event_id"],
+        "alerts": alerts.sweep(rt),
+        "breaches": check_thresholds(rt),
+    }
+
+
+def _env_float(name: str) -> float | None:
+    value = os.environ.get(name, "").strip()
+    return float(value) if value else None
+
+
+def recent_alerts(rt: Runtime, *, since: datetime, limit: int = 50) -> list[dict[str, Any]]:
+    return [{"alert_id": alert_id, **doc} for alert_id, doc in alerts.recent(rt, since=since, limit=limit)]

@@ -1,0 +1,199 @@
+"""Terminal renderings of the operator views (the dashboard shows the same data)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from shared_lib.observability import ObservabilityRecord
+from shared_lib.ops.audit import AuditReport
+from shared_lib.ops.cost import CostReport
+from shared_lib.ops.metrics import WindowStats
+from shared_lib.ops.replay import ReplayReport
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2, default=_default)
+
+
+def _default(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _short(text: str | None, width: int) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def turns_table(records: list[ObservabilityRecord]) -> str:
+    head = (
+        f"{'time (UTC)':<19}  {'turn':<26}  {'org':<10} {'arm':<11} {'reply':<8} {'guardian':<8} "
+        f"{'auth':<14} {'conf':>4} {'ms':>7} {'USD':>8}  input"
+    )
+    lines = [head, "-" * len(head)]
+    for r in records:
+        lines.append(
+            f"{r.timestamp:%Y-%m-%d %H:%M:%S}  {r.record_id:<26}  {_short(r.organization_id, 10):<10} "
+            f"{r.arm:<11} {r.response_kind:<8} {r.guardian_action:<8} {r.auth_result:<14} "
+            f"{r.llm_confidence:>4.2f} {r.total_duration_ms:>7.0f} {r.cost_usd:>8.5f}  "
+            f"{_short(r.input_message, 40)}"
+        )
+    lines.append(f"{len(records)} turn(s)")
+    return "\n".join(lines)
+
+
+def trail(
+    r: ObservabilityRecord,
+    *,
+    llm_calls: list[dict[str, Any]] | None = None,
+    comparison: dict[str, Any] | None = None,
+) -> str:
+    """The whole decision trail of one turn, layer by layer."""
+    what = "shadow candidate (dry run)" if r.shadow else "turn"
+    out = [
+        f"{what} {r.record_id}  org {r.organization_id}  user {r.user_id}  room {r.room_id}  via {r.channel}",
+        f"  received {r.timestamp.isoformat()}  steps {r.step_count}  trace {r.trace_id or '-'}",
+        f"  input      {r.input_message}",
+        f"  context    {_short(r.context_summary, 160) or '-'}"
+        + (f"  (degraded: {', '.join(r.context_degraded)})" if r.context_degraded else ""),
+        f"  flags      arm {r.flags_arm} ({r.flags_reason}), flags {r.flags_version or '-'}, bucket {r.bucket}"
+        + ("  KILL SWITCH" if r.kill_switch else ""),
+        "",
+        "  trail:",
+    ]
+    for i, e in enumerate(r.trail, 1):
+        out.append(
+            f"   {i:>2}. {e.layer:<14} {e.outcome:<16} {e.reason_code or '':<30} {e.duration_ms:>9.2f} ms"
+            + (f"  {e.detail}" if e.detail else "")
+        )
+    out += [
+        "",
+        f"  proposal   {r.output_type or '-'} by {r.arm} ({r.llm_model}), confidence {r.llm_confidence:.2f}, "
+        f"attempts {r.proposal_attempts}",
+        f"  reasoning  {r.llm_reasoning or '-'}",
+    ]
+    for t in r.selected_tools:
+        out.append(f"  tool       {t.tool_name} {json.dumps(t.parameters, ensure_ascii=False)}")
+    for v in r.constitution_violations:
+        out.append(f"  VIOLATION  {v.article} {v.code} ({v.action}): {v.detail}")
+    out += [
+        f"  guardian   {r.guardian_action} ({r.guardian_reason or '-'}, priority {r.guardian_priority})",
+        f"  authorize  {r.auth_result} ({r.auth_reason or '-'}, level {r.auth_user_level} / needs "
+        f"{r.auth_required_level})",
+    ]
+    if r.execution_result:
+        for res in r.execution_result:
+            state = "ok" if res.get("ok") else f"error {res.get('error_code')}"
+            out.append(
+                f"  executed   {res.get('tool_name')} {state}"
+                + (" (dry run)" if res.get("dry_run") else "")
+                + (f" receipt {res.get('receipt_id')}" if res.get("receipt_id") else "")
+            )
+    else:
+        out.append(f"  executed   nothing ({r.execution_skipped_reason or '-'})")
+    out += [
+        f"  reply      {r.response_kind}{' (sent)' if r.response_sent else ''}: {r.final_response}",
+        f"  time       total {r.total_duration_ms:.1f} ms, LLM {r.llm_duration_ms:.1f} ms, "
+        f"tools {r.tool_duration_ms:.1f} ms",
+        f"  usage      {r.usage.llm_calls} LLM call(s), in {r.usage.input_tokens} out {r.usage.output_tokens} "
+        f"cache read {r.usage.cache_read_input_tokens} write {r.usage.cache_creation_input_tokens} "
+        f"(hit {_pct(r.cache_hit_ratio)}), {r.cost_usd:.6f} USD",
+    ]
+    if r.self_critique_executed:
+        out.append(f"  critique   {r.self_critique_result}")
+    for err in r.errors:
+        out.append(f"  ERROR      {err.code} [{err.severity}] in {err.layer}: {err.message}")
+    for c in llm_calls or []:
+        out.append(
+            f"  llm call   {c.get('call_type')} {c.get('model')} {c.get('status')} "
+            f"{float(c.get('latency_ms') or 0):.0f} ms, {c.get('total_tokens')} tokens"
+            + (f" — {c.get('error')}" if c.get("error") else "")
+        )
+    if comparison:
+        verdict = (
+            "agree"
+            if comparison.get("all_agree")
+            else f"differ on {', '.join(comparison.get('mismatches', []))}"
+        )
+        out.append(f"  shadow     {comparison.get('candidate_arm')} candidate: {verdict}")
+    return "\n".join(out)
+
+
+def replay_report(rep: ReplayReport) -> str:
+    out = [
+        f"replay of turn {rep.turn_id} (org {rep.org_id}), recorded {rep.recorded_at.isoformat()}, "
+        f"replayed {rep.replayed_at.isoformat()} with today's configuration",
+        f"  {'':<14} {'recorded':<40} today",
+    ]
+    for stage in ("flags", "guardian", "authorization", "execution"):
+        old, new = getattr(rep.recorded, stage), getattr(rep.replayed, stage)
+        out.append(f"  {stage:<14} {old:<40} {new}" + ("   <- CHANGED" if old != new else ""))
+    if rep.differences:
+        out.append(f"  {len(rep.differences)} difference(s):")
+        out += [
+            f"    {d.stage}: {d.recorded} -> {d.replayed}" + (f"  ({d.note})" if d.note else "")
+            for d in rep.differences
+        ]
+    else:
+        out.append("  no difference: today's configuration decides as it did")
+    if rep.masked_parameters:
+        out.append("  note: the recorded parameters are masked; the dry-run executor saw the masked values")
+    out.append(f"  LLM calls made: {rep.llm_calls}")
+    return "\n".join(out)
+
+
+def audit_report(rep: AuditReport) -> str:
+    out = [
+        f"constitution audit {rep.since.isoformat()} .. {rep.until.isoformat()}: {rep.records} record(s), "
+        f"{rep.llm_records} from the LLM arm — " + ("clean" if rep.clean else "FINDINGS")
+    ]
+    for code, n in sorted(rep.counts().items()):
+        out.append(f"  {code:<30} {n}")
+    for f in rep.findings[:100]:
+        out.append(f"  [{f.severity}] {f.at} {f.org_id}/{f.turn_id} {f.code}: {_short(f.detail, 120)}")
+    for a in rep.violation_alerts:
+        out.append(
+            f"  alert {a['at']} {a['code']} turn {a.get('turn_id') or '-'}: {_short(a.get('message'), 100)}"
+        )
+    return "\n".join(out)
+
+
+def cost_report(rep: CostReport) -> str:
+    scope = f"org {rep.org_id}" if rep.org_id else "all organisations"
+    return "\n".join(
+        [
+            f"cost {rep.day.isoformat()} ({rep.timezone}), {scope}",
+            f"  turns          {rep.turns}",
+            f"  tokens         in {rep.input_tokens}  out {rep.output_tokens}  cache read {rep.cache_read_input_tokens}"
+            f"  cache write {rep.cache_creation_input_tokens}  (cache hit {_pct(rep.cache_hit_ratio)})",
+            f"  today          {rep.cost_today_usd:.4f} USD of {rep.daily_budget_usd:.2f} USD budget "
+            f"({rep.cost_today_usd / rep.daily_budget_usd:.1%})"
+            + ("  OVER BUDGET" if rep.over_daily_budget else "")
+            + (f", shadow {rep.shadow_cost_today_usd:.4f} USD" if rep.shadow_cost_today_usd else ""),
+            f"  this month     {rep.cost_month_usd:.4f} USD, projected {rep.projected_month_usd:.4f} USD "
+            f"(budget {rep.monthly_budget_usd:.2f} USD)",
+            *[f"  model {m:<20} {c:.6f} USD" for m, c in rep.by_model.items()],
+        ]
+    )
+
+
+def metrics_table(rows: list[WindowStats]) -> str:
+    head = (
+        f"{'window start (UTC)':<19}  {'turns':>5} {'p95 LLM ms':>10} {'tool err':>8} {'confirm':>8} "
+        f"{'block':>7} {'conf':>5} {'avg ms':>8} {'USD':>9}"
+    )
+    lines = [head, "-" * len(head)]
+    for s in rows:
+        p95 = "—" if s.llm_latency_ms_p95 is None else f"{s.llm_latency_ms_p95:.0f}"
+        conf = "—" if s.mean_confidence is None else f"{s.mean_confidence:.2f}"
+        avg = "—" if s.avg_response_ms is None else f"{s.avg_response_ms:.0f}"
+        lines.append(
+            f"{s.start:%Y-%m-%d %H:%M:%S}  {s.turns:>5} {p95:>10} {_pct(s.tool_error_rate):>8} "
+            f"{_pct(s.confirmation_rate):>8} {_pct(s.block_rate):>7} {conf:>5} {avg:>8} {s.cost_usd:>9.5f}"
+        )
+    return "\n".join(lines)

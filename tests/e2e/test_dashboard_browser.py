@@ -1,0 +1,228 @@
+"""The operator dashboard in a real headless browser (Debian's chromium and chromedriver).
+
+The demo conversation arrives as signed webhooks; the dashboard shows the turns, opens a
+decision trail, and its emergency stop makes the next webhook get the kill-switch reply.
+Screenshots go to ``test-artifacts/dashboard/``.
+
+The stack here is in process (``dashboard_stack``): the admin app and an ingress app served
+by werkzeug on 127.0.0.1 over one in-process runtime whose LLM is the fake Anthropic server.
+It has the attributes of the local stack's ``local_stack`` fixture (``admin_url``,
+``ingress_url``, ``store``, ``record(org, turn_id)``); to run against the local stack, use
+``local_stack`` in ``stack`` below and give the admin process ``CHARTER_ADMIN_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import flask
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from infra.fake_llm import FakeAnthropicServer
+from infra.webhook_sender import send
+from shared_lib.admin.app import create_app
+from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM, seed_demo_directory
+from shared_lib.layers.ingress import handle_http
+from shared_lib.persona import load_persona
+from shared_lib.runtime import Runtime, build_runtime, wire_inprocess
+
+pytestmark = pytest.mark.e2e
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+ADMIN_TOKEN = "dashboard-e2e-operator-token"
+WAIT = 30
+
+
+# --------------------------------------------------------------------------- the in-process stack
+
+
+@dataclass
+class InProcessStack:
+    admin_url: str
+    ingress_url: str
+    store: Any
+    admin_token: str = ADMIN_TOKEN
+    flags_ttl: float = 0.0  # one process, caches invalidated at once
+    servers: list[BaseWSGIServer] = field(default_factory=list)
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.25) -> Any:
+        end = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > end:
+                raise AssertionError(f"condition not met within {timeout}s")
+            time.sleep(interval)
+
+    def record(self, org: str, turn_id: str, timeout: float = 60.0) -> dict[str, Any]:
+        return dict(self.wait_for(lambda: self.store.get(f"orgs/{org}/observability/{turn_id}"), timeout))
+
+
+def ingress_app(rt: Runtime) -> flask.Flask:
+    """What ``functions/ingress.py`` does, over this runtime."""
+    app = flask.Flask("ingress")
+
+    @app.post("/webhooks/<channel>")
+    def webhook(channel: str) -> flask.Response:
+        status, body = handle_http(
+            rt,
+            channel,
+            flask.request.method,
+            dict(flask.request.headers),
+            flask.request.args.to_dict(),
+            flask.request.get_data(cache=False),
+        )
+        return flask.make_response(flask.jsonify(body), status)
+
+    return app
+
+
+def serve(app: flask.Flask) -> BaseWSGIServer:
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def dashboard_stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessStack]:
+    monkeypatch.setenv("CHARTER_ADMIN_TOKEN", ADMIN_TOKEN)
+    with FakeAnthropicServer() as llm:
+        rt = build_runtime(
+            {
+                "CHARTER_ENV": "test",
+                "CHARTER_CHANNELS": "recording",
+                "CHARTER_FLAGS_TTL": "0",
+                "ANTHROPIC_BASE_URL": llm.url,
+                "ANTHROPIC_API_KEY": "fake",
+            }
+        )
+        rt.extras["notifiers"] = []
+        wire_inprocess(rt)
+        seed_demo_directory(rt.store)
+        admin, ingress = serve(create_app(rt)), serve(ingress_app(rt))
+        stack = InProcessStack(
+            admin_url=f"http://127.0.0.1:{admin.server_port}",
+            ingress_url=f"http://127.0.0.1:{ingress.server_port}",
+            store=rt.store,
+            servers=[admin, ingress],
+        )
+        try:
+            yield stack
+        finally:
+            for server in stack.servers:
+                server.shutdown()
+
+
+# --------------------------------------------------------------------------- the browser
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    for binary in (CHROMIUM, CHROMEDRIVER):
+        assert shutil.which(binary), f"{binary} is missing: apt-get install chromium chromium-driver"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        "--window-size=1400,1800",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shot(driver: WebDriver, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / f"{name}.png"))
+
+
+def webhook(stack: Any, text: str, user: str) -> str:
+    resp = send(stack.ingress_url, "http", text, org=DEMO_ORG, room=DEMO_ROOM, user=user)
+    assert resp.status == 200 and resp.body.get("turn_ids"), resp.body
+    return str(resp.body["turn_ids"][0])
+
+
+def rows_of(driver: WebDriver) -> set[str]:
+    rows = driver.find_elements(By.CSS_SELECTOR, "#turns-table tbody tr[data-turn-id]")
+    return {str(r.get_attribute("data-turn-id")) for r in rows}
+
+
+# --------------------------------------------------------------------------- the test
+
+
+@pytest.fixture
+def stack(dashboard_stack: InProcessStack) -> Any:
+    """The stack under test (``local_stack`` once the local stack serves the admin function)."""
+    return dashboard_stack
+
+
+def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_the_brain(stack, browser):
+    # GIVEN the demo conversation, sent as signed webhooks and recorded
+    turn_ids = [webhook(stack, text, speaker) for speaker, text in CONVERSATION]
+    for turn_id in turn_ids:
+        stack.record(DEMO_ORG, turn_id)
+    wait = WebDriverWait(browser, WAIT)
+
+    # WHEN the operator opens the dashboard
+    browser.get(stack.admin_url + "/")
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == "1")
+    wait.until(lambda d: set(turn_ids) <= rows_of(d))
+    # THEN today's statistics count the demo turns and the charts are drawn
+    assert int(browser.find_element(By.ID, "stat-conversations").text) >= len(turn_ids)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#chart-grid svg.chart")) == 7
+    shot(browser, "1-dashboard")
+
+    # WHEN a turn is opened THEN its decision trail is shown layer by layer
+    browser.find_element(By.CSS_SELECTOR, f'#turns-table tr[data-turn-id="{turn_ids[0]}"]').click()
+    wait.until(ec.visibility_of_element_located((By.ID, "trail")))
+    wait.until(ec.text_to_be_present_in_element((By.ID, "trail-id"), turn_ids[0]))
+    trail_layers = [
+        td.text for td in browser.find_elements(By.CSS_SELECTOR, "#trail-body .trail-table td:nth-child(2)")
+    ]
+    assert trail_layers[:6] == ["context", "brain", "guardian", "authorizer", "executor", "responder"]
+    shot(browser, "2-trail")
+
+    # WHEN the operator gives the token and presses the emergency stop
+    token = getattr(stack, "admin_token", ADMIN_TOKEN)
+    browser.find_element(By.ID, "admin-token").send_keys(token)
+    browser.find_element(By.ID, "token-save").click()
+    browser.find_element(By.ID, "control-author").send_keys("e2e operator")
+    browser.find_element(By.ID, "control-reason").send_keys("browser test of the emergency stop")
+    browser.find_element(By.ID, "btn-stop").click()
+    wait.until(lambda d: d.find_element(By.ID, "run-state").get_attribute("data-state") == "stopped")
+    assert browser.find_element(By.ID, "control-result").get_attribute("data-effective") == "stopped"
+    shot(browser, "3-stopped")
+
+    # THEN the next webhook gets the kill-switch reply (once other processes' flags caches expired)
+    time.sleep(float(getattr(stack, "flags_ttl", 0.0)))
+    stopped = stack.record(
+        DEMO_ORG, webhook(stack, "田中さんに明日までに資料作成のタスクをお願い", CONVERSATION[0][0])
+    )
+    assert stopped["kill_switch"] is True and stopped["arm"] == "kill_switch"
+    assert stopped["final_response"] == load_persona().message("kill_switch")
+    assert stopped["tool_calls_executed"] == 0

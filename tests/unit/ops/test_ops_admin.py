@@ -1,0 +1,222 @@
+"""The admin service: dashboard files, JSON API, operator token, emergency controls, tasks."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from ops_fakes import ORG, TASK_CREATE, make_runtime, replies, send
+from werkzeug.test import EnvironBuilder
+
+from shared_lib.admin.app import STATIC_DIR, create_app, dispatch
+from shared_lib.admin.auth import TokenPolicy
+from shared_lib.admin.charts import line_chart
+from shared_lib.flags import OVERRIDE_DOC
+from shared_lib.ops import queries
+
+TOKEN = "operator-token-0123456789"
+STOP = {"author": "kazu", "reason": "incident drill", "ttl_hours": 1}
+
+
+def client(rt, env: str = "test", token: str | None = TOKEN):
+    return create_app(
+        rt, policy=TokenPolicy.from_env(env, {"CHARTER_ADMIN_TOKEN": token} if token else {})
+    ).test_client()
+
+
+def auth(token: str = TOKEN) -> dict[str, str]:
+    return {"X-Charter-Admin-Token": token}
+
+
+# --------------------------------------------------------------------------- page and files
+
+
+def test_the_dashboard_page_and_its_files_are_served_from_the_package():
+    c = client(make_runtime())
+    page = c.get("/")
+    assert page.status_code == 200 and b'id="turns-table"' in page.data
+    assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+    for name in ("app.js", "app.css"):
+        assert c.get(f"/static/{name}").status_code == 200
+
+
+def test_nothing_is_loaded_from_another_host():
+    for path in Path(STATIC_DIR).iterdir():
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", text), path.name
+        assert "cdn" not in text.lower(), path.name
+
+
+def test_a_turn_link_opens_the_dashboard_on_that_turn():
+    r = client(make_runtime()).get("/admin/orgs/acme/turns/T1")
+    assert r.status_code == 302 and r.headers["Location"].endswith("/?org=acme&turn=T1")
+
+
+def test_dispatch_runs_another_apps_request_through_the_admin_app():
+    # GIVEN the request functions-framework hands to the admin function
+    request = EnvironBuilder(path="/healthz", method="GET").get_request()
+    # WHEN it is dispatched THEN the admin app answers it
+    response = dispatch(create_app(make_runtime()), request)
+    assert response.status_code == 200 and response.get_json()["ok"] is True
+
+
+# --------------------------------------------------------------------------- read API
+
+
+def test_todays_panel_has_the_seed_statistics(rt, demo_turns):
+    s = client(rt).get("/api/stats").get_json()
+    assert s["conversations"] == len(demo_turns)
+    assert s["avg_response_ms"] > 0 and 0 < s["mean_confidence"] <= 1
+    assert s["confirmations"] >= 1 and 0 <= s["confirmation_rate"] <= 1 and s["blocks"] >= 0
+    cost = s["cost"]
+    assert cost["cost_today_usd"] > 0 and cost["cost_month_usd"] >= cost["cost_today_usd"]
+    assert cost["projected_month_usd"] >= cost["cost_month_usd"]
+
+
+def test_metrics_come_with_an_svg_chart_each(rt, demo_turns):
+    m = client(rt).get("/api/metrics?hours=6&step=60").get_json()
+    assert len(m["series"]) == 6 and sum(w["turns"] for w in m["series"]) == len(demo_turns)
+    assert set(m["charts"]) == {
+        "llm_latency",
+        "tool_error_rate",
+        "confirmation_rate",
+        "block_rate",
+        "cost",
+        "turns",
+        "tokens",
+    }
+    assert all(svg.startswith("<svg") for svg in m["charts"].values())
+
+
+def test_the_turn_browser_filters_and_opens_a_trail(rt, demo_turns):
+    c = client(rt)
+    rows = c.get("/api/turns?since=1h").get_json()["turns"]
+    assert sorted(r["turn_id"] for r in rows) == sorted(demo_turns)
+    confirms = c.get("/api/turns?outcome=confirm").get_json()["turns"]
+    assert confirms and all("confirm" in (r["response_kind"], r["guardian_action"]) for r in confirms)
+    trail = c.get(f"/api/turns/{demo_turns[0]}?org={ORG}").get_json()
+    assert [e["layer"] for e in trail["record"]["trail"]][:3] == ["context", "brain", "guardian"]
+    assert c.get("/api/turns/01NOSUCHTURN00000000000000").status_code == 404
+    assert c.get("/api/turns?since=soon").status_code == 400
+
+
+def test_replay_shadow_flags_alerts_and_llm_calls_answer(rt, demo_turns):
+    c = client(rt)
+    assert c.get(f"/api/turns/{demo_turns[0]}/replay").get_json()["changed"] is False
+    shadow = c.get("/api/shadow").get_json()
+    assert "report" in shadow and "guard" in shadow
+    flags = c.get("/api/flags").get_json()
+    assert flags["effective"] == "running" and flags["flags"]["version"]
+    assert c.get("/api/alerts").get_json()["alerts"] == []
+    assert c.get("/api/llm_calls").get_json() == {"llm_calls": []}
+
+
+# --------------------------------------------------------------------------- the operator token
+
+
+@pytest.mark.parametrize(
+    ("env", "token", "method", "headers", "status"),
+    [
+        ("test", None, "GET", {}, 200),
+        ("test", None, "POST", {}, 200),
+        ("test", TOKEN, "GET", {}, 200),
+        ("test", TOKEN, "POST", {}, 401),
+        ("test", TOKEN, "POST", auth("wrong-token-0123456789"), 401),
+        ("test", TOKEN, "POST", auth(), 200),
+        ("prod", None, "GET", auth(), 403),
+        ("prod", None, "POST", auth(), 403),
+        ("prod", "short", "POST", auth("short"), 403),
+        ("prod", TOKEN, "GET", {}, 401),
+        ("prod", TOKEN, "GET", auth(), 200),
+        ("prod", TOKEN, "POST", {"Authorization": f"Bearer {TOKEN}"}, 200),
+    ],
+)
+def test_who_may_read_and_who_may_press_the_buttons(env, token, method, headers, status):
+    c = client(make_runtime(), env=env, token=token)
+    if method == "GET":
+        r = c.get("/api/flags", headers=headers)
+    else:
+        r = c.post("/api/controls/pause", json=STOP, headers=headers)
+    assert r.status_code == status, r.get_json()
+
+
+def test_a_locked_dashboard_says_so():
+    assert client(make_runtime(), env="prod", token=None).get("/api/session").get_json()["locked"] is True
+
+
+# --------------------------------------------------------------------------- emergency controls
+
+
+def test_stop_writes_an_audited_kill_switch_override_and_the_next_turn_gets_the_fixed_reply(rt, notifier):
+    c = client(rt)
+    # WHEN an operator presses stop
+    r = c.post("/api/controls/stop", json=STOP, headers=auth())
+    # THEN the override is on, audited, alerted
+    assert r.status_code == 200 and r.get_json()["effective"] == "stopped"
+    override = rt.store.get(OVERRIDE_DOC)
+    assert override["kill_switch"] is True and override["author"] == "kazu"
+    assert [e["action"] for e in r.get_json()["audit"]][:1] == ["override_set"]
+    assert [a.code for a in notifier.sent] == ["emergency.stop"]
+    # AND the next message gets the kill-switch reply without the LLM
+    turn_id = send(rt, TASK_CREATE)
+    assert replies(rt)[-1] == rt.persona.message("kill_switch")
+    rec = queries.find_record(rt.store, turn_id, org=ORG)
+    assert rec is not None and rec.kill_switch and rec.arm == "kill_switch" and rec.tool_calls_executed == 0
+
+
+def test_pause_serves_the_legacy_brain_and_resume_restores_the_llm(rt):
+    c = client(rt)
+    assert c.post("/api/controls/pause", json=STOP, headers=auth()).get_json()["effective"] == "paused"
+    paused = queries.find_record(rt.store, send(rt, TASK_CREATE), org=ORG)
+    assert paused is not None and paused.flags_arm == "legacy" and paused.flags_reason == "OVERRIDE"
+    r = c.post("/api/controls/resume", json=STOP, headers=auth()).get_json()
+    assert r["effective"] == "running" and r["changed"] and rt.store.get(OVERRIDE_DOC) is None
+    resumed = queries.find_record(rt.store, send(rt, TASK_CREATE), org=ORG)
+    assert resumed is not None and resumed.arm == "llm"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/controls/stop", {"author": "kazu"}),
+        ("/api/controls/explode", STOP),
+        ("/api/controls/stop", ["not", "an", "object"]),
+    ],
+)
+def test_a_control_needs_a_known_action_an_author_and_a_reason(rt, path, body):
+    r = client(rt).post(path, json=body, headers=auth())
+    assert r.status_code == 400 and rt.store.get(OVERRIDE_DOC) is None
+
+
+# --------------------------------------------------------------------------- scheduler tasks
+
+
+def test_the_heartbeat_checks_that_the_previous_one_arrived(rt):
+    c = client(rt)
+    first = c.post("/tasks/heartbeat").get_json()["result"]
+    second = c.post("/tasks/heartbeat").get_json()["result"]
+    assert first["previous_arrived"] is None and second["previous_arrived"] is True
+
+
+def test_the_cost_check_stops_the_llm_over_the_hard_limit(rt, demo_turns, monkeypatch):
+    monkeypatch.setenv("CHARTER_DAILY_HARD_LIMIT_USD", "0.000001")
+    result = client(rt).post("/tasks/cost-check").get_json()["result"]
+    assert result["stopped"] is True and rt.store.get(OVERRIDE_DOC)["author"] == "cost-check"
+
+
+def test_maintenance_runs_the_audit_and_the_threshold_check(rt, demo_turns):
+    result = client(rt).post("/tasks/maintenance").get_json()["result"]
+    assert set(result) == {"audit", "breaches", "alerts"} and isinstance(result["audit"]["clean"], bool)
+
+
+# --------------------------------------------------------------------------- charts
+
+
+def test_charts_escape_text_and_draw_gaps_and_thresholds():
+    svg = line_chart(
+        "<script>", [("a", 0.1), ("b", None), ("c", 0.3), ("d", 0.2)], threshold=0.25, percent=True
+    )
+    assert "<script>" not in svg and "&lt;script&gt;" in svg
+    assert svg.count('class="threshold"') == 1 and svg.count("<circle") == 1 and svg.count("<polyline") == 1
+    assert "no data" in line_chart("empty", [("a", None)])

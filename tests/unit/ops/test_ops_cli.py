@@ -1,0 +1,143 @@
+"""The operator commands over the in-process runtime (the emulator test runs them from the environment)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ops_fakes import ORG, TASK_CREATE, policy_file, send
+
+from shared_lib.cli import build_parser
+from shared_lib.layers.base import LayerRunner
+from shared_lib.ops.callctx import call_context
+from shared_lib.ops.llm_calls import LLMCallLog
+
+SEED_FIELDS = (
+    "record_id",
+    "timestamp",
+    "user_id",
+    "organization_id",
+    "room_id",
+    "input_message",
+    "context_summary",
+    "llm_model",
+    "llm_reasoning",
+    "llm_confidence",
+    "selected_tools",
+    "guardian_action",
+    "guardian_reason",
+    "auth_result",
+    "auth_reason",
+    "execution_success",
+    "execution_result",
+    "execution_error",
+    "final_response",
+    "total_duration_ms",
+    "llm_duration_ms",
+    "tool_duration_ms",
+    "self_critique_executed",
+    "self_critique_result",
+)
+
+
+def charter(rt, capsys, *argv: str) -> tuple[int, str]:
+    args = build_parser().parse_args(list(argv))
+    args.runtime = rt
+    code = args.func(args)
+    return code, capsys.readouterr().out
+
+
+def test_turns_list_json_lists_every_demo_turn_with_every_seed_field(rt, demo_turns, capsys):
+    code, out = charter(rt, capsys, "turns", "list", "--json")
+    rows = json.loads(out)
+    assert code == 0 and sorted(r["record_id"] for r in rows) == sorted(demo_turns)
+    for row in rows:
+        assert set(SEED_FIELDS) <= set(row)
+        assert all(
+            row[f] not in (None, "")
+            for f in ("input_message", "llm_reasoning", "final_response", "guardian_action", "auth_result")
+        )
+
+
+def test_turns_show_prints_the_trail_layer_by_layer_for_every_turn(rt, demo_turns, capsys):
+    for turn_id in demo_turns:
+        code, out = charter(rt, capsys, "turns", "show", turn_id)
+        assert code == 0 and turn_id in out
+        for layer in ("context", "brain", "guardian", "authorizer", "executor", "responder"):
+            assert f" {layer} " in out, (turn_id, layer)
+        for part in ("input", "proposal", "reasoning", "guardian", "authorize", "reply", "usage"):
+            assert f"  {part} " in out
+
+
+def test_turns_show_json_has_the_record_and_its_llm_call_log(rt, capsys, monkeypatch):
+    # GIVEN the LLM call log wired in, and the runner binding each layer's turn (the runtime's wiring)
+    run = LayerRunner.run
+
+    def run_in_context(self, turn):  # type: ignore[no-untyped-def]
+        with call_context(turn, self.layer.name):
+            return run(self, turn)
+
+    monkeypatch.setattr(LayerRunner, "run", run_in_context)
+    rt.llm = LLMCallLog(rt.llm, rt.store, prices=rt.prices)
+    # WHEN a turn is shown
+    turn_id = send(rt, TASK_CREATE)
+    code, out = charter(rt, capsys, "turns", "show", turn_id, "--org", ORG, "--json")
+    data = json.loads(out)
+    # THEN its LLM calls come with it, masked prompt and all
+    assert code == 0 and data["record"]["record_id"] == turn_id and data["shadow_comparison"] is None
+    calls = data["llm_calls"]
+    assert [c["call_type"] for c in calls] == ["proposal", "integration"]
+    assert all(c["layer"] in ("brain", "responder") and c["prompt_messages"] for c in calls)
+
+
+def test_without_the_call_log_the_trail_shows_the_brains_call_events(rt, capsys):
+    turn_id = send(rt, TASK_CREATE)
+    code, out = charter(rt, capsys, "turns", "show", turn_id, "--json")
+    calls = json.loads(out)["llm_calls"]
+    assert code == 0 and calls and {c["source"] for c in calls} == {"event"}
+    assert calls[0]["call_type"] == "proposal" and calls[0]["total_tokens"] > 0
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--arm", "llm"), ("--outcome", "confirm"), ("--org", ORG)])
+def test_turns_list_filters(rt, demo_turns, capsys, flag, value):
+    code, out = charter(rt, capsys, "turns", "list", flag, value, "--json")
+    rows = json.loads(out)
+    assert code == 0 and rows
+    if flag == "--arm":
+        assert all(value in (r["arm"], r["flags_arm"]) for r in rows)
+    if flag == "--outcome":
+        assert all(value in (r["response_kind"], r["guardian_action"], r["auth_result"]) for r in rows)
+
+
+def test_replay_reports_the_changed_verdict(rt, capsys, tmp_path, monkeypatch):
+    turn_id = send(rt, TASK_CREATE)
+    monkeypatch.setenv("CHARTER_POLICY", str(policy_file(tmp_path, confidence={"medium": 0.95})))
+    code, out = charter(rt, capsys, "replay", turn_id)
+    assert code == 0 and "CHANGED" in out and "LLM calls made: 0" in out
+    code, out = charter(rt, capsys, "replay", turn_id, "--json")
+    assert json.loads(out)["changed"] is True
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["audit", "constitution"],
+        ["cost"],
+        ["cost", "--day", "2026-11-01"],
+        ["metrics", "--since", "2h"],
+        ["alerts"],
+        ["llm-calls"],
+    ],
+)
+def test_the_other_views_run_in_text_and_json(rt, demo_turns, capsys, argv):
+    code, text = charter(rt, capsys, *argv)
+    assert code in (0, 1) and text.strip()
+    code_json, out = charter(rt, capsys, *argv, "--json")
+    assert code_json == code
+    json.loads(out)
+
+
+def test_not_found_and_bad_input_have_their_exit_codes(rt, capsys):
+    assert charter(rt, capsys, "turns", "show", "01NOSUCHTURN00000000000000")[0] == 1
+    assert charter(rt, capsys, "replay", "01NOSUCHTURN00000000000000")[0] == 1
+    assert charter(rt, capsys, "turns", "list", "--since", "yesterday-ish")[0] == 2
