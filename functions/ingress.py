@@ -14,6 +14,12 @@ def ingress(request: flask.Request) -> flask.Response:
         return flask.jsonify({"ok": True})
     if len(parts) != 2 or parts[0] != "webhooks":
         return flask.make_response(flask.jsonify({"error": "not_found"}), 404)
-    status, body = handle_http(get_runtime(), parts[1], request.method, dict(request.headers),
-                               request.args.to_dict(), request.get_data(cache=False))
+    status, body = handle_http(
+        get_runtime(),
+        parts[1],
+        request.method,
+        dict(request.headers),
+        request.args.to_dict(),
+        request.get_data(cache=False),
+    )
     return flask.make_response(flask.jsonify(body), status)

@@ -1,5 +1,6 @@
 """The one ``--source`` for functions-framework: every target of topology.json."""
 
+from functions.admin import admin
 from functions.authorizer import authorizer
 from functions.brain import brain
 from functions.brain_shadow import brain_shadow
@@ -10,5 +11,15 @@ from functions.ingress import ingress
 from functions.observer import observer
 from functions.responder import responder
 
-__all__ = ["authorizer", "brain", "brain_shadow", "context", "executor", "guardian", "ingress", "observer",
-           "responder"]
+__all__ = [
+    "admin",
+    "authorizer",
+    "brain",
+    "brain_shadow",
+    "context",
+    "executor",
+    "guardian",
+    "ingress",
+    "observer",
+    "responder",
+]

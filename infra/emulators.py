@@ -73,8 +73,10 @@ class Emulators:
 
     @property
     def env(self) -> dict[str, str]:
-        return {"PUBSUB_EMULATOR_HOST": f"127.0.0.1:{self.pubsub_port}",
-                "FIRESTORE_EMULATOR_HOST": f"127.0.0.1:{self.firestore_port}"}
+        return {
+            "PUBSUB_EMULATOR_HOST": f"127.0.0.1:{self.pubsub_port}",
+            "FIRESTORE_EMULATOR_HOST": f"127.0.0.1:{self.firestore_port}",
+        }
 
     @classmethod
     def start(cls, *, log_dir: Path | None = None, project: str = "charter-local") -> Emulators:
@@ -82,16 +84,35 @@ class Emulators:
             raise RuntimeError("gcloud is not installed: the Pub/Sub and Firestore emulators are required")
         emu = cls(free_port(), free_port(), log_dir=log_dir)
         cmds = {
-            "pubsub": ["gcloud", "beta", "emulators", "pubsub", "start", f"--host-port=127.0.0.1:{emu.pubsub_port}",
-                       f"--project={project}", "--quiet"],
-            "firestore": ["gcloud", "emulators", "firestore", "start",
-                          f"--host-port=127.0.0.1:{emu.firestore_port}", "--quiet"],
+            "pubsub": [
+                "gcloud",
+                "beta",
+                "emulators",
+                "pubsub",
+                "start",
+                f"--host-port=127.0.0.1:{emu.pubsub_port}",
+                f"--project={project}",
+                "--quiet",
+            ],
+            "firestore": [
+                "gcloud",
+                "emulators",
+                "firestore",
+                "start",
+                f"--host-port=127.0.0.1:{emu.firestore_port}",
+                "--quiet",
+            ],
         }
         try:
             for name, cmd in cmds.items():
                 out = open(log_dir / f"{name}-emulator.log", "ab") if log_dir else subprocess.DEVNULL  # noqa: SIM115
-                proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+                proc = subprocess.Popen(
+                    cmd,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
                 emu.pids[name] = proc.pid
             for name, port in (("pubsub", emu.pubsub_port), ("firestore", emu.firestore_port)):
                 if not wait_port(port):
@@ -110,6 +131,8 @@ class Emulators:
         """Delete every document of ``project`` in the Firestore emulator."""
         import urllib.request
 
-        url = (f"http://127.0.0.1:{self.firestore_port}/emulator/v1/projects/{project}"
-               "/databases/(default)/documents")
+        url = (
+            f"http://127.0.0.1:{self.firestore_port}/emulator/v1/projects/{project}"
+            "/databases/(default)/documents"
+        )
         urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=10).read()

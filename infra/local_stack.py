@@ -57,12 +57,26 @@ def _save(paths: StackPaths, state: dict[str, Any]) -> None:
     tmp.replace(paths.state)
 
 
-def _spawn(paths: StackPaths, state: dict[str, Any], name: str, cmd: list[str], env: dict[str, str],
-           port: int, url: str) -> None:
+def _spawn(
+    paths: StackPaths,
+    state: dict[str, Any],
+    name: str,
+    cmd: list[str],
+    env: dict[str, str],
+    port: int,
+    url: str,
+) -> None:
     paths.logs.mkdir(parents=True, exist_ok=True)
     with open(paths.logs / f"{name}.log", "ab") as log:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     state["components"][name] = {"pid": proc.pid, "port": port, "url": url}
     _save(paths, state)
 
@@ -70,7 +84,7 @@ def _spawn(paths: StackPaths, state: dict[str, Any], name: str, cmd: list[str], 
 def _targets() -> dict[str, str]:
     from shared_lib.topology import TOPOLOGY
 
-    targets = {name: t.kind for name, t in TOPOLOGY.targets.items()}
+    targets: dict[str, str] = {name: t.kind for name, t in TOPOLOGY.targets.items()}
     if not (REPO / "functions" / "admin.py").exists():
         targets.pop("admin", None)
     return targets
@@ -80,21 +94,42 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
     c = state["components"]
     fc = c["fake_channels"]["url"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CHARTER_"))}
-    env.update({
-        "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1",
-        "PUBSUB_EMULATOR_HOST": f"127.0.0.1:{c['pubsub']['port']}",
-        "FIRESTORE_EMULATOR_HOST": f"127.0.0.1:{c['firestore']['port']}",
-        "CHARTER_PROJECT": state["project"], "GOOGLE_CLOUD_PROJECT": state["project"],
-        "CHARTER_ENV": "local", "CHARTER_STORE": "firestore", "CHARTER_BUS": "pubsub",
-        "ANTHROPIC_BASE_URL": c["fake_llm"]["url"], "ANTHROPIC_API_KEY": "local-fake-key",
-        "CHATWORK_API_BASE": f"{fc}/chatwork/v2", "LINE_API_BASE": f"{fc}/line", "SLACK_API_BASE": f"{fc}/slack/api",
-        "CHARTER_HTTP_REPLY_URL": f"{fc}/http/reply", "CHATWORK_API_TOKEN": "local-chatwork-token",
-        "LINE_CHANNEL_ACCESS_TOKEN": "local-line-token", "SLACK_BOT_TOKEN": "xoxb-local-fake",
-        "CHARTER_LOG_JSON": "1", "CHARTER_FLAGS_TTL": str(state.get("flags_ttl", 2)),
-        "CHARTER_DEFAULT_ORG": "demo", "CHARTER_LLM_TIMEOUT": "20",
-    })
-    for var in ("CHATWORK_WEBHOOK_TOKEN", "LINE_CHANNEL_SECRET", "SLACK_SIGNING_SECRET", "HTTP_WEBHOOK_SECRET",
-                "CHARTER_INGRESS_CONFIG", "CHARTER_ADMIN_TOKEN"):
+    env.update(
+        {
+            "PYTHONPATH": str(REPO),
+            "PYTHONUNBUFFERED": "1",
+            "PUBSUB_EMULATOR_HOST": f"127.0.0.1:{c['pubsub']['port']}",
+            "FIRESTORE_EMULATOR_HOST": f"127.0.0.1:{c['firestore']['port']}",
+            "CHARTER_PROJECT": state["project"],
+            "GOOGLE_CLOUD_PROJECT": state["project"],
+            "CHARTER_ENV": "local",
+            "CHARTER_STORE": "firestore",
+            "CHARTER_BUS": "pubsub",
+            "ANTHROPIC_BASE_URL": c["fake_llm"]["url"],
+            "ANTHROPIC_API_KEY": "local-fake-key",
+            "CHATWORK_API_BASE": f"{fc}/chatwork/v2",
+            "LINE_API_BASE": f"{fc}/line",
+            "SLACK_API_BASE": f"{fc}/slack/api",
+            "CHARTER_HTTP_REPLY_URL": f"{fc}/http/reply",
+            "CHATWORK_API_TOKEN": "local-chatwork-token",
+            "LINE_CHANNEL_ACCESS_TOKEN": "local-line-token",
+            "SLACK_BOT_TOKEN": "xoxb-local-fake",
+            "CHARTER_LOG_JSON": "1",
+            "CHARTER_FLAGS_TTL": str(state.get("flags_ttl", 2)),
+            "CHARTER_DEFAULT_ORG": "demo",
+            "CHARTER_LLM_TIMEOUT": "20",
+            # the emulator does not dead-letter ordered subscriptions: the handler does (shared_lib.push)
+            "CHARTER_DEADLETTER_FALLBACK": "1",
+        }
+    )
+    for var in (
+        "CHATWORK_WEBHOOK_TOKEN",
+        "LINE_CHANNEL_SECRET",
+        "SLACK_SIGNING_SECRET",
+        "HTTP_WEBHOOK_SECRET",
+        "CHARTER_INGRESS_CONFIG",
+        "CHARTER_ADMIN_TOKEN",
+    ):
         if os.environ.get(var):
             env[var] = os.environ[var]
     if state.get("fault_injection"):
@@ -103,14 +138,22 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
     return env
 
 
-def up(*, root: Path | None = None, fault_injection: bool = False, flags_ttl: float = 2.0,
-       timeout: float = 120.0) -> dict[str, Any]:
+def up(
+    *, root: Path | None = None, fault_injection: bool = False, flags_ttl: float = 2.0, timeout: float = 120.0
+) -> dict[str, Any]:
     """Start everything; returns the state. Raises (after stopping what started) on failure."""
     paths = _paths(root)
     if load_state(root).get("components"):
-        raise RuntimeError(f"a local stack is already recorded in {paths.state}: run `charter local down` first")
-    state: dict[str, Any] = {"project": PROJECT, "components": {}, "fault_injection": fault_injection,
-                             "flags_ttl": flags_ttl, "started_at": time.time()}
+        raise RuntimeError(
+            f"a local stack is already recorded in {paths.state}: run `charter local down` first"
+        )
+    state: dict[str, Any] = {
+        "project": PROJECT,
+        "components": {},
+        "fault_injection": fault_injection,
+        "flags_ttl": flags_ttl,
+        "started_at": time.time(),
+    }
     _save(paths, state)
     try:
         _start_all(paths, state, timeout)
@@ -123,26 +166,85 @@ def up(*, root: Path | None = None, fault_injection: bool = False, flags_ttl: fl
 def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float) -> None:
     ps, fs, llm, fc = free_port(), free_port(), free_port(), free_port()
     base_env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
-    _spawn(paths, state, "pubsub", ["gcloud", "beta", "emulators", "pubsub", "start",
-                                    f"--host-port=127.0.0.1:{ps}", f"--project={state['project']}", "--quiet"],
-           base_env, ps, f"127.0.0.1:{ps}")
-    _spawn(paths, state, "firestore", ["gcloud", "emulators", "firestore", "start", f"--host-port=127.0.0.1:{fs}",
-                                       "--quiet"], base_env, fs, f"127.0.0.1:{fs}")
-    _spawn(paths, state, "fake_llm", [sys.executable, "-m", "infra.fake_llm", "--port", str(llm)], base_env, llm,
-           f"http://127.0.0.1:{llm}")
-    _spawn(paths, state, "fake_channels", [sys.executable, "-m", "infra.fake_channels", "--port", str(fc)],
-           base_env, fc, f"http://127.0.0.1:{fc}")
+    _spawn(
+        paths,
+        state,
+        "pubsub",
+        [
+            "gcloud",
+            "beta",
+            "emulators",
+            "pubsub",
+            "start",
+            f"--host-port=127.0.0.1:{ps}",
+            f"--project={state['project']}",
+            "--quiet",
+        ],
+        base_env,
+        ps,
+        f"127.0.0.1:{ps}",
+    )
+    _spawn(
+        paths,
+        state,
+        "firestore",
+        ["gcloud", "emulators", "firestore", "start", f"--host-port=127.0.0.1:{fs}", "--quiet"],
+        base_env,
+        fs,
+        f"127.0.0.1:{fs}",
+    )
+    _spawn(
+        paths,
+        state,
+        "fake_llm",
+        [sys.executable, "-m", "infra.fake_llm", "--port", str(llm)],
+        base_env,
+        llm,
+        f"http://127.0.0.1:{llm}",
+    )
+    _spawn(
+        paths,
+        state,
+        "fake_channels",
+        [sys.executable, "-m", "infra.fake_channels", "--port", str(fc)],
+        base_env,
+        fc,
+        f"http://127.0.0.1:{fc}",
+    )
     for name in ("pubsub", "firestore", "fake_llm", "fake_channels"):
         _wait(state, name, timeout)
     env = function_env(state)
     for target, kind in _targets().items():
         port = free_port()
-        _spawn(paths, state, target, [sys.executable, "-m", "functions_framework", "--source",
-                                      str(REPO / "functions" / "main.py"), "--target", target,
-                                      "--signature-type", kind, "--host", "127.0.0.1", "--port", str(port)],
-               env, port, f"http://127.0.0.1:{port}")
-    os.environ.update({"PUBSUB_EMULATOR_HOST": env["PUBSUB_EMULATOR_HOST"],
-                       "FIRESTORE_EMULATOR_HOST": env["FIRESTORE_EMULATOR_HOST"]})
+        _spawn(
+            paths,
+            state,
+            target,
+            [
+                sys.executable,
+                "-m",
+                "functions_framework",
+                "--source",
+                str(REPO / "functions" / "main.py"),
+                "--target",
+                target,
+                "--signature-type",
+                kind,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            env,
+            port,
+            f"http://127.0.0.1:{port}",
+        )
+    os.environ.update(
+        {
+            "PUBSUB_EMULATOR_HOST": env["PUBSUB_EMULATOR_HOST"],
+            "FIRESTORE_EMULATOR_HOST": env["FIRESTORE_EMULATOR_HOST"],
+        }
+    )
     _seed(state)
     for target in _targets():
         _wait(state, target, timeout)
@@ -157,7 +259,9 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float) -> None
 def _wait(state: dict[str, Any], name: str, timeout: float) -> None:
     comp = state["components"][name]
     if not wait_port(comp["port"], timeout):
-        raise RuntimeError(f"{name} did not start on port {comp['port']} (see .charter/local/logs/{name}.log)")
+        raise RuntimeError(
+            f"{name} did not start on port {comp['port']} (see .charter/local/logs/{name}.log)"
+        )
 
 
 def _seed(state: dict[str, Any]) -> None:
@@ -171,7 +275,7 @@ def _seed(state: dict[str, Any]) -> None:
 
 
 def _create_topology(state: dict[str, Any]) -> None:
-    from google.cloud import pubsub_v1
+    from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
     from shared_lib.topology import TOPOLOGY
 
@@ -186,14 +290,18 @@ def _create_topology(state: dict[str, Any]) -> None:
         if endpoint is None:
             continue
         request: dict[str, Any] = {
-            "name": sub.subscription_path(project, name), "topic": pub.topic_path(project, TOPOLOGY.topic(s.topic)),
-            "push_config": {"push_endpoint": f"{endpoint}/"}, "enable_message_ordering": s.ordered,
+            "name": sub.subscription_path(project, name),
+            "topic": pub.topic_path(project, TOPOLOGY.topic(s.topic)),
+            "push_config": {"push_endpoint": f"{endpoint}/"},
+            "enable_message_ordering": s.ordered,
             "ack_deadline_seconds": retry.ack_deadline_seconds,
             "retry_policy": {"minimum_backoff": {"seconds": 1}, "maximum_backoff": {"seconds": 2}},
         }
         if s.dead_letter:
-            request["dead_letter_policy"] = {"dead_letter_topic": dlq_topic,
-                                             "max_delivery_attempts": retry.max_delivery_attempts}
+            request["dead_letter_policy"] = {
+                "dead_letter_topic": dlq_topic,
+                "max_delivery_attempts": retry.max_delivery_attempts,
+            }
         sub.create_subscription(request=request)
 
 
@@ -201,8 +309,12 @@ def _healthy(comp: dict[str, Any], name: str) -> bool:
     if not pid_alive(comp["pid"]):
         return False
     if name in ("ingress", "admin", "fake_llm", "fake_channels"):
-        path = {"ingress": "/healthz", "admin": "/healthz", "fake_llm": "/_admin/health",
-                "fake_channels": "/_admin/health"}[name]
+        path = {
+            "ingress": "/healthz",
+            "admin": "/healthz",
+            "fake_llm": "/_admin/health",
+            "fake_channels": "/_admin/health",
+        }[name]
         try:
             with urllib.request.urlopen(comp["url"] + path, timeout=2) as resp:
                 return bool(resp.status == 200)
@@ -214,9 +326,13 @@ def _healthy(comp: dict[str, Any], name: str) -> bool:
 def status(root: Path | None = None) -> dict[str, Any]:
     state = load_state(root)
     comps = {name: {**c, "healthy": _healthy(c, name)} for name, c in state.get("components", {}).items()}
-    return {"running": bool(comps) and all(c["healthy"] for c in comps.values()),
-            "project": state.get("project"), "ingress_url": state.get("ingress_url"),
-            "admin_url": state.get("admin_url"), "components": comps}
+    return {
+        "running": bool(comps) and all(c["healthy"] for c in comps.values()),
+        "project": state.get("project"),
+        "ingress_url": state.get("ingress_url"),
+        "admin_url": state.get("admin_url"),
+        "components": comps,
+    }
 
 
 def down(root: Path | None = None) -> list[str]:

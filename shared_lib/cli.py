@@ -22,7 +22,9 @@ COMMAND_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="charter", description="Charter: the LLM proposes; the charter decides.")
+    parser = argparse.ArgumentParser(
+        prog="charter", description="Charter: the LLM proposes; the charter decides."
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:

@@ -27,17 +27,27 @@ _NAMES = {p["user_id"]: p["name"] for p in PEOPLE}
 def turn_summary(record: dict[str, Any], speaker: str, text: str) -> dict[str, Any]:
     """What the demo prints for one turn, from its observability record."""
     return {
-        "turn_id": record.get("turn_id"), "speaker": _NAMES.get(speaker, speaker), "text": text,
-        "reply": record.get("final_response"), "kind": record.get("response_kind"), "arm": record.get("arm"),
-        "model": record.get("llm_model"), "output_type": record.get("output_type"),
-        "reasoning": record.get("llm_reasoning"), "confidence": record.get("llm_confidence"),
+        "turn_id": record.get("turn_id"),
+        "speaker": _NAMES.get(speaker, speaker),
+        "text": text,
+        "reply": record.get("final_response"),
+        "kind": record.get("response_kind"),
+        "arm": record.get("arm"),
+        "model": record.get("llm_model"),
+        "output_type": record.get("output_type"),
+        "reasoning": record.get("llm_reasoning"),
+        "confidence": record.get("llm_confidence"),
         "tools": record.get("selected_tools"),
         "guardian": {"action": record.get("guardian_action"), "reason_code": record.get("guardian_reason")},
         "authorization": {"result": record.get("auth_result"), "reason_code": record.get("auth_reason")},
-        "execution_success": record.get("execution_success"), "usage": record.get("usage"),
-        "cost_usd": record.get("cost_usd"), "errors": [e.get("code") for e in record.get("errors", [])],
-        "trail": [{k: e.get(k) for k in ("layer", "outcome", "reason_code", "duration_ms")}
-                  for e in record.get("trail", [])],
+        "execution_success": record.get("execution_success"),
+        "usage": record.get("usage"),
+        "cost_usd": record.get("cost_usd"),
+        "errors": [e.get("code") for e in record.get("errors", [])],
+        "trail": [
+            {k: e.get(k) for k in ("layer", "outcome", "reason_code", "duration_ms")}
+            for e in record.get("trail", [])
+        ],
     }
 
 
@@ -45,9 +55,13 @@ def _print_turn(i: int, s: dict[str, Any]) -> None:
     print(f"\n── turn {i} ─ {s['speaker']}: {s['text']}")
     print(f"   reply ({s['kind']}): " + str(s["reply"]).replace("\n", "\n          "))
     if s.get("confidence") is not None and s.get("arm") == "llm":
-        print(f"   proposal: {s['output_type']} confidence={s['confidence']} reasoning: {str(s['reasoning'])[:120]}")
+        print(
+            f"   proposal: {s['output_type']} confidence={s['confidence']} reasoning: {str(s['reasoning'])[:120]}"
+        )
     for e in s["trail"]:
-        print(f"   · {e['layer']:<12} {e['outcome']:<16} {e['reason_code'] or '':<28} {e['duration_ms']:>8.2f} ms")
+        print(
+            f"   · {e['layer']:<12} {e['outcome']:<16} {e['reason_code'] or '':<28} {e['duration_ms']:>8.2f} ms"
+        )
 
 
 def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -67,7 +81,9 @@ def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:
 
             server = stack.enter_context(FakeAnthropicServer())
             env.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="scripted-model")
-            banner = "LLM: the built-in scripted model (no ANTHROPIC_API_KEY set) on a local fake Anthropic API"
+            banner = (
+                "LLM: the built-in scripted model (no ANTHROPIC_API_KEY set) on a local fake Anthropic API"
+            )
         rt = build_runtime(env)
         wire_inprocess(rt)
         seed_demo_directory(rt.store)
@@ -75,17 +91,30 @@ def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:
             print(banner)
         out = []
         for i, (speaker, text) in enumerate(CONVERSATION, 1):
-            msg = InboundMessage(channel="http", org_id=DEMO_ORG, room_id=DEMO_ROOM, user_id=speaker, text=text,
-                                 message_id=f"demo-{i}", event_id=f"demo-{time.time_ns()}-{i}",
-                                 received_at=datetime.now(UTC))
+            msg = InboundMessage(
+                channel="http",
+                org_id=DEMO_ORG,
+                room_id=DEMO_ROOM,
+                user_id=speaker,
+                text=text,
+                message_id=f"demo-{i}",
+                event_id=f"demo-{time.time_ns()}-{i}",
+                received_at=datetime.now(UTC),
+            )
             turn_id = accept(rt, msg)
             record = _record(rt.store, turn_id)
             out.append(turn_summary(record, speaker, text))
             if not args.json:
                 _print_turn(i, out[-1])
         if args.json:
-            print(json.dumps({"mode": "embedded", "llm": banner, "turns": out}, ensure_ascii=False, indent=2,
-                             default=str))
+            print(
+                json.dumps(
+                    {"mode": "embedded", "llm": banner, "turns": out},
+                    ensure_ascii=False,
+                    indent=2,
+                    default=str,
+                )
+            )
         return out
 
 
@@ -135,6 +164,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="run the sample conversation through every layer")
-    p.add_argument("--stack", action="store_true", help="through the running local stack instead of in-process")
+    p.add_argument(
+        "--stack", action="store_true", help="through the running local stack instead of in-process"
+    )
     p.add_argument("--json", action="store_true", help="print the turns as JSON")
     p.set_defaults(func=_run)

@@ -35,22 +35,50 @@ class Verdict(BaseModel):
         return cls(action="allow", reason_code="pass", priority=0, details=details or {})
 
     @classmethod
-    def confirm(cls, reason_code: str, *, priority: int, message: str, double: bool = False,
-                details: dict[str, Any] | None = None) -> Verdict:
-        return cls(action="confirm", reason_code=reason_code, priority=priority, message=message,
-                   double_confirmation=double, details=details or {})
+    def confirm(
+        cls,
+        reason_code: str,
+        *,
+        priority: int,
+        message: str,
+        double: bool = False,
+        details: dict[str, Any] | None = None,
+    ) -> Verdict:
+        return cls(
+            action="confirm",
+            reason_code=reason_code,
+            priority=priority,
+            message=message,
+            double_confirmation=double,
+            details=details or {},
+        )
 
     @classmethod
-    def block(cls, reason_code: str, *, priority: int, message: str,
-              details: dict[str, Any] | None = None) -> Verdict:
-        return cls(action="block", reason_code=reason_code, priority=priority, message=message,
-                   details=details or {})
+    def block(
+        cls, reason_code: str, *, priority: int, message: str, details: dict[str, Any] | None = None
+    ) -> Verdict:
+        return cls(
+            action="block", reason_code=reason_code, priority=priority, message=message, details=details or {}
+        )
 
     @classmethod
-    def modify(cls, reason_code: str, *, priority: int, message: str, parameters: dict[str, Any],
-               details: dict[str, Any] | None = None) -> Verdict:
-        return cls(action="modify", reason_code=reason_code, priority=priority, message=message,
-                   modified_parameters=parameters, details=details or {})
+    def modify(
+        cls,
+        reason_code: str,
+        *,
+        priority: int,
+        message: str,
+        parameters: dict[str, Any],
+        details: dict[str, Any] | None = None,
+    ) -> Verdict:
+        return cls(
+            action="modify",
+            reason_code=reason_code,
+            priority=priority,
+            message=message,
+            modified_parameters=parameters,
+            details=details or {},
+        )
 
     def with_details(self, **details: Any) -> Verdict:
         """A copy with more ``details`` (decisions are frozen)."""
@@ -72,15 +100,35 @@ class AuthDecision(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
-    def allowed(cls, *, user_level: int, required_level: int, details: dict[str, Any] | None = None) -> AuthDecision:
-        return cls(result="allowed", reason_code="pass", user_level=user_level, required_level=required_level,
-                   details=details or {})
+    def allowed(
+        cls, *, user_level: int, required_level: int, details: dict[str, Any] | None = None
+    ) -> AuthDecision:
+        return cls(
+            result="allowed",
+            reason_code="pass",
+            user_level=user_level,
+            required_level=required_level,
+            details=details or {},
+        )
 
     @classmethod
-    def denied(cls, reason_code: str, *, user_level: int | None = None, required_level: int | None = None,
-               message: str = "", details: dict[str, Any] | None = None) -> AuthDecision:
-        return cls(result="denied", reason_code=reason_code, user_level=user_level,
-                   required_level=required_level, message=message, details=details or {})
+    def denied(
+        cls,
+        reason_code: str,
+        *,
+        user_level: int | None = None,
+        required_level: int | None = None,
+        message: str = "",
+        details: dict[str, Any] | None = None,
+    ) -> AuthDecision:
+        return cls(
+            result="denied",
+            reason_code=reason_code,
+            user_level=user_level,
+            required_level=required_level,
+            message=message,
+            details=details or {},
+        )
 
     @classmethod
     def not_applicable(cls) -> AuthDecision:

@@ -10,7 +10,12 @@ DEMO_ORG = "demo"
 DEMO_ROOM = "room-general"
 DEMO_USER = "u-suzuki"
 
-DEPARTMENTS: dict[str, str | None] = {"d-hq": None, "d-sales": "d-hq", "d-sales-east": "d-sales", "d-dev": "d-hq"}
+DEPARTMENTS: dict[str, str | None] = {
+    "d-hq": None,
+    "d-sales": "d-hq",
+    "d-sales-east": "d-sales",
+    "d-dev": "d-hq",
+}
 PEOPLE = [
     {"user_id": "u-suzuki", "name": "鈴木一郎", "level": 2, "department_id": "d-sales"},
     {"user_id": "u-tanaka", "name": "田中太郎", "level": 2, "department_id": "d-sales"},

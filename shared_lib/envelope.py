@@ -147,7 +147,7 @@ class Turn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     turn_id: str = Field(default_factory=new_turn_id)
     conversation_key: str
     org_id: str
@@ -175,24 +175,51 @@ class Turn(BaseModel):
 
     @classmethod
     def from_inbound(cls, inbound: InboundMessage, *, traceparent: str = "") -> Turn:
-        return cls(conversation_key=inbound.conversation_key, org_id=inbound.org_id, user_id=inbound.user_id,
-                   room_id=inbound.room_id, channel=inbound.channel, inbound=inbound, traceparent=traceparent)
+        return cls(
+            conversation_key=inbound.conversation_key,
+            org_id=inbound.org_id,
+            user_id=inbound.user_id,
+            room_id=inbound.room_id,
+            channel=inbound.channel,
+            inbound=inbound,
+            traceparent=traceparent,
+        )
 
     # -- bookkeeping every layer may do -------------------------------------------------
-    def record(self, layer: str, outcome: str, *, reason_code: str = "", started: datetime,
-               duration_ms: float, detail: str = "") -> None:
+    def record(
+        self,
+        layer: str,
+        outcome: str,
+        *,
+        reason_code: str = "",
+        started: datetime,
+        duration_ms: float,
+        detail: str = "",
+    ) -> None:
         key = layer if self.step == 0 else f"{layer}#{self.step}"
         self.timings[key] = LayerTiming(started_at=started, duration_ms=round(duration_ms, 3))
-        self.trail.append(TrailEntry(layer=key, outcome=outcome, reason_code=reason_code,
-                                     duration_ms=round(duration_ms, 3), detail=detail[:500]))
+        self.trail.append(
+            TrailEntry(
+                layer=key,
+                outcome=outcome,
+                reason_code=reason_code,
+                duration_ms=round(duration_ms, 3),
+                detail=detail[:500],
+            )
+        )
 
     def add_error(self, error: BrainError) -> None:
         self.errors.append(error)
 
     # -- Pub/Sub serialisation ----------------------------------------------------------
     def attributes(self, layer: str) -> dict[str, str]:
-        attrs = {"turn_id": self.turn_id, "layer": layer, "schema_version": str(self.schema_version),
-                 "step": str(self.step), "shadow": "1" if self.shadow else "0"}
+        attrs = {
+            "turn_id": self.turn_id,
+            "layer": layer,
+            "schema_version": str(self.schema_version),
+            "step": str(self.step),
+            "shadow": "1" if self.shadow else "0",
+        }
         if self.traceparent:
             attrs["traceparent"] = self.traceparent
         return attrs
@@ -213,8 +240,9 @@ class Turn(BaseModel):
         return data, attrs
 
     @classmethod
-    def from_message(cls, data: bytes, attributes: dict[str, str] | None = None,
-                     store: Store | None = None) -> Turn:
+    def from_message(
+        cls, data: bytes, attributes: dict[str, str] | None = None, store: Store | None = None
+    ) -> Turn:
         """Decode a bus message; raises ``EnvelopeError`` (never a bare pydantic error)."""
         attributes = attributes or {}
         version = attributes.get("schema_version", str(SCHEMA_VERSION))

@@ -28,7 +28,11 @@ Category = Literal[
 ]
 Severity = Literal["low", "medium", "high", "critical"]
 Fallback = Literal[
-    "none", "retry", "proceed_without_memory", "request_clarification", "retry_with_guidance",
+    "none",
+    "retry",
+    "proceed_without_memory",
+    "request_clarification",
+    "retry_with_guidance",
     "proceed_with_caution",
 ]
 
@@ -95,8 +99,9 @@ CATALOGUE: dict[str, CatalogueEntry] = {
     "invalid_tool_call": _e("brain", "llm_error", "low", True, fallback="retry_with_guidance", silent=True),
     "llm_unavailable": _e("brain", "llm_error", "high", True, retry_after_seconds=30),  # added: 5xx/529
     "constitution_violation": _e("guardian", "llm_error", "critical", False, alert_admin=True),
-    "ceo_teaching_check_error": _e("guardian", "system_error", "medium", True,
-                                   fallback="proceed_with_caution", silent=True),
+    "ceo_teaching_check_error": _e(
+        "guardian", "system_error", "medium", True, fallback="proceed_with_caution", silent=True
+    ),
     "permission_denied": _e("authorizer", "permission_error", "low", False),
     "access_control_error": _e("authorizer", "permission_error", "high", False, alert_admin=True),
     "handler_not_found": _e("executor", "system_error", "high", False),
@@ -130,7 +135,15 @@ class BrainError(BaseModel):
     @classmethod
     def of(cls, code: str, message: str, *, layer: str | None = None, **details: Any) -> BrainError:
         entry = CATALOGUE[code]
-        return cls(code=code, category=entry.category, severity=entry.severity, layer=layer or entry.layer,
-                   message=message[:2000], recoverable=entry.recoverable, fallback=entry.fallback,
-                   alert_admin=entry.alert_admin, retry_after_seconds=entry.retry_after_seconds,
-                   details=details)
+        return cls(
+            code=code,
+            category=entry.category,
+            severity=entry.severity,
+            layer=layer or entry.layer,
+            message=message[:2000],
+            recoverable=entry.recoverable,
+            fallback=entry.fallback,
+            alert_admin=entry.alert_admin,
+            retry_after_seconds=entry.retry_after_seconds,
+            details=details,
+        )

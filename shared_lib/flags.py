@@ -116,7 +116,7 @@ class FlagsDocument(BaseModel):
     denylist: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     self_critique_rate: Annotated[float, Field(ge=0, le=1)] = 0.0
     fast_path: bool = True
-    model: Annotated[str, Field(min_length=1)] = "claude-sonnet-4-5"
+    model: Annotated[str, Field(min_length=1)] = "claude-sonnet-4-6"
     fast_model: Annotated[str, Field(min_length=1)] = "claude-haiku-4-5"
     auto_approve: AutoApprove = Field(default_factory=AutoApprove)
     rollback_guard: RollbackGuardConfig = Field(default_factory=RollbackGuardConfig)

@@ -44,9 +44,12 @@ def acquire(store: Store, path: str, *, now: datetime, lease: timedelta) -> Clai
             lease_until = doc.get("lease_until")
             if isinstance(lease_until, datetime) and lease_until > now:
                 return ClaimState.BUSY
-        record: dict[str, Any] = {"status": "in_progress", "lease_until": now + lease,
-                                  "attempts": int((doc or {}).get("attempts", 0)) + 1,
-                                  "expires_at": now + CLAIM_TTL}
+        record: dict[str, Any] = {
+            "status": "in_progress",
+            "lease_until": now + lease,
+            "attempts": int((doc or {}).get("attempts", 0)) + 1,
+            "expires_at": now + CLAIM_TTL,
+        }
         txn.set(path, record)
         return ClaimState.ACQUIRED
 
@@ -54,8 +57,15 @@ def acquire(store: Store, path: str, *, now: datetime, lease: timedelta) -> Clai
 
 
 def complete(store: Store, path: str, *, now: datetime, summary: dict[str, Any] | None = None) -> None:
-    store.set(path, {"status": "completed", "completed_at": now, "expires_at": now + CLAIM_TTL,
-                     **({"summary": summary} if summary else {})})
+    store.set(
+        path,
+        {
+            "status": "completed",
+            "completed_at": now,
+            "expires_at": now + CLAIM_TTL,
+            **({"summary": summary} if summary else {}),
+        },
+    )
 
 
 def release(store: Store, path: str) -> None:

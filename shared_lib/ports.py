@@ -32,6 +32,7 @@ class Transaction(Protocol):
     def create(self, path: str, data: Doc) -> None:
         """Write a new document; the transaction fails with ``AlreadyExistsError`` if it exists."""
         ...
+
     def delete(self, path: str) -> None: ...
 
 
@@ -45,18 +46,30 @@ class Store(Protocol):
     def create(self, path: str, data: Doc) -> bool:
         """Create atomically; ``False`` when the document already exists."""
         ...
+
     def delete(self, path: str) -> None: ...
-    def query(self, collection: str, *, where: Sequence[tuple[str, Op, Any]] = (), order_by: str | None = None,
-              descending: bool = False, limit: int | None = None, group: bool = False) -> list[tuple[str, Doc]]:
+    def query(
+        self,
+        collection: str,
+        *,
+        where: Sequence[tuple[str, Op, Any]] = (),
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        group: bool = False,
+    ) -> list[tuple[str, Doc]]:
         """Documents of ``collection`` (a path), or of every collection with that id when ``group``."""
         ...
+
     def run_transaction(self, fn: Callable[[Transaction], T]) -> T: ...
 
 
 class Bus(Protocol):
     """Publish to a topic *key* of ``topology.json`` (``"proposed"``), ordered by ``ordering_key``."""
 
-    def publish(self, topic_key: str, data: bytes, attributes: dict[str, str], ordering_key: str = "") -> str: ...
+    def publish(
+        self, topic_key: str, data: bytes, attributes: dict[str, str], ordering_key: str = ""
+    ) -> str: ...
 
 
 class LLMRequest(BaseModel):
@@ -92,7 +105,9 @@ class LLMResponse(BaseModel):
     salvaged: bool = False  # the answer is the complete text received before a stream was cut
 
     def tool_uses(self, name: str | None = None) -> list[dict[str, Any]]:
-        return [b for b in self.content if b.get("type") == "tool_use" and (name is None or b.get("name") == name)]
+        return [
+            b for b in self.content if b.get("type") == "tool_use" and (name is None or b.get("name") == name)
+        ]
 
     def text(self) -> str:
         return "".join(str(b.get("text", "")) for b in self.content if b.get("type") == "text")

@@ -3,18 +3,28 @@ the decoding of Pub/Sub push deliveries (CloudEvents).
 
 A layer error propagates, so functions-framework answers 500 and Pub/Sub redelivers
 (then dead-letters). ``LayerRetry`` (another delivery holds the claim) does the same.
+
+The Pub/Sub emulator never dead-letters a subscription with message ordering (checked
+on gcloud 528: after ``max_delivery_attempts`` it silently stops delivering). With
+``CHARTER_DEADLETTER_FALLBACK=1`` (the local stack sets it) the handler counts failed
+deliveries of a message in the store and, on the last allowed attempt, publishes it to
+``turns.deadletter`` itself with the attributes Pub/Sub would add, then acknowledges it.
+In the cloud the setting stays off and Pub/Sub's own dead-letter policy applies.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import threading
 from typing import Any
 
-from shared_lib.errors import EnvelopeError
+from shared_lib.errors import EnvelopeError, LayerRetry
 from shared_lib.layers import observer
 from shared_lib.logs import log_event
+from shared_lib.ports import Transaction
 from shared_lib.runtime import Runtime, build_runtime
+from shared_lib.topology import TOPOLOGY
 
 _lock = threading.Lock()
 _runtime: Runtime | None = None
@@ -51,6 +61,55 @@ def run_target(target: str, cloud_event: Any) -> str:
             return observer.handle(rt, data, attributes)
         return rt.runner(target).handle(data, attributes)
     except Exception as exc:
-        log_event("layer_failed", layer=target, severity="ERROR", error=f"{type(exc).__name__}: {exc}",
-                  turn_id=attributes.get("turn_id"))
+        log_event(
+            "layer_failed",
+            layer=target,
+            severity="ERROR",
+            error=f"{type(exc).__name__}: {exc}",
+            turn_id=attributes.get("turn_id"),
+        )
+        if not isinstance(exc, LayerRetry) and dead_letter_fallback(
+            rt, target, cloud_event, data, attributes
+        ):
+            return "dead_lettered"
         raise
+
+
+def dead_letter_fallback(
+    rt: Runtime, target: str, cloud_event: Any, data: bytes, attributes: dict[str, str]
+) -> bool:
+    """Count this failed delivery; on the last allowed attempt, dead-letter it ourselves."""
+    if not rt.settings.deadletter_fallback or target == "observer":
+        return False
+    message_id = str(cloud_event.data["message"].get("messageId") or cloud_event["id"])
+    key = hashlib.sha256(f"{target}:{message_id}:".encode() + data).hexdigest()[:40]
+    path = f"delivery_attempts/{key}"
+    now = rt.clock()
+
+    def _bump(txn: Transaction) -> int:
+        count = int((txn.get(path) or {}).get("count", 0)) + 1
+        txn.set(path, {"count": count, "target": target, "at": now})
+        return count
+
+    attempts = rt.store.run_transaction(_bump)
+    if attempts < TOPOLOGY.retry.max_delivery_attempts:
+        return False
+    subscription = next((n for n, s in TOPOLOGY.subscriptions.items() if s.target == target), target)
+    rt.bus.publish(
+        "deadletter",
+        data,
+        {
+            **attributes,
+            "CloudPubSubDeadLetterSourceSubscription": subscription,
+            "CloudPubSubDeadLetterSourceDeliveryCount": str(attempts),
+        },
+        "",
+    )
+    log_event(
+        "dead_lettered_by_handler",
+        layer=target,
+        severity="ERROR",
+        turn_id=attributes.get("turn_id"),
+        attempts=attempts,
+    )
+    return True

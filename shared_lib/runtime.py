@@ -31,8 +31,13 @@ from shared_lib.topology import TOPOLOGY
 
 # functions-framework target -> layer (the observer and ingress have their own handlers)
 LAYERS: dict[str, Layer] = {
-    "context": context.LAYER, "brain": brain.LAYER, "brain_shadow": shadow.LAYER, "guardian": guardian.LAYER,
-    "authorizer": authorizer.LAYER, "executor": executor.LAYER, "responder": responder.LAYER,
+    "context": context.LAYER,
+    "brain": brain.LAYER,
+    "brain_shadow": shadow.LAYER,
+    "guardian": guardian.LAYER,
+    "authorizer": authorizer.LAYER,
+    "executor": executor.LAYER,
+    "responder": responder.LAYER,
 }
 
 
@@ -53,20 +58,42 @@ class Runtime:
     def runner(self, target: str) -> LayerRunner:
         return LayerRunner(LAYERS[target], self)
 
-    def emit_event(self, turn: Turn | None, kind: str, code: str, payload: dict[str, Any] | None = None,
-                   *, publish: bool = True) -> dict[str, Any]:
+    def emit_event(
+        self,
+        turn: Turn | None,
+        kind: str,
+        code: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        publish: bool = True,
+    ) -> dict[str, Any]:
         """An event for the observer (alerts, violations); published on ``turns.events``."""
-        event = {"event_id": new_ulid(), "kind": kind, "code": code, "at": self.clock().isoformat(),
-                 "org_id": turn.org_id if turn else None, "turn_id": turn.turn_id if turn else None,
-                 **(payload or {})}
+        now = self.clock().isoformat()
+        event = {
+            "event_id": new_ulid(),
+            "kind": kind,
+            "code": code,
+            "at": now,
+            "occurred_at": now,
+            "org_id": turn.org_id if turn else None,
+            "turn_id": turn.turn_id if turn else None,
+            "layer": (turn.trail[-1].layer if turn and turn.trail else None),
+            **(payload or {}),
+        }
         if publish:
-            self.bus.publish("events", json.dumps(event, ensure_ascii=False, default=str).encode(),
-                             {"kind": "event", "event_kind": kind, "code": code}, "")
+            self.bus.publish(
+                "events",
+                json.dumps(event, ensure_ascii=False, default=str).encode(),
+                {"kind": "event", "event_kind": kind, "code": code},
+                "",
+            )
         else:
             observer.record_event(self, event)
         return event
 
-    def emit_alert(self, turn: Turn | None, code: str, message: str, *, publish: bool = True) -> dict[str, Any]:
+    def emit_alert(
+        self, turn: Turn | None, code: str, message: str, *, publish: bool = True
+    ) -> dict[str, Any]:
         return self.emit_event(turn, "alert", code, {"message": message}, publish=publish)
 
 
@@ -75,15 +102,33 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
     settings = overrides.pop("settings", None) or Settings.from_env(env)
     store = overrides.pop("store", None) or _store(settings)
     bus = overrides.pop("bus", None) or _bus(settings)
-    llm = overrides.pop("llm") if "llm" in overrides else _llm(settings, env)
+    prices = PriceTable.load(env.get("CHARTER_PRICES"))
+    if "llm" in overrides:  # an injected LLM is used exactly as given
+        llm = overrides.pop("llm")
+    else:
+        llm = _llm(settings, env)
+        if llm is not None and env.get("CHARTER_LLM_CALL_LOG", "1") == "1":
+            from shared_lib.ops.llm_calls import LLMCallLog
+
+            llm = LLMCallLog(llm, store, prices=prices, default_org=settings.org_default)
     channels = overrides.pop("channels", None) or _channels(env)
     flags = overrides.pop("flags", None) or FlagsProvider(
-        store, ttl_seconds=float(env.get("CHARTER_FLAGS_TTL", "10")),
-        fallback_file=REPO_FLAGS_FILE if settings.env in ("demo", "test", "local") else None)
-    return Runtime(settings=settings, store=store, bus=bus, llm=llm, channels=channels,
-                   registry=overrides.pop("registry", None) or builtin_registry(),
-                   persona=overrides.pop("persona", None) or load_persona(env.get("CHARTER_PERSONA")),
-                   flags=flags, prices=PriceTable.load(env.get("CHARTER_PRICES")), **overrides)
+        store,
+        ttl_seconds=float(env.get("CHARTER_FLAGS_TTL", "10")),
+        fallback_file=REPO_FLAGS_FILE if settings.env in ("demo", "test", "local") else None,
+    )
+    return Runtime(
+        settings=settings,
+        store=store,
+        bus=bus,
+        llm=llm,
+        channels=channels,
+        registry=overrides.pop("registry", None) or builtin_registry(),
+        persona=overrides.pop("persona", None) or load_persona(env.get("CHARTER_PERSONA")),
+        flags=flags,
+        prices=prices,
+        **overrides,
+    )
 
 
 def _store(settings: Settings) -> Store:
@@ -111,16 +156,18 @@ def _llm(settings: Settings, env: Mapping[str, str]) -> LLM | None:
         return None
     from shared_lib.adapters.anthropic_llm import AnthropicLLM
 
-    return AnthropicLLM(api_key=env.get("ANTHROPIC_API_KEY") or "local-fake", base_url=env.get("ANTHROPIC_BASE_URL"),
-                        timeout=settings.llm_timeout_seconds, max_retries=settings.llm_max_retries)
+    return AnthropicLLM(
+        api_key=env.get("ANTHROPIC_API_KEY") or "local-fake",
+        base_url=env.get("ANTHROPIC_BASE_URL"),
+        timeout=settings.llm_timeout_seconds,
+        max_retries=settings.llm_max_retries,
+    )
 
 
 def _channels(env: Mapping[str, str]) -> dict[str, Channel]:
-    try:
+    if env.get("CHARTER_CHANNELS", "clients") == "clients":
         from shared_lib.channels.clients import build_channels
-    except ImportError:
-        build_channels = None
-    if build_channels is not None and env.get("CHARTER_CHANNELS", "clients") == "clients":
+
         return build_channels(env)
     from shared_lib.adapters.recording_channel import RecordingChannel
 
@@ -135,6 +182,7 @@ def wire_inprocess(rt: Runtime) -> None:
         raise TypeError("wire_inprocess needs the in-process bus")
     for name, sub in TOPOLOGY.subscriptions.items():
         if sub.target == "observer":
+
             def handler(data: bytes, attrs: dict[str, str]) -> None:
                 observer.handle(rt, data, attrs)
         else:

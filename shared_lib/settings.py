@@ -19,7 +19,7 @@ class Settings(BaseModel):
     store: Literal["memory", "firestore"] = "memory"
     bus: Literal["inproc", "pubsub"] = "inproc"
     llm: Literal["anthropic", "none"] = "anthropic"
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     fast_model: str = "claude-haiku-4-5"
     max_tokens: int = Field(default=1500, ge=64, le=64000)
     llm_timeout_seconds: float = Field(default=30.0, gt=0)
@@ -28,6 +28,9 @@ class Settings(BaseModel):
     max_steps: int = Field(default=3, ge=1, le=10)
     max_turn_seconds: float = Field(default=120.0, gt=0)
     fault_injection: bool = False
+    # The Pub/Sub emulator does not dead-letter ordered subscriptions; the local stack turns
+    # this on so the push handler counts attempts and dead-letters itself (see shared_lib.push).
+    deadletter_fallback: bool = False
     org_default: str = "default"
 
     @classmethod
@@ -36,7 +39,8 @@ class Settings(BaseModel):
         pick = {
             "env": env.get("CHARTER_ENV"),
             "project": env.get("CHARTER_PROJECT") or env.get("GOOGLE_CLOUD_PROJECT"),
-            "store": env.get("CHARTER_STORE") or ("firestore" if env.get("FIRESTORE_EMULATOR_HOST") else None),
+            "store": env.get("CHARTER_STORE")
+            or ("firestore" if env.get("FIRESTORE_EMULATOR_HOST") else None),
             "bus": env.get("CHARTER_BUS") or ("pubsub" if env.get("PUBSUB_EMULATOR_HOST") else None),
             "llm": env.get("CHARTER_LLM"),
             "model": env.get("CHARTER_MODEL"),
@@ -47,6 +51,7 @@ class Settings(BaseModel):
             "lease_seconds": env.get("CHARTER_LEASE_SECONDS"),
             "max_steps": env.get("CHARTER_MAX_STEPS"),
             "fault_injection": env.get("CHARTER_FAULT_INJECTION"),
+            "deadletter_fallback": env.get("CHARTER_DEADLETTER_FALLBACK"),
             "org_default": env.get("CHARTER_DEFAULT_ORG"),
         }
         try:

@@ -41,15 +41,28 @@ def bench_inprocess(turns: int) -> dict[str, float]:
     from shared_lib.runtime import build_runtime, wire_inprocess
 
     with FakeAnthropicServer() as server:
-        rt = build_runtime({"CHARTER_ENV": "test", "CHARTER_CHANNELS": "recording",
-                            "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "bench"})
+        rt = build_runtime(
+            {
+                "CHARTER_ENV": "test",
+                "CHARTER_CHANNELS": "recording",
+                "ANTHROPIC_BASE_URL": server.url,
+                "ANTHROPIC_API_KEY": "bench",
+            }
+        )
         wire_inprocess(rt)
         seed_demo_directory(rt.store)
         samples = []
         for i in range(turns + 3):
-            msg = InboundMessage(channel="http", org_id=DEMO_ORG, room_id=f"bench-{i}", user_id="u-suzuki",
-                                 text=TEXT, message_id=f"m{i}", event_id=uuid.uuid4().hex,
-                                 received_at=datetime.now(UTC))
+            msg = InboundMessage(
+                channel="http",
+                org_id=DEMO_ORG,
+                room_id=f"bench-{i}",
+                user_id="u-suzuki",
+                text=TEXT,
+                message_id=f"m{i}",
+                event_id=uuid.uuid4().hex,
+                received_at=datetime.now(UTC),
+            )
             t0 = time.perf_counter()
             accept(rt, msg)
             if i >= 3:
@@ -90,8 +103,23 @@ def bench_stack(turns: int) -> dict[str, float]:
 
 
 def bench_floor(floor_dir: Path, turns: int) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, str(floor_dir / "run.py"), "--hops", "8", "--seq", str(turns),
-                          "--burst", "40", "--keys", "10"], capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(floor_dir / "run.py"),
+            "--hops",
+            "8",
+            "--seq",
+            str(turns),
+            "--burst",
+            "40",
+            "--keys",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -103,9 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--floor", type=Path, help="directory of shared/bench/chain_floor to compare with")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    result: dict[str, Any] = {"turns": args.turns, "inprocess": bench_inprocess(args.turns),
-                              "stack": bench_stack(args.turns)}
-    result["stack_over_inprocess_median"] = round(result["stack"]["median_ms"] / result["inprocess"]["median_ms"], 1)
+    result: dict[str, Any] = {
+        "turns": args.turns,
+        "inprocess": bench_inprocess(args.turns),
+        "stack": bench_stack(args.turns),
+    }
+    result["stack_over_inprocess_median"] = round(
+        result["stack"]["median_ms"] / result["inprocess"]["median_ms"], 1
+    )
     result["stack_over_inprocess_p95"] = round(result["stack"]["p95_ms"] / result["inprocess"]["p95_ms"], 1)
     if args.floor:
         floor = bench_floor(args.floor, args.turns)
@@ -114,11 +147,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"in-process turn : median {result['inprocess']['median_ms']:>8.2f} ms   p95 {result['inprocess']['p95_ms']:>8.2f} ms")
-    print(f"chained (stack) : median {result['stack']['median_ms']:>8.2f} ms   p95 {result['stack']['p95_ms']:>8.2f} ms")
-    print(f"ratio stack/in-process: median {result['stack_over_inprocess_median']}x, p95 {result['stack_over_inprocess_p95']}x")
+    print(
+        f"in-process turn : median {result['inprocess']['median_ms']:>8.2f} ms   p95 {result['inprocess']['p95_ms']:>8.2f} ms"
+    )
+    print(
+        f"chained (stack) : median {result['stack']['median_ms']:>8.2f} ms   p95 {result['stack']['p95_ms']:>8.2f} ms"
+    )
+    print(
+        f"ratio stack/in-process: median {result['stack_over_inprocess_median']}x, p95 {result['stack_over_inprocess_p95']}x"
+    )
     if "floor" in result:
-        print(f"bare 8-hop floor: median {result['floor']['seq_median_ms']} ms -> product/floor {result['stack_over_floor_median']}x")
+        print(
+            f"bare 8-hop floor: median {result['floor']['seq_median_ms']} ms -> product/floor {result['stack_over_floor_median']}x"
+        )
     return 0
 
 

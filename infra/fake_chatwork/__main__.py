@@ -16,8 +16,9 @@ from infra.fake_chatwork.server import DEFAULT_TOKEN, ChatWorkTasksApp, FakeChat
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.fake_chatwork",
-                                     description="Fake ChatWork task API on 127.0.0.1.")
+    parser = argparse.ArgumentParser(
+        prog="python -m infra.fake_chatwork", description="Fake ChatWork task API on 127.0.0.1."
+    )
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--token", default=DEFAULT_TOKEN, help="the X-ChatWorkToken to accept")
     args = parser.parse_args(argv)

@@ -76,8 +76,14 @@ def _error(status: int, message: str) -> Reply:
 class ChatWorkTasksApp:
     """The API's state and logic, independent of HTTP (the server below, or another fake)."""
 
-    def __init__(self, token: str | None = DEFAULT_TOKEN, *, me_account_id: int = 1000,
-                 accounts: dict[int, str] | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        token: str | None = DEFAULT_TOKEN,
+        *,
+        me_account_id: int = 1000,
+        accounts: dict[int, str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.token = token
         self.me_account_id = me_account_id
         self.accounts = dict(accounts or {})
@@ -118,24 +124,41 @@ class ChatWorkTasksApp:
             headers = {k.lower(): v for k, v in request.headers.items()}
             reply = self.handle(request.method, request.url.path, query, form, headers)
             if not isinstance(reply, Reply):
-                raise httpx.RemoteProtocolError("server disconnected without sending a response", request=request)
+                raise httpx.RemoteProtocolError(
+                    "server disconnected without sending a response", request=request
+                )
             content = b"" if reply.body is None else json.dumps(reply.body, ensure_ascii=False).encode()
             return httpx.Response(reply.status, headers=reply.headers, content=content)
 
         return httpx.MockTransport(handler)
 
-    def add_task(self, room_id: str, body: str, account_id: int, *, limit: int = 0, limit_type: str = "none",
-                 status: str = "open") -> int:
+    def add_task(
+        self,
+        room_id: str,
+        body: str,
+        account_id: int,
+        *,
+        limit: int = 0,
+        limit_type: str = "none",
+        status: str = "open",
+    ) -> int:
         with self._lock:
             return self._create(room_id, body, account_id, limit, limit_type, status)
 
     # -- the API ---------------------------------------------------------------------------
-    def handle(self, method: str, path: str, query: dict[str, str], form: dict[str, str],
-               headers: dict[str, str]) -> Reply | object:
+    def handle(
+        self, method: str, path: str, query: dict[str, str], form: dict[str, str], headers: dict[str, str]
+    ) -> Reply | object:
         token_ok = self.token is None or headers.get("x-chatworktoken") == self.token
         with self._lock:
-            call: JSON = {"method": method, "path": path, "query": dict(query), "form": dict(form),
-                          "token_ok": token_ok, "at": self._clock()}
+            call: JSON = {
+                "method": method,
+                "path": path,
+                "query": dict(query),
+                "form": dict(form),
+                "token_ok": token_ok,
+                "at": self._clock(),
+            }
             self._calls.append(call)
             fault = next((f for f in self._faults if f.matches(method)), None)
             if fault is not None:
@@ -143,7 +166,9 @@ class ChatWorkTasksApp:
             if fault is not None and not fault.after_effect:
                 reply: Reply | object = self._fault_reply(fault)
             else:
-                reply = self._route(method, path, query, form) if token_ok else _error(401, "Invalid API token")
+                reply = (
+                    self._route(method, path, query, form) if token_ok else _error(401, "Invalid API token")
+                )
                 call["effect"] = method == "POST" and isinstance(reply, Reply) and reply.status == 200
                 if fault is not None:
                     reply = self._fault_reply(fault)
@@ -156,8 +181,11 @@ class ChatWorkTasksApp:
         reply = _error(fault.status, f"injected {fault.status}")
         if fault.status == 429:
             wait = fault.retry_after if fault.retry_after is not None else 0
-            reply.headers = {"x-ratelimit-limit": "300", "x-ratelimit-remaining": "0",
-                             "x-ratelimit-reset": str(int(self._clock() + wait))}
+            reply.headers = {
+                "x-ratelimit-limit": "300",
+                "x-ratelimit-remaining": "0",
+                "x-ratelimit-reset": str(int(self._clock() + wait)),
+            }
         return reply
 
     def _route(self, method: str, path: str, query: dict[str, str], form: dict[str, str]) -> Reply:
@@ -180,28 +208,49 @@ class ChatWorkTasksApp:
         task_id = self._next_id
         self._next_id += 1
         self._rooms.setdefault(room, {})[task_id] = {
-            "task_id": task_id, "room_id": room, "account_id": account_id, "body": body, "limit_time": limit,
-            "limit_type": limit_type, "status": status, "assigned_by": self.me_account_id}
+            "task_id": task_id,
+            "room_id": room,
+            "account_id": account_id,
+            "body": body,
+            "limit_time": limit,
+            "limit_type": limit_type,
+            "status": status,
+            "assigned_by": self.me_account_id,
+        }
         return task_id
 
     def _render(self, t: JSON) -> JSON:
         def account(aid: int) -> JSON:
-            return {"account_id": aid, "name": self.accounts.get(aid, f"user{aid}"),
-                    "avatar_image_url": f"https://example.invalid/avatar/{aid}.png"}
+            return {
+                "account_id": aid,
+                "name": self.accounts.get(aid, f"user{aid}"),
+                "avatar_image_url": f"https://example.invalid/avatar/{aid}.png",
+            }
 
-        return {"task_id": t["task_id"], "account": account(t["account_id"]),
-                "assigned_by_account": account(t["assigned_by"]), "message_id": str(1000 + t["task_id"]),
-                "body": t["body"], "limit_time": t["limit_time"], "status": t["status"],
-                "limit_type": t["limit_type"]}
+        return {
+            "task_id": t["task_id"],
+            "account": account(t["account_id"]),
+            "assigned_by_account": account(t["assigned_by"]),
+            "message_id": str(1000 + t["task_id"]),
+            "body": t["body"],
+            "limit_time": t["limit_time"],
+            "status": t["status"],
+            "limit_type": t["limit_type"],
+        }
 
     def _list(self, room: str, query: dict[str, str]) -> Reply:
         if query.get("status") not in (None, "open", "done"):
             return _error(400, "Invalid status")
-        tasks = [t for t in self._rooms.get(room, {}).values()
-                 if (not query.get("status") or t["status"] == query["status"])
-                 and (not query.get("account_id") or str(t["account_id"]) == query["account_id"])
-                 and (not query.get("assigned_by_account_id")
-                      or str(t["assigned_by"]) == query["assigned_by_account_id"])]
+        tasks = [
+            t
+            for t in self._rooms.get(room, {}).values()
+            if (not query.get("status") or t["status"] == query["status"])
+            and (not query.get("account_id") or str(t["account_id"]) == query["account_id"])
+            and (
+                not query.get("assigned_by_account_id")
+                or str(t["assigned_by"]) == query["assigned_by_account_id"]
+            )
+        ]
         if not tasks:
             return Reply(204)
         return Reply(200, [self._render(t) for t in tasks])
@@ -218,7 +267,9 @@ class ChatWorkTasksApp:
         limit = form.get("limit", "0")
         if not limit.isdigit():
             return _error(400, "Parameter [limit] must be a unix time")
-        ids = [self._create(room, body, int(aid), int(limit), limit_type, "open") for aid in to_ids.split(",")]
+        ids = [
+            self._create(room, body, int(aid), int(limit), limit_type, "open") for aid in to_ids.split(",")
+        ]
         return Reply(200, {"task_ids": ids})
 
     def _put_status(self, room: str, task_id: int, form: dict[str, str]) -> Reply:
@@ -296,8 +347,13 @@ def _admin(app: ChatWorkTasksApp, method: str, path: str, raw: bytes) -> Reply:
         app.inject(Fault(**data))
         return Reply(200, {"ok": True})
     if path == "/_admin/tasks" and method == "POST":
-        task_id = app.add_task(str(data["room_id"]), str(data["body"]), int(data["account_id"]),
-                               limit=int(data.get("limit", 0)), limit_type=str(data.get("limit_type", "none")))
+        task_id = app.add_task(
+            str(data["room_id"]),
+            str(data["body"]),
+            int(data["account_id"]),
+            limit=int(data.get("limit", 0)),
+            limit_type=str(data.get("limit_type", "none")),
+        )
         return Reply(200, {"task_id": task_id})
     return _error(404, "unknown admin route")
 
@@ -312,8 +368,12 @@ class FakeChatWorkServer:
         self._thread: threading.Thread | None = None
 
     def start(self) -> FakeChatWorkServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-chatwork", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-chatwork",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -326,8 +386,9 @@ class FakeChatWorkServer:
     def __enter__(self) -> FakeChatWorkServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     @property
@@ -344,5 +405,8 @@ class FakeChatWorkServer:
         return f"{self.url}/v2"
 
     def env(self) -> dict[str, str]:
-        return {"CHARTER_TASK_BACKEND": "chatwork", "CHATWORK_TASKS_API_BASE": self.api_base,
-                "CHATWORK_API_TOKEN": self.app.token or DEFAULT_TOKEN}
+        return {
+            "CHARTER_TASK_BACKEND": "chatwork",
+            "CHATWORK_TASKS_API_BASE": self.api_base,
+            "CHATWORK_API_TOKEN": self.app.token or DEFAULT_TOKEN,
+        }

@@ -18,8 +18,9 @@ from infra.fake_llm.server import FakeAnthropicServer
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m infra.fake_llm",
-                                     description="Fake Anthropic Messages API on 127.0.0.1.")
+    parser = argparse.ArgumentParser(
+        prog="python -m infra.fake_llm", description="Fake Anthropic Messages API on 127.0.0.1."
+    )
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--scenario", type=Path, help="scenario TOML file (default: scripted model only)")
     return parser.parse_args(argv)

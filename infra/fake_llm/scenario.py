@@ -156,13 +156,15 @@ class Match:
     model_regex: str | None = None
 
     def matches(self, request: MessagesRequest, call_number: int) -> bool:
-        return all((
-            _search(self.last_user_regex, request.last_user_text()),
-            _search(self.system_regex, request.system_text()),
-            _search(self.model_regex, request.model),
-            self.tool_choice is None or self.tool_choice == (request.forced_tool() or "none"),
-            self.call is None or self.call == call_number,
-        ))
+        return all(
+            (
+                _search(self.last_user_regex, request.last_user_text()),
+                _search(self.system_regex, request.system_text()),
+                _search(self.model_regex, request.model),
+                self.tool_choice is None or self.tool_choice == (request.forced_tool() or "none"),
+                self.call is None or self.call == call_number,
+            )
+        )
 
 
 def _search(pattern: str | None, text: str) -> bool:
@@ -323,8 +325,11 @@ def _parse_block(data: Any, where: str) -> JSON:
 
 
 def _parse_fault(data: Any, where: str) -> Fault:
-    _check_keys(data, {"kind", "status", "retry_after", "seconds", "after_blocks", "times", "error_type",
-                       "message"}, where)
+    _check_keys(
+        data,
+        {"kind", "status", "retry_after", "seconds", "after_blocks", "times", "error_type", "message"},
+        where,
+    )
     kind = data.get("kind")
     if kind not in FAULT_KINDS:
         raise ScenarioError(f"{where}.kind: {kind!r} not in {sorted(FAULT_KINDS)}")
@@ -470,8 +475,9 @@ class ScenarioEngine:
         answer = reply.copy()
         if effects.max_tokens:
             answer = self._truncate(answer)
-        return Decision(reply=answer, delay=effects.delay, cut_after_blocks=effects.cut_after_blocks,
-                        source=source)
+        return Decision(
+            reply=answer, delay=effects.delay, cut_after_blocks=effects.cut_after_blocks, source=source
+        )
 
     def _truncate(self, reply: Reply) -> Reply:
         """Cut the first text block roughly in half (dropping later blocks) and remember the rest."""
@@ -481,7 +487,7 @@ class ScenarioEngine:
             return Reply(content=[], stop_reason="max_tokens", usage=reply.usage)
         text = str(reply.content[index].get("text", ""))
         partial = text[: max(1, len(text) // 2)] if text else ""
-        rest = reply.content[index + 1:]
+        rest = reply.content[index + 1 :]
         self._pending.append(_Pending(text, partial, rest, reply.resolved_stop_reason()))
         head = [*reply.content[:index], {"type": "text", "text": partial}]
         return Reply(content=head, stop_reason="max_tokens", usage=reply.usage)

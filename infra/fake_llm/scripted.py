@@ -68,7 +68,7 @@ def _limit_date(text: str) -> str | None:
 
 
 def _task_body(text: str, addressee: re.Match[str]) -> str:
-    rest = _DATE_PHRASE.sub("", text[addressee.end():])
+    rest = _DATE_PHRASE.sub("", text[addressee.end() :])
     end = _TASK_END.search(rest)
     body = (rest[: end.start()] if end else rest).strip(_TRIM)
     return body or _quote(text)
@@ -78,22 +78,39 @@ def _task_body(text: str, addressee: re.Match[str]) -> str:
 
 
 def _confidence(overall: float, intent: float | None = None, parameters: float | None = None) -> JSON:
-    return {"overall": overall, "intent": intent if intent is not None else overall,
-            "parameters": parameters if parameters is not None else overall}
+    return {
+        "overall": overall,
+        "intent": intent if intent is not None else overall,
+        "parameters": parameters if parameters is not None else overall,
+    }
 
 
 def _context_used(text: str) -> list[str]:
     return [f"ユーザーの最新メッセージ「{_quote(text)}」の文言をそのまま根拠にした"]
 
 
-def _tool_call(text: str, *, tool: str, params: JSON, confidence: JSON, intent: str, reason: str,
-               alternatives: list[str], confirm: str = "", sources: dict[str, str] | None = None) -> JSON:
+def _tool_call(
+    text: str,
+    *,
+    tool: str,
+    params: JSON,
+    confidence: JSON,
+    intent: str,
+    reason: str,
+    alternatives: list[str],
+    confirm: str = "",
+    sources: dict[str, str] | None = None,
+) -> JSON:
     """A tool_call proposal; parameter sources are ``user_message`` unless ``sources`` says otherwise."""
     sources = {name: (sources or {}).get(name, "user_message") for name in params}
     return {
         "output_type": "tool_call",
-        "reasoning": {"intent_understanding": intent, "context_used": _context_used(text),
-                      "tool_selection_reason": reason, "alternatives_considered": alternatives},
+        "reasoning": {
+            "intent_understanding": intent,
+            "context_used": _context_used(text),
+            "tool_selection_reason": reason,
+            "alternatives_considered": alternatives,
+        },
         "confidence": confidence,
         "tool_calls": [{"tool_name": tool, "parameters": params, "parameter_sources": sources}],
         "needs_confirmation": bool(confirm),
@@ -126,11 +143,16 @@ def _task_create(text: str) -> JSON:
     if limit:
         params["limit_date"] = limit
     return _tool_call(
-        text, tool="chatwork_task_create", params=params, confidence=_confidence(0.9, 0.95, 0.85),
+        text,
+        tool="chatwork_task_create",
+        params=params,
+        confidence=_confidence(0.9, 0.95, 0.85),
         intent=f"{name}さんに「{body}」をタスクとして依頼したいという意図だと理解した",
         reason="担当者を指定した作業の依頼なので、ChatWorkのタスク作成ツールが最も適切である",
-        alternatives=["chatwork_task_search は既存タスクを調べるだけなので今回の依頼には合わない",
-                      "text_response で返すだけでは実際にタスクが作成されないので不十分である"],
+        alternatives=[
+            "chatwork_task_search は既存タスクを調べるだけなので今回の依頼には合わない",
+            "text_response で返すだけでは実際にタスクが作成されないので不十分である",
+        ],
     )
 
 
@@ -140,12 +162,14 @@ def _clarify_same_name(name: str, body: str) -> JSON:
         "output_type": "clarification_needed",
         "reasoning": {
             "ambiguity_detected": f"「{name}」という名前の社員が{len(people)}人いて、"
-                                  "依頼先を一人に特定できない",
-            "possible_interpretations": [f"{person}さんに「{body}」のタスクを依頼したいという解釈"
-                                         for person in people],
+            "依頼先を一人に特定できない",
+            "possible_interpretations": [
+                f"{person}さんに「{body}」のタスクを依頼したいという解釈" for person in people
+            ],
         },
         "confidence": _confidence(0.45, 0.8, 0.3),
-        "clarification_question": f"{name}さんは{len(people)}人いるウル！" + "さんと".join(people)
+        "clarification_question": f"{name}さんは{len(people)}人いるウル！"
+        + "さんと".join(people)
         + "さんのどちらにお願いするウル？",
         "options": list(people),
     }
@@ -154,7 +178,9 @@ def _clarify_same_name(name: str, body: str) -> JSON:
 def _save_memory(text: str) -> JSON:
     content = _after_colon(text) or text.strip()
     return _tool_call(
-        text, tool="save_memory", params={"content": content, "category": "preference"},
+        text,
+        tool="save_memory",
+        params={"content": content, "category": "preference"},
         confidence=_confidence(0.88),
         intent=f"「{_quote(content)}」という情報を今後のために覚えてほしいという依頼",
         reason="覚えておいてほしいという明示的な依頼なので、記憶を保存するツールを使うのが適切である",
@@ -170,16 +196,20 @@ def _announcement_text(text: str) -> str:
     tail = _after_colon(text)
     if tail:
         return tail
-    stripped = re.sub(r"^.*?全員[にへ]?|(?:と|を)?(?:アナウンス|お知らせ|周知)(?:して|を?お願い).*$",
-                      "", text)
+    stripped = re.sub(
+        r"^.*?全員[にへ]?|(?:と|を)?(?:アナウンス|お知らせ|周知)(?:して|を?お願い).*$", "", text
+    )
     return stripped.strip(_TRIM) or text.strip()
 
 
 def _announce(text: str) -> JSON:
     message = _announcement_text(text)
     return _tool_call(
-        text, tool="announce", params={"message": message, "recipients": "all"},
-        confidence=_confidence(0.85), intent=f"全員に「{_quote(message)}」というお知らせを送りたいという依頼",
+        text,
+        tool="announce",
+        params={"message": message, "recipients": "all"},
+        confidence=_confidence(0.85),
+        intent=f"全員に「{_quote(message)}」というお知らせを送りたいという依頼",
         reason="全員への周知の依頼なので、アナウンス送信ツールを使うのが最も適切である",
         alternatives=["個別のメッセージ送信では全員に届かず、送り漏れが起きるので不適切である"],
         confirm=f"全員に「{_quote(message)}」とアナウンスしてよいウル？",
@@ -194,7 +224,10 @@ def _change_permission(text: str) -> JSON:
     params: JSON = {"target_user_name": target} if target else {}  # no name: left for the product to ask
     params["new_level"] = int(level.group(1)) if level else 6
     return _tool_call(
-        text, tool="change_permission", params=params, confidence=_confidence(0.8 if target else 0.5),
+        text,
+        tool="change_permission",
+        params=params,
+        confidence=_confidence(0.8 if target else 0.5),
         intent=f"{target or '指定された社員'}さんの権限レベルを変更したいという依頼だと理解した",
         reason="権限の変更を明示的に求めているので、権限変更ツールを使うのが適切である",
         alternatives=["view_all_users で一覧を見るだけでは権限は変わらないので今回の依頼には合わない"],
@@ -204,7 +237,10 @@ def _change_permission(text: str) -> JSON:
 
 def _view_all_users(text: str) -> JSON:
     return _tool_call(
-        text, tool="view_all_users", params={}, confidence=_confidence(0.9),
+        text,
+        tool="view_all_users",
+        params={},
+        confidence=_confidence(0.9),
         intent="全社員の一覧を確認したいという依頼だと理解した（絞り込み条件はない）",
         reason="社員全員の情報を一覧で返すツールがあるので、それを使うのが最も直接的である",
         alternatives=["特定の一人を調べるツールでは全社員を一度に確認できないので不適切である"],
@@ -216,7 +252,10 @@ def _task_complete(text: str) -> JSON:
     before = re.match(r"^(?:.*?さん[にのへ、]\s*)?(.*?)(?:の)?タスク", text)
     query = (quoted.group(1) if quoted else before.group(1).strip(_TRIM) if before else "") or text.strip()
     return _tool_call(
-        text, tool="chatwork_task_complete", params={"task_query": query}, confidence=_confidence(0.75),
+        text,
+        tool="chatwork_task_complete",
+        params={"task_query": query},
+        confidence=_confidence(0.75),
         intent=f"「{_quote(query)}」に当てはまるタスクを完了にしたいという依頼",
         reason="既存タスクを完了状態にしたいという依頼なので、タスク完了ツールが適切である",
         alternatives=["chatwork_task_create は新しいタスクを作るツールなので今回の依頼には合わない"],
@@ -227,7 +266,10 @@ def _task_search(text: str) -> JSON:
     owner = _POSSESSOR.search(text)
     assignee = owner.group(1) if owner else "自分"
     return _tool_call(
-        text, tool="chatwork_task_search", params={"assignee_name": assignee}, confidence=_confidence(0.9),
+        text,
+        tool="chatwork_task_search",
+        params={"assignee_name": assignee},
+        confidence=_confidence(0.9),
         intent=f"{assignee}が担当しているタスクの一覧や状況を確認したいという依頼",
         reason="タスクの一覧や状況の確認なので、タスク検索ツールを使うのが最も適切である",
         alternatives=["chatwork_task_create は新しいタスクを作ってしまうので今回の依頼には合わない"],
@@ -245,21 +287,32 @@ _GREETINGS: dict[str, str] = {
 
 def _greeting(text: str) -> JSON:
     word = next(word for word in _GREETINGS if word in text)
-    return _text_response(text, _GREETINGS[word], confidence=0.95,
-                          strategy=f"「{word}」という挨拶なので、ソウルくんらしく明るく挨拶を返す")
+    return _text_response(
+        text,
+        _GREETINGS[word],
+        confidence=0.95,
+        strategy=f"「{word}」という挨拶なので、ソウルくんらしく明るく挨拶を返す",
+    )
 
 
 def _heat_small_talk(text: str) -> JSON:
     reply = "本当に暑い日が続いているウル！こまめに水分をとって、無理しないでほしいウル！"
-    return _text_response(text, reply, confidence=0.95,
-                          strategy="暑さについての雑談なので、共感しつつ体調を気づかう一言を返す")
+    return _text_response(
+        text, reply, confidence=0.95, strategy="暑さについての雑談なので、共感しつつ体調を気づかう一言を返す"
+    )
 
 
 def _fallback(text: str) -> JSON:
-    reply = ("ごめんなさいウル、ちょっとよく分からなかったウル。"
-             "タスクの作成や確認、全員へのアナウンスなどをお手伝いできるウル！")
-    return _text_response(text, reply, confidence=0.6,
-                          strategy="意図を特定できなかったので、できることを案内して言い直してもらう")
+    reply = (
+        "ごめんなさいウル、ちょっとよく分からなかったウル。"
+        "タスクの作成や確認、全員へのアナウンスなどをお手伝いできるウル！"
+    )
+    return _text_response(
+        text,
+        reply,
+        confidence=0.6,
+        strategy="意図を特定できなかったので、できることを案内して言い直してもらう",
+    )
 
 
 # --------------------------------------------------------------------------- the rule table
@@ -318,9 +371,12 @@ _TOOL_OPENINGS: dict[str, str] = {
     "view_all_users": "社員の一覧を確認したウル！",
 }
 _KEYWORD_OPENINGS: tuple[tuple[str, str], ...] = (
-    ("タスクを作成", "タスクを作成したウル！"), ("タスク", "タスクの結果を確認したウル！"),
-    ("記憶", "しっかり覚えたウル！"), ("アナウンス", "アナウンスを送ったウル！"),
-    ("権限", "権限を変更したウル！"), ("社員", "社員の情報を確認したウル！"),
+    ("タスクを作成", "タスクを作成したウル！"),
+    ("タスク", "タスクの結果を確認したウル！"),
+    ("記憶", "しっかり覚えたウル！"),
+    ("アナウンス", "アナウンスを送ったウル！"),
+    ("権限", "権限を変更したウル！"),
+    ("社員", "社員の情報を確認したウル！"),
 )
 _FAILURE = re.compile(
     r'"success"\s*:\s*false|"ok"\s*:\s*false|"error"\s*:\s*"|^error|エラー|失敗|できませんでした',
@@ -421,7 +477,9 @@ def utterance(request: MessagesRequest) -> str:
             continue
         content = message.get("content", "")
         if isinstance(content, list):
-            texts = [str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"]
+            texts = [
+                str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+            ]
             content = texts[-1] if texts else ""
         text = str(content)
         if USER_MARKER in text:
@@ -436,8 +494,9 @@ def answer(request: MessagesRequest) -> Reply:
     tool = _required_tool(request)
     if tool == PROPOSAL_TOOL:
         proposal = propose(utterance(request))
-        return Reply(content=[{"type": "tool_use", "name": PROPOSAL_TOOL, "input": proposal}],
-                     stop_reason="tool_use")
+        return Reply(
+            content=[{"type": "tool_use", "name": PROPOSAL_TOOL, "input": proposal}], stop_reason="tool_use"
+        )
     if tool is not None:
         return Reply(content=[{"type": "tool_use", "name": tool, "input": {}}], stop_reason="tool_use")
     text = integrate(request.last_user_text())

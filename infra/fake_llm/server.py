@@ -48,9 +48,14 @@ HOST = "127.0.0.1"
 TEXT_CHUNK_CHARS = 12
 JSON_CHUNK_CHARS = 16
 ERROR_TYPES: dict[int, str] = {
-    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-    500: "api_error", 529: "overloaded_error",
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
 }
 _ID_ALPHABET = string.ascii_letters + string.digits
 
@@ -186,8 +191,12 @@ class PromptCache:
 
 
 def output_tokens(content: list[JSON]) -> int:
-    text = "".join(str(b.get("text", "")) if b.get("type") == "text"
-                   else str(b.get("name", "")) + _canonical(b.get("input", {})) for b in content)
+    text = "".join(
+        str(b.get("text", ""))
+        if b.get("type") == "text"
+        else str(b.get("name", "")) + _canonical(b.get("input", {}))
+        for b in content
+    )
     return estimate_tokens(text)
 
 
@@ -239,16 +248,21 @@ def apply_stop_sequences(reply: Reply, stop_sequences: Any) -> Reply:
         if hits:
             position, sequence = min(hits)
             content = [*reply.content[:index], {"type": "text", "text": text[:position]}]
-            return Reply(content=content, stop_reason="stop_sequence", stop_sequence=sequence,
-                         usage=reply.usage)
+            return Reply(
+                content=content, stop_reason="stop_sequence", stop_sequence=sequence, usage=reply.usage
+            )
     return reply
 
 
 def build_message(reply: Reply, body: Mapping[str, Any], usage: InputUsage) -> JSON:
     """The wire Message object for a reply."""
     reply = apply_stop_sequences(reply, body.get("stop_sequences"))
-    content = [{"id": new_id("toolu"), **block} if block.get("type") == "tool_use" and not block.get("id")
-               else dict(block) for block in reply.content]
+    content = [
+        {"id": new_id("toolu"), **block}
+        if block.get("type") == "tool_use" and not block.get("id")
+        else dict(block)
+        for block in reply.content
+    ]
     stop_reason = reply.resolved_stop_reason()
     produced = int(body["max_tokens"]) if stop_reason == "max_tokens" else output_tokens(content)
     return {
@@ -273,7 +287,7 @@ def build_message(reply: Reply, body: Mapping[str, Any], usage: InputUsage) -> J
 
 
 def _chunks(text: str, size: int) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _block_start(block: JSON) -> JSON:
@@ -285,8 +299,11 @@ def _block_start(block: JSON) -> JSON:
 def _block_deltas(block: JSON, cut: bool) -> list[JSON]:
     """The deltas of one block; when ``cut``, only about the first half of them (at least one)."""
     if block["type"] == "tool_use":
-        kind, field, pieces = "input_json_delta", "partial_json", _chunks(_canonical(block["input"]),
-                                                                          JSON_CHUNK_CHARS)
+        kind, field, pieces = (
+            "input_json_delta",
+            "partial_json",
+            _chunks(_canonical(block["input"]), JSON_CHUNK_CHARS),
+        )
     else:
         kind, field, pieces = "text_delta", "text", _chunks(str(block.get("text", "")), TEXT_CHUNK_CHARS)
     if cut:
@@ -303,25 +320,46 @@ def stream_events(message: JSON, cut_after_blocks: int | None = None) -> tuple[l
     With ``cut_after_blocks=K`` the stream stops in the middle of block K (0-based, clamped to
     the last block): after some of its deltas, without content_block_stop / message_stop.
     """
-    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None,
-             "usage": {**message["usage"], "output_tokens": 1}}
-    events: list[tuple[str, JSON]] = [("message_start", {"type": "message_start", "message": start}),
-                                      ("ping", {"type": "ping"})]
+    start = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {**message["usage"], "output_tokens": 1},
+    }
+    events: list[tuple[str, JSON]] = [
+        ("message_start", {"type": "message_start", "message": start}),
+        ("ping", {"type": "ping"}),
+    ]
     blocks: list[JSON] = message["content"]
     cut_index = None if cut_after_blocks is None else min(cut_after_blocks, len(blocks) - 1)
     if cut_index is not None and cut_index < 0:
         return events, False
     for index, block in enumerate(blocks):
-        events.append(("content_block_start",
-                       {"type": "content_block_start", "index": index, "content_block": _block_start(block)}))
-        events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-                   for delta in _block_deltas(block, cut=index == cut_index)]
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": _block_start(block)},
+            )
+        )
+        events += [
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+            for delta in _block_deltas(block, cut=index == cut_index)
+        ]
         if index == cut_index:
             return events, False
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
-    events.append(("message_delta", {"type": "message_delta", "delta": delta,
-                                     "usage": {"output_tokens": message["usage"]["output_tokens"]}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": delta,
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return events, True
 
@@ -357,8 +395,12 @@ class FakeAnthropicServer:
             return self
         self._stopping.clear()
         self._httpd = _HTTPServer((HOST, self._requested_port), _Handler, app=self)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-anthropic", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-anthropic",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -379,8 +421,9 @@ class FakeAnthropicServer:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     @property
@@ -458,8 +501,9 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
-                 app: FakeAnthropicServer) -> None:
+    def __init__(
+        self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], app: FakeAnthropicServer
+    ) -> None:
         self.app = app
         super().__init__(address, handler)
 
@@ -522,10 +566,15 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = raw.decode("utf-8", "replace")
-        self.server.app.record(RecordedRequest(
-            method=self.command, path=self.path, headers={k.lower(): v for k, v in self.headers.items()},
-            body=body, time=time.time(),
-        ))
+        self.server.app.record(
+            RecordedRequest(
+                method=self.command,
+                path=self.path,
+                headers={k.lower(): v for k, v in self.headers.items()},
+                body=body,
+                time=time.time(),
+            )
+        )
         return body
 
     def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:

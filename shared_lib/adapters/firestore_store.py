@@ -36,8 +36,13 @@ class _FirestoreTransaction:
 
 
 class FirestoreStore:
-    def __init__(self, client: firestore.Client | None = None, *, project: str | None = None,
-                 database: str | None = None) -> None:
+    def __init__(
+        self,
+        client: firestore.Client | None = None,
+        *,
+        project: str | None = None,
+        database: str | None = None,
+    ) -> None:
         self.client = client or firestore.Client(project=project, database=database or "(default)")
 
     def get(self, path: str) -> Doc | None:
@@ -65,14 +70,24 @@ class FirestoreStore:
     def delete(self, path: str) -> None:
         self.client.document(path).delete()
 
-    def query(self, collection: str, *, where: Sequence[tuple[str, Op, Any]] = (), order_by: str | None = None,
-              descending: bool = False, limit: int | None = None, group: bool = False) -> list[tuple[str, Doc]]:
+    def query(
+        self,
+        collection: str,
+        *,
+        where: Sequence[tuple[str, Op, Any]] = (),
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        group: bool = False,
+    ) -> list[tuple[str, Doc]]:
         coll = collection.strip("/")
         q: Any = self.client.collection_group(coll) if group else self.client.collection(coll)
         for field, op, value in where:
             q = q.where(filter=FieldFilter(field, op, value))
         if order_by:
-            q = q.order_by(order_by, direction=firestore.Query.DESCENDING if descending else firestore.Query.ASCENDING)
+            q = q.order_by(
+                order_by, direction=firestore.Query.DESCENDING if descending else firestore.Query.ASCENDING
+            )
         if limit is not None:
             q = q.limit(limit)
         try:
@@ -86,7 +101,8 @@ class FirestoreStore:
             return fn(_FirestoreTransaction(self.client, txn))
 
         try:
-            return _run(self.client.transaction())
+            result: T = _run(self.client.transaction())
+            return result
         except (gexc.AlreadyExists, gexc.Conflict) as exc:
             if isinstance(exc, gexc.AlreadyExists) or "exists" in str(exc).lower():
                 raise AlreadyExistsError(str(exc)) from exc

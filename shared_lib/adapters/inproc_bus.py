@@ -43,7 +43,9 @@ class InProcessBus:
     _draining: bool = False
     _counter: int = 0
 
-    def subscribe(self, topic_key: str, subscriber: Subscriber, *, name: str = "", dead_letter: bool = True) -> None:
+    def subscribe(
+        self, topic_key: str, subscriber: Subscriber, *, name: str = "", dead_letter: bool = True
+    ) -> None:
         if topic_key not in self.topology.topics:
             raise ValueError(f"unknown topic key {topic_key!r}")
         self._subs.setdefault(topic_key, []).append((name or f"{topic_key}-sub", subscriber, dead_letter))
@@ -86,7 +88,10 @@ class InProcessBus:
                 log.warning("delivery %s attempt %d failed: %s", item.subscription, item.attempts, exc)
                 if item.attempts >= self.max_delivery_attempts:
                     if item.dead_letter:
-                        dl_attrs = dict(item.attributes, CloudPubSubDeadLetterSourceSubscription=item.subscription,
-                                        CloudPubSubDeadLetterSourceDeliveryCount=str(item.attempts))
+                        dl_attrs = dict(
+                            item.attributes,
+                            CloudPubSubDeadLetterSourceSubscription=item.subscription,
+                            CloudPubSubDeadLetterSourceDeliveryCount=str(item.attempts),
+                        )
                         self.publish("deadletter", item.data, dl_attrs, "")
                     return

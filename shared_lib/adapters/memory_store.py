@@ -127,8 +127,16 @@ class MemoryStore:
         with self._lock:
             self._docs.pop(path, None)
 
-    def query(self, collection: str, *, where: Sequence[tuple[str, Op, Any]] = (), order_by: str | None = None,
-              descending: bool = False, limit: int | None = None, group: bool = False) -> list[tuple[str, Doc]]:
+    def query(
+        self,
+        collection: str,
+        *,
+        where: Sequence[tuple[str, Op, Any]] = (),
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        group: bool = False,
+    ) -> list[tuple[str, Doc]]:
         self._guard()
         coll = collection.strip("/")
         out: list[tuple[str, Doc]] = []

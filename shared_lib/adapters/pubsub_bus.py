@@ -7,14 +7,20 @@ raise so that the push handler answers 5xx and Pub/Sub redelivers the input.
 
 from __future__ import annotations
 
-from google.cloud import pubsub_v1
+from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
 from shared_lib.topology import TOPOLOGY, Topology
 
 
 class PubSubBus:
-    def __init__(self, project: str, *, topology: Topology = TOPOLOGY, timeout: float = 30.0,
-                 publisher: pubsub_v1.PublisherClient | None = None) -> None:
+    def __init__(
+        self,
+        project: str,
+        *,
+        topology: Topology = TOPOLOGY,
+        timeout: float = 30.0,
+        publisher: pubsub_v1.PublisherClient | None = None,
+    ) -> None:
         self.project = project
         self.topology = topology
         self.timeout = timeout
@@ -22,7 +28,9 @@ class PubSubBus:
             publisher_options=pubsub_v1.types.PublisherOptions(enable_message_ordering=True),
             batch_settings=pubsub_v1.types.BatchSettings(max_latency=0.001),
         )
-        self._paths = {key: self.publisher.topic_path(project, name) for key, name in topology.topics.items()}
+        self._paths: dict[str, str] = {
+            key: self.publisher.topic_path(project, name) for key, name in topology.topics.items()
+        }
 
     def topic_path(self, topic_key: str) -> str:
         return self._paths[topic_key]
@@ -31,9 +39,9 @@ class PubSubBus:
         path = self._paths[topic_key]
         try:
             future = self.publisher.publish(path, data, ordering_key=ordering_key, **attributes)
-            return str(future.result(timeout=self.timeout))
+            message_id: str = future.result(timeout=self.timeout)
+            return message_id
         except Exception:
             if ordering_key:
                 self.publisher.resume_publish(path, ordering_key)
             raise
-

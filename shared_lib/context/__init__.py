@@ -10,14 +10,14 @@ from shared_lib.context.history import append_message, history_path, recent_mess
 from shared_lib.context.record import record, summary_line
 
 __all__ = [
-           "BuiltContext",
-           "ContextBuilder",
-           "ContextConfig",
-           "ContextInput",
-           "SourceRecord",
-           "append_message",
-           "history_path",
-           "recent_messages",
-           "record",
-           "summary_line",
+    "BuiltContext",
+    "ContextBuilder",
+    "ContextConfig",
+    "ContextInput",
+    "SourceRecord",
+    "append_message",
+    "history_path",
+    "recent_messages",
+    "record",
+    "summary_line",
 ]

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from shared_lib.context.render import Section, render
 
 DEFAULT_DROP_ORDER: tuple[str, ...] = (
-    "knowledge", "summary", "preferences", "goals", "tasks", "recent_messages", "company_values", "persons",
+    "knowledge",
+    "summary",
+    "preferences",
+    "goals",
+    "tasks",
+    "recent_messages",
+    "company_values",
+    "persons",
     "teachings",
 )
 DROPPABLE = frozenset(DEFAULT_DROP_ORDER)

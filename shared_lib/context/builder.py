@@ -33,8 +33,22 @@ from shared_lib.tools.scoped import scoped
 from shared_lib.tools.task_backend import TaskBackend
 
 SourceStatus = Literal["ok", "failed", "timeout", "skipped"]
-KNOWLEDGE_TRIGGERS = ("?", "？", "教えて", "とは", "方法", "手順", "ルール", "規程", "規定", "マニュアル",
-                      "について", "どうすれば", "どうやって", "知りたい")
+KNOWLEDGE_TRIGGERS = (
+    "?",
+    "？",
+    "教えて",
+    "とは",
+    "方法",
+    "手順",
+    "ルール",
+    "規程",
+    "規定",
+    "マニュアル",
+    "について",
+    "どうすれば",
+    "どうやって",
+    "知りたい",
+)
 
 
 @dataclass(frozen=True)
@@ -64,7 +78,9 @@ class ContextConfig:
         except ValueError as exc:
             raise ConfigError(f"context configuration: {exc}") from exc
         if env.get("CHARTER_CONTEXT_DROP_ORDER"):
-            kw["drop_order"] = tuple(x.strip() for x in env["CHARTER_CONTEXT_DROP_ORDER"].split(",") if x.strip())
+            kw["drop_order"] = tuple(
+                x.strip() for x in env["CHARTER_CONTEXT_DROP_ORDER"].split(",") if x.strip()
+            )
         return cls(**kw)
 
 
@@ -121,23 +137,40 @@ class ContextBuilder:
     def build(self, inp: ContextInput) -> BuiltContext:
         cfg = self.config
         view = scoped(inp.store, inp.org_id, read_only=True)
-        request = SourceRequest(store=view, tasks=inp.tasks.with_store(view), org_id=inp.org_id,
-                                user_id=inp.user_id, room_id=inp.room_id, conversation_key=inp.conversation_key,
-                                text=inp.text, now=inp.now, recent_limit=cfg.recent_messages,
-                                knowledge_limit=cfg.knowledge_limit, knowledge_triggers=cfg.knowledge_triggers)
+        request = SourceRequest(
+            store=view,
+            tasks=inp.tasks.with_store(view),
+            org_id=inp.org_id,
+            user_id=inp.user_id,
+            room_id=inp.room_id,
+            conversation_key=inp.conversation_key,
+            text=inp.text,
+            now=inp.now,
+            recent_limit=cfg.recent_messages,
+            knowledge_limit=cfg.knowledge_limit,
+            knowledge_triggers=cfg.knowledge_triggers,
+        )
         specs = self.sources or default_sources(tasks_truth=1 if inp.tasks.external else 2)
         values, records = self._fetch(specs, request)
         degraded = [r.name for r in records.values() if r.status in ("failed", "timeout")]
-        sections = build_sections(values, {s.name: s.truth for s in specs}, now=inp.now, degraded=degraded,
-                                  fallback_user={"user_id": inp.user_id, "name": inp.user_name})
+        sections = build_sections(
+            values,
+            {s.name: s.truth for s in specs},
+            now=inp.now,
+            degraded=degraded,
+            fallback_user={"user_id": inp.user_id, "name": inp.user_name},
+        )
         return BuiltContext(values, records, fit(sections, cfg.token_budget, cfg.drop_order), degraded)
 
-    def _fetch(self, specs: list[SourceSpec], request: SourceRequest) -> tuple[dict[str, Any], dict[str, SourceRecord]]:
+    def _fetch(
+        self, specs: list[SourceSpec], request: SourceRequest
+    ) -> tuple[dict[str, Any], dict[str, SourceRecord]]:
         timeout = self.config.source_timeout_seconds
         pool = ThreadPoolExecutor(max_workers=len(specs), thread_name_prefix="context")
         started = time.monotonic()
         futures: dict[str, Future[tuple[Any, float]]] = {
-            s.name: pool.submit(self._timed, s, request) for s in specs}
+            s.name: pool.submit(self._timed, s, request) for s in specs
+        }
         values: dict[str, Any] = {}
         records: dict[str, SourceRecord] = {}
         try:
@@ -146,17 +179,29 @@ class ContextBuilder:
                 try:
                     value, ms = futures[spec.name].result(timeout=remaining)
                 except FuturesTimeout:
-                    records[spec.name] = SourceRecord(spec.name, "timeout", spec.truth, spec.priority,
-                                                      duration_ms=round(timeout * 1000, 3),
-                                                      error=f"no answer within {timeout}s")
+                    records[spec.name] = SourceRecord(
+                        spec.name,
+                        "timeout",
+                        spec.truth,
+                        spec.priority,
+                        duration_ms=round(timeout * 1000, 3),
+                        error=f"no answer within {timeout}s",
+                    )
                     continue
                 except Exception as exc:
-                    records[spec.name] = SourceRecord(spec.name, "failed", spec.truth, spec.priority,
-                                                      error=f"{type(exc).__name__}: {exc}"[:300])
+                    records[spec.name] = SourceRecord(
+                        spec.name,
+                        "failed",
+                        spec.truth,
+                        spec.priority,
+                        error=f"{type(exc).__name__}: {exc}"[:300],
+                    )
                     continue
                 values[spec.name] = value
                 status: SourceStatus = "skipped" if value is None and spec.name == "knowledge" else "ok"
-                records[spec.name] = SourceRecord(spec.name, status, spec.truth, spec.priority, _count(value), ms)
+                records[spec.name] = SourceRecord(
+                    spec.name, status, spec.truth, spec.priority, _count(value), ms
+                )
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # a stuck source is left behind, not waited for
         return values, records

@@ -31,12 +31,28 @@ def _order_key(at: datetime, message_id: str) -> str:
     return f"{at.astimezone(UTC).strftime('%Y%m%dT%H%M%S.%f')}|{message_id}"
 
 
-def append_message(store: Store, org_id: str, conversation_key: str, message_id: str, *, role: str, text: str,
-                   at: datetime, user_id: str) -> None:
+def append_message(
+    store: Store,
+    org_id: str,
+    conversation_key: str,
+    message_id: str,
+    *,
+    role: str,
+    text: str,
+    at: datetime,
+    user_id: str,
+) -> None:
     """Idempotent append (``set`` on an id derived from the turn)."""
-    store.set(f"{history_path(org_id, conversation_key)}/{message_id}", {
-        "role": role, "text": text[:MAX_STORED_CHARS], "at": at, "user_id": user_id,
-        "seq": _order_key(at, message_id)})
+    store.set(
+        f"{history_path(org_id, conversation_key)}/{message_id}",
+        {
+            "role": role,
+            "text": text[:MAX_STORED_CHARS],
+            "at": at,
+            "user_id": user_id,
+            "seq": _order_key(at, message_id),
+        },
+    )
 
 
 def recent_messages(store: Store, org_id: str, conversation_key: str, limit: int) -> list[dict[str, Any]]:

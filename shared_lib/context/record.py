@@ -12,8 +12,15 @@ from typing import Any
 from shared_lib.context.builder import BuiltContext
 from shared_lib.envelope import ContextSection, UserInfo
 
-CAPS = {"recent_messages": 10, "persons": 30, "tasks": 10, "goals": 5, "teachings": 5, "preferences": 10,
-        "knowledge": 5}
+CAPS = {
+    "recent_messages": 10,
+    "persons": 30,
+    "tasks": 10,
+    "goals": 5,
+    "teachings": 5,
+    "preferences": 10,
+    "knowledge": 5,
+}
 
 
 def _clip(text: Any, n: int) -> str:
@@ -42,23 +49,36 @@ def record(section: ContextSection, built: BuiltContext, *, user_id: str, user_n
     session = dict(v.get("session") or {})
     section.pending_action = session.pop("pending_action", None)
     section.session = session
-    section.recent_messages = [{"role": m.get("role"), "text": _clip(m.get("text"), 200)}
-                               for m in kept(built, "recent_messages")][-CAPS["recent_messages"]:]
+    section.recent_messages = [
+        {"role": m.get("role"), "text": _clip(m.get("text"), 200)} for m in kept(built, "recent_messages")
+    ][-CAPS["recent_messages"] :]
     section.summary = _clip(v.get("summary"), 500) if _shown(built, "summary") else ""
-    section.persons = [{"name": p["name"], "department_id": p.get("department_id")}
-                       for p in kept(built, "persons")[:CAPS["persons"]]]
-    section.tasks = [{**t, "body": _clip(t.get("body"), 120)} for t in kept(built, "tasks")[:CAPS["tasks"]]]
-    section.goals = kept(built, "goals")[:CAPS["goals"]]
-    teachings = [{"content": _clip(t.get("content"), 200), "priority": t.get("priority")}
-                 for t in kept(built, "teachings")[:CAPS["teachings"]]]
+    section.persons = [
+        {"name": p["name"], "department_id": p.get("department_id")}
+        for p in kept(built, "persons")[: CAPS["persons"]]
+    ]
+    section.tasks = [{**t, "body": _clip(t.get("body"), 120)} for t in kept(built, "tasks")[: CAPS["tasks"]]]
+    section.goals = kept(built, "goals")[: CAPS["goals"]]
+    teachings = [
+        {"content": _clip(t.get("content"), 200), "priority": t.get("priority")}
+        for t in kept(built, "teachings")[: CAPS["teachings"]]
+    ]
     if _shown(built, "company_values"):
         teachings.append({"kind": "company_values", "content": _clip(v.get("company_values"), 300)})
     section.teachings = teachings
-    section.preferences = {str(p.get("subject") or f"item{i}"): _clip(p.get("content"), 200)
-                           for i, p in enumerate(kept(built, "preferences")[:CAPS["preferences"]], 1)}
-    section.knowledge = [{"knowledge_id": k.get("knowledge_id"), "title": _clip(k.get("title"), 80),
-                          "snippet": _clip(k.get("snippet"), 200), "score": k.get("score")}
-                         for k in kept(built, "knowledge")[:CAPS["knowledge"]]]
+    section.preferences = {
+        str(p.get("subject") or f"item{i}"): _clip(p.get("content"), 200)
+        for i, p in enumerate(kept(built, "preferences")[: CAPS["preferences"]], 1)
+    }
+    section.knowledge = [
+        {
+            "knowledge_id": k.get("knowledge_id"),
+            "title": _clip(k.get("title"), 80),
+            "snippet": _clip(k.get("snippet"), 200),
+            "score": k.get("score"),
+        }
+        for k in kept(built, "knowledge")[: CAPS["knowledge"]]
+    ]
     section.degraded = list(built.degraded)
     section.rendered = built.rendered
     section.token_estimate = built.fitted.tokens

@@ -42,8 +42,11 @@ def _title(label: str, truth: int | None) -> str:
 
 def _session_lines(session: dict[str, Any], pending: dict[str, Any] | None) -> list[str]:
     lines = [f"セッションモード: {session.get('mode') or 'normal'}"]
-    for key, label in (("last_intent", "直前の意図"), ("last_tool_called", "直前のツール"),
-                       ("last_error", "直前のエラー")):
+    for key, label in (
+        ("last_intent", "直前の意図"),
+        ("last_tool_called", "直前のツール"),
+        ("last_error", "直前のエラー"),
+    ):
         if session.get(key):
             lines.append(f"{label}: {_clip(session[key], 80)}")
     flow = session.get("goal_flow") or {}
@@ -56,46 +59,111 @@ def _session_lines(session: dict[str, Any], pending: dict[str, Any] | None) -> l
     return lines
 
 
-def build_sections(values: dict[str, Any], truths: dict[str, int], *, now: datetime, degraded: list[str],
-                   fallback_user: dict[str, Any]) -> list[Section]:
+def build_sections(
+    values: dict[str, Any],
+    truths: dict[str, int],
+    *,
+    now: datetime,
+    degraded: list[str],
+    fallback_user: dict[str, Any],
+) -> list[Section]:
     v = values
     user = v.get("user") or fallback_user
     sections = [
-        Section("session", _title("現在のセッション", None),
-                _session_lines(v.get("session") or {}, (v.get("session") or {}).get("pending_action")),
-                droppable=False),
-        Section("user", _title("ユーザー情報", truths.get("user")),
-                [f"名前: {user.get('name') or '不明'}", f"権限レベル: {user.get('level') or '不明'}",
-                 f"部署: {user.get('department_id') or '不明'}"], droppable=False),
-        Section("teachings", _title("CEO教え（最優先で従う）", truths.get("teachings")),
-                [f"- {_clip(t['content'])}" for t in v.get("teachings") or []]),
-        Section("company_values", _title("会社の価値観（MVV）", truths.get("company_values")),
-                [_clip(v["company_values"], 600)] if v.get("company_values") else []),
-        Section("persons", _title("社内の人物", truths.get("persons")),
-                [f"- {p['name']}（部署: {p.get('department_id') or '-'}、ID: {p['user_id']}）"
-                 for p in v.get("persons") or []]),
-        Section("tasks", _title("関連タスク", truths.get("tasks")),
-                [f"- {_clip(t['body'], 120)}（期限: {t.get('limit_date') or 'なし'}、状態: {t.get('status')}）"
-                 for t in v.get("tasks") or []]),
-        Section("goals", _title("アクティブな目標", truths.get("goals")),
-                [f"- {_clip(g.get('title') or '（未設定）', 120)}: {g.get('progress', 0)}%"
-                 f"（期限: {g.get('deadline') or '未定'}、{g.get('status')}）" for g in v.get("goals") or []]),
-        Section("recent_messages", _title("直近の会話", truths.get("recent_messages")),
-                [f"- {m.get('role')}: {_clip(m.get('text'))}" for m in v.get("recent_messages") or []],
-                oldest_first=True),
-        Section("summary", _title("会話の要約", truths.get("summary")),
-                [_clip(v["summary"], 800)] if v.get("summary") else []),
-        Section("preferences", _title("ユーザーの嗜好", truths.get("preferences")),
-                [f"- {(p.get('subject') + ': ') if p.get('subject') else ''}{_clip(p.get('content'), 120)}"
-                 for p in v.get("preferences") or []]),
-        Section("knowledge", _title("関連する会社知識", truths.get("knowledge")),
-                [f"- {_clip(k.get('title'), 60)}: {_clip(k.get('snippet'), 240)}" for k in v.get("knowledge") or []]),
-        Section("datetime", _title("現在日時", None),
-                [now.astimezone(JST).strftime("%Y年%m月%d日 %H:%M（日本時間）")], droppable=False),
+        Section(
+            "session",
+            _title("現在のセッション", None),
+            _session_lines(v.get("session") or {}, (v.get("session") or {}).get("pending_action")),
+            droppable=False,
+        ),
+        Section(
+            "user",
+            _title("ユーザー情報", truths.get("user")),
+            [
+                f"名前: {user.get('name') or '不明'}",
+                f"権限レベル: {user.get('level') or '不明'}",
+                f"部署: {user.get('department_id') or '不明'}",
+            ],
+            droppable=False,
+        ),
+        Section(
+            "teachings",
+            _title("CEO教え（最優先で従う）", truths.get("teachings")),
+            [f"- {_clip(t['content'])}" for t in v.get("teachings") or []],
+        ),
+        Section(
+            "company_values",
+            _title("会社の価値観（MVV）", truths.get("company_values")),
+            [_clip(v["company_values"], 600)] if v.get("company_values") else [],
+        ),
+        Section(
+            "persons",
+            _title("社内の人物", truths.get("persons")),
+            [
+                f"- {p['name']}（部署: {p.get('department_id') or '-'}、ID: {p['user_id']}）"
+                for p in v.get("persons") or []
+            ],
+        ),
+        Section(
+            "tasks",
+            _title("関連タスク", truths.get("tasks")),
+            [
+                f"- {_clip(t['body'], 120)}（期限: {t.get('limit_date') or 'なし'}、状態: {t.get('status')}）"
+                for t in v.get("tasks") or []
+            ],
+        ),
+        Section(
+            "goals",
+            _title("アクティブな目標", truths.get("goals")),
+            [
+                f"- {_clip(g.get('title') or '（未設定）', 120)}: {g.get('progress', 0)}%"
+                f"（期限: {g.get('deadline') or '未定'}、{g.get('status')}）"
+                for g in v.get("goals") or []
+            ],
+        ),
+        Section(
+            "recent_messages",
+            _title("直近の会話", truths.get("recent_messages")),
+            [f"- {m.get('role')}: {_clip(m.get('text'))}" for m in v.get("recent_messages") or []],
+            oldest_first=True,
+        ),
+        Section(
+            "summary",
+            _title("会話の要約", truths.get("summary")),
+            [_clip(v["summary"], 800)] if v.get("summary") else [],
+        ),
+        Section(
+            "preferences",
+            _title("ユーザーの嗜好", truths.get("preferences")),
+            [
+                f"- {(p.get('subject') + ': ') if p.get('subject') else ''}{_clip(p.get('content'), 120)}"
+                for p in v.get("preferences") or []
+            ],
+        ),
+        Section(
+            "knowledge",
+            _title("関連する会社知識", truths.get("knowledge")),
+            [
+                f"- {_clip(k.get('title'), 60)}: {_clip(k.get('snippet'), 240)}"
+                for k in v.get("knowledge") or []
+            ],
+        ),
+        Section(
+            "datetime",
+            _title("現在日時", None),
+            [now.astimezone(JST).strftime("%Y年%m月%d日 %H:%M（日本時間）")],
+            droppable=False,
+        ),
     ]
     if degraded:
-        sections.append(Section("notice", _title("注意", None), [
-            f"取得できなかった情報: {'、'.join(degraded)}。推測で補わず、必要なら確認すること。"], droppable=False))
+        sections.append(
+            Section(
+                "notice",
+                _title("注意", None),
+                [f"取得できなかった情報: {'、'.join(degraded)}。推測で補わず、必要なら確認すること。"],
+                droppable=False,
+            )
+        )
     return sections
 
 

@@ -59,8 +59,10 @@ def _user(r: SourceRequest) -> dict[str, Any] | None:
 
 
 def _recent(r: SourceRequest) -> list[dict[str, Any]]:
-    return [{"role": m.get("role"), "text": str(m.get("text", "")), "at": m.get("at")}
-            for m in recent_messages(r.store, r.org_id, r.conversation_key, r.recent_limit)]
+    return [
+        {"role": m.get("role"), "text": str(m.get("text", "")), "at": m.get("at")}
+        for m in recent_messages(r.store, r.org_id, r.conversation_key, r.recent_limit)
+    ]
 
 
 def _summary(r: SourceRequest) -> str:
@@ -68,8 +70,10 @@ def _summary(r: SourceRequest) -> str:
 
 
 def _preferences(r: SourceRequest) -> list[dict[str, Any]]:
-    return [{"subject": d.get("subject"), "content": d.get("content")}
-            for _, d in own_memories(r.store, r.org_id, r.user_id, "preference")[:20]]
+    return [
+        {"subject": d.get("subject"), "content": d.get("content")}
+        for _, d in own_memories(r.store, r.org_id, r.user_id, "preference")[:20]
+    ]
 
 
 def _persons(r: SourceRequest) -> list[dict[str, Any]]:
@@ -81,8 +85,10 @@ def _persons(r: SourceRequest) -> list[dict[str, Any]]:
         same_team = me is not None and p.department_id == me.department_id
         return (0 if named else 1 if same_team else 2, p.name)
 
-    return [{"name": p.name, "user_id": p.user_id, "department_id": p.department_id}
-            for p in sorted((p for p in people if p.user_id != r.user_id), key=relevance)]
+    return [
+        {"name": p.name, "user_id": p.user_id, "department_id": p.department_id}
+        for p in sorted((p for p in people if p.user_id != r.user_id), key=relevance)
+    ]
 
 
 def _tasks(r: SourceRequest) -> list[dict[str, Any]]:
@@ -93,16 +99,27 @@ def _tasks(r: SourceRequest) -> list[dict[str, Any]]:
 
 def _goals(r: SourceRequest) -> list[dict[str, Any]]:
     docs = r.store.query(f"orgs/{r.org_id}/goals", where=[("user_id", "==", r.user_id)], limit=50)
-    goals = [{"goal_id": gid, "title": d.get("title"), "progress": d.get("progress", 0),
-              "deadline": d.get("deadline"), "status": d.get("status")}
-             for gid, d in docs if d.get("status") in ("active", "draft")]
+    goals = [
+        {
+            "goal_id": gid,
+            "title": d.get("title"),
+            "progress": d.get("progress", 0),
+            "deadline": d.get("deadline"),
+            "status": d.get("status"),
+        }
+        for gid, d in docs
+        if d.get("status") in ("active", "draft")
+    ]
     return sorted(goals, key=lambda g: (g["status"] != "active", str(g["deadline"] or "9999")))
 
 
 def _teachings(r: SourceRequest) -> list[dict[str, Any]]:
     docs = r.store.query(f"orgs/{r.org_id}/teachings", where=[("active", "==", True)], limit=50)
-    items = [{"content": d.get("content"), "priority": int(d.get("priority", 0))} for _, d in docs
-             if d.get("content")]
+    items = [
+        {"content": d.get("content"), "priority": int(d.get("priority", 0))}
+        for _, d in docs
+        if d.get("content")
+    ]
     return sorted(items, key=lambda t: -t["priority"])
 
 

@@ -20,6 +20,7 @@ from shared_lib import idempotency
 from shared_lib.envelope import Turn
 from shared_lib.errors import LayerRetry
 from shared_lib.logs import log_event
+from shared_lib.ops.callctx import call_context
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -58,8 +59,12 @@ class LayerRunner:
         rt = self.rt
         turn = Turn.from_message(data, attributes, rt.store)
         self._maybe_fail(turn)
-        path = idempotency.claim_path(turn.org_id, turn.turn_id, self.layer.name, turn.step, shadow=turn.shadow)
-        state = idempotency.acquire(rt.store, path, now=rt.clock(), lease=timedelta(seconds=rt.settings.lease_seconds))
+        path = idempotency.claim_path(
+            turn.org_id, turn.turn_id, self.layer.name, turn.step, shadow=turn.shadow
+        )
+        state = idempotency.acquire(
+            rt.store, path, now=rt.clock(), lease=timedelta(seconds=rt.settings.lease_seconds)
+        )
         if state is idempotency.ClaimState.COMPLETED:
             log_event("duplicate_delivery", turn=turn, layer=self.layer.name)
             return "duplicate"
@@ -77,12 +82,25 @@ class LayerRunner:
     def run(self, turn: Turn) -> Outcome:
         started = self.rt.clock()
         t0 = time.perf_counter()
-        outcome = self.layer.run(turn, self.rt)
+        with call_context(turn, self.layer.name):
+            outcome = self.layer.run(turn, self.rt)
         ms = (time.perf_counter() - t0) * 1000
-        turn.record(self.layer.name, outcome.outcome, reason_code=outcome.reason_code, started=started,
-                    duration_ms=ms, detail=outcome.detail)
-        log_event("layer_done", turn=turn, layer=self.layer.name, outcome=outcome.outcome,
-                  reason_code=outcome.reason_code, duration_ms=round(ms, 2))
+        turn.record(
+            self.layer.name,
+            outcome.outcome,
+            reason_code=outcome.reason_code,
+            started=started,
+            duration_ms=ms,
+            detail=outcome.detail,
+        )
+        log_event(
+            "layer_done",
+            turn=turn,
+            layer=self.layer.name,
+            outcome=outcome.outcome,
+            reason_code=outcome.reason_code,
+            duration_ms=round(ms, 2),
+        )
         return outcome
 
     def forward(self, turn: Turn, outcome: Outcome) -> None:

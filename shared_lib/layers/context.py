@@ -28,9 +28,16 @@ __all__ = ["LAYER", "append_history", "history_path", "run"]
 
 def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -> None:
     """Conversation memory: idempotent append (the id derives from the turn)."""
-    append_message(scoped(rt.store, turn.org_id), turn.org_id, turn.conversation_key,
-                   f"{turn.turn_id}-{turn.step}-{suffix}", role=role, text=text, at=rt.clock(),
-                   user_id=turn.user_id)
+    append_message(
+        scoped(rt.store, turn.org_id),
+        turn.org_id,
+        turn.conversation_key,
+        f"{turn.turn_id}-{turn.step}-{suffix}",
+        role=role,
+        text=text,
+        at=rt.clock(),
+        user_id=turn.user_id,
+    )
 
 
 def builder_for(rt: Runtime) -> ContextBuilder:
@@ -46,23 +53,40 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     turn.flags = flags
     if flag_error:
         turn.add_error(BrainError.of("memory_access_error", f"flags: {flag_error}", layer="context"))
-    built = builder_for(rt).build(ContextInput(
-        store=rt.store, tasks=runtime_task_backend(rt), org_id=turn.org_id, user_id=turn.user_id,
-        room_id=turn.room_id, conversation_key=turn.conversation_key, text=turn.inbound.text, now=rt.clock(),
-        user_name=turn.inbound.user_name))
+    built = builder_for(rt).build(
+        ContextInput(
+            store=rt.store,
+            tasks=runtime_task_backend(rt),
+            org_id=turn.org_id,
+            user_id=turn.user_id,
+            room_id=turn.room_id,
+            conversation_key=turn.conversation_key,
+            text=turn.inbound.text,
+            now=rt.clock(),
+            user_name=turn.inbound.user_name,
+        )
+    )
     record(turn.context, built, user_id=turn.user_id, user_name=turn.inbound.user_name)
     failures = built.failures()
     for failure in failures:
-        turn.add_error(BrainError.of("memory_access_error", f"{failure.name}: {failure.error}", layer="context",
-                                     source=failure.name, reason=failure.status))
+        turn.add_error(
+            BrainError.of(
+                "memory_access_error",
+                f"{failure.name}: {failure.error}",
+                layer="context",
+                source=failure.name,
+                reason=failure.status,
+            )
+        )
     attempted = [r for r in built.records.values() if r.status != "skipped"]
     if failures and len(failures) == len(attempted):
         turn.add_error(BrainError.of("db_connection_error", "every context source failed", layer="context"))
     if turn.step == 0 and not turn.shadow:
         append_history(rt, turn, "user", turn.inbound.text, "in")
     outcome = "degraded" if built.degraded else "ok"
-    return Outcome(outcome, reason_code=f"flags.{flags.reason}",
-                   detail=f"arm={flags.arm} {summary_line(built)}")
+    return Outcome(
+        outcome, reason_code=f"flags.{flags.reason}", detail=f"arm={flags.arm} {summary_line(built)}"
+    )
 
 
 LAYER = Layer("context", "contextualized", run)

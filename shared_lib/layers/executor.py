@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from shared_lib.brain.vault import restore_parameters
 from shared_lib.envelope import ToolResult, Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
@@ -58,32 +59,67 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         sec.skipped_reason = reason
         return Outcome("skipped", reason_code=reason)
     assert turn.proposal.proposal is not None
-    recheck = authorize(turn.proposal.proposal, store=rt.store, org_id=turn.org_id, user_id=turn.user_id,
-                        registry=rt.registry, config=config_for(rt.extras))
+    recheck = authorize(
+        turn.proposal.proposal,
+        store=rt.store,
+        org_id=turn.org_id,
+        user_id=turn.user_id,
+        registry=rt.registry,
+        config=config_for(rt.extras),
+    )
     if recheck.result != "allowed":
         sec.skipped_reason = "authorization_recheck"
         return Outcome("skipped", reason_code=recheck.reason_code)
     engine = executor_for(rt)
     for index, call in enumerate(turn.proposal.proposal.tool_calls):
-        params = dict(call.parameters)
+        # masked values the user really gave are restored here, and only here
+        params = restore_parameters(turn, dict(call.parameters), rt.store)
         if turn.guardian and turn.guardian.action == "modify" and turn.guardian.modified_parameters:
             params.update(turn.guardian.modified_parameters)
         t0 = time.perf_counter()
-        outcome = engine.execute(CallRequest(
-            tool_name=call.tool_name, parameters=params, org_id=turn.org_id, user_id=turn.user_id,
-            room_id=turn.room_id, conversation_key=turn.conversation_key, call_id=call_id(turn, index),
-            dry_run=turn.shadow))
+        outcome = engine.execute(
+            CallRequest(
+                tool_name=call.tool_name,
+                parameters=params,
+                org_id=turn.org_id,
+                user_id=turn.user_id,
+                room_id=turn.room_id,
+                conversation_key=turn.conversation_key,
+                call_id=call_id(turn, index),
+                dry_run=turn.shadow,
+            )
+        )
         if outcome.error_code:
-            turn.add_error(BrainError.of(outcome.error_code, outcome.message, layer="executor",
-                                         tool=call.tool_name, call_index=index, **outcome.details))
-        sec.results.append(ToolResult(
-            tool_name=call.tool_name, call_index=index, ok=outcome.ok, result=outcome.result,
-            error_code=outcome.error_code, receipt_id=outcome.receipt_id, replayed=outcome.replayed,
-            dry_run=turn.shadow, duration_ms=round((time.perf_counter() - t0) * 1000, 3)))
+            turn.add_error(
+                BrainError.of(
+                    outcome.error_code,
+                    outcome.message,
+                    layer="executor",
+                    tool=call.tool_name,
+                    call_index=index,
+                    **outcome.details,
+                )
+            )
+        sec.results.append(
+            ToolResult(
+                tool_name=call.tool_name,
+                call_index=index,
+                ok=outcome.ok,
+                result=outcome.result,
+                error_code=outcome.error_code,
+                receipt_id=outcome.receipt_id,
+                replayed=outcome.replayed,
+                dry_run=turn.shadow,
+                duration_ms=round((time.perf_counter() - t0) * 1000, 3),
+            )
+        )
     ok = all(r.ok for r in sec.results)
     failed = next((r for r in sec.results if not r.ok), None)
-    return Outcome("executed" if ok else "failed", reason_code="ok" if failed is None else failed.error_code or "",
-                   detail=f"calls={len(sec.results)} replayed={sum(r.replayed for r in sec.results)}")
+    return Outcome(
+        "executed" if ok else "failed",
+        reason_code="ok" if failed is None else failed.error_code or "",
+        detail=f"calls={len(sec.results)} replayed={sum(r.replayed for r in sec.results)}",
+    )
 
 
 LAYER = Layer("executor", "executed", run)

@@ -1,7 +1,8 @@
 """Guardian layer: judges the proposal with the decision tree (``shared_lib.policy.guardian``).
 
 The policy is the runtime's (``config_for``) plus the organisation's teachings the
-context builder found. A constitution violation is recorded as a ``constitution_violation``
+context builder found. A violation the brain's constitution enforcer marked ``block``
+(``turn.proposal.violations``) blocks at priority 1 before the tree runs. A constitution violation is recorded as a ``constitution_violation``
 error, which the observer turns into an admin alert (seed 000 §4.7.1: block + alert).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from shared_lib.decisions import Verdict
 from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
@@ -37,7 +39,13 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     proposal = turn.proposal.proposal
     if proposal is None:
         return Outcome("skipped", reason_code="no_proposal")
-    verdict = guardian.evaluate(
+    blocking = next((v for v in turn.proposal.violations if v.action == "block"), None)
+    verdict = (
+        Verdict.block(blocking.code, priority=1, message=f"憲法違反（{blocking.article}）")
+        if blocking
+        else None
+    )
+    verdict = verdict or guardian.evaluate(
         proposal,
         registry=rt.registry,
         now=rt.clock(),

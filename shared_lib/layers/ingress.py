@@ -37,7 +37,9 @@ def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "") -> str | 
     path = dedupe_path(msg)
     now = rt.clock()
     turn = Turn.from_inbound(msg, traceparent=traceparent or new_traceparent())
-    if not rt.store.create(path, {"turn_id": turn.turn_id, "at": now, "expires_at": now.replace(year=now.year + 1)}):
+    if not rt.store.create(
+        path, {"turn_id": turn.turn_id, "at": now, "expires_at": now.replace(year=now.year + 1)}
+    ):
         log_event("webhook_duplicate", layer="ingress", channel=msg.channel, event_id=msg.event_id)
         return None
     try:
@@ -50,18 +52,25 @@ def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "") -> str | 
     return turn.turn_id
 
 
-def handle_http(rt: Runtime, channel: str, method: str, headers: Mapping[str, str], query: Mapping[str, str],
-                body: bytes) -> tuple[int, dict[str, Any]]:
-    from shared_lib.channels.secrets import ChannelSecrets
+def handle_http(
+    rt: Runtime, channel: str, method: str, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
+) -> tuple[int, dict[str, Any]]:
     from shared_lib.channels.base import IngressConfig
+    from shared_lib.channels.secrets import ChannelSecrets
     from shared_lib.channels.webhooks import handle_webhook
 
     cfg = rt.extras.get("ingress_config") or IngressConfig.from_env(os.environ)
     sec = rt.extras.get("channel_secrets") or ChannelSecrets.from_env(os.environ)
     outcome = handle_webhook(channel, method, headers, query, body, secrets=sec, config=cfg, now=rt.clock())
     if outcome.rejection:
-        log_event("webhook_rejected", layer="ingress", severity="WARNING", channel=channel,
-                  status=outcome.status, reason=outcome.rejection)
+        log_event(
+            "webhook_rejected",
+            layer="ingress",
+            severity="WARNING",
+            channel=channel,
+            status=outcome.status,
+            reason=outcome.rejection,
+        )
         return outcome.status, outcome.body
     traceparent = {k.lower(): v for k, v in headers.items()}.get("traceparent", "")
     turn_ids = []

@@ -42,7 +42,8 @@ def _compose(turn: Turn, rt: Runtime) -> tuple[str, str]:
     if isinstance(root, ClarificationProposal):
         options = "\n".join(f"{i}. {o}" for i, o in enumerate(root.options, 1))
         return "clarify", persona.message("clarify", question=root.clarification_question) + (
-            f"\n{options}" if options else "")
+            f"\n{options}" if options else ""
+        )
     if g is not None and g.action == "confirm":
         return "confirm", confirmation.ask_confirmation(turn, rt, root)
     return "reply", integration.integrate(turn, rt)
@@ -68,16 +69,29 @@ def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
         return
     channel = rt.channels.get(turn.channel)
     if channel is None:
-        turn.add_error(BrainError.of("send_error", f"no channel adapter for {turn.channel}", layer="responder"))
+        turn.add_error(
+            BrainError.of("send_error", f"no channel adapter for {turn.channel}", layer="responder")
+        )
         return
-    reply = OutboundReply(channel=turn.channel, org_id=turn.org_id, room_id=turn.room_id,
-                          thread_id=turn.inbound.thread_id, user_id=turn.user_id,
-                          reply_handle=turn.inbound.reply_handle, text=text, idempotency_key=key)
+    reply = OutboundReply(
+        channel=turn.channel,
+        org_id=turn.org_id,
+        room_id=turn.room_id,
+        thread_id=turn.inbound.thread_id,
+        user_id=turn.user_id,
+        reply_handle=turn.inbound.reply_handle,
+        text=text,
+        idempotency_key=key,
+    )
     result = channel.send(reply)
     if not result.ok:
-        turn.add_error(BrainError.of("send_error", result.error or f"status {result.status}", layer="responder"))
+        turn.add_error(
+            BrainError.of("send_error", result.error or f"status {result.status}", layer="responder")
+        )
         raise RuntimeError(f"send failed: {result.error or result.status}")  # redeliver, then dead-letter
-    rt.store.set(path, {"status": "sent", "at": rt.clock(), "provider_message_id": result.provider_message_id})
+    rt.store.set(
+        path, {"status": "sent", "at": rt.clock(), "provider_message_id": result.provider_message_id}
+    )
     res.sent, res.send_receipt = True, key
 
 

@@ -14,25 +14,27 @@ from shared_lib.tools.catalog import Binding, load_registry
 from shared_lib.tools.handlers import goals, memory, org, tasks
 from shared_lib.tools.registry import ToolRegistry
 
-HANDLERS = MappingProxyType({
-    "chatwork_task_create": Binding(tasks.TaskCreateParams, tasks.task_create),
-    "chatwork_task_complete": Binding(tasks.TaskCompleteParams, tasks.task_complete),
-    "chatwork_task_search": Binding(tasks.TaskSearchParams, tasks.task_search),
-    "delete_task": Binding(tasks.DeleteTaskParams, tasks.delete_task),
-    "view_team_tasks": Binding(tasks.ViewTeamTasksParams, tasks.view_team_tasks),
-    "goal_registration": Binding(goals.GoalRegistrationParams, goals.goal_registration),
-    "goal_progress_report": Binding(goals.GoalProgressParams, goals.goal_progress_report),
-    "delete_goal": Binding(goals.DeleteGoalParams, goals.delete_goal),
-    "view_team_goals": Binding(goals.ViewTeamGoalsParams, goals.view_team_goals),
-    "save_memory": Binding(memory.SaveMemoryParams, memory.save_memory),
-    "query_memory": Binding(memory.QueryMemoryParams, memory.query_memory),
-    "delete_memory": Binding(memory.DeleteMemoryParams, memory.delete_memory),
-    "knowledge_search": Binding(memory.KnowledgeSearchParams, memory.knowledge_search),
-    "announce": Binding(org.AnnounceParams, org.announce),
-    "send_to_all": Binding(org.SendToAllParams, org.send_to_all),
-    "view_all_users": Binding(org.ViewAllUsersParams, org.view_all_users),
-    "change_permission": Binding(org.ChangePermissionParams, org.change_permission),
-})
+HANDLERS = MappingProxyType(
+    {
+        "chatwork_task_create": Binding(tasks.TaskCreateParams, tasks.task_create),
+        "chatwork_task_complete": Binding(tasks.TaskCompleteParams, tasks.task_complete),
+        "chatwork_task_search": Binding(tasks.TaskSearchParams, tasks.task_search),
+        "delete_task": Binding(tasks.DeleteTaskParams, tasks.delete_task),
+        "view_team_tasks": Binding(tasks.ViewTeamTasksParams, tasks.view_team_tasks),
+        "goal_registration": Binding(goals.GoalRegistrationParams, goals.goal_registration),
+        "goal_progress_report": Binding(goals.GoalProgressParams, goals.goal_progress_report),
+        "delete_goal": Binding(goals.DeleteGoalParams, goals.delete_goal),
+        "view_team_goals": Binding(goals.ViewTeamGoalsParams, goals.view_team_goals),
+        "save_memory": Binding(memory.SaveMemoryParams, memory.save_memory),
+        "query_memory": Binding(memory.QueryMemoryParams, memory.query_memory),
+        "delete_memory": Binding(memory.DeleteMemoryParams, memory.delete_memory),
+        "knowledge_search": Binding(memory.KnowledgeSearchParams, memory.knowledge_search),
+        "announce": Binding(org.AnnounceParams, org.announce),
+        "send_to_all": Binding(org.SendToAllParams, org.send_to_all),
+        "view_all_users": Binding(org.ViewAllUsersParams, org.view_all_users),
+        "change_permission": Binding(org.ChangePermissionParams, org.change_permission),
+    }
+)
 
 __all__ = ["HANDLERS", "builtin_registry"]
 

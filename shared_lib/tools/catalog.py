@@ -71,11 +71,21 @@ def bind(entry: CapabilityEntry, handlers: Mapping[str, Binding]) -> ToolSpec:
     binding = handlers.get(entry.handler)
     if binding is None:
         raise ConfigError(f"tool {entry.name!r}: no handler {entry.handler!r} is registered")
-    return ToolSpec(name=entry.name, description=entry.description, examples=tuple(entry.trigger_examples),
-                    params=binding.params, handler=binding.handler, min_level=entry.min_level,
-                    danger=entry.danger, danger_action=entry.danger_action,
-                    requires_confirmation=entry.requires_confirmation, enabled=entry.enabled,
-                    keywords=tuple(entry.keywords), timeout_seconds=entry.timeout_seconds, effect=entry.effect)
+    return ToolSpec(
+        name=entry.name,
+        description=entry.description,
+        examples=tuple(entry.trigger_examples),
+        params=binding.params,
+        handler=binding.handler,
+        min_level=entry.min_level,
+        danger=entry.danger,
+        danger_action=entry.danger_action,
+        requires_confirmation=entry.requires_confirmation,
+        enabled=entry.enabled,
+        keywords=tuple(entry.keywords),
+        timeout_seconds=entry.timeout_seconds,
+        effect=entry.effect,
+    )
 
 
 def load_registry(handlers: Mapping[str, Binding], path: Path | None = None) -> ToolRegistry:

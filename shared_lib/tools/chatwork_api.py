@@ -29,8 +29,14 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 class ChatWorkAPIError(TaskBackendError):
-    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None,
-                 ambiguous: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        ambiguous: bool = False,
+    ) -> None:
         super().__init__(message, status=status)
         self.retry_after = retry_after
         self.ambiguous = ambiguous  # the request may have taken effect
@@ -55,12 +61,24 @@ def _retry_after(resp: httpx.Response, now: float) -> float | None:
 
 
 class ChatWorkClient:
-    def __init__(self, base_url: str, token: str, *, timeout: float = 10.0, max_attempts: int = 4,
-                 max_wait: float = 30.0, sleep: Callable[[float], None] = time.sleep,
-                 transport: httpx.BaseTransport | None = None, wall_clock: Callable[[], float] = time.time) -> None:
-        self._http = httpx.Client(base_url=base_url.rstrip("/") + "/", transport=transport,
-                                  timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
-                                  headers={"X-ChatWorkToken": token, "Accept": "application/json"})
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 10.0,
+        max_attempts: int = 4,
+        max_wait: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/") + "/",
+            transport=transport,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+            headers={"X-ChatWorkToken": token, "Accept": "application/json"},
+        )
         self._max_attempts = max_attempts
         self._max_wait = max_wait
         self._sleep = sleep
@@ -71,14 +89,23 @@ class ChatWorkClient:
         self._http.close()
 
     # -- the three calls -----------------------------------------------------------------
-    def list_tasks(self, room_id: str, *, account_id: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+    def list_tasks(
+        self, room_id: str, *, account_id: str | None = None, status: str | None = None
+    ) -> list[dict[str, Any]]:
         params = {k: v for k, v in (("account_id", account_id), ("status", status)) if v}
         data = self._call("GET", f"rooms/{room_id}/tasks", params=params)
         return list(data) if isinstance(data, list) else []
 
-    def create_task(self, room_id: str, *, body: str, to_ids: list[str], limit: int | None = None,
-                    limit_type: str = "none",
-                    recheck: Callable[[], list[str] | None] | None = None) -> list[str]:
+    def create_task(
+        self,
+        room_id: str,
+        *,
+        body: str,
+        to_ids: list[str],
+        limit: int | None = None,
+        limit_type: str = "none",
+        recheck: Callable[[], list[str] | None] | None = None,
+    ) -> list[str]:
         form = {"body": body, "to_ids": ",".join(to_ids), "limit_type": limit_type}
         if limit is not None:
             form["limit"] = str(limit)
@@ -94,12 +121,23 @@ class ChatWorkClient:
         self._call("PUT", f"rooms/{room_id}/tasks/{task_id}/status", data={"body": "done"})
 
     # -- transport and retries -----------------------------------------------------------
-    def _call(self, method: str, path: str, *, params: dict[str, str] | None = None,
-              data: dict[str, str] | None = None, recheck: Callable[[], Any] | None = None) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        data: dict[str, str] | None = None,
+        recheck: Callable[[], Any] | None = None,
+    ) -> Any:
         last: dict[str, ChatWorkAPIError | None] = {"error": None}
-        retrying = Retrying(stop=stop_after_attempt(self._max_attempts), wait=self._wait, sleep=self._sleep,
-                            retry=retry_if_exception(lambda e: isinstance(e, ChatWorkAPIError) and e.retryable),
-                            reraise=True)
+        retrying = Retrying(
+            stop=stop_after_attempt(self._max_attempts),
+            wait=self._wait,
+            sleep=self._sleep,
+            retry=retry_if_exception(lambda e: isinstance(e, ChatWorkAPIError) and e.retryable),
+            reraise=True,
+        )
         for attempt in retrying:
             with attempt:
                 previous = last["error"]
@@ -120,7 +158,9 @@ class ChatWorkClient:
             return min(exc.retry_after, self._max_wait)
         return float(self._backoff(state))
 
-    def _send(self, method: str, path: str, params: dict[str, str] | None, data: dict[str, str] | None) -> Any:
+    def _send(
+        self, method: str, path: str, params: dict[str, str] | None, data: dict[str, str] | None
+    ) -> Any:
         try:
             resp = self._http.request(method, path, params=params, data=data)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # never reached ChatWork
@@ -130,9 +170,12 @@ class ChatWorkClient:
         if resp.status_code == 204:
             return None
         if resp.status_code >= 400:
-            raise ChatWorkAPIError(f"{method} {path}: HTTP {resp.status_code} {resp.text[:200]}",
-                                   status=resp.status_code, retry_after=_retry_after(resp, self._wall_clock()),
-                                   ambiguous=resp.status_code >= 500)
+            raise ChatWorkAPIError(
+                f"{method} {path}: HTTP {resp.status_code} {resp.text[:200]}",
+                status=resp.status_code,
+                retry_after=_retry_after(resp, self._wall_clock()),
+                ambiguous=resp.status_code >= 500,
+            )
         try:
             return resp.json()
         except ValueError as exc:

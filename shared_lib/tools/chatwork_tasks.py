@@ -43,13 +43,18 @@ def task_from_api(room_id: str, item: dict[str, Any]) -> Task:
     limit = int(item.get("limit_time") or 0)
     limit_type = item.get("limit_type", "date" if limit else "none")
     local = datetime.fromtimestamp(limit, JST) if limit else None
-    return Task(task_id=str(item.get("task_id")), body=body, marker=marker, room_id=room_id,
-                assignee_id=str(account.get("account_id")) if account.get("account_id") is not None else None,
-                assignee_name=account.get("name"),
-                created_by=str(by.get("account_id")) if by.get("account_id") is not None else None,
-                limit_date=local.date().isoformat() if local and limit_type != "none" else None,
-                limit_time=local.strftime("%H:%M") if local and limit_type == "time" else None,
-                status="done" if item.get("status") == "done" else "open")
+    return Task(
+        task_id=str(item.get("task_id")),
+        body=body,
+        marker=marker,
+        room_id=room_id,
+        assignee_id=str(account.get("account_id")) if account.get("account_id") is not None else None,
+        assignee_name=account.get("name"),
+        created_by=str(by.get("account_id")) if by.get("account_id") is not None else None,
+        limit_date=local.date().isoformat() if local and limit_type != "none" else None,
+        limit_time=local.strftime("%H:%M") if local and limit_type == "time" else None,
+        status="done" if item.get("status") == "done" else "open",
+    )
 
 
 class ChatWorkTaskBackend:
@@ -69,7 +74,9 @@ class ChatWorkTaskBackend:
                 return task
         return None
 
-    def create(self, org_id: str, draft: TaskDraft, *, txn: Transaction | None, recover: bool = False) -> Task:
+    def create(
+        self, org_id: str, draft: TaskDraft, *, txn: Transaction | None, recover: bool = False
+    ) -> Task:
         if recover and (found := self._find(draft.room_id, draft.marker)) is not None:
             return found
 
@@ -78,19 +85,41 @@ class ChatWorkTaskBackend:
             return [again.task_id] if again else None
 
         limit, limit_type = _limit(draft)
-        ids = self._client.create_task(draft.room_id, body=body_with_marker(draft.body, draft.marker),
-                                       to_ids=[draft.assignee_id], limit=limit, limit_type=limit_type,
-                                       recheck=recheck)
-        return Task(task_id=ids[0], body=draft.body, assignee_id=draft.assignee_id,
-                    assignee_name=draft.assignee_name, limit_date=draft.limit_date, limit_time=draft.limit_time,
-                    room_id=draft.room_id, created_by=draft.created_by, marker=draft.marker)
+        ids = self._client.create_task(
+            draft.room_id,
+            body=body_with_marker(draft.body, draft.marker),
+            to_ids=[draft.assignee_id],
+            limit=limit,
+            limit_type=limit_type,
+            recheck=recheck,
+        )
+        return Task(
+            task_id=ids[0],
+            body=draft.body,
+            assignee_id=draft.assignee_id,
+            assignee_name=draft.assignee_name,
+            limit_date=draft.limit_date,
+            limit_time=draft.limit_time,
+            room_id=draft.room_id,
+            created_by=draft.created_by,
+            marker=draft.marker,
+        )
 
-    def list(self, org_id: str, *, room_id: str | None = None, assignee_ids: Sequence[str] | None = None,
-             status: StatusFilter = "open", limit: int = 50) -> list[Task]:
+    def list(
+        self,
+        org_id: str,
+        *,
+        room_id: str | None = None,
+        assignee_ids: Sequence[str] | None = None,
+        status: StatusFilter = "open",
+        limit: int = 50,
+    ) -> list[Task]:
         if not room_id:
             return []  # ChatWork lists tasks per room only
         account = assignee_ids[0] if assignee_ids is not None and len(assignee_ids) == 1 else None
-        items = self._client.list_tasks(room_id, account_id=account, status=None if status == "all" else status)
+        items = self._client.list_tasks(
+            room_id, account_id=account, status=None if status == "all" else status
+        )
         wanted = set(assignee_ids) if assignee_ids is not None else None
         tasks = [task_from_api(room_id, item) for item in items]
         tasks = [t for t in tasks if wanted is None or t.assignee_id in wanted]

@@ -25,14 +25,26 @@ from shared_lib.tools.registry import Danger, ToolRegistry, ToolSpec
 
 # seed 000 §6.4.4 (Authorization Gate): tools not listed need level 2
 SEED_REQUIRED_LEVELS: dict[str, int] = {
-    "chatwork_task_create": 1, "chatwork_task_complete": 1, "chatwork_task_search": 1, "save_memory": 1,
-    "query_memory": 1, "goal_registration": 2, "goal_progress_report": 2, "view_team_tasks": 3,
-    "view_team_goals": 3, "view_all_users": 5, "view_salary_info": 6, "change_permission": 6,
+    "chatwork_task_create": 1,
+    "chatwork_task_complete": 1,
+    "chatwork_task_search": 1,
+    "save_memory": 1,
+    "query_memory": 1,
+    "goal_registration": 2,
+    "goal_progress_report": 2,
+    "view_team_tasks": 3,
+    "view_team_goals": 3,
+    "view_all_users": 5,
+    "view_salary_info": 6,
+    "change_permission": 6,
 }
 # seed 000 §5.3 (Guardian) DANGEROUS_OPERATIONS: (risk, action)
 SEED_DANGEROUS_OPERATIONS: dict[str, tuple[Danger, str]] = {
-    "send_to_all": ("high", "confirm"), "delete_task": ("medium", "confirm"), "delete_goal": ("medium", "confirm"),
-    "delete_memory": ("high", "confirm"), "change_permission": ("high", "block"),
+    "send_to_all": ("high", "confirm"),
+    "delete_task": ("medium", "confirm"),
+    "delete_goal": ("medium", "confirm"),
+    "delete_memory": ("high", "confirm"),
+    "change_permission": ("high", "block"),
     "send_confidential": ("critical", "block"),
 }
 MIN_EXAMPLES, MAX_EXAMPLES = 3, 5
@@ -69,28 +81,47 @@ def spec_problems(spec: ToolSpec) -> list[Problem]:
             out.append(Problem(spec.name, code, detail))
 
     need(bool(spec.description.strip()), "description.missing", "no description")
-    need(MIN_EXAMPLES <= len(spec.examples) <= MAX_EXAMPLES, "examples.count",
-         f"{len(spec.examples)} trigger examples (need {MIN_EXAMPLES}–{MAX_EXAMPLES})")
+    need(
+        MIN_EXAMPLES <= len(spec.examples) <= MAX_EXAMPLES,
+        "examples.count",
+        f"{len(spec.examples)} trigger examples (need {MIN_EXAMPLES}–{MAX_EXAMPLES})",
+    )
     need(all(e.strip() for e in spec.examples), "examples.empty", "an empty trigger example")
-    need(isinstance(spec.min_level, int) and 1 <= spec.min_level <= 6, "level.missing",
-         f"minimum level {spec.min_level!r} is not 1–6")
-    need(spec.danger in DANGERS, "danger.missing", f"danger class {spec.danger!r} is not one of {sorted(DANGERS)}")
+    need(
+        isinstance(spec.min_level, int) and 1 <= spec.min_level <= 6,
+        "level.missing",
+        f"minimum level {spec.min_level!r} is not 1–6",
+    )
+    need(
+        spec.danger in DANGERS,
+        "danger.missing",
+        f"danger class {spec.danger!r} is not one of {sorted(DANGERS)}",
+    )
     need(callable(spec.handler), "handler.missing", "no callable handler")
     need(bool(spec.keywords), "keywords.missing", "no keywords for the legacy brain")
     need(spec.timeout_seconds > 0, "timeout.invalid", "timeout must be positive")
-    need(spec.danger_action != "confirm" or spec.requires_confirmation, "confirmation.inconsistent",
-         "danger action 'confirm' but requires_confirmation is false")
+    need(
+        spec.danger_action != "confirm" or spec.requires_confirmation,
+        "confirmation.inconsistent",
+        "danger action 'confirm' but requires_confirmation is false",
+    )
     if spec.params is not None:
         out += _params_problems(spec)
     else:
         out.append(Problem(spec.name, "params.missing", "no parameter model"))
     if spec.name in SEED_REQUIRED_LEVELS:
-        need(spec.min_level == SEED_REQUIRED_LEVELS[spec.name], "level.seed_mismatch",
-             f"level {spec.min_level} but seed §6.4.4 says {SEED_REQUIRED_LEVELS[spec.name]}")
+        need(
+            spec.min_level == SEED_REQUIRED_LEVELS[spec.name],
+            "level.seed_mismatch",
+            f"level {spec.min_level} but seed §6.4.4 says {SEED_REQUIRED_LEVELS[spec.name]}",
+        )
     if spec.name in SEED_DANGEROUS_OPERATIONS:
         risk, action = SEED_DANGEROUS_OPERATIONS[spec.name]
-        need((spec.danger, spec.danger_action) == (risk, action), "danger.seed_mismatch",
-             f"{spec.danger}/{spec.danger_action} but DANGEROUS_OPERATIONS says {risk}/{action}")
+        need(
+            (spec.danger, spec.danger_action) == (risk, action),
+            "danger.seed_mismatch",
+            f"{spec.danger}/{spec.danger_action} but DANGEROUS_OPERATIONS says {risk}/{action}",
+        )
     return out
 
 

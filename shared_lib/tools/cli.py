@@ -1,8 +1,8 @@
 """``charter tools``: what the brain is offered and what the charter requires of it.
 
-    charter tools list [--json]   every tool: its Anthropic definition (name, description,
-                                  input_schema), minimum level, danger class, enabled flag
-    charter tools check           the seed §7.1b tool addition checklist (exit 1 on problems)
+charter tools list [--json]   every tool: its Anthropic definition (name, description,
+                              input_schema), minimum level, danger class, enabled flag
+charter tools check           the seed §7.1b tool addition checklist (exit 1 on problems)
 """
 
 from __future__ import annotations
@@ -23,10 +23,19 @@ def tool_rows(registry: ToolRegistry) -> list[dict[str, Any]]:
     rows = []
     for spec in registry:
         definition = tool_definition(spec)
-        rows.append({**definition, "min_level": spec.min_level, "danger": spec.danger,
-                     "danger_action": spec.danger_action, "requires_confirmation": spec.requires_confirmation,
-                     "enabled": spec.enabled, "effect": spec.effect_kind, "timeout_seconds": spec.timeout_seconds,
-                     "schema_valid": not validate_input_schema(definition["input_schema"])})
+        rows.append(
+            {
+                **definition,
+                "min_level": spec.min_level,
+                "danger": spec.danger,
+                "danger_action": spec.danger_action,
+                "requires_confirmation": spec.requires_confirmation,
+                "enabled": spec.enabled,
+                "effect": spec.effect_kind,
+                "timeout_seconds": spec.timeout_seconds,
+                "schema_valid": not validate_input_schema(definition["input_schema"]),
+            }
+        )
     return rows
 
 
@@ -34,9 +43,11 @@ def _text(rows: list[dict[str, Any]]) -> str:
     out = []
     for r in rows:
         action = f"/{r['danger_action']}" if r["danger_action"] else ""
-        out.append(f"{r['name']}  level>={r['min_level']}  danger={r['danger']}{action}  "
-                   f"enabled={'yes' if r['enabled'] else 'no'}  confirm={'yes' if r['requires_confirmation'] else 'no'}  "
-                   f"effect={r['effect']}")
+        out.append(
+            f"{r['name']}  level>={r['min_level']}  danger={r['danger']}{action}  "
+            f"enabled={'yes' if r['enabled'] else 'no'}  confirm={'yes' if r['requires_confirmation'] else 'no'}  "
+            f"effect={r['effect']}"
+        )
         out += [f"    {line}" for line in r["description"].splitlines()]
         schema = json.dumps(r["input_schema"], ensure_ascii=False, indent=2)
         out += ["    input_schema:"] + [f"      {line}" for line in schema.splitlines()]

@@ -32,8 +32,14 @@ from shared_lib.tools.registry import ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
 JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
-_PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
-                                          "boolean": (bool,), "array": (list,), "object": (dict,)}
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
 
 
 @dataclass(frozen=True)
@@ -147,7 +153,9 @@ def tool_definition(spec: ToolSpec, config: ToolConversionConfig | None = None) 
     return {"name": spec.name, "description": describe(spec, cfg), "input_schema": input_schema(spec.params)}
 
 
-def anthropic_tool_definitions(registry: ToolRegistry, config: ToolConversionConfig | None = None) -> list[dict[str, Any]]:
+def anthropic_tool_definitions(
+    registry: ToolRegistry, config: ToolConversionConfig | None = None
+) -> list[dict[str, Any]]:
     """Every enabled tool as an Anthropic tool definition; invalid schemas are left out (logged)."""
     cfg = config or ToolConversionConfig()
     tools = []

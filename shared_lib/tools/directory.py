@@ -17,7 +17,20 @@ from pydantic import BaseModel, ConfigDict
 from shared_lib.ports import Store
 from shared_lib.tools.registry import ToolInputError
 
-SELF_WORDS = ("俺", "自分", "私", "僕", "わたし", "わたくし", "あたし", "おれ", "ぼく", "me", "myself", "sender")
+SELF_WORDS = (
+    "俺",
+    "自分",
+    "私",
+    "僕",
+    "わたし",
+    "わたくし",
+    "あたし",
+    "おれ",
+    "ぼく",
+    "me",
+    "myself",
+    "sender",
+)
 _HONORIFICS = ("さん", "くん", "君", "ちゃん", "様", "さま", "氏", "殿")
 MAX_DEPARTMENT_DEPTH = 20
 
@@ -43,7 +56,9 @@ def get_person(store: Store, org_id: str, user_id: str) -> Person | None:
 
 
 def list_people(store: Store, org_id: str) -> list[Person]:
-    return [Person.model_validate({**doc, "user_id": uid}) for uid, doc in store.query(f"orgs/{org_id}/users")]
+    return [
+        Person.model_validate({**doc, "user_id": uid}) for uid, doc in store.query(f"orgs/{org_id}/users")
+    ]
 
 
 def clean_name(name: str) -> str:
@@ -64,8 +79,9 @@ def is_self(name: str) -> bool:
     return clean_name(name).lower() in SELF_WORDS
 
 
-def resolve_person(store: Store, org_id: str, name: str, *, sender_id: str,
-                   field: str = "assignee_name") -> Person:
+def resolve_person(
+    store: Store, org_id: str, name: str, *, sender_id: str, field: str = "assignee_name"
+) -> Person:
     """Resolve a name the user gave to exactly one person; ambiguity is an error with options."""
     cleaned = clean_name(name)
     if cleaned.lower() in SELF_WORDS:
@@ -82,15 +98,20 @@ def resolve_person(store: Store, org_id: str, name: str, *, sender_id: str,
     if not found:
         raise ToolInputError(f"「{cleaned}」さんが見つかりません", field=field)
     if len(found) > 1:
-        raise ToolInputError(f"「{cleaned}」さんが{len(found)}人います。どなたですか？", field=field,
-                             options=_labels(sorted(found, key=lambda p: (p.name, p.department_id or ""))))
+        raise ToolInputError(
+            f"「{cleaned}」さんが{len(found)}人います。どなたですか？",
+            field=field,
+            options=_labels(sorted(found, key=lambda p: (p.name, p.department_id or ""))),
+        )
     return found[0]
 
 
 def _labels(people: list[Person]) -> list[str]:
     """Names to choose from; namesakes (同姓同名) are told apart by department."""
     names = [p.name for p in people]
-    return [p.name if names.count(p.name) == 1 else f"{p.name}（{p.department_id or p.user_id}）" for p in people]
+    return [
+        p.name if names.count(p.name) == 1 else f"{p.name}（{p.department_id or p.user_id}）" for p in people
+    ]
 
 
 def department_exists(store: Store, org_id: str, department_id: str) -> bool:
@@ -114,8 +135,9 @@ def department_members(store: Store, org_id: str, department_id: str) -> list[Pe
     return [p for p in list_people(store, org_id) if p.department_id in tree]
 
 
-def seed_directory(store: Store, org_id: str, people: list[dict[str, Any]],
-                   departments: dict[str, str | None]) -> None:
+def seed_directory(
+    store: Store, org_id: str, people: list[dict[str, Any]], departments: dict[str, str | None]
+) -> None:
     """Write a directory (demo, tests, local stack)."""
     for dept_id, parent in departments.items():
         store.set(f"orgs/{org_id}/departments/{dept_id}", {"parent": parent})

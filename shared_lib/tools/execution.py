@@ -79,7 +79,9 @@ class CallOutcome:
     replayed: bool = False
 
     @classmethod
-    def failed(cls, code: str, message: str, result: dict[str, Any] | None = None, **details: Any) -> CallOutcome:
+    def failed(
+        cls, code: str, message: str, result: dict[str, Any] | None = None, **details: Any
+    ) -> CallOutcome:
         return cls(ok=False, result=result or {}, error_code=code, message=message, details=details)
 
 
@@ -107,8 +109,9 @@ def _pydantic_detail(exc: ValidationError) -> list[str]:
 class ToolExecutor:
     """Runs calls against a registry, a store and a task backend, each effect exactly once."""
 
-    def __init__(self, store: Store, registry: ToolRegistry, *, tasks: TaskBackend,
-                 clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, store: Store, registry: ToolRegistry, *, tasks: TaskBackend, clock: Callable[[], datetime]
+    ) -> None:
         self.store = store
         self.registry = registry
         self.tasks = tasks
@@ -122,38 +125,68 @@ class ToolExecutor:
             params = spec.params.model_validate(req.parameters)
         except ValidationError as exc:
             fields = _pydantic_detail(exc)
-            return CallOutcome.failed("validation_error", "; ".join(fields),
-                                      {"detail": "パラメータが正しくありません", "fields": fields})
+            return CallOutcome.failed(
+                "validation_error",
+                "; ".join(fields),
+                {"detail": "パラメータが正しくありません", "fields": fields},
+            )
         try:
             return self._run(spec, params, req)
         except ToolInputError as exc:
-            return CallOutcome.failed("validation_error", str(exc), {
-                "detail": str(exc), "field": exc.field, "options": exc.options,
-                "clarification": exc.is_clarification}, field=exc.field, options=exc.options)
+            return CallOutcome.failed(
+                "validation_error",
+                str(exc),
+                {
+                    "detail": str(exc),
+                    "field": exc.field,
+                    "options": exc.options,
+                    "clarification": exc.is_clarification,
+                },
+                field=exc.field,
+                options=exc.options,
+            )
         except (StoreUnavailable, LayerRetry):
             raise
         except CrossOrgAccess as exc:
-            return CallOutcome.failed("access_control_error", str(exc), {"detail": "アクセスできないデータです"})
+            return CallOutcome.failed(
+                "access_control_error", str(exc), {"detail": "アクセスできないデータです"}
+            )
         except TaskOperationUnsupported as exc:
             return CallOutcome.failed("handler_not_found", str(exc), {"detail": str(exc)})
         except TaskBackendError as exc:
-            return CallOutcome.failed("external_api_error", str(exc), {"detail": "外部サービスの呼び出しに失敗しました"},
-                                      status=exc.status)
+            return CallOutcome.failed(
+                "external_api_error",
+                str(exc),
+                {"detail": "外部サービスの呼び出しに失敗しました"},
+                status=exc.status,
+            )
         except ToolTimeout as exc:
             return CallOutcome.failed("tool_timeout", f"{spec.name}: {exc}", {"detail": "時間切れです"})
         except WriteRefused as exc:
-            return CallOutcome.failed("execution_error", f"{spec.name} wrote outside its transaction: {exc}",
-                                      {"detail": "実行エラー"})
+            return CallOutcome.failed(
+                "execution_error",
+                f"{spec.name} wrote outside its transaction: {exc}",
+                {"detail": "実行エラー"},
+            )
         except Exception as exc:
-            return CallOutcome.failed("execution_error", f"{type(exc).__name__}: {exc}", {"detail": "実行エラー"})
+            return CallOutcome.failed(
+                "execution_error", f"{type(exc).__name__}: {exc}", {"detail": "実行エラー"}
+            )
 
     # -- the three paths ------------------------------------------------------------------
     def _context(self, req: CallRequest, store: Store, now: datetime) -> ToolContext:
         tasks = self.tasks.with_store(store)
-        return ToolContext(store=store, org_id=req.org_id, user_id=req.user_id, room_id=req.room_id,
-                           turn_id=req.call_id, now=now, dry_run=req.dry_run,
-                           conversation_key=req.conversation_key,
-                           tasks=DryRunTaskBackend(tasks) if req.dry_run else tasks)
+        return ToolContext(
+            store=store,
+            org_id=req.org_id,
+            user_id=req.user_id,
+            room_id=req.room_id,
+            turn_id=req.call_id,
+            now=now,
+            dry_run=req.dry_run,
+            conversation_key=req.conversation_key,
+            tasks=DryRunTaskBackend(tasks) if req.dry_run else tasks,
+        )
 
     def _run(self, spec: ToolSpec, params: BaseModel, req: CallRequest) -> CallOutcome:
         # Handlers read through a read-only view: their only way to write is the transaction
@@ -171,8 +204,9 @@ class ToolExecutor:
     def _receipt(self, spec: ToolSpec, now: datetime, **fields: Any) -> dict[str, Any]:
         return {"tool": spec.name, "at": now, "expires_at": now + RECEIPT_TTL, **fields}
 
-    def _transactional(self, spec: ToolSpec, params: BaseModel, req: CallRequest, ctx: ToolContext,
-                       writable: Store) -> CallOutcome:
+    def _transactional(
+        self, spec: ToolSpec, params: BaseModel, req: CallRequest, ctx: ToolContext, writable: Store
+    ) -> CallOutcome:
         path = receipt_path(req.org_id, req.call_id)
         abandoned = threading.Event()
 
@@ -190,15 +224,17 @@ class ToolExecutor:
                 txn.set(path, doc)
             return data, False
 
-        data, replayed = run_with_timeout(lambda: writable.run_transaction(body), spec.timeout_seconds,
-                                          abandoned.set)
+        data, replayed = run_with_timeout(
+            lambda: writable.run_transaction(body), spec.timeout_seconds, abandoned.set
+        )
         return CallOutcome(ok=True, result=data, receipt_id=req.call_id, replayed=replayed)
 
     def _lease(self, spec: ToolSpec) -> timedelta:
         return timedelta(seconds=spec.timeout_seconds * 2 + 5)
 
-    def _external(self, spec: ToolSpec, params: BaseModel, req: CallRequest, ctx: ToolContext,
-                  writable: Store) -> CallOutcome:
+    def _external(
+        self, spec: ToolSpec, params: BaseModel, req: CallRequest, ctx: ToolContext, writable: Store
+    ) -> CallOutcome:
         path = receipt_path(req.org_id, req.call_id)
         now = ctx.now
         request = params.model_dump(mode="json")
@@ -206,22 +242,39 @@ class ToolExecutor:
         def claim(txn: Transaction) -> tuple[str, dict[str, Any] | None]:
             stored = txn.get(path)
             if stored is None:
-                txn.create(path, self._receipt(spec, now, status="in_progress", attempts=1, request=request,
-                                               lease_until=now + self._lease(spec)))
+                txn.create(
+                    path,
+                    self._receipt(
+                        spec,
+                        now,
+                        status="in_progress",
+                        attempts=1,
+                        request=request,
+                        lease_until=now + self._lease(spec),
+                    ),
+                )
                 return "fresh", None
             if stored.get("status") == "done":
                 return "done", stored
             lease = stored.get("lease_until")
             if stored.get("status") == "in_progress" and isinstance(lease, datetime) and lease > now:
                 return "busy", stored
-            txn.set(path, {**stored, "status": "in_progress", "attempts": int(stored.get("attempts", 0)) + 1,
-                           "lease_until": now + self._lease(spec)})
+            txn.set(
+                path,
+                {
+                    **stored,
+                    "status": "in_progress",
+                    "attempts": int(stored.get("attempts", 0)) + 1,
+                    "lease_until": now + self._lease(spec),
+                },
+            )
             return "recover", stored
 
         state, stored = writable.run_transaction(claim)
         if state == "done" and stored is not None:
-            return CallOutcome(ok=True, result=dict(stored.get("result") or {}), receipt_id=req.call_id,
-                               replayed=True)
+            return CallOutcome(
+                ok=True, result=dict(stored.get("result") or {}), receipt_id=req.call_id, replayed=True
+            )
         if state == "busy":
             raise LayerRetry(f"{spec.name}: call {req.call_id} is in progress elsewhere")
         run_ctx = dataclasses.replace(ctx, recovering=state == "recover")

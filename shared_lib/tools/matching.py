@@ -17,9 +17,36 @@ from collections.abc import Iterable
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff66-\uff9f々ー]+")
 _WORD = re.compile(r"[a-z0-9]{2,}")
 # particles and filler that say nothing about *which* thing is meant
-_STOP = {"タスク", "して", "した", "する", "について", "こと", "もの", "さっき", "完了", "削除", "教えて",
-         "覚えて", "ください", "お願い"}
-_STOP_BIGRAMS = {"して", "した", "する", "ます", "です", "ない", "こと", "もの", "てく", "くだ", "ださ", "さい"}
+_STOP = {
+    "タスク",
+    "して",
+    "した",
+    "する",
+    "について",
+    "こと",
+    "もの",
+    "さっき",
+    "完了",
+    "削除",
+    "教えて",
+    "覚えて",
+    "ください",
+    "お願い",
+}
+_STOP_BIGRAMS = {
+    "して",
+    "した",
+    "する",
+    "ます",
+    "です",
+    "ない",
+    "こと",
+    "もの",
+    "てく",
+    "くだ",
+    "ださ",
+    "さい",
+}
 
 
 def _norm(text: str) -> str:
@@ -34,7 +61,7 @@ def terms(query: str) -> set[str]:
     for run in _CJK_RUN.findall(text):
         if len(run) == 1:
             continue
-        out |= {run[i:i + 2] for i in range(len(run) - 1)} - _STOP_BIGRAMS
+        out |= {run[i : i + 2] for i in range(len(run) - 1)} - _STOP_BIGRAMS
     return out
 
 

@@ -30,8 +30,21 @@ WEEKDAYS = "月火水木金土日"
 # Ids the LLM may pass (task, goal, memory, user, department): never a path.
 DocId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_\-]+$")]
 
-_RELATIVE = {"今日": 0, "本日": 0, "きょう": 0, "today": 0, "明日": 1, "あした": 1, "あす": 1, "tomorrow": 1,
-             "明後日": 2, "あさって": 2, "明々後日": 3, "明明後日": 3, "しあさって": 3}
+_RELATIVE = {
+    "今日": 0,
+    "本日": 0,
+    "きょう": 0,
+    "today": 0,
+    "明日": 1,
+    "あした": 1,
+    "あす": 1,
+    "tomorrow": 1,
+    "明後日": 2,
+    "あさって": 2,
+    "明々後日": 3,
+    "明明後日": 3,
+    "しあさって": 3,
+}
 _SUFFIXES = ("までに", "まで", "中に", "中", "に")
 _WEEKDAY_NOTE = re.compile(r"[（(][月火水木金土日](曜日?)?[)）]")
 
@@ -90,7 +103,11 @@ def _explicit(text: str, today: date, field: str) -> date | None:
     if m := re.fullmatch(r"(\d{1,2})[/月](\d{1,2})日?", text):
         candidate = _checked(today.year, int(m.group(1)), int(m.group(2)), field)
         # a month/day without a year that has passed means next year's
-        return candidate if candidate >= today else _checked(today.year + 1, candidate.month, candidate.day, field)
+        return (
+            candidate
+            if candidate >= today
+            else _checked(today.year + 1, candidate.month, candidate.day, field)
+        )
     if m := re.fullmatch(r"(今月|来月)?(\d{1,2})日", text):
         year, month = today.year, today.month
         if m.group(1) == "来月" or (m.group(1) is None and int(m.group(2)) < today.day):
@@ -99,8 +116,9 @@ def _explicit(text: str, today: date, field: str) -> date | None:
     return None
 
 
-def normalize_date(expr: str | None, now: datetime, *, field: str = "limit_date",
-                   allow_past: bool = False) -> str | None:
+def normalize_date(
+    expr: str | None, now: datetime, *, field: str = "limit_date", allow_past: bool = False
+) -> str | None:
     """A Japanese or explicit date expression to ``YYYY-MM-DD`` (Japan time); ``None`` stays ``None``."""
     if expr is None or not expr.strip():
         return None
@@ -108,7 +126,9 @@ def normalize_date(expr: str | None, now: datetime, *, field: str = "limit_date"
     today = today_jst(now)
     result = _relative(text, today) or _explicit(text, today, field)
     if result is None:
-        raise ToolInputError(f"日付「{expr.strip()}」を解釈できません（例: 明日、来週金曜、3/5）", field=field)
+        raise ToolInputError(
+            f"日付「{expr.strip()}」を解釈できません（例: 明日、来週金曜、3/5）", field=field
+        )
     if result < today and not allow_past:
         raise ToolInputError(f"期限 {result.isoformat()} は過去の日付です", field=field)
     return result.isoformat()

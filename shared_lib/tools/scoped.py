@@ -105,12 +105,21 @@ class OrgScopedStore:
     def delete(self, path: str) -> None:
         self._store.delete(self._scope.check_write(path))
 
-    def query(self, collection: str, *, where: Sequence[tuple[str, Op, Any]] = (), order_by: str | None = None,
-              descending: bool = False, limit: int | None = None, group: bool = False) -> list[tuple[str, Doc]]:
+    def query(
+        self,
+        collection: str,
+        *,
+        where: Sequence[tuple[str, Op, Any]] = (),
+        order_by: str | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        group: bool = False,
+    ) -> list[tuple[str, Doc]]:
         if group:
             raise CrossOrgAccess("collection-group queries span organisations")
-        return self._store.query(self._scope.check(collection), where=where, order_by=order_by,
-                                 descending=descending, limit=limit)
+        return self._store.query(
+            self._scope.check(collection), where=where, order_by=order_by, descending=descending, limit=limit
+        )
 
     def run_transaction(self, fn: Callable[[Transaction], T]) -> T:
         scope = self._scope

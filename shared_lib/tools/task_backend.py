@@ -70,8 +70,13 @@ class Task(BaseModel):
 
     def public(self) -> dict[str, Any]:
         """What a tool result shows (never the marker)."""
-        return {"task_id": self.task_id, "body": self.body, "assignee": self.assignee_name,
-                "limit_date": self.limit_date, "status": self.status}
+        return {
+            "task_id": self.task_id,
+            "body": self.body,
+            "assignee": self.assignee_name,
+            "limit_date": self.limit_date,
+            "status": self.status,
+        }
 
 
 class TaskDraft(BaseModel):
@@ -104,12 +109,21 @@ class TaskBackend(Protocol):
     name: str
     external: bool
 
-    def create(self, org_id: str, draft: TaskDraft, *, txn: Transaction | None, recover: bool = False) -> Task:
+    def create(
+        self, org_id: str, draft: TaskDraft, *, txn: Transaction | None, recover: bool = False
+    ) -> Task:
         """Create one task; with ``recover`` first look for a task carrying ``draft.marker``."""
         ...
 
-    def list(self, org_id: str, *, room_id: str | None = None, assignee_ids: Sequence[str] | None = None,
-             status: StatusFilter = "open", limit: int = 50) -> list[Task]:
+    def list(
+        self,
+        org_id: str,
+        *,
+        room_id: str | None = None,
+        assignee_ids: Sequence[str] | None = None,
+        status: StatusFilter = "open",
+        limit: int = 50,
+    ) -> list[Task]:
         """Tasks by status and assignees. ``room_id`` is the conversation's room: backends whose
         tasks live in rooms (ChatWork) list that room; the store's tasks are organisation-wide."""
         ...
@@ -150,21 +164,38 @@ class StoreTaskBackend:
             raise TaskBackendError("the store task backend writes only inside a transaction")
         return txn
 
-    def create(self, org_id: str, draft: TaskDraft, *, txn: Transaction | None, recover: bool = False) -> Task:
-        task = Task(task_id=f"t-{draft.marker}", body=draft.body, assignee_id=draft.assignee_id,
-                    assignee_name=draft.assignee_name, limit_date=draft.limit_date, limit_time=draft.limit_time,
-                    room_id=draft.room_id, created_by=draft.created_by, marker=draft.marker)
+    def create(
+        self, org_id: str, draft: TaskDraft, *, txn: Transaction | None, recover: bool = False
+    ) -> Task:
+        task = Task(
+            task_id=f"t-{draft.marker}",
+            body=draft.body,
+            assignee_id=draft.assignee_id,
+            assignee_name=draft.assignee_name,
+            limit_date=draft.limit_date,
+            limit_time=draft.limit_time,
+            room_id=draft.room_id,
+            created_by=draft.created_by,
+            marker=draft.marker,
+        )
         doc = task.model_dump(exclude={"task_id"})
         self._require(txn).set(self._path(org_id, task.task_id), {**doc, "created_at": self._clock()})
         return task
 
-    def list(self, org_id: str, *, room_id: str | None = None, assignee_ids: Sequence[str] | None = None,
-             status: StatusFilter = "open", limit: int = 50) -> list[Task]:
+    def list(
+        self,
+        org_id: str,
+        *,
+        room_id: str | None = None,
+        assignee_ids: Sequence[str] | None = None,
+        status: StatusFilter = "open",
+        limit: int = 50,
+    ) -> list[Task]:
         statuses = ["open", "done"] if status == "all" else [status]
         chunks: list[list[str] | None] = [None]
         if assignee_ids is not None:
             ids = sorted(set(assignee_ids))
-            chunks = [ids[i:i + IN_QUERY_LIMIT] for i in range(0, len(ids), IN_QUERY_LIMIT)]
+            chunks = [ids[i : i + IN_QUERY_LIMIT] for i in range(0, len(ids), IN_QUERY_LIMIT)]
         found: dict[str, Task] = {}
         for wanted in statuses:
             for chunk in chunks:
@@ -176,17 +207,20 @@ class StoreTaskBackend:
         return _sort(list(found.values()))[:limit]
 
     def complete(self, org_id: str, task: Task, *, txn: Transaction | None) -> Task:
-        self._require(txn).set(self._path(org_id, task.task_id), {"status": "done", "done_at": self._clock()},
-                               merge=True)
+        self._require(txn).set(
+            self._path(org_id, task.task_id), {"status": "done", "done_at": self._clock()}, merge=True
+        )
         return task.model_copy(update={"status": "done"})
 
     def delete(self, org_id: str, task: Task, *, txn: Transaction | None) -> None:
-        self._require(txn).set(self._path(org_id, task.task_id),
-                               {"status": "deleted", "deleted_at": self._clock()}, merge=True)
+        self._require(txn).set(
+            self._path(org_id, task.task_id), {"status": "deleted", "deleted_at": self._clock()}, merge=True
+        )
 
 
-def task_backend_from_env(env: Mapping[str, str], store: Store,
-                          clock: Callable[[], datetime] = utc_now) -> TaskBackend:
+def task_backend_from_env(
+    env: Mapping[str, str], store: Store, clock: Callable[[], datetime] = utc_now
+) -> TaskBackend:
     kind = (env.get("CHARTER_TASK_BACKEND") or "store").strip().lower()
     if kind == "store":
         return StoreTaskBackend(store, clock=clock)
@@ -197,7 +231,11 @@ def task_backend_from_env(env: Mapping[str, str], store: Store,
         token = env.get("CHATWORK_API_TOKEN")
         if not token:
             raise ConfigError("CHARTER_TASK_BACKEND=chatwork needs CHATWORK_API_TOKEN")
-        base = env.get("CHATWORK_TASKS_API_BASE") or env.get("CHATWORK_API_BASE") or "https://api.chatwork.com/v2"
+        base = (
+            env.get("CHATWORK_TASKS_API_BASE")
+            or env.get("CHATWORK_API_BASE")
+            or "https://api.chatwork.com/v2"
+        )
         return ChatWorkTaskBackend(ChatWorkClient(base, token))
     raise ConfigError(f"unknown CHARTER_TASK_BACKEND {kind!r} (store | chatwork)")
 
@@ -226,12 +264,23 @@ class DryRunTaskBackend:
     def _refuse(what: str) -> NoReturn:
         raise WriteRefused(f"task {what} during a dry run")
 
-    def create(self, org_id: str, draft: TaskDraft, *, txn: Transaction | None, recover: bool = False) -> Task:
+    def create(
+        self, org_id: str, draft: TaskDraft, *, txn: Transaction | None, recover: bool = False
+    ) -> Task:
         self._refuse("create")
 
-    def list(self, org_id: str, *, room_id: str | None = None, assignee_ids: Sequence[str] | None = None,
-             status: StatusFilter = "open", limit: int = 50) -> list[Task]:
-        return self._inner.list(org_id, room_id=room_id, assignee_ids=assignee_ids, status=status, limit=limit)
+    def list(
+        self,
+        org_id: str,
+        *,
+        room_id: str | None = None,
+        assignee_ids: Sequence[str] | None = None,
+        status: StatusFilter = "open",
+        limit: int = 50,
+    ) -> list[Task]:
+        return self._inner.list(
+            org_id, room_id=room_id, assignee_ids=assignee_ids, status=status, limit=limit
+        )
 
     def complete(self, org_id: str, task: Task, *, txn: Transaction | None) -> Task:
         self._refuse("complete")

@@ -22,10 +22,14 @@ def test_up_status_down_leaves_no_process(tmp_path):
         assert up.returncode == 0, up.stdout + up.stderr
         st = subprocess.run([*cli, "status", "--json"], env=env, capture_output=True, text=True, timeout=60)
         status = json.loads(st.stdout)
-        assert st.returncode == 0 and status["running"] and status["ingress_url"].startswith("http://127.0.0.1:")
+        assert (
+            st.returncode == 0 and status["running"] and status["ingress_url"].startswith("http://127.0.0.1:")
+        )
         pids = [c["pid"] for c in status["components"].values()]
         ports = [c["port"] for c in status["components"].values()]
-        assert {"pubsub", "firestore", "ingress", "observer", "fake_llm", "fake_channels"} <= set(status["components"])
+        assert {"pubsub", "firestore", "ingress", "observer", "fake_llm", "fake_channels"} <= set(
+            status["components"]
+        )
     finally:
         down = subprocess.run([*cli, "down"], env=env, capture_output=True, text=True, timeout=120)
     assert down.returncode == 0

@@ -39,8 +39,14 @@ def test_a_webhook_produces_one_reply_and_one_observability_record(local_stack):
     turn_id = post(local_stack, "今日は暑いね〜", room=r)
     record = local_stack.record(ORG, turn_id)
     assert record["final_response"] and record["guardian_action"] == "allow"
-    assert [e["layer"] for e in record["trail"]] == ["context", "brain", "guardian", "authorizer", "executor",
-                                                      "responder"]
+    assert [e["layer"] for e in record["trail"]] == [
+        "context",
+        "brain",
+        "guardian",
+        "authorizer",
+        "executor",
+        "responder",
+    ]
     local_stack.wait_for(lambda: replies(local_stack, r))
     assert len(replies(local_stack, r)) == 1
 
@@ -65,7 +71,8 @@ def test_republishing_every_hop_message_repeats_no_reply_and_no_effect(local_sta
     project = local_stack.project
     sub = pubsub_v1.SubscriberClient()
     pub = pubsub_v1.PublisherClient(
-        publisher_options=pubsub_v1.types.PublisherOptions(enable_message_ordering=True))
+        publisher_options=pubsub_v1.types.PublisherOptions(enable_message_ordering=True)
+    )
     taps = {}
     for key in ("received", "contextualized", "proposed", "guarded", "authorized", "executed", "completed"):
         path = sub.subscription_path(project, f"tap-{key}-{uuid.uuid4().hex[:6]}")
@@ -77,13 +84,21 @@ def test_republishing_every_hop_message_repeats_no_reply_and_no_effect(local_sta
     local_stack.wait_for(lambda: replies(local_stack, r))
     # WHEN the very message of each hop is published again to its topic
     for key, path in taps.items():
-        got = [m for m in local_stack.wait_for(lambda p=path: sub.pull(subscription=p, max_messages=50,
-                                                                           timeout=10).received_messages)
-               if m.message.attributes.get("turn_id") == turn_id]
+        got = [
+            m
+            for m in local_stack.wait_for(
+                lambda p=path: sub.pull(subscription=p, max_messages=50, timeout=10).received_messages
+            )
+            if m.message.attributes.get("turn_id") == turn_id
+        ]
         assert got, key
         msg = got[0].message
-        pub.publish(pub.topic_path(project, TOPOLOGY.topic(key)), msg.data, ordering_key=msg.ordering_key,
-                    **dict(msg.attributes)).result()
+        pub.publish(
+            pub.topic_path(project, TOPOLOGY.topic(key)),
+            msg.data,
+            ordering_key=msg.ordering_key,
+            **dict(msg.attributes),
+        ).result()
     # THEN a later turn in the same conversation is answered (the chain drained) and nothing repeated
     follow = post(local_stack, "ありがとう", room=r)
     local_stack.record(ORG, follow)
@@ -133,8 +148,12 @@ def test_a_layer_that_keeps_failing_dead_letters_only_its_turn(local_stack):
     other = post(local_stack, "こんにちは", room=b)
     # THEN B is answered, A's turn is dead-lettered and recorded as a failure with an alert
     local_stack.record(ORG, other, timeout=60)
-    failure = local_stack.wait_for(lambda: [d for i, d in local_stack.store.query(f"orgs/{ORG}/failures")
-                                            if d.get("turn_id") == failing], timeout=120)
+    failure = local_stack.wait_for(
+        lambda: [
+            d for i, d in local_stack.store.query(f"orgs/{ORG}/failures") if d.get("turn_id") == failing
+        ],
+        timeout=120,
+    )
     assert failure[0]["produced_by"] == "authorizer"
     assert local_stack.wait_for(lambda: local_stack.store.get(f"alerts/dlq-{failing}-authorizer"))
     # AND a later turn of A goes through once the failed one has left the queue
@@ -150,5 +169,7 @@ def test_a_confirmation_then_hai_executes_exactly_once(local_stack):
     yes = post(local_stack, "はい", room=r)
     record = local_stack.record(ORG, yes)
     assert record["execution_success"] is True
-    announcements = [d for _, d in local_stack.store.query(f"orgs/{ORG}/announcements") if d.get("room_id") == r]
+    announcements = [
+        d for _, d in local_stack.store.query(f"orgs/{ORG}/announcements") if d.get("room_id") == r
+    ]
     assert len(announcements) == 1

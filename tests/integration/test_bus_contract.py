@@ -15,7 +15,9 @@ Received = tuple[bytes, dict[str, str]]
 
 
 @pytest.fixture(params=["inproc", "pubsub"])
-def bus_and_receiver(request: pytest.FixtureRequest) -> Iterator[tuple[object, Callable[[int], list[Received]]]]:
+def bus_and_receiver(
+    request: pytest.FixtureRequest,
+) -> Iterator[tuple[object, Callable[[int], list[Received]]]]:
     if request.param == "inproc":
         bus = InProcessBus()
         got: list[Received] = []
@@ -32,8 +34,13 @@ def bus_and_receiver(request: pytest.FixtureRequest) -> Iterator[tuple[object, C
     for topic in TOPOLOGY.topics.values():
         pub.create_topic(name=pub.topic_path(project, topic))
     sub_path = sub.subscription_path(project, "contract")
-    sub.create_subscription(request={"name": sub_path, "topic": pub.topic_path(project, TOPOLOGY.topic("proposed")),
-                                     "enable_message_ordering": True})
+    sub.create_subscription(
+        request={
+            "name": sub_path,
+            "topic": pub.topic_path(project, TOPOLOGY.topic("proposed")),
+            "enable_message_ordering": True,
+        }
+    )
     inbox: queue.Queue[Received] = queue.Queue()
 
     def on_message(message):  # type: ignore[no-untyped-def]

@@ -77,7 +77,9 @@ def test_idempotency_claims_behave_the_same(store: Store):
     lease = timedelta(seconds=30)
     assert idempotency.acquire(store, path, now=now, lease=lease) is idempotency.ClaimState.ACQUIRED
     assert idempotency.acquire(store, path, now=now, lease=lease) is idempotency.ClaimState.BUSY
-    assert idempotency.acquire(store, path, now=now + timedelta(minutes=1), lease=lease) \
+    assert (
+        idempotency.acquire(store, path, now=now + timedelta(minutes=1), lease=lease)
         is idempotency.ClaimState.ACQUIRED
+    )
     idempotency.complete(store, path, now=now)
     assert idempotency.acquire(store, path, now=now, lease=lease) is idempotency.ClaimState.COMPLETED

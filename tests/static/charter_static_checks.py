@@ -81,18 +81,6 @@ SEED_ALERTS: dict[str, tuple[str, float] | None] = {
 
 PIPELINE_ORDER = ("lint", "test", "build", "push", "deploy-0pct", "smoke", "traffic")
 
-BIGQUERY_SCHEMA = [
-    ("turn_id", "STRING", "REQUIRED"),
-    ("conversation_key", "STRING", "NULLABLE"),
-    ("org_id", "STRING", "NULLABLE"),
-    ("layer", "STRING", "NULLABLE"),
-    ("kind", "STRING", "NULLABLE"),
-    ("outcome", "STRING", "NULLABLE"),
-    ("reason_code", "STRING", "NULLABLE"),
-    ("arm", "STRING", "NULLABLE"),
-    ("occurred_at", "TIMESTAMP", "NULLABLE"),
-    ("payload", "JSON", "NULLABLE"),
-]
 
 _SENSITIVE_NAME = re.compile(r"TOKEN|SECRET|KEY", re.IGNORECASE)
 # A plain value built from a secret-looking variable or local (var.slack_bot_token, local.secrets...).
@@ -773,13 +761,14 @@ def check_alert_policies(root: Path) -> list[str]:
 
 
 def check_bigquery(root: Path) -> list[str]:
-    """Dataset/table from topology.json, schema file with the agreed columns."""
+    """Dataset/table from topology.json; the schema file is the one generated from the record model."""
+    from shared_lib.ops.schema import bigquery_schema
+
     violations = []
     schema_path = root / "terraform" / "modules" / "bigquery" / "turn_events_schema.json"
     schema = json.loads(schema_path.read_text(encoding="utf-8"))
-    columns = [(f["name"], f["type"], f.get("mode", "NULLABLE")) for f in schema]
-    if columns != BIGQUERY_SCHEMA:
-        violations.append(f"turn_events_schema.json columns differ: {columns}")
+    if schema != bigquery_schema():
+        violations.append("turn_events_schema.json differs from shared_lib.ops.schema.bigquery_schema()")
     tables = blocks(root, type_="google_bigquery_table")
     if not any(
         "turn_events_schema.json" in str(t.body.get("schema"))

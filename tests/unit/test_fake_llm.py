@@ -72,23 +72,31 @@ def test_given_toml_rules_when_loaded_then_match_respond_and_fault_are_parsed() 
     """)
     rule = scenario.rules[0]
     assert (rule.name, rule.match.last_user_regex, rule.match.call) == ("greet", "hi", 2)
-    assert rule.fault is not None and (rule.fault.status, rule.fault.retry_after, rule.fault.times) == (429, 0.5, 1)
+    assert rule.fault is not None and (rule.fault.status, rule.fault.retry_after, rule.fault.times) == (
+        429,
+        0.5,
+        1,
+    )
     assert rule.respond is not None and rule.respond.resolved_stop_reason() == "tool_use"
     assert scenario.default is not None and texts(scenario.default) == ["default"]
 
 
-@pytest.mark.parametrize(("data", "fragment"), [
-    ({"rules": [{"match": {}}]}, "needs 'respond' and/or 'fault'"),
-    ({"rules": [{"respond": {}, "matc": {}}]}, "unknown key"),
-    ({"rules": [{"match": {"last_user_regex": "("}, "respond": {}}]}, "invalid regex"),
-    ({"rules": [{"respond": {"stop_reason": "done"}}]}, "stop_reason"),
-    ({"rules": [{"fault": {"kind": "explode"}}]}, "kind"),
-    ({"rules": [{"fault": {"kind": "status"}}]}, "status"),
-    ({"rules": [{"fault": {"kind": "delay"}}]}, "seconds"),
-    ({"rules": [{"respond": {"content": [{"type": "image"}]}}]}, "expected 'text' or 'tool_use'"),
-])
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        ({"rules": [{"match": {}}]}, "needs 'respond' and/or 'fault'"),
+        ({"rules": [{"respond": {}, "matc": {}}]}, "unknown key"),
+        ({"rules": [{"match": {"last_user_regex": "("}, "respond": {}}]}, "invalid regex"),
+        ({"rules": [{"respond": {"stop_reason": "done"}}]}, "stop_reason"),
+        ({"rules": [{"fault": {"kind": "explode"}}]}, "kind"),
+        ({"rules": [{"fault": {"kind": "status"}}]}, "status"),
+        ({"rules": [{"fault": {"kind": "delay"}}]}, "seconds"),
+        ({"rules": [{"respond": {"content": [{"type": "image"}]}}]}, "expected 'text' or 'tool_use'"),
+    ],
+)
 def test_given_invalid_scenario_when_loaded_then_scenario_error_names_the_problem(
-        data: dict[str, Any], fragment: str) -> None:
+    data: dict[str, Any], fragment: str
+) -> None:
     with pytest.raises(ScenarioError, match=fragment):
         Scenario.from_dict(data)
 
@@ -103,45 +111,73 @@ def test_given_shipped_scenarios_when_loaded_then_demo_is_empty_and_faults_has_e
     demo = Scenario.from_file(SCENARIOS_DIR / "demo.toml")
     faults = Scenario.from_file(SCENARIOS_DIR / "faults.toml")
     assert demo.rules == () and demo.default is None
-    assert {rule.fault.kind for rule in faults.rules if rule.fault} == {"status", "delay", "cut_stream", "max_tokens"}
+    assert {rule.fault.kind for rule in faults.rules if rule.fault} == {
+        "status",
+        "delay",
+        "cut_stream",
+        "max_tokens",
+    }
 
 
 # --------------------------------------------------------------------------- matching
 
 
 def test_given_block_content_when_reading_last_user_text_then_text_and_tool_results_are_joined() -> None:
-    req = MessagesRequest({"messages": [
-        {"role": "user", "content": "first"},
-        {"role": "assistant", "content": "ok"},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "result A"}]},
-            {"type": "text", "text": "please phrase"},
-        ]},
-    ]})
+    req = MessagesRequest(
+        {
+            "messages": [
+                {"role": "user", "content": "first"},
+                {"role": "assistant", "content": "ok"},
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "toolu_1",
+                            "content": [{"type": "text", "text": "result A"}],
+                        },
+                        {"type": "text", "text": "please phrase"},
+                    ],
+                },
+            ]
+        }
+    )
     assert req.last_user_text() == "result A\nplease phrase"
 
 
-@pytest.mark.parametrize(("match", "req", "expected"), [
-    ('{ last_user_regex = "^タスク" }', request("タスク一覧"), True),
-    ('{ last_user_regex = "^タスク" }', request("私のタスク"), False),
-    ('{ system_regex = "ソウル" }', request(system=[{"type": "text", "text": "あなたはソウルくん"}]), True),
-    ('{ system_regex = "ソウル" }', request(system="plain"), False),
-    ('{ tool_choice = "submit_proposal" }', request(tools=PROPOSAL_TOOLS, tool_choice=FORCED), True),
-    ('{ tool_choice = "submit_proposal" }', request(tools=PROPOSAL_TOOLS), False),
-    ('{ tool_choice = "none" }', request(tools=PROPOSAL_TOOLS, tool_choice={"type": "auto"}), True),
-    ('{ tool_choice = "none" }', request(tools=PROPOSAL_TOOLS, tool_choice=FORCED), False),
-    ('{ model_regex = "sonnet" }', request(), True),
-    ('{ model_regex = "opus" }', request(), False),
-    ('{ model_regex = "sonnet", last_user_regex = "nope" }', request(), False),
-])
+@pytest.mark.parametrize(
+    ("match", "req", "expected"),
+    [
+        ('{ last_user_regex = "^タスク" }', request("タスク一覧"), True),
+        ('{ last_user_regex = "^タスク" }', request("私のタスク"), False),
+        (
+            '{ system_regex = "ソウル" }',
+            request(system=[{"type": "text", "text": "あなたはソウルくん"}]),
+            True,
+        ),
+        ('{ system_regex = "ソウル" }', request(system="plain"), False),
+        ('{ tool_choice = "submit_proposal" }', request(tools=PROPOSAL_TOOLS, tool_choice=FORCED), True),
+        ('{ tool_choice = "submit_proposal" }', request(tools=PROPOSAL_TOOLS), False),
+        ('{ tool_choice = "none" }', request(tools=PROPOSAL_TOOLS, tool_choice={"type": "auto"}), True),
+        ('{ tool_choice = "none" }', request(tools=PROPOSAL_TOOLS, tool_choice=FORCED), False),
+        ('{ model_regex = "sonnet" }', request(), True),
+        ('{ model_regex = "opus" }', request(), False),
+        ('{ model_regex = "sonnet", last_user_regex = "nope" }', request(), False),
+    ],
+)
 def test_given_a_match_condition_when_deciding_then_the_rule_applies_only_if_all_hold(
-        match: str, req: MessagesRequest, expected: bool) -> None:
-    engine = engine_for(f'[[rules]]\nmatch = {match}\nrespond = {{ content = [{{ type = "text", text = "rule" }}] }}')
+    match: str, req: MessagesRequest, expected: bool
+) -> None:
+    engine = engine_for(
+        f'[[rules]]\nmatch = {match}\nrespond = {{ content = [{{ type = "text", text = "rule" }}] }}'
+    )
     assert (texts(engine.decide(req).reply) == ["rule"]) is expected
 
 
 def test_given_call_condition_when_requests_arrive_then_only_the_nth_request_matches() -> None:
-    engine = engine_for('[[rules]]\nmatch = { call = 2 }\nrespond = { content = [{ type = "text", text = "2nd" }] }')
+    engine = engine_for(
+        '[[rules]]\nmatch = { call = 2 }\nrespond = { content = [{ type = "text", text = "2nd" }] }'
+    )
     answers = [texts(engine.decide(request()).reply) for _ in range(3)]
     assert answers == [["scripted"], ["2nd"], ["scripted"]]
 
@@ -228,8 +264,13 @@ def test_given_max_tokens_fault_when_answering_then_text_is_cut_in_half_with_sto
 def test_given_truncated_reply_when_client_prefills_the_partial_text_then_the_remainder_follows() -> None:
     engine = engine_for(MAX_TOKENS_TOML)
     engine.decide(request("long"))
-    continuation = MessagesRequest({"model": MODEL, "max_tokens": 9, "messages": [
-        {"role": "user", "content": "long"}, {"role": "assistant", "content": "0123456789"}]})
+    continuation = MessagesRequest(
+        {
+            "model": MODEL,
+            "max_tokens": 9,
+            "messages": [{"role": "user", "content": "long"}, {"role": "assistant", "content": "0123456789"}],
+        }
+    )
     reply = engine.decide(continuation).reply
     assert reply is not None and (texts(reply), reply.resolved_stop_reason()) == (["abcdefghij"], "end_turn")
     assert texts(engine.decide(request("long")).reply) == ["0123456789abcdefghij"]
@@ -238,9 +279,17 @@ def test_given_truncated_reply_when_client_prefills_the_partial_text_then_the_re
 def test_given_truncated_reply_when_conversation_quotes_the_partial_then_the_remainder_follows() -> None:
     engine = engine_for(MAX_TOKENS_TOML)
     engine.decide(request("long"))
-    continuation = MessagesRequest({"model": MODEL, "max_tokens": 9, "messages": [
-        {"role": "user", "content": "long"}, {"role": "assistant", "content": "0123456789"},
-        {"role": "user", "content": "続けて"}]})
+    continuation = MessagesRequest(
+        {
+            "model": MODEL,
+            "max_tokens": 9,
+            "messages": [
+                {"role": "user", "content": "long"},
+                {"role": "assistant", "content": "0123456789"},
+                {"role": "user", "content": "続けて"},
+            ],
+        }
+    )
     assert texts(engine.decide(continuation).reply) == ["abcdefghij"]
 
 
@@ -248,7 +297,9 @@ def test_given_truncated_reply_when_conversation_quotes_the_partial_then_the_rem
 
 
 @pytest.mark.parametrize(("text", "tokens"), [("", 1), ("abc", 1), ("abcd", 1), ("abcde", 2), ("x" * 40, 10)])
-def test_given_text_when_estimating_tokens_then_it_is_len_over_4_rounded_up_min_1(text: str, tokens: int) -> None:
+def test_given_text_when_estimating_tokens_then_it_is_len_over_4_rounded_up_min_1(
+    text: str, tokens: int
+) -> None:
     assert estimate_tokens(text) == tokens
 
 
@@ -261,14 +312,26 @@ def cached_system_body(marked: bool = True, model: str = MODEL) -> dict[str, Any
 
 def test_given_no_cache_control_when_accounting_then_all_tokens_are_plain_input() -> None:
     usage = PromptCache().account(cached_system_body(marked=False))
-    assert (usage.input_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens) == (110, 0, 0)
+    assert (usage.input_tokens, usage.cache_creation_input_tokens, usage.cache_read_input_tokens) == (
+        110,
+        0,
+        0,
+    )
 
 
 def test_given_marked_system_when_sent_twice_then_cache_is_created_then_read() -> None:
     cache = PromptCache()
     first, second = cache.account(cached_system_body()), cache.account(cached_system_body())
-    assert (first.cache_creation_input_tokens, first.cache_read_input_tokens, first.input_tokens) == (100, 0, 10)
-    assert (second.cache_creation_input_tokens, second.cache_read_input_tokens, second.input_tokens) == (0, 100, 10)
+    assert (first.cache_creation_input_tokens, first.cache_read_input_tokens, first.input_tokens) == (
+        100,
+        0,
+        10,
+    )
+    assert (second.cache_creation_input_tokens, second.cache_read_input_tokens, second.input_tokens) == (
+        0,
+        100,
+        10,
+    )
 
 
 def test_given_seen_prefix_when_cache_reset_or_model_changes_then_it_is_created_again() -> None:
@@ -279,9 +342,15 @@ def test_given_seen_prefix_when_cache_reset_or_model_changes_then_it_is_created_
     assert cache.account(cached_system_body()).cache_creation_input_tokens == 100
 
 
-def test_given_marked_tool_and_longer_marked_system_when_only_tools_were_seen_then_read_tools_create_rest() -> None:
-    tool = {"name": "t", "description": "d" * 100, "input_schema": {"type": "object"},
-            "cache_control": {"type": "ephemeral"}}
+def test_given_marked_tool_and_longer_marked_system_when_only_tools_were_seen_then_read_tools_create_rest() -> (
+    None
+):
+    tool = {
+        "name": "t",
+        "description": "d" * 100,
+        "input_schema": {"type": "object"},
+        "cache_control": {"type": "ephemeral"},
+    }
     cache = PromptCache()
     tools_only = cache.account({**body("q"), "tools": [tool]})
     both = cache.account({**cached_system_body(), "tools": [tool]})
@@ -291,7 +360,9 @@ def test_given_marked_tool_and_longer_marked_system_when_only_tools_were_seen_th
 
 
 def test_given_top_level_cache_control_when_accounting_then_the_whole_prompt_is_a_cache_prefix() -> None:
-    usage = PromptCache().account({**cached_system_body(marked=False), "cache_control": {"type": "ephemeral"}})
+    usage = PromptCache().account(
+        {**cached_system_body(marked=False), "cache_control": {"type": "ephemeral"}}
+    )
     assert (usage.cache_creation_input_tokens, usage.input_tokens) == (110, 0)
 
 
@@ -299,26 +370,39 @@ def test_given_top_level_cache_control_when_accounting_then_the_whole_prompt_is_
 
 
 def test_given_reply_with_tool_use_when_building_message_then_ids_usage_and_stop_reason_are_filled() -> None:
-    reply = Reply(content=[{"type": "text", "text": "hi"}, {"type": "tool_use", "name": "t", "input": {"a": 1}}],
-                  usage={"input_tokens": 999})
+    reply = Reply(
+        content=[{"type": "text", "text": "hi"}, {"type": "tool_use", "name": "t", "input": {"a": 1}}],
+        usage={"input_tokens": 999},
+    )
     message = build_message(reply, body(), PromptCache().account(body()))
     assert message["id"].startswith("msg_") and message["content"][1]["id"].startswith("toolu_")
     assert (message["type"], message["role"], message["stop_reason"]) == ("message", "assistant", "tool_use")
     assert message["usage"]["input_tokens"] == 999
-    assert set(message["usage"]) == {"input_tokens", "output_tokens", "cache_creation_input_tokens",
-                                     "cache_read_input_tokens"}
+    assert set(message["usage"]) == {
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    }
 
 
 def test_given_stop_sequence_in_text_when_building_message_then_text_stops_before_it() -> None:
     reply = Reply(content=[{"type": "text", "text": "one END two"}])
     message = build_message(reply, body(stop_sequences=["END"]), PromptCache().account(body()))
     assert (message["content"], message["stop_reason"], message["stop_sequence"]) == (
-        [{"type": "text", "text": "one "}], "stop_sequence", "END")
+        [{"type": "text", "text": "one "}],
+        "stop_sequence",
+        "END",
+    )
 
 
 def streamed_message() -> dict[str, Any]:
-    reply = Reply(content=[{"type": "text", "text": "Hello, this is a streamed answer."},
-                           {"type": "tool_use", "name": "lookup", "input": {"query": "見積書", "limit": 3}}])
+    reply = Reply(
+        content=[
+            {"type": "text", "text": "Hello, this is a streamed answer."},
+            {"type": "tool_use", "name": "lookup", "input": {"query": "見積書", "limit": 3}},
+        ]
+    )
     return build_message(reply, body(), PromptCache().account(body()))
 
 
@@ -326,7 +410,11 @@ def test_given_message_when_streamed_then_events_follow_the_real_sequence_and_re
     message = streamed_message()
     events, complete = stream_events(message)
     names = [name for name, _ in events]
-    assert complete and names[:2] == ["message_start", "ping"] and names[-2:] == ["message_delta", "message_stop"]
+    assert (
+        complete
+        and names[:2] == ["message_start", "ping"]
+        and names[-2:] == ["message_delta", "message_stop"]
+    )
     assert names.count("content_block_start") == names.count("content_block_stop") == 2
     deltas = [data["delta"] for name, data in events if name == "content_block_delta"]
     assert "".join(d.get("text", "") for d in deltas) == message["content"][0]["text"]
@@ -339,24 +427,36 @@ def test_given_cut_after_blocks_when_streamed_then_block_k_stops_midway_without_
     events, complete = stream_events(streamed_message(), cut_after_blocks=cut)
     names = [name for name, _ in events]
     assert not complete and "message_stop" not in names and names.count("content_block_stop") == cut
-    last_block_deltas = [data["delta"] for name, data in events if data.get("index") == cut and "delta" in data]
+    last_block_deltas = [
+        data["delta"] for name, data in events if data.get("index") == cut and "delta" in data
+    ]
     assert last_block_deltas, "some deltas of the cut block are sent"
     if cut == 1:
         with pytest.raises(json.JSONDecodeError):
             json.loads("".join(d["partial_json"] for d in last_block_deltas))
 
 
-@pytest.mark.parametrize(("payload", "fragment"), [
-    ({"max_tokens": 5, "messages": []}, "model: Field required"),
-    ({"model": MODEL, "messages": [{"role": "user", "content": "x"}]}, "max_tokens: Field required"),
-    ({"model": MODEL, "max_tokens": 5}, "messages: Field required"),
-    ({"model": MODEL, "max_tokens": 5, "messages": []}, "at least one message"),
-    ({"model": MODEL, "max_tokens": 5, "messages": [{"role": "system", "content": "x"}]}, "role"),
-    ({"model": MODEL, "max_tokens": 5, "messages": [{"role": "user", "content": "x"},
-                                                    {"role": "assistant", "content": "y "}]}, "whitespace"),
-])
+@pytest.mark.parametrize(
+    ("payload", "fragment"),
+    [
+        ({"max_tokens": 5, "messages": []}, "model: Field required"),
+        ({"model": MODEL, "messages": [{"role": "user", "content": "x"}]}, "max_tokens: Field required"),
+        ({"model": MODEL, "max_tokens": 5}, "messages: Field required"),
+        ({"model": MODEL, "max_tokens": 5, "messages": []}, "at least one message"),
+        ({"model": MODEL, "max_tokens": 5, "messages": [{"role": "system", "content": "x"}]}, "role"),
+        (
+            {
+                "model": MODEL,
+                "max_tokens": 5,
+                "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y "}],
+            },
+            "whitespace",
+        ),
+    ],
+)
 def test_given_invalid_body_when_validated_then_the_real_api_style_message_is_returned(
-        payload: dict[str, Any], fragment: str) -> None:
+    payload: dict[str, Any], fragment: str
+) -> None:
     problem = validate_messages_body(payload)
     assert problem is not None and fragment in problem
 
@@ -380,12 +480,17 @@ def test_given_task_request_with_a_name_when_proposing_then_chatwork_task_create
     assert proposal["confidence"] == {"overall": 0.9, "intent": 0.95, "parameters": 0.85}
 
 
-@pytest.mark.parametrize(("text", "limit"), [
-    ("鈴木さんに2025-03-01までに契約書チェックを頼んで", "2025-03-01"), ("山田さんに議事録の共有を月末までにお願い", "月末"),
-    ("山田さんに議事録の共有をお願い", None),
-])
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [
+        ("鈴木さんに2025-03-01までに契約書チェックを頼んで", "2025-03-01"),
+        ("山田さんに議事録の共有を月末までにお願い", "月末"),
+        ("山田さんに議事録の共有をお願い", None),
+    ],
+)
 def test_given_task_request_when_proposing_then_limit_date_is_taken_from_the_text_or_omitted(
-        text: str, limit: str | None) -> None:
+    text: str, limit: str | None
+) -> None:
     assert tool_call(text)["parameters"].get("limit_date") == limit
 
 
@@ -396,42 +501,76 @@ def test_given_task_for_sato_when_proposing_then_clarification_between_the_two_s
     assert "佐藤一郎" in proposal["clarification_question"]
 
 
-@pytest.mark.parametrize(("text", "tool", "params", "overall"), [
-    ("覚えて：私はコーヒーが好き", "save_memory", {"content": "私はコーヒーが好き", "category": "preference"}, 0.88),
-    ("全員に「明日は全社会議です」とアナウンスして", "announce", {"message": "明日は全社会議です", "recipients": "all"}, 0.85),
-    ("田中さんの権限を変更して", "change_permission", {"target_user_name": "田中", "new_level": 6}, 0.8),
-    ("全社員の一覧を見せて", "view_all_users", {}, 0.9),
-    ("見積書のタスクを完了にして", "chatwork_task_complete", {"task_query": "見積書"}, 0.75),
-    ("タスク一覧を教えて", "chatwork_task_search", {"assignee_name": "自分"}, 0.9),
-])
+@pytest.mark.parametrize(
+    ("text", "tool", "params", "overall"),
+    [
+        (
+            "覚えて：私はコーヒーが好き",
+            "save_memory",
+            {"content": "私はコーヒーが好き", "category": "preference"},
+            0.88,
+        ),
+        (
+            "全員に「明日は全社会議です」とアナウンスして",
+            "announce",
+            {"message": "明日は全社会議です", "recipients": "all"},
+            0.85,
+        ),
+        ("田中さんの権限を変更して", "change_permission", {"target_user_name": "田中", "new_level": 6}, 0.8),
+        ("全社員の一覧を見せて", "view_all_users", {}, 0.9),
+        ("見積書のタスクを完了にして", "chatwork_task_complete", {"task_query": "見積書"}, 0.75),
+        ("タスク一覧を教えて", "chatwork_task_search", {"assignee_name": "自分"}, 0.9),
+    ],
+)
 def test_given_keyword_message_when_proposing_then_the_table_picks_the_tool_and_parameters(
-        text: str, tool: str, params: dict[str, Any], overall: float) -> None:
+    text: str, tool: str, params: dict[str, Any], overall: float
+) -> None:
     proposal = propose(text)
     call = proposal["tool_calls"][0]
-    assert (call["tool_name"], call["parameters"], proposal["confidence"]["overall"]) == (tool, params, overall)
+    assert (call["tool_name"], call["parameters"], proposal["confidence"]["overall"]) == (
+        tool,
+        params,
+        overall,
+    )
 
 
 def test_given_announcement_when_proposing_then_confirmation_is_required() -> None:
     proposal = propose("全員に「明日は全社会議です」とアナウンスして")
-    assert proposal["needs_confirmation"] is True and "明日は全社会議です" in proposal["confirmation_question"]
+    assert (
+        proposal["needs_confirmation"] is True and "明日は全社会議です" in proposal["confirmation_question"]
+    )
 
 
-@pytest.mark.parametrize(("text", "reply_fragment", "overall"), [
-    ("おはよう！", "おはようございますウル", 0.95),
-    ("こんばんは", "こんばんはウル", 0.95),
-    ("今日は暑いね", "暑い", 0.95),
-    ("量子力学について", "分からなかったウル", 0.6),
-])
+@pytest.mark.parametrize(
+    ("text", "reply_fragment", "overall"),
+    [
+        ("おはよう！", "おはようございますウル", 0.95),
+        ("こんばんは", "こんばんはウル", 0.95),
+        ("今日は暑いね", "暑い", 0.95),
+        ("量子力学について", "分からなかったウル", 0.6),
+    ],
+)
 def test_given_small_talk_when_proposing_then_text_response_in_persona(
-        text: str, reply_fragment: str, overall: float) -> None:
+    text: str, reply_fragment: str, overall: float
+) -> None:
     proposal = propose(text)
     assert proposal["output_type"] == "text_response" and proposal["confidence"]["overall"] == overall
     assert reply_fragment in proposal["text_response"]
 
 
-SAMPLE_MESSAGES = ["田中さんに見積書を作成するタスクを明日までにお願い", "佐藤さんに議事録の共有をお願い", "覚えて：朝はコーヒー",
-                   "全員に明日は休みだと周知して", "田中さんの権限を変更して", "全社員の一覧", "見積書のタスクを完了にして",
-                   "タスク一覧を教えて", "こんにちは", "今日は暑いね", "量子力学について"]
+SAMPLE_MESSAGES = [
+    "田中さんに見積書を作成するタスクを明日までにお願い",
+    "佐藤さんに議事録の共有をお願い",
+    "覚えて：朝はコーヒー",
+    "全員に明日は休みだと周知して",
+    "田中さんの権限を変更して",
+    "全社員の一覧",
+    "見積書のタスクを完了にして",
+    "タスク一覧を教えて",
+    "こんにちは",
+    "今日は暑いね",
+    "量子力学について",
+]
 
 
 def reasoning_strings(reasoning: dict[str, Any]) -> list[str]:
@@ -439,7 +578,9 @@ def reasoning_strings(reasoning: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("text", SAMPLE_MESSAGES)
-def test_given_any_message_when_proposing_then_every_reasoning_string_has_at_least_20_chars(text: str) -> None:
+def test_given_any_message_when_proposing_then_every_reasoning_string_has_at_least_20_chars(
+    text: str,
+) -> None:
     strings = reasoning_strings(propose(text)["reasoning"])
     assert MIN_REASONING_CHARS == 20
     assert strings and all(len(s) >= MIN_REASONING_CHARS for s in strings), strings
@@ -454,18 +595,34 @@ def test_given_any_message_when_proposing_then_the_product_proposal_model_accept
 
 def test_given_rule_table_when_names_listed_then_each_spec_rule_is_present_once() -> None:
     names = [proposal_rule_for(text).name for text in SAMPLE_MESSAGES]
-    assert names == ["task_create", "task_create", "save_memory", "announce", "change_permission", "view_all_users",
-                     "task_complete", "task_search", "greeting", "small_talk_heat", "fallback"]
+    assert names == [
+        "task_create",
+        "task_create",
+        "save_memory",
+        "announce",
+        "change_permission",
+        "view_all_users",
+        "task_complete",
+        "task_search",
+        "greeting",
+        "small_talk_heat",
+        "fallback",
+    ]
 
 
-@pytest.mark.parametrize(("text", "rule"), [
-    ("田中さん、見積書作成のタスクお願い", "task_create"),
-    ("田中さんに完了報告のタスクをお願い", "task_create"),
-    ("田中さんに見積書のタスクを完了にして", "task_complete"),
-    ("田中さん タスク一覧を教えて", "task_search"),
-    ("田中さんのタスクを確認して", "task_search"),
-])
-def test_given_ambiguous_task_wording_when_picking_a_rule_then_intent_words_decide(text: str, rule: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("田中さん、見積書作成のタスクお願い", "task_create"),
+        ("田中さんに完了報告のタスクをお願い", "task_create"),
+        ("田中さんに見積書のタスクを完了にして", "task_complete"),
+        ("田中さん タスク一覧を教えて", "task_search"),
+        ("田中さんのタスクを確認して", "task_search"),
+    ],
+)
+def test_given_ambiguous_task_wording_when_picking_a_rule_then_intent_words_decide(
+    text: str, rule: str
+) -> None:
     assert proposal_rule_for(text).name == rule
 
 
@@ -474,8 +631,12 @@ def test_given_someones_tasks_when_searching_then_the_owner_is_the_assignee() ->
 
 
 def test_given_tool_results_when_integrating_then_the_answer_quotes_them_in_2_to_4_uru_sentences() -> None:
-    first = integrate('chatwork_task_create の結果: {"task_id": 4821, "body": "見積書を作成"}\nソウルくんとして伝えて')
-    second = integrate('chatwork_task_create の結果: {"task_id": 77, "body": "議事録の共有"}\nソウルくんとして伝えて')
+    first = integrate(
+        'chatwork_task_create の結果: {"task_id": 4821, "body": "見積書を作成"}\nソウルくんとして伝えて'
+    )
+    second = integrate(
+        'chatwork_task_create の結果: {"task_id": 77, "body": "議事録の共有"}\nソウルくんとして伝えて'
+    )
     sentences = [s for s in first.replace("！", "。").split("。") if s]
     assert first.startswith("タスクを作成したウル！") and "4821" in first and "見積書を作成" in first
     assert 2 <= len(sentences) <= 4 and all(s.endswith("ウル") for s in sentences)
@@ -483,18 +644,29 @@ def test_given_tool_results_when_integrating_then_the_answer_quotes_them_in_2_to
 
 
 def test_given_failed_tool_result_when_integrating_then_the_answer_apologises() -> None:
-    assert integrate('save_memory: {"success": false, "error": "storage full"}').startswith("ごめんなさいウル")
+    assert integrate('save_memory: {"success": false, "error": "storage full"}').startswith(
+        "ごめんなさいウル"
+    )
 
 
-@pytest.mark.parametrize(("extra", "expected"), [
-    ({"tools": PROPOSAL_TOOLS, "tool_choice": FORCED}, ("tool_use", PROPOSAL_TOOL)),
-    ({"tools": PROPOSAL_TOOLS}, ("tool_use", PROPOSAL_TOOL)),
-    ({}, ("text", None)),
-    ({"tools": [{"name": "lookup", "input_schema": {"type": "object"}}]}, ("text", None)),
-    ({"tools": [{"name": "lookup", "input_schema": {"type": "object"}}],
-      "tool_choice": {"type": "tool", "name": "lookup"}}, ("tool_use", "lookup")),
-])
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({"tools": PROPOSAL_TOOLS, "tool_choice": FORCED}, ("tool_use", PROPOSAL_TOOL)),
+        ({"tools": PROPOSAL_TOOLS}, ("tool_use", PROPOSAL_TOOL)),
+        ({}, ("text", None)),
+        ({"tools": [{"name": "lookup", "input_schema": {"type": "object"}}]}, ("text", None)),
+        (
+            {
+                "tools": [{"name": "lookup", "input_schema": {"type": "object"}}],
+                "tool_choice": {"type": "tool", "name": "lookup"},
+            },
+            ("tool_use", "lookup"),
+        ),
+    ],
+)
 def test_given_request_shape_when_scripted_model_answers_then_mode_follows_tools_and_tool_choice(
-        extra: dict[str, Any], expected: tuple[str, str | None]) -> None:
+    extra: dict[str, Any], expected: tuple[str, str | None]
+) -> None:
     block = answer(request("こんにちは", **extra)).content[0]
     assert (block["type"], block.get("name")) == expected

@@ -46,8 +46,9 @@ def require_text(value: str, field: str) -> str:
     return text
 
 
-def pick_one(kind: str, field: str, candidates: list[tuple[str, str]], query: str | None,
-             wanted_id: str | None) -> str:
+def pick_one(
+    kind: str, field: str, candidates: list[tuple[str, str]], query: str | None, wanted_id: str | None
+) -> str:
     """Choose exactly one of ``(id, label)`` by id, list number or keywords; ask when unsure."""
     if wanted_id is not None:
         if wanted_id not in {cid for cid, _ in candidates}:
@@ -68,6 +69,9 @@ def pick_one(kind: str, field: str, candidates: list[tuple[str, str]], query: st
         raise ToolInputError(f"「{text}」に当てはまる{kind}が見つかりません", field=field)
     if len(hits) > 1:
         labels = dict(candidates)
-        raise ToolInputError(f"当てはまる{kind}が{len(hits)}件あります。どれですか？", field=field,
-                             options=[labels[h] for h in hits[:10]])
+        raise ToolInputError(
+            f"当てはまる{kind}が{len(hits)}件あります。どれですか？",
+            field=field,
+            options=[labels[h] for h in hits[:10]],
+        )
     return hits[0]

@@ -24,8 +24,12 @@ from shared_lib.tools.registry import ToolContext, ToolInputError
 from shared_lib.tools.task_backend import IN_QUERY_LIMIT
 
 STEPS = ("title", "why", "how", "deadline")
-QUESTIONS = {"title": "どんな目標を立てますか？", "why": "その目標を達成したい理由は何ですか？",
-             "how": "達成のために具体的に何をしますか？", "deadline": "いつまでに達成しますか？"}
+QUESTIONS = {
+    "title": "どんな目標を立てますか？",
+    "why": "その目標を達成したい理由は何ですか？",
+    "how": "達成のために具体的に何をしますか？",
+    "deadline": "いつまでに達成しますか？",
+}
 FLOW = "goal_setting"
 FLOW_TTL = timedelta(minutes=30)  # seed 000 §5.1.5: a session lives 30 minutes
 
@@ -35,25 +39,39 @@ def goals_path(ctx: ToolContext, goal_id: str = "") -> str:
 
 
 class GoalRegistrationParams(Params):
-    title: str | None = Field(default=None, max_length=200, description="目標の内容（ユーザーが述べた場合のみ）")
-    why: str | None = Field(default=None, max_length=500, description="その目標を立てる理由（述べた場合のみ）")
+    title: str | None = Field(
+        default=None, max_length=200, description="目標の内容（ユーザーが述べた場合のみ）"
+    )
+    why: str | None = Field(
+        default=None, max_length=500, description="その目標を立てる理由（述べた場合のみ）"
+    )
     how: str | None = Field(default=None, max_length=500, description="達成のための行動（述べた場合のみ）")
-    deadline: str | None = Field(default=None, max_length=40, description="達成期限（「月末」「2026-03-31」など）")
+    deadline: str | None = Field(
+        default=None, max_length=40, description="達成期限（「月末」「2026-03-31」など）"
+    )
 
 
 def _live_flow(session: dict[str, Any], ctx: ToolContext) -> dict[str, Any] | None:
     """The goal flow in progress (it has its own expiry: the session's mode may move on)."""
     flow = session.get("goal_flow") or {}
     expires = flow.get("expires_at")
-    if flow.get("kind") == FLOW and flow.get("goal_id") and isinstance(expires, datetime) and expires > ctx.now:
+    if (
+        flow.get("kind") == FLOW
+        and flow.get("goal_id")
+        and isinstance(expires, datetime)
+        and expires > ctx.now
+    ):
         return dict(flow)
     return None
 
 
 def goal_registration(p: GoalRegistrationParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
-    given = {"title": p.title and require_text(p.title, "title"), "why": p.why and require_text(p.why, "why"),
-             "how": p.how and require_text(p.how, "how"),
-             "deadline": normalize_date(p.deadline, ctx.now, field="deadline")}
+    given = {
+        "title": p.title and require_text(p.title, "title"),
+        "why": p.why and require_text(p.why, "why"),
+        "how": p.how and require_text(p.how, "how"),
+        "deadline": normalize_date(p.deadline, ctx.now, field="deadline"),
+    }
     spath = session_path(ctx.org_id, ctx.conversation_key or f"{ctx.org_id}/{ctx.room_id}/{ctx.user_id}")
     reader = txn if txn is not None else ctx.store
     session = reader.get(spath) or {}
@@ -63,18 +81,36 @@ def goal_registration(p: GoalRegistrationParams, ctx: ToolContext, txn: Transact
     fields = {k: given[k] or draft.get(k) for k in STEPS}
     missing = [k for k in STEPS if not fields[k]]
     status = "draft" if missing else "active"
-    result = {"goal_id": goal_id, "status": status, **fields,
-              "next_step": missing[0] if missing else None,
-              "next_question": QUESTIONS[missing[0]] if missing else None, "started": flow is None}
+    result = {
+        "goal_id": goal_id,
+        "status": status,
+        **fields,
+        "next_step": missing[0] if missing else None,
+        "next_question": QUESTIONS[missing[0]] if missing else None,
+        "started": flow is None,
+    }
     if ctx.dry_run:
         return preview("goal_registration", **result)
     w = writer(ctx, txn)
-    w.set(goals_path(ctx, goal_id), {**draft, **fields, "user_id": ctx.user_id, "status": status,
-                                     "progress": int(draft.get("progress", 0)), "reports": draft.get("reports", []),
-                                     "created_at": draft.get("created_at", ctx.now), "updated_at": ctx.now})
-    change: dict[str, Any] = {"goal_flow": {"kind": FLOW, "goal_id": goal_id, "step": missing[0],
-                                            "expires_at": ctx.now + FLOW_TTL} if missing else None,
-                              "updated_at": ctx.now}
+    w.set(
+        goals_path(ctx, goal_id),
+        {
+            **draft,
+            **fields,
+            "user_id": ctx.user_id,
+            "status": status,
+            "progress": int(draft.get("progress", 0)),
+            "reports": draft.get("reports", []),
+            "created_at": draft.get("created_at", ctx.now),
+            "updated_at": ctx.now,
+        },
+    )
+    change: dict[str, Any] = {
+        "goal_flow": {"kind": FLOW, "goal_id": goal_id, "step": missing[0], "expires_at": ctx.now + FLOW_TTL}
+        if missing
+        else None,
+        "updated_at": ctx.now,
+    }
     if session.get("mode", "normal") in ("normal", "multi_step_flow"):  # never over a pending confirmation
         change["mode"] = "multi_step_flow" if missing else "normal"
         change["expires_at"] = ctx.now + FLOW_TTL
@@ -84,43 +120,68 @@ def goal_registration(p: GoalRegistrationParams, ctx: ToolContext, txn: Transact
 
 def _own_goals(ctx: ToolContext, statuses: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
     docs = ctx.store.query(goals_path(ctx), where=[("user_id", "==", ctx.user_id)], limit=200)
-    return sorted([(gid, d) for gid, d in docs if d.get("status") in statuses],
-                  key=lambda item: (str(item[1].get("deadline") or "9999"), item[0]))
+    return sorted(
+        [(gid, d) for gid, d in docs if d.get("status") in statuses],
+        key=lambda item: (str(item[1].get("deadline") or "9999"), item[0]),
+    )
 
 
 def _shown(goal_id: str, doc: dict[str, Any]) -> dict[str, Any]:
-    return {"goal_id": goal_id, "title": doc.get("title"), "progress": doc.get("progress", 0),
-            "deadline": doc.get("deadline"), "status": doc.get("status")}
+    return {
+        "goal_id": goal_id,
+        "title": doc.get("title"),
+        "progress": doc.get("progress", 0),
+        "deadline": doc.get("deadline"),
+        "status": doc.get("status"),
+    }
 
 
 class GoalProgressParams(Params):
-    goal_id: DocId | None = Field(default=None, description="目標ID（省略時は目標の内容や唯一の目標から特定）")
-    goal_query: str | None = Field(default=None, max_length=200, description="目標を特定する言葉（内容の一部）")
+    goal_id: DocId | None = Field(
+        default=None, description="目標ID（省略時は目標の内容や唯一の目標から特定）"
+    )
+    goal_query: str | None = Field(
+        default=None, max_length=200, description="目標を特定する言葉（内容の一部）"
+    )
     progress_content: str | None = Field(default=None, max_length=1000, description="進捗内容（報告の場合）")
-    progress_percent: int | None = Field(default=None, ge=0, le=100, description="達成率（0〜100、報告の場合）")
+    progress_percent: int | None = Field(
+        default=None, ge=0, le=100, description="達成率（0〜100、報告の場合）"
+    )
 
 
 def goal_progress_report(p: GoalProgressParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     goals = _own_goals(ctx, ("active",))
     if p.progress_content is None and p.progress_percent is None:  # a question, not a report
         if p.goal_id or p.goal_query:
-            chosen = pick_one("目標", "goal_query", [(g, d.get("title", "")) for g, d in goals], p.goal_query,
-                              p.goal_id)
+            chosen = pick_one(
+                "目標", "goal_query", [(g, d.get("title", "")) for g, d in goals], p.goal_query, p.goal_id
+            )
             goals = [(g, d) for g, d in goals if g == chosen]
         return {"count": len(goals), "goals": [_shown(g, d) for g, d in goals[:10]]}
-    chosen = pick_one("目標", "goal_query", [(g, d.get("title", "")) for g, d in goals], p.goal_query, p.goal_id)
+    chosen = pick_one(
+        "目標", "goal_query", [(g, d.get("title", "")) for g, d in goals], p.goal_query, p.goal_id
+    )
     content = require_text(p.progress_content, "progress_content") if p.progress_content else ""
     if ctx.dry_run:
-        return preview("goal_progress_report", goal_id=chosen, progress_percent=p.progress_percent, content=content)
+        return preview(
+            "goal_progress_report", goal_id=chosen, progress_percent=p.progress_percent, content=content
+        )
     w = writer(ctx, txn)
     current = w.get(goals_path(ctx, chosen)) or {}
     if current.get("user_id") != ctx.user_id or current.get("status") != "active":
         raise ToolInputError("その目標には報告できません", field="goal_id")
     progress = p.progress_percent if p.progress_percent is not None else int(current.get("progress", 0))
     report = {"at": ctx.now, "content": content, "percent": p.progress_percent}
-    w.set(goals_path(ctx, chosen), {"reports": [*current.get("reports", []), report][-50:], "progress": progress,
-                                    "status": "done" if progress >= 100 else "active", "updated_at": ctx.now},
-          merge=True)
+    w.set(
+        goals_path(ctx, chosen),
+        {
+            "reports": [*current.get("reports", []), report][-50:],
+            "progress": progress,
+            "status": "done" if progress >= 100 else "active",
+            "updated_at": ctx.now,
+        },
+        merge=True,
+    )
     return {"goal_id": chosen, "title": current.get("title"), "progress": progress, "reported": content}
 
 
@@ -137,7 +198,9 @@ class DeleteGoalParams(Params):
 
 def delete_goal(p: DeleteGoalParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     goals = _own_goals(ctx, ("draft", "active", "done"))
-    chosen = pick_one("目標", "goal_query", [(g, d.get("title") or "") for g, d in goals], p.goal_query, p.goal_id)
+    chosen = pick_one(
+        "目標", "goal_query", [(g, d.get("title") or "") for g, d in goals], p.goal_query, p.goal_id
+    )
     title = dict(goals)[chosen].get("title")
     if ctx.dry_run:
         return preview("delete_goal", goal_id=chosen, title=title)
@@ -146,8 +209,9 @@ def delete_goal(p: DeleteGoalParams, ctx: ToolContext, txn: Transaction | None) 
 
 
 class ViewTeamGoalsParams(Params):
-    target_department_id: DocId | None = Field(default=None,
-                                               description="対象部署のID（省略時は依頼者の部署）")
+    target_department_id: DocId | None = Field(
+        default=None, description="対象部署のID（省略時は依頼者の部署）"
+    )
 
 
 def view_team_goals(p: ViewTeamGoalsParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
@@ -156,8 +220,16 @@ def view_team_goals(p: ViewTeamGoalsParams, ctx: ToolContext, txn: Transaction |
     ids = sorted(members)
     goals: list[dict[str, Any]] = []
     for i in range(0, len(ids), IN_QUERY_LIMIT):
-        for gid, doc in ctx.store.query(goals_path(ctx), where=[("user_id", "in", ids[i:i + IN_QUERY_LIMIT]),
-                                                                ("status", "==", "active")], limit=200):
+        for gid, doc in ctx.store.query(
+            goals_path(ctx),
+            where=[("user_id", "in", ids[i : i + IN_QUERY_LIMIT]), ("status", "==", "active")],
+            limit=200,
+        ):
             goals.append({**_shown(gid, doc), "owner": members.get(str(doc.get("user_id")))})
     goals.sort(key=lambda g: (str(g["owner"]), str(g["title"])))
-    return {"department_id": department, "member_count": len(members), "count": len(goals), "goals": goals[:50]}
+    return {
+        "department_id": department,
+        "member_count": len(members),
+        "count": len(goals),
+        "goals": goals[:50],
+    }

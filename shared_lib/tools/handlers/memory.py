@@ -27,7 +27,9 @@ def memories_path(org_id: str, memory_id: str = "") -> str:
     return f"orgs/{org_id}/memories" + (f"/{memory_id}" if memory_id else "")
 
 
-def own_memories(store: Store, org_id: str, user_id: str, category: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+def own_memories(
+    store: Store, org_id: str, user_id: str, category: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     where: list[tuple[str, Any, Any]] = [("user_id", "==", user_id)]
     if category:
         where.append(("category", "==", category))
@@ -38,29 +40,42 @@ def own_memories(store: Store, org_id: str, user_id: str, category: str | None =
 class SaveMemoryParams(Params):
     content: str = Field(min_length=1, max_length=2000, description="記憶する内容")
     category: Category = Field(default="other", description="記憶の種類（嗜好・事実・人物・その他）")
-    subject: str | None = Field(default=None, max_length=100, description="記憶の対象（人名やテーマ）。省略可")
+    subject: str | None = Field(
+        default=None, max_length=100, description="記憶の対象（人名やテーマ）。省略可"
+    )
 
 
 def save_memory(p: SaveMemoryParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     content = require_text(p.content, "content")
     subject = clean_text(p.subject) if p.subject else None
-    same = [mid for mid, d in own_memories(ctx.store, ctx.org_id, ctx.user_id, p.category)
-            if d.get("content") == content]
+    same = [
+        mid
+        for mid, d in own_memories(ctx.store, ctx.org_id, ctx.user_id, p.category)
+        if d.get("content") == content
+    ]
     if same:  # already remembered: no second copy
         return {"memory_id": same[0], "content": content, "category": p.category, "already_saved": True}
     memory_id = doc_id(ctx, "m")
     if ctx.dry_run:
         return preview("save_memory", content=content, category=p.category, subject=subject)
-    writer(ctx, txn).set(memories_path(ctx.org_id, memory_id), {
-        "content": content, "category": p.category, "subject": subject, "user_id": ctx.user_id,
-        "created_at": ctx.now})
+    writer(ctx, txn).set(
+        memories_path(ctx.org_id, memory_id),
+        {
+            "content": content,
+            "category": p.category,
+            "subject": subject,
+            "user_id": ctx.user_id,
+            "created_at": ctx.now,
+        },
+    )
     return {"memory_id": memory_id, "content": content, "category": p.category, "subject": subject}
 
 
 class QueryMemoryParams(Params):
     query: str = Field(min_length=1, max_length=200, description="思い出したいことの検索語")
     category: Literal["preference", "fact", "person", "other", "all"] = Field(
-        default="all", description="検索対象の記憶の種類")
+        default="all", description="検索対象の記憶の種類"
+    )
 
 
 def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
@@ -68,9 +83,19 @@ def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None
     wanted = terms(p.query)
     scored = [(score(wanted, f"{d.get('subject') or ''} {d.get('content', '')}"), mid, d) for mid, d in docs]
     hits = sorted((x for x in scored if x[0] > 0), key=lambda x: -x[0])[:10]
-    return {"query": p.query, "count": len(hits),
-            "memories": [{"memory_id": mid, "content": d.get("content"), "category": d.get("category"),
-                          "subject": d.get("subject")} for _, mid, d in hits]}
+    return {
+        "query": p.query,
+        "count": len(hits),
+        "memories": [
+            {
+                "memory_id": mid,
+                "content": d.get("content"),
+                "category": d.get("category"),
+                "subject": d.get("subject"),
+            }
+            for _, mid, d in hits
+        ],
+    }
 
 
 class DeleteMemoryParams(Params):
@@ -108,8 +133,10 @@ def search_knowledge(store: Store, org_id: str, query: str, limit: int = 5) -> l
         if s >= min(2, len(wanted)):
             scored.append((s, kid, title, content))
     scored.sort(key=lambda x: (-x[0], x[1]))
-    return [{"knowledge_id": kid, "title": title, "snippet": content[:300], "score": s}
-            for s, kid, title, content in scored[:limit]]
+    return [
+        {"knowledge_id": kid, "title": title, "snippet": content[:300], "score": s}
+        for s, kid, title, content in scored[:limit]
+    ]
 
 
 class KnowledgeSearchParams(Params):

@@ -24,19 +24,30 @@ MAX_NAMED_RECIPIENTS = 50
 class AnnounceParams(Params):
     message: str = Field(min_length=1, max_length=2000, description="お知らせの本文")
     recipients: Literal["all"] | list[str] = Field(
-        default="all", description="宛先。全員なら \"all\"、特定の人なら名前のリスト")
+        default="all", description='宛先。全員なら "all"、特定の人なら名前のリスト'
+    )
 
 
-def _outbox(ctx: ToolContext, txn: Transaction | None, message: str, people: list[Person],
-            tool: str) -> dict[str, Any]:
+def _outbox(
+    ctx: ToolContext, txn: Transaction | None, message: str, people: list[Person], tool: str
+) -> dict[str, Any]:
     names = [p.name for p in people]
     shown = {"message": message, "recipient_count": len(people), "recipients": names[:20]}
     if ctx.dry_run:
         return preview(tool, **shown)
     ann_id = doc_id(ctx, "a")
-    writer(ctx, txn).set(f"orgs/{ctx.org_id}/announcements/{ann_id}", {
-        "message": message, "recipients": [p.user_id for p in people], "recipient_names": names,
-        "room_id": ctx.room_id, "by": ctx.user_id, "status": "queued", "created_at": ctx.now})
+    writer(ctx, txn).set(
+        f"orgs/{ctx.org_id}/announcements/{ann_id}",
+        {
+            "message": message,
+            "recipients": [p.user_id for p in people],
+            "recipient_names": names,
+            "room_id": ctx.room_id,
+            "by": ctx.user_id,
+            "status": "queued",
+            "created_at": ctx.now,
+        },
+    )
     return {"announcement_id": ann_id, **shown}
 
 
@@ -47,8 +58,10 @@ def announce(p: AnnounceParams, ctx: ToolContext, txn: Transaction | None) -> di
     else:
         if not p.recipients or len(p.recipients) > MAX_NAMED_RECIPIENTS:
             raise ToolInputError(f"宛先は1〜{MAX_NAMED_RECIPIENTS}人で指定してください", field="recipients")
-        resolved = [resolve_person(ctx.store, ctx.org_id, n, sender_id=ctx.user_id, field="recipients")
-                    for n in p.recipients]
+        resolved = [
+            resolve_person(ctx.store, ctx.org_id, n, sender_id=ctx.user_id, field="recipients")
+            for n in p.recipients
+        ]
         people = list({x.user_id: x for x in resolved}.values())
     if not people:
         raise ToolInputError("宛先の社員がいません", field="recipients")
@@ -72,8 +85,10 @@ class ViewAllUsersParams(Params):
 
 def view_all_users(p: ViewAllUsersParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     people = sorted(list_people(ctx.store, ctx.org_id), key=lambda x: (x.department_id or "", x.name))
-    return {"count": len(people),
-            "users": [{"name": x.name, "department_id": x.department_id, "level": x.level} for x in people]}
+    return {
+        "count": len(people),
+        "users": [{"name": x.name, "department_id": x.department_id, "level": x.level} for x in people],
+    }
 
 
 class ChangePermissionParams(Params):
@@ -89,8 +104,9 @@ def change_permission(p: ChangePermissionParams, ctx: ToolContext, txn: Transact
         if target is None:
             raise ToolInputError("指定された社員が見つかりません", field="target_user_id")
     else:
-        target = resolve_person(ctx.store, ctx.org_id, p.target_user_name, sender_id=ctx.user_id,
-                                field="target_user_name")
+        target = resolve_person(
+            ctx.store, ctx.org_id, p.target_user_name, sender_id=ctx.user_id, field="target_user_name"
+        )
     if me is None or target.user_id == me.user_id:
         raise ToolInputError("自分自身の権限は変更できません", field="target_user_name")
     if p.new_level > me.level:
@@ -100,7 +116,14 @@ def change_permission(p: ChangePermissionParams, ctx: ToolContext, txn: Transact
         return preview("change_permission", **shown)
     w = writer(ctx, txn)
     w.set(f"orgs/{ctx.org_id}/users/{target.user_id}", {"level": p.new_level}, merge=True)
-    w.set(f"orgs/{ctx.org_id}/permission_changes/{doc_id(ctx, 'p')}", {
-        "user_id": target.user_id, "old_level": target.level, "new_level": p.new_level, "by": me.user_id,
-        "at": ctx.now})
+    w.set(
+        f"orgs/{ctx.org_id}/permission_changes/{doc_id(ctx, 'p')}",
+        {
+            "user_id": target.user_id,
+            "old_level": target.level,
+            "new_level": p.new_level,
+            "by": me.user_id,
+            "at": ctx.now,
+        },
+    )
     return shown

@@ -31,10 +31,16 @@ MAX_LISTED = 20
 
 class TaskCreateParams(Params):
     body: str = Field(min_length=1, max_length=1000, description="タスクの内容")
-    assignee_name: str = Field(min_length=1, max_length=100,
-                               description="担当者名。「俺」「自分」「私」は依頼者自身（そのまま渡してよい）")
-    limit_date: str | None = Field(default=None, max_length=40,
-                                   description="期限日。YYYY-MM-DD、または「明日」「来週金曜」「月末」などの表現")
+    assignee_name: str = Field(
+        min_length=1,
+        max_length=100,
+        description="担当者名。「俺」「自分」「私」は依頼者自身（そのまま渡してよい）",
+    )
+    limit_date: str | None = Field(
+        default=None,
+        max_length=40,
+        description="期限日。YYYY-MM-DD、または「明日」「来週金曜」「月末」などの表現",
+    )
     limit_time: str | None = Field(default=None, max_length=20, description="期限時刻（HH:MM）。省略可")
 
 
@@ -45,9 +51,16 @@ def task_create(p: TaskCreateParams, ctx: ToolContext, txn: Transaction | None) 
     at = normalize_time(p.limit_time)
     if at and not limit:
         raise ToolInputError("時刻だけでは期限になりません。日付も教えてください", field="limit_date")
-    draft = TaskDraft(body=body, assignee_id=assignee.task_account_id, assignee_name=assignee.name,
-                      limit_date=limit, limit_time=at, room_id=ctx.room_id, created_by=ctx.user_id,
-                      marker=task_marker(ctx.org_id, ctx.turn_id))
+    draft = TaskDraft(
+        body=body,
+        assignee_id=assignee.task_account_id,
+        assignee_name=assignee.name,
+        limit_date=limit,
+        limit_time=at,
+        room_id=ctx.room_id,
+        created_by=ctx.user_id,
+        marker=task_marker(ctx.org_id, ctx.turn_id),
+    )
     shown = {"body": body, "assignee": assignee.name, "limit_date": limit, "limit_time": at}
     if ctx.dry_run:
         return preview("chatwork_task_create", task=shown)
@@ -63,8 +76,9 @@ def _me(ctx: ToolContext) -> Person:
 
 
 class TaskSearchParams(Params):
-    assignee_name: str = Field(default="自分", max_length=100,
-                               description="誰のタスクか（人物名。「自分」「俺」は依頼者自身）")
+    assignee_name: str = Field(
+        default="自分", max_length=100, description="誰のタスクか（人物名。「自分」「俺」は依頼者自身）"
+    )
     status: Literal["open", "done", "all"] = Field(default="open", description="タスクの状態")
     target_user_id: DocId | None = Field(default=None, description="対象者の社員ID（わかる場合のみ）")
 
@@ -74,25 +88,38 @@ def task_search(p: TaskSearchParams, ctx: ToolContext, txn: Transaction | None) 
         person = get_person(ctx.store, ctx.org_id, p.target_user_id)
         if person is None:
             raise ToolInputError("指定された社員が見つかりません", field="target_user_id")
-        if not is_self(p.assignee_name) and resolve_person(
-                ctx.store, ctx.org_id, p.assignee_name, sender_id=ctx.user_id).user_id != person.user_id:
+        if (
+            not is_self(p.assignee_name)
+            and resolve_person(ctx.store, ctx.org_id, p.assignee_name, sender_id=ctx.user_id).user_id
+            != person.user_id
+        ):
             raise ToolInputError("担当者名と社員IDが一致しません", field="target_user_id")
     else:
         person = resolve_person(ctx.store, ctx.org_id, p.assignee_name, sender_id=ctx.user_id)
-    tasks = ctx.task_backend.list(ctx.org_id, room_id=ctx.room_id, assignee_ids=[person.task_account_id],
-                                  status=p.status)
-    return {"assignee": person.name, "status": p.status, "count": len(tasks),
-            "tasks": [t.public() for t in tasks[:MAX_LISTED]]}
+    tasks = ctx.task_backend.list(
+        ctx.org_id, room_id=ctx.room_id, assignee_ids=[person.task_account_id], status=p.status
+    )
+    return {
+        "assignee": person.name,
+        "status": p.status,
+        "count": len(tasks),
+        "tasks": [t.public() for t in tasks[:MAX_LISTED]],
+    }
 
 
 class TaskCompleteParams(Params):
-    task_query: str = Field(min_length=1, max_length=200,
-                            description="完了にするタスクを特定する情報（内容の一部、または一覧の番号）")
+    task_query: str = Field(
+        min_length=1,
+        max_length=200,
+        description="完了にするタスクを特定する情報（内容の一部、または一覧の番号）",
+    )
     task_id: DocId | None = Field(default=None, description="タスクID（わかる場合のみ）")
 
 
 def _own_open(ctx: ToolContext, me: Person) -> list[Task]:
-    return ctx.task_backend.list(ctx.org_id, room_id=ctx.room_id, assignee_ids=[me.task_account_id], status="open")
+    return ctx.task_backend.list(
+        ctx.org_id, room_id=ctx.room_id, assignee_ids=[me.task_account_id], status="open"
+    )
 
 
 def task_complete(p: TaskCompleteParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
@@ -108,7 +135,9 @@ def task_complete(p: TaskCompleteParams, ctx: ToolContext, txn: Transaction | No
 class DeleteTaskParams(Params):
     task_query: str | None = Field(default=None, max_length=200, description="削除するタスクを特定する情報")
     task_id: DocId | None = Field(default=None, description="タスクID（わかる場合のみ）")
-    assignee_name: str = Field(default="自分", max_length=100, description="そのタスクの担当者名（既定は自分）")
+    assignee_name: str = Field(
+        default="自分", max_length=100, description="そのタスクの担当者名（既定は自分）"
+    )
 
     @model_validator(mode="after")
     def _one_target(self) -> DeleteTaskParams:
@@ -120,8 +149,9 @@ class DeleteTaskParams(Params):
 def delete_task(p: DeleteTaskParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     me = _me(ctx)
     assignee = resolve_person(ctx.store, ctx.org_id, p.assignee_name, sender_id=ctx.user_id)
-    tasks = ctx.task_backend.list(ctx.org_id, room_id=ctx.room_id, assignee_ids=[assignee.task_account_id],
-                                  status="all")
+    tasks = ctx.task_backend.list(
+        ctx.org_id, room_id=ctx.room_id, assignee_ids=[assignee.task_account_id], status="all"
+    )
     # only tasks the sender owns: assigned to them, or created by them
     mine = [t for t in tasks if t.assignee_id == me.task_account_id or t.created_by == me.user_id]
     chosen = pick_one("タスク", "task_query", [(t.task_id, t.body) for t in mine], p.task_query, p.task_id)
@@ -133,8 +163,9 @@ def delete_task(p: DeleteTaskParams, ctx: ToolContext, txn: Transaction | None) 
 
 
 class ViewTeamTasksParams(Params):
-    target_department_id: DocId | None = Field(default=None,
-                                               description="対象部署のID（省略時は依頼者の部署）")
+    target_department_id: DocId | None = Field(
+        default=None, description="対象部署のID（省略時は依頼者の部署）"
+    )
     status: Literal["open", "done", "all"] = Field(default="open", description="タスクの状態")
 
 
@@ -150,7 +181,16 @@ def team_department(ctx: ToolContext, target: str | None) -> str:
 def view_team_tasks(p: ViewTeamTasksParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     department = team_department(ctx, p.target_department_id)
     members = department_members(ctx.store, ctx.org_id, department)
-    tasks = ctx.task_backend.list(ctx.org_id, room_id=ctx.room_id,
-                                  assignee_ids=[m.task_account_id for m in members], status=p.status, limit=100)
-    return {"department_id": department, "member_count": len(members), "count": len(tasks),
-            "tasks": [t.public() for t in tasks[:50]]}
+    tasks = ctx.task_backend.list(
+        ctx.org_id,
+        room_id=ctx.room_id,
+        assignee_ids=[m.task_account_id for m in members],
+        status=p.status,
+        limit=100,
+    )
+    return {
+        "department_id": department,
+        "member_count": len(members),
+        "count": len(tasks),
+        "tasks": [t.public() for t in tasks[:50]],
+    }

@@ -14,8 +14,16 @@ from shared_lib.inbound import InboundMessage
 
 
 def make_turn(text: str = "こんにちは") -> Turn:
-    msg = InboundMessage(channel="http", org_id="acme", room_id="r1", user_id="u1", text=text, message_id="m1",
-                         event_id="e1", received_at=datetime(2026, 11, 22, tzinfo=UTC))
+    msg = InboundMessage(
+        channel="http",
+        org_id="acme",
+        room_id="r1",
+        user_id="u1",
+        text=text,
+        message_id="m1",
+        event_id="e1",
+        received_at=datetime(2026, 11, 22, tzinfo=UTC),
+    )
     return Turn.from_inbound(msg, traceparent="00-" + "a" * 32 + "-" + "b" * 16 + "-01")
 
 
@@ -55,12 +63,15 @@ def test_large_body_without_a_store_is_refused():
         turn.to_message("context")
 
 
-@pytest.mark.parametrize("data,attrs", [
-    (b"not json", {}),
-    (b'{"turn_id": 1}', {}),
-    (b"{}", {"schema_version": "99"}),
-    (b'{"$ref": "orgs/acme/blobs/missing"}', {}),
-])
+@pytest.mark.parametrize(
+    "data,attrs",
+    [
+        (b"not json", {}),
+        (b'{"turn_id": 1}', {}),
+        (b"{}", {"schema_version": "99"}),
+        (b'{"$ref": "orgs/acme/blobs/missing"}', {}),
+    ],
+)
 def test_bad_messages_raise_envelope_errors(data, attrs):
     with pytest.raises(EnvelopeError):
         Turn.from_message(data, attrs, MemoryStore())

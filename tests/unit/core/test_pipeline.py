@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -20,15 +21,29 @@ ORG = "acme"
 def runtime(**env: str) -> Runtime:
     rt = build_runtime({"CHARTER_ENV": "test", "CHARTER_LLM": "none", "CHARTER_CHANNELS": "recording", **env})
     wire_inprocess(rt)
-    seed_directory(rt.store, ORG, [{"user_id": "u1", "name": "鈴木一郎", "level": 2, "department_id": "d1"},
-                                   {"user_id": "u2", "name": "田中太郎", "level": 2, "department_id": "d1"}],
-                   {"d1": None})
+    seed_directory(
+        rt.store,
+        ORG,
+        [
+            {"user_id": "u1", "name": "鈴木一郎", "level": 2, "department_id": "d1"},
+            {"user_id": "u2", "name": "田中太郎", "level": 2, "department_id": "d1"},
+        ],
+        {"d1": None},
+    )
     return rt
 
 
 def inbound(text: str, event_id: str = "e1", user: str = "u1") -> InboundMessage:
-    return InboundMessage(channel="http", org_id=ORG, room_id="r1", user_id=user, text=text, message_id=event_id,
-                          event_id=event_id, received_at=datetime.now(UTC))
+    return InboundMessage(
+        channel="http",
+        org_id=ORG,
+        room_id="r1",
+        user_id=user,
+        text=text,
+        message_id=event_id,
+        event_id=event_id,
+        received_at=datetime.now(UTC),
+    )
 
 
 def sent(rt: Runtime) -> list[str]:
@@ -40,8 +55,14 @@ def test_a_turn_goes_through_every_layer_and_is_recorded_once():
     turn_id = accept(rt, inbound("田中さんに明日までに見積書のタスクをお願い"))
     record = rt.store.get(f"orgs/{ORG}/observability/{turn_id}")
     assert record is not None
-    assert [e["layer"] for e in record["trail"]] == ["context", "brain", "guardian", "authorizer", "executor",
-                                                      "responder"]
+    assert [e["layer"] for e in record["trail"]] == [
+        "context",
+        "brain",
+        "guardian",
+        "authorizer",
+        "executor",
+        "responder",
+    ]
     assert len(sent(rt)) == 1
     assert len(rt.store.query(f"orgs/{ORG}/tasks")) == 1
 
@@ -54,8 +75,9 @@ def test_the_same_webhook_event_twice_makes_one_turn():
     assert len(sent(rt)) == 1 and len(rt.store.query(f"orgs/{ORG}/tasks")) == 1
 
 
-@pytest.mark.parametrize("topic_key", ["received", "contextualized", "proposed", "guarded", "authorized",
-                                       "executed", "completed"])
+@pytest.mark.parametrize(
+    "topic_key", ["received", "contextualized", "proposed", "guarded", "authorized", "executed", "completed"]
+)
 def test_redelivering_any_hop_repeats_no_work_and_no_effect(topic_key):
     # GIVEN a finished turn
     rt = runtime()
@@ -74,11 +96,13 @@ def test_redelivering_any_hop_repeats_no_work_and_no_effect(topic_key):
 def test_each_layer_changes_only_its_own_section():
     rt = runtime()
     accept(rt, inbound("田中さんに見積書のタスクをお願い"))
-    by_layer = {attrs["layer"]: Turn.from_message(data, attrs, rt.store)
-                for topic, data, attrs, _ in rt.bus.published  # type: ignore[attr-defined]
-                if topic not in ("events", "shadow", "deadletter")}
+    by_layer = {
+        attrs["layer"]: Turn.from_message(data, attrs, rt.store)
+        for topic, data, attrs, _ in rt.bus.published  # type: ignore[attr-defined]
+        if topic not in ("events", "shadow", "deadletter")
+    }
     order = ["ingress", "context", "brain", "guardian", "authorizer", "executor", "responder"]
-    for before, after in zip(order, order[1:], strict=False):
+    for before, after in itertools.pairwise(order):
         a, b = by_layer[before].model_dump(), by_layer[after].model_dump()
         changed = {k for k in a if a[k] != b[k]} - SHARED_FIELDS
         assert changed <= LAYER_SECTIONS[after], f"{after} changed {changed - LAYER_SECTIONS[after]}"
@@ -119,4 +143,11 @@ def test_a_failed_layer_releases_its_claim_so_the_redelivery_can_work():
 
 def test_every_target_is_a_layer_or_has_its_own_handler():
     assert set(LAYERS) | {"ingress", "observer", "admin"} >= {
-        "context", "brain", "brain_shadow", "guardian", "authorizer", "executor", "responder"}
+        "context",
+        "brain",
+        "brain_shadow",
+        "guardian",
+        "authorizer",
+        "executor",
+        "responder",
+    }

@@ -6,8 +6,18 @@ from shared_lib.topology import TOPOLOGY
 
 def test_every_subscription_names_a_known_topic_and_target():
     TOPOLOGY.check()
-    assert set(TOPOLOGY.topics) >= {"received", "contextualized", "proposed", "guarded", "authorized", "executed",
-                                    "completed", "events", "shadow", "deadletter"}
+    assert set(TOPOLOGY.topics) >= {
+        "received",
+        "contextualized",
+        "proposed",
+        "guarded",
+        "authorized",
+        "executed",
+        "completed",
+        "events",
+        "shadow",
+        "deadletter",
+    }
 
 
 def test_each_layer_publishes_to_the_topic_the_next_layer_reads():
