@@ -12,6 +12,7 @@ also stops the Java process gcloud spawns.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -20,11 +21,38 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+_handed: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port below the kernel's ephemeral range.
+
+    A port taken from the ephemeral range can be handed to some process's outgoing
+    connection between our check and the server's bind ("Address already in use"); ports
+    below that range are only ever taken by servers that ask for them.
+    """
+    low, _ = _ephemeral_range()
+    rng = random.Random()
+    for _ in range(500):
+        port = rng.randrange(max(1024, low - 12000), low - 1)
+        if port in _handed:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed.add(port)
+        return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def wait_port(port: int, timeout: float = 90.0) -> bool:

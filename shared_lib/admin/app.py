@@ -66,7 +66,8 @@ def create_app(rt: Runtime, *, policy: TokenPolicy | None = None) -> Flask:
     def index() -> Response:
         return send_from_directory(STATIC_DIR, "index.html", max_age=0)
 
-    @app.get("/static/<path:name>")
+    # not /static: functions-framework's own Flask app answers /static/* before any function
+    @app.get("/assets/<path:name>")
     def static_file(name: str) -> Response:
         return send_from_directory(STATIC_DIR, name, max_age=0)
 

@@ -16,6 +16,8 @@ import pytest
 
 from infra import local_stack as stack_mod
 
+ADMIN_TOKEN = "e2e-operator-token-0123456789"
+
 
 @dataclass
 class LocalStack:
@@ -29,6 +31,15 @@ class LocalStack:
     @property
     def admin_url(self) -> str | None:
         return self.state.get("admin_url")
+
+    @property
+    def admin_token(self) -> str:
+        return ADMIN_TOKEN
+
+    @property
+    def flags_ttl(self) -> float:
+        """How long until every process's flags cache has expired."""
+        return float(self.state.get("flags_ttl", 1.0)) + 0.5
 
     @property
     def project(self) -> str:
@@ -62,6 +73,7 @@ class LocalStack:
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     root: Path = tmp_path_factory.mktemp("charter-local")
+    os.environ["CHARTER_ADMIN_TOKEN"] = ADMIN_TOKEN  # the admin process of the stack gets it
     state = stack_mod.up(root=root, fault_injection=True, flags_ttl=1.0)
     try:
         from shared_lib.adapters.firestore_store import FirestoreStore

@@ -4,24 +4,19 @@ The demo conversation arrives as signed webhooks; the dashboard shows the turns,
 decision trail, and its emergency stop makes the next webhook get the kill-switch reply.
 Screenshots go to ``test-artifacts/dashboard/``.
 
-The stack here is in process (``dashboard_stack``): the admin app and an ingress app served
-by werkzeug on 127.0.0.1 over one in-process runtime whose LLM is the fake Anthropic server.
-It has the attributes of the local stack's ``local_stack`` fixture (``admin_url``,
-``ingress_url``, ``store``, ``record(org, turn_id)``); to run against the local stack, use
-``local_stack`` in ``stack`` below and give the admin process ``CHARTER_ADMIN_TOKEN``.
+The stack is the whole local stack (``local_stack``: emulators, one functions-framework
+process per layer, the admin function). The emergency stop writes a kill-switch override
+into the stack's Firestore; the fixture clears it afterwards so later tests run normally.
 """
 
 from __future__ import annotations
 
 import shutil
-import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import flask
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -29,102 +24,16 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
-from werkzeug.serving import BaseWSGIServer, make_server
 
-from infra.fake_llm import FakeAnthropicServer
 from infra.webhook_sender import send
-from shared_lib.admin.app import create_app
-from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM, seed_demo_directory
-from shared_lib.layers.ingress import handle_http
+from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM
 from shared_lib.persona import load_persona
-from shared_lib.runtime import Runtime, build_runtime, wire_inprocess
+from shared_lib.rollout.overrides import clear_override
 
 pytestmark = pytest.mark.e2e
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-ADMIN_TOKEN = "dashboard-e2e-operator-token"
 WAIT = 30
-
-
-# --------------------------------------------------------------------------- the in-process stack
-
-
-@dataclass
-class InProcessStack:
-    admin_url: str
-    ingress_url: str
-    store: Any
-    admin_token: str = ADMIN_TOKEN
-    flags_ttl: float = 0.0  # one process, caches invalidated at once
-    servers: list[BaseWSGIServer] = field(default_factory=list)
-
-    def wait_for(self, predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.25) -> Any:
-        end = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > end:
-                raise AssertionError(f"condition not met within {timeout}s")
-            time.sleep(interval)
-
-    def record(self, org: str, turn_id: str, timeout: float = 60.0) -> dict[str, Any]:
-        return dict(self.wait_for(lambda: self.store.get(f"orgs/{org}/observability/{turn_id}"), timeout))
-
-
-def ingress_app(rt: Runtime) -> flask.Flask:
-    """What ``functions/ingress.py`` does, over this runtime."""
-    app = flask.Flask("ingress")
-
-    @app.post("/webhooks/<channel>")
-    def webhook(channel: str) -> flask.Response:
-        status, body = handle_http(
-            rt,
-            channel,
-            flask.request.method,
-            dict(flask.request.headers),
-            flask.request.args.to_dict(),
-            flask.request.get_data(cache=False),
-        )
-        return flask.make_response(flask.jsonify(body), status)
-
-    return app
-
-
-def serve(app: flask.Flask) -> BaseWSGIServer:
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-@pytest.fixture
-def dashboard_stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessStack]:
-    monkeypatch.setenv("CHARTER_ADMIN_TOKEN", ADMIN_TOKEN)
-    with FakeAnthropicServer() as llm:
-        rt = build_runtime(
-            {
-                "CHARTER_ENV": "test",
-                "CHARTER_CHANNELS": "recording",
-                "CHARTER_FLAGS_TTL": "0",
-                "ANTHROPIC_BASE_URL": llm.url,
-                "ANTHROPIC_API_KEY": "fake",
-            }
-        )
-        rt.extras["notifiers"] = []
-        wire_inprocess(rt)
-        seed_demo_directory(rt.store)
-        admin, ingress = serve(create_app(rt)), serve(ingress_app(rt))
-        stack = InProcessStack(
-            admin_url=f"http://127.0.0.1:{admin.server_port}",
-            ingress_url=f"http://127.0.0.1:{ingress.server_port}",
-            store=rt.store,
-            servers=[admin, ingress],
-        )
-        try:
-            yield stack
-        finally:
-            for server in stack.servers:
-                server.shutdown()
 
 
 # --------------------------------------------------------------------------- the browser
@@ -176,9 +85,13 @@ def rows_of(driver: WebDriver) -> set[str]:
 
 
 @pytest.fixture
-def stack(dashboard_stack: InProcessStack) -> Any:
-    """The stack under test (``local_stack`` once the local stack serves the admin function)."""
-    return dashboard_stack
+def stack(local_stack: Any) -> Iterator[Any]:
+    """The local stack; the kill-switch override the test writes is cleared afterwards."""
+    try:
+        yield local_stack
+    finally:
+        clear_override(local_stack.store, "e2e teardown", "browser test of the emergency stop is over")
+        time.sleep(local_stack.flags_ttl)
 
 
 def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_the_brain(stack, browser):
@@ -208,7 +121,7 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     shot(browser, "2-trail")
 
     # WHEN the operator gives the token and presses the emergency stop
-    token = getattr(stack, "admin_token", ADMIN_TOKEN)
+    token = stack.admin_token
     browser.find_element(By.ID, "admin-token").send_keys(token)
     browser.find_element(By.ID, "token-save").click()
     browser.find_element(By.ID, "control-author").send_keys("e2e operator")
@@ -219,7 +132,7 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     shot(browser, "3-stopped")
 
     # THEN the next webhook gets the kill-switch reply (once other processes' flags caches expired)
-    time.sleep(float(getattr(stack, "flags_ttl", 0.0)))
+    time.sleep(stack.flags_ttl)
     stopped = stack.record(
         DEMO_ORG, webhook(stack, "田中さんに明日までに資料作成のタスクをお願い", CONVERSATION[0][0])
     )

@@ -155,7 +155,7 @@ def test_a_layer_that_keeps_failing_dead_letters_only_its_turn(local_stack):
         timeout=120,
     )
     assert failure[0]["produced_by"] == "authorizer"
-    assert local_stack.wait_for(lambda: local_stack.store.get(f"alerts/dlq-{failing}-authorizer"))
+    assert local_stack.wait_for(lambda: local_stack.store.get(f"alerts/dlq-{failing}-authorizer-0"))
     # AND a later turn of A goes through once the failed one has left the queue
     later = post(local_stack, "ありがとう", room=a)
     assert local_stack.record(ORG, later, timeout=90)["final_response"]
@@ -163,12 +163,19 @@ def test_a_layer_that_keeps_failing_dead_letters_only_its_turn(local_stack):
 
 @pytest.mark.e2e
 def test_a_confirmation_then_hai_executes_exactly_once(local_stack):
+    # GIVEN an announcement to everyone, which the charter confirms twice (params.recipients_all)
     r = room()
     ask = post(local_stack, "全員に明日の全体会議は10時からとアナウンスして", room=r)
     assert local_stack.record(ORG, ask)["response_kind"] == "confirm"
+    again = post(local_stack, "はい", room=r)
+    assert local_stack.record(ORG, again)["response_kind"] == "confirm"
+    # WHEN the user says はい the second time
     yes = post(local_stack, "はい", room=r)
     record = local_stack.record(ORG, yes)
+    # THEN it runs exactly once, and a further はい runs nothing
     assert record["execution_success"] is True
+    extra = post(local_stack, "はい", room=r)
+    assert local_stack.record(ORG, extra)["execution_success"] is False
     announcements = [
         d for _, d in local_stack.store.query(f"orgs/{ORG}/announcements") if d.get("room_id") == r
     ]

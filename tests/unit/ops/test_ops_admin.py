@@ -38,7 +38,7 @@ def test_the_dashboard_page_and_its_files_are_served_from_the_package():
     assert page.status_code == 200 and b'id="turns-table"' in page.data
     assert "script-src 'self'" in page.headers["Content-Security-Policy"]
     for name in ("app.js", "app.css"):
-        assert c.get(f"/static/{name}").status_code == 200
+        assert c.get(f"/assets/{name}").status_code == 200
 
 
 def test_nothing_is_loaded_from_another_host():
