@@ -26,6 +26,12 @@ from infra.emulators import free_port, pid_alive, stop_pid, wait_port
 REPO = Path(__file__).resolve().parent.parent
 STATE_DIR = Path(os.environ.get("CHARTER_LOCAL_DIR", REPO / ".charter" / "local"))
 PROJECT = "charter-local"
+EMULATOR_NOTES = [
+    "The Pub/Sub emulator ignores dead-letter policies on subscriptions with message ordering (every chain "
+    "subscription): the functions count failed deliveries and dead-letter a message themselves after "
+    "max_delivery_attempts of topology.json (CHARTER_DEADLETTER_FALLBACK=1). In the cloud Pub/Sub's own policy applies.",
+    "The Pub/Sub emulator ignores retry backoff and OIDC push authentication; Firestore TTL policies do not run.",
+]
 
 
 @dataclass
@@ -248,10 +254,14 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float) -> None
     _seed(state)
     for target in _targets():
         _wait(state, target, timeout)
+    for name in ("ingress", "admin"):  # the first request builds the process's runtime: do it now
+        if name in state["components"] and not _until_healthy(state["components"][name], name, timeout):
+            raise RuntimeError(f"{name} is not healthy (see {paths.logs / (name + '.log')})")
     _create_topology(state)
     state["ingress_url"] = state["components"]["ingress"]["url"]
     if "admin" in state["components"]:
         state["admin_url"] = state["components"]["admin"]["url"]
+    state["notes"] = EMULATOR_NOTES
     state["ready"] = True
     _save(paths, state)
 
@@ -316,11 +326,20 @@ def _healthy(comp: dict[str, Any], name: str) -> bool:
             "fake_channels": "/_admin/health",
         }[name]
         try:
-            with urllib.request.urlopen(comp["url"] + path, timeout=2) as resp:
+            with urllib.request.urlopen(comp["url"] + path, timeout=10) as resp:
                 return bool(resp.status == 200)
         except OSError:
             return False
     return wait_port(comp["port"], 1.0)
+
+
+def _until_healthy(comp: dict[str, Any], name: str, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if _healthy(comp, name):
+            return True
+        time.sleep(0.3)
+    return False
 
 
 def status(root: Path | None = None) -> dict[str, Any]:
@@ -332,6 +351,7 @@ def status(root: Path | None = None) -> dict[str, Any]:
         "ingress_url": state.get("ingress_url"),
         "admin_url": state.get("admin_url"),
         "components": comps,
+        "notes": state.get("notes", []),
     }
 
 

@@ -12,6 +12,8 @@ def _up(args: argparse.Namespace) -> int:
 
     state = local_stack.up(fault_injection=args.fault_injection)
     print(f"local stack up: ingress {state['ingress_url']} (project {state['project']})")
+    for note in state.get("notes", []):
+        print(f"note: {note}")
     return 0
 
 
