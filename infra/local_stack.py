@@ -30,7 +30,8 @@ EMULATOR_NOTES = [
     "The Pub/Sub emulator ignores dead-letter policies on subscriptions with message ordering (every chain "
     "subscription): the functions count failed deliveries and dead-letter a message themselves after "
     "max_delivery_attempts of topology.json (CHARTER_DEADLETTER_FALLBACK=1). In the cloud Pub/Sub's own policy applies.",
-    "The Pub/Sub emulator ignores retry backoff and OIDC push authentication; Firestore TTL policies do not run.",
+    "Push subscriptions here carry no OIDC token (the cloud's do), and the Firestore emulator applies no TTL "
+    "policy: expired claims and receipts stay until the emulator stops.",
 ]
 
 
