@@ -124,6 +124,18 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
             "CHARTER_LOG_JSON": "1",
             "CHARTER_FLAGS_TTL": str(state.get("flags_ttl", 2)),
             "CHARTER_DEFAULT_ORG": "demo",
+            # deliveries of every provider land in the demo organisation; the bot identities are the
+            # ones infra/webhook_sender addresses
+            "CHARTER_INGRESS_CONFIG": json.dumps(
+                {
+                    "default_org": "demo",
+                    "bots": {
+                        "chatwork_account_id": "9000001",
+                        "slack_user_id": "UCHARTERBOT",
+                        "line_user_id": "Ucharterbot000000000000000000000",
+                    },
+                }
+            ),
             "CHARTER_LLM_TIMEOUT": "20",
             # the emulator does not dead-letter ordered subscriptions: the handler does (shared_lib.push)
             "CHARTER_DEADLETTER_FALLBACK": "1",

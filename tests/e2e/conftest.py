@@ -33,6 +33,14 @@ class LocalStack:
         return self.state.get("admin_url")
 
     @property
+    def root(self) -> str:
+        return str(self.state["root"])
+
+    @property
+    def firestore_host(self) -> str:
+        return f"127.0.0.1:{self.state['components']['firestore']['port']}"
+
+    @property
     def admin_token(self) -> str:
         return ADMIN_TOKEN
 
@@ -75,6 +83,7 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack
     root: Path = tmp_path_factory.mktemp("charter-local")
     os.environ["CHARTER_ADMIN_TOKEN"] = ADMIN_TOKEN  # the admin process of the stack gets it
     state = stack_mod.up(root=root, fault_injection=True, flags_ttl=1.0)
+    state["root"] = str(root)
     try:
         from shared_lib.adapters.firestore_store import FirestoreStore
 
