@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -95,17 +97,26 @@ class FirestoreStore:
         except _UNAVAILABLE as exc:
             raise StoreUnavailable(str(exc)) from exc
 
-    def run_transaction(self, fn: Callable[[Any], T]) -> T:
+    def run_transaction(self, fn: Callable[[Any], T], *, attempts: int = 8) -> T:
+        """Run ``fn`` in a transaction; contention (``Aborted``, e.g. the emulator's "Transaction
+        lock timeout") is retried with jittered exponential backoff, then raised."""
+
         @firestore.transactional
         def _run(txn: firestore.Transaction) -> T:
             return fn(_FirestoreTransaction(self.client, txn))
 
-        try:
-            result: T = _run(self.client.transaction())
-            return result
-        except (gexc.AlreadyExists, gexc.Conflict) as exc:
-            if isinstance(exc, gexc.AlreadyExists) or "exists" in str(exc).lower():
-                raise AlreadyExistsError(str(exc)) from exc
-            raise
-        except _UNAVAILABLE as exc:
-            raise StoreUnavailable(str(exc)) from exc
+        for attempt in range(1, attempts + 1):
+            try:
+                result: T = _run(self.client.transaction())
+                return result
+            except gexc.Aborted:
+                if attempt == attempts:
+                    raise
+                time.sleep(min(1.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+            except (gexc.AlreadyExists, gexc.Conflict) as exc:
+                if isinstance(exc, gexc.AlreadyExists) or "exists" in str(exc).lower():
+                    raise AlreadyExistsError(str(exc)) from exc
+                raise
+            except _UNAVAILABLE as exc:
+                raise StoreUnavailable(str(exc)) from exc
+        raise AssertionError("unreachable")

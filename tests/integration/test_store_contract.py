@@ -51,11 +51,20 @@ def test_transaction_reads_then_writes_atomically(store: Store):
         txn.set("orgs/a/counters/c", {"v": doc["v"] + 1})
         return doc["v"] + 1
 
-    threads = [threading.Thread(target=lambda: store.run_transaction(bump)) for _ in range(5)]
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            store.run_transaction(bump)
+        except BaseException as exc:  # collected: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(5)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert errors == []
     assert store.get("orgs/a/counters/c") == {"v": 5}
 
 
