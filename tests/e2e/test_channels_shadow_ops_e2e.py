@@ -174,3 +174,50 @@ def test_demo_through_the_stack_then_turns_list_and_show(local_stack, tmp_path):
         assert shown.returncode == 0, shown.stderr[-2000:]
         for layer in ("context", "brain", "guardian", "authorizer", "executor", "responder"):
             assert layer in shown.stdout
+
+
+def test_replay_after_a_threshold_change_reports_the_new_verdict_without_calling_the_llm(
+    local_stack, tmp_path
+):
+    # GIVEN a task turn the LLM proposed at confidence 0.9 (allowed), recorded by the stack
+    room = f"room-{uuid.uuid4().hex[:6]}"
+    turn_id, _ = deliver(
+        local_stack,
+        "http",
+        "田中さんに明日までに見積書を作成するタスクをお願い",
+        org="demo",
+        room=room,
+        user="u-suzuki",
+    )
+    assert local_stack.record("demo", turn_id)["guardian_action"] == "allow"
+    # AND today's policy asks for confirmation below 0.95
+    from shared_lib.policy.config import POLICY_FILE
+
+    policy = json.loads(POLICY_FILE.read_text(encoding="utf-8"))
+    policy["confidence"]["medium"] = 0.95
+    (tmp_path / "policy.json").write_text(json.dumps(policy, ensure_ascii=False), encoding="utf-8")
+    before = len(local_stack.fake_llm_requests())
+    # WHEN the operator replays the turn
+    env = dict(
+        os.environ,
+        FIRESTORE_EMULATOR_HOST=local_stack.firestore_host,
+        CHARTER_PROJECT=local_stack.project,
+        CHARTER_STORE="firestore",
+        CHARTER_ENV="local",
+        CHARTER_POLICY=str(tmp_path / "policy.json"),
+        ANTHROPIC_BASE_URL=local_stack.url("fake_llm"),
+        ANTHROPIC_API_KEY="local-fake-key",
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "shared_lib.cli", "replay", turn_id, "--org", "demo", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # THEN the changed verdict is reported and the fake LLM server received nothing
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert report["changed"] is True
+    assert "confirm" in json.dumps(report)
+    assert len(local_stack.fake_llm_requests()) == before
