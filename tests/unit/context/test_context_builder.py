@@ -104,7 +104,7 @@ def test_given_a_source_slower_than_its_timeout_then_it_is_recorded_as_timed_out
     sources = [*default_sources(), SourceSpec("slow", 3, 4, stuck)]
     try:
         built = build(
-            store, config=ContextConfig(token_budget=5000, source_timeout_seconds=0.05), sources=sources
+            store, config=ContextConfig(token_budget=5000, source_timeout_seconds=1.0), sources=sources
         )
     finally:
         release.set()
