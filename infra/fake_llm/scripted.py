@@ -405,8 +405,13 @@ def _scalar_leaves(value: Any, key: str = "") -> Iterator[str]:
     elif isinstance(value, list):
         for child in value:
             yield from _scalar_leaves(child, key)
-    elif value is not None and not isinstance(value, bool) and str(value) != "":
-        yield _quote(f"{key}: {value}" if key else str(value), 60)
+    elif value is not None and not isinstance(value, bool) and str(value) != "" and not _bookkeeping(key):
+        yield _quote(str(value), 60)
+
+
+def _bookkeeping(key: str) -> bool:
+    """Keys a person does not need to hear about: ids, tool names, counters of the machinery."""
+    return key in ("tool", "tool_name", "id", "status", "dry_run", "replayed") or key.endswith("_id")
 
 
 def _informative(line: str) -> bool:
