@@ -6,11 +6,9 @@ mutation and runs the same check again.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from charter_static_checks import (
     check_alert_policies,
     check_cloudbuild,
@@ -218,7 +216,6 @@ def test_reordered_pipeline_is_reported(repo_copy: Path) -> None:
     assert any("out of order" in v for v in check_cloudbuild(repo_copy))
 
 
-@pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform binary is not installed")
 def test_unformatted_terraform_is_reported(repo_copy: Path) -> None:
     old = "  ack_deadline_seconds    = local.retry.ack_deadline_seconds\n"
     new = "  ack_deadline_seconds = local.retry.ack_deadline_seconds\n"

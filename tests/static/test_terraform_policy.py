@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from charter_static_checks import (
 )
 
 
-@pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform binary is not installed")
 def test_terraform_fmt_check_passes(repo_root: Path) -> None:
     # GIVEN the terraform tree WHEN `terraform fmt -check -recursive` runs THEN nothing needs formatting
     assert check_terraform_fmt(repo_root) == []
