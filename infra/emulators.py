@@ -18,8 +18,10 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
 _handed: set[int] = set()
 
@@ -90,6 +92,19 @@ def pid_alive(pid: int) -> bool:
         return True
     except (ProcessLookupError, PermissionError):
         return False
+
+
+def stop_on_sigterm(stop: Callable[[], object]) -> None:
+    """Run ``stop`` if this process is terminated (a killed test run must not leave processes)."""
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop()
+        if callable(previous):
+            previous(signum, frame)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.emulators import Emulators
+from infra.emulators import Emulators, stop_on_sigterm
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 _real_connect = socket.socket.connect
@@ -53,6 +53,7 @@ def _no_network_and_clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 def emulators() -> Iterator[Emulators]:
     ARTIFACTS.mkdir(exist_ok=True)
     emu = Emulators.start(log_dir=ARTIFACTS)
+    stop_on_sigterm(emu.stop)
     try:
         yield emu
     finally:

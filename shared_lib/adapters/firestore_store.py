@@ -109,7 +109,11 @@ class FirestoreStore:
             try:
                 result: T = _run(self.client.transaction())
                 return result
-            except gexc.Aborted:
+            except (gexc.Aborted, ValueError) as exc:
+                # the client gives up on contention with ``Aborted`` or, after its own quick
+                # retries, ``ValueError("Failed to commit transaction in N attempts.")``
+                if isinstance(exc, ValueError) and "Failed to commit transaction" not in str(exc):
+                    raise
                 if attempt == attempts:
                     raise
                 time.sleep(min(1.0, 0.05 * 2**attempt) * (0.5 + random.random()))

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from infra import local_stack as stack_mod
+from infra.emulators import stop_on_sigterm
 
 ADMIN_TOKEN = "e2e-operator-token-0123456789"
 
@@ -82,6 +83,7 @@ class LocalStack:
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     root: Path = tmp_path_factory.mktemp("charter-local")
     os.environ["CHARTER_ADMIN_TOKEN"] = ADMIN_TOKEN  # the admin process of the stack gets it
+    stop_on_sigterm(lambda: stack_mod.down(root=root))
     state = stack_mod.up(root=root, fault_injection=True, flags_ttl=1.0)
     state["root"] = str(root)
     try:
