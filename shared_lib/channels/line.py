@@ -131,7 +131,7 @@ def _span(text: str, index: int, length: int) -> tuple[int, int] | None:
 
 def _without_bot_mentions(text: str, mention: LineMention | None, bots: set[str]) -> tuple[str, bool]:
     if mention is None:
-        return text, False
+        return text.strip(), False
     spans = []
     for m in mention.mentionees:
         if m.is_self or (m.user_id is not None and m.user_id in bots):
