@@ -17,10 +17,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from infra.emulators import Emulators, stop_on_sigterm
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+# Property tests explore at random on developers' machines and reproducibly in CI, where a
+# red run must mean a regression, not a new random find.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 _real_connect = socket.socket.connect
 _real_create_connection = socket.create_connection
 
