@@ -105,9 +105,10 @@ def verify(
     config: IngressConfig,
 ) -> str | None:
     """``None`` when the body is signed by an active token, else a rejection code."""
-    provided = headers.get(SIGNATURE_HEADER) or query.get(SIGNATURE_QUERY, "")
-    # A query string decoded as form data turns an unescaped "+" of base64 into a space.
-    provided = provided.strip().replace(" ", "+")
+    header = headers.get(SIGNATURE_HEADER, "").strip()
+    # A query string decoded as form data turns an unescaped "+" of base64 into a space, and
+    # base64 may start with "+": restore the "+" before trimming, never after.
+    provided = header or query.get(SIGNATURE_QUERY, "").replace(" ", "+").strip()
     if not provided:
         return "missing_signature"
     keys = _signing_keys(secrets.webhook_secrets("chatwork"))

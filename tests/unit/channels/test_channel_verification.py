@@ -186,14 +186,29 @@ def test_slack_url_verification_needs_a_valid_signature():
     assert "challenge" not in outcome.body
 
 
-def test_chatwork_signature_in_query_parameter_is_accepted():
+@pytest.mark.parametrize("event_id", ["evt-1", "evt-2", "evt-3", "cw-plus-first"])
+def test_chatwork_signature_in_query_parameter_is_accepted(event_id):
     # GIVEN a ChatWork delivery with the signature in the query string, "+" decoded to a space
-    _, headers, body = build_request("chatwork", "hello", secrets=LOCAL, now=NOW)
+    _, headers, body = build_request("chatwork", "hello", event_id=event_id, secrets=LOCAL, now=NOW)
     signature = headers.pop("X-ChatWorkWebhookSignature")
     for value in (signature, signature.replace("+", " ")):
         # WHEN handled THEN it is accepted
         outcome = deliver("chatwork", headers, body, query={"chatwork_webhook_signature": value})
         assert outcome.status == 200
+
+
+def test_chatwork_query_signature_starting_with_plus_survives_form_decoding():
+    # GIVEN a body whose signature starts with "+" (the form decoding makes it a leading space)
+    for n in range(2000):
+        _, headers, body = build_request("chatwork", f"hello {n}", event_id=f"e{n}", secrets=LOCAL, now=NOW)
+        signature = headers.pop("X-ChatWorkWebhookSignature")
+        if signature.startswith("+"):
+            break
+    else:
+        raise AssertionError("no signature starting with '+' in 2000 bodies")
+    # WHEN it arrives decoded THEN it is still accepted
+    outcome = deliver("chatwork", headers, body, query={"chatwork_webhook_signature": " " + signature[1:]})
+    assert outcome.status == 200
 
 
 def test_chatwork_token_that_is_not_base64_verifies_nothing():
