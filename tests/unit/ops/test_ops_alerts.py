@@ -51,7 +51,9 @@ def test_the_same_alert_twice_is_stored_and_sent_once(rt, notifier):
 
 
 def test_similar_alerts_in_one_window_are_folded_into_one_notification(rt, notifier):
-    # GIVEN three different alerts of the same code and organisation within minutes
+    # GIVEN three different alerts of the same code and organisation within minutes, all inside
+    # one fold window (windows are aligned to the clock, so start at a window's first minute)
+    rt.clock.at = rt.clock.at.replace(minute=0, second=0)
     for i in range(3):
         alerts.raise_alert(rt, "send_error", f"attempt {i}", alert_id=f"a-{i}", org_id=ORG)
         rt.clock.advance(minutes=1)
