@@ -1,4 +1,7 @@
-"""The one ``--source`` for functions-framework: every target of topology.json."""
+"""The one ``--source`` for functions-framework: every target of topology.json.
+
+Importing it validates the configuration, so a mis-configured service fails at start-up.
+"""
 
 from functions.admin import admin
 from functions.authorizer import authorizer
@@ -10,6 +13,9 @@ from functions.guardian import guardian
 from functions.ingress import ingress
 from functions.observer import observer
 from functions.responder import responder
+from shared_lib.composition import check_startup
+
+check_startup()
 
 __all__ = [
     "admin",

@@ -47,6 +47,11 @@ class StackPaths:
     def logs(self) -> Path:
         return self.root / "logs"
 
+    @property
+    def settings(self) -> Path:
+        """The operator commands' settings while the stack runs (``composition.operator_runtime``)."""
+        return self.root / "charter.env"
+
 
 def _paths(root: Path | None = None) -> StackPaths:
     return StackPaths(root or STATE_DIR)
@@ -277,6 +282,18 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float) -> None
     state["notes"] = EMULATOR_NOTES
     state["ready"] = True
     _save(paths, state)
+    from shared_lib.composition import write_env_file
+
+    write_env_file(
+        paths.settings,
+        {
+            "CHARTER_ENV": "local",
+            "CHARTER_PROJECT": state["project"],
+            "CHARTER_STORE": "firestore",
+            "FIRESTORE_EMULATOR_HOST": env["FIRESTORE_EMULATOR_HOST"],
+            "PUBSUB_EMULATOR_HOST": env["PUBSUB_EMULATOR_HOST"],
+        },
+    )
 
 
 def _wait(state: dict[str, Any], name: str, timeout: float) -> None:
@@ -376,6 +393,6 @@ def down(root: Path | None = None) -> list[str]:
     for name, comp in reversed(list(state.get("components", {}).items())):
         stop_pid(int(comp["pid"]))
         stopped.append(name)
-    if paths.state.exists():
-        paths.state.unlink()
+    for path in (paths.state, paths.settings):
+        path.unlink(missing_ok=True)
     return stopped

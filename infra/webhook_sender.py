@@ -171,7 +171,7 @@ def build_request(
     """
     if channel not in DEFAULT_USERS:
         raise ValueError(f"unknown channel {channel!r}")
-    secrets = secrets or ChannelSecrets.from_env()
+    secrets = secrets or ChannelSecrets.from_env(os.environ)
     ts = int((now or utc_now()).timestamp())
     event_id = event_id or _new_event_id(channel)
     user = user or DEFAULT_USERS[channel]

@@ -1,7 +1,8 @@
 """``charter demo``: the sample conversation through every layer.
 
-Embedded (default): in-process bus, in-memory store, the real Anthropic adapter pointed
-at Claude when ``ANTHROPIC_API_KEY`` is set, else at the built-in scripted model (the
+Embedded (default): in-process bus, a SQLite store kept in ``--keep DIR`` (``.charter/demo``)
+so the operator commands can read the demo's records afterwards, the real Anthropic adapter
+pointed at Claude when ``ANTHROPIC_API_KEY`` is set, else at the built-in scripted model (the
 fake Anthropic server on 127.0.0.1). ``--stack`` sends the same conversation as signed
 webhooks to the running local stack and reads the records back from the emulator.
 """
@@ -10,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from contextlib import ExitStack
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM, PEOPLE, seed_demo_directory
@@ -65,26 +66,42 @@ def _print_turn(i: int, s: dict[str, Any]) -> None:
 
 
 def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from shared_lib.composition import ENV_FILE, build_runtime, wire_inprocess, write_env_file
     from shared_lib.layers.ingress import accept
-    from shared_lib.runtime import build_runtime, wire_inprocess
+    from shared_lib.settings import Settings
 
+    keep = Path(args.keep).resolve()
+    keep.mkdir(parents=True, exist_ok=True)
+    db = keep / "demo.sqlite"
+    for stale in keep.glob("demo.sqlite*"):  # every demo starts from an empty store
+        stale.unlink()
     with ExitStack() as stack:
         from infra.fake_channels.server import FakeChannelServer
 
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTER_")}
         channels = stack.enter_context(FakeChannelServer())
-        env.update(CHARTER_ENV="demo", **channels.env())
-        if os.environ.get("ANTHROPIC_API_KEY"):
+        values: dict[str, Any] = {
+            **channels.env(),
+            "env": "demo",
+            "store": "sqlite",
+            "store_path": db,
+            "bus": "inproc",
+            "channels": "clients",
+            "llm": "anthropic",
+        }
+        if Settings.from_env(env="demo").anthropic_api_key is not None:
             banner = "LLM: Claude through the Anthropic API (ANTHROPIC_API_KEY is set)"
         else:
             from infra.fake_llm.server import FakeAnthropicServer
 
             server = stack.enter_context(FakeAnthropicServer())
-            env.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="scripted-model")
+            values.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="scripted-model")
             banner = (
                 "LLM: the built-in scripted model (no ANTHROPIC_API_KEY set) on a local fake Anthropic API"
             )
-        rt = build_runtime(env)
+        rt = build_runtime(settings=Settings.from_env(**values))
+        write_env_file(
+            keep / ENV_FILE, {"CHARTER_ENV": "demo", "CHARTER_STORE": "sqlite", "CHARTER_STORE_PATH": str(db)}
+        )
         wire_inprocess(rt)
         seed_demo_directory(rt.store)
         if not args.json:
@@ -130,15 +147,16 @@ def _record(store: Store, turn_id: str | None, timeout: float = 0.0) -> dict[str
 def _stack(args: argparse.Namespace) -> list[dict[str, Any]]:
     from infra import local_stack
     from infra.webhook_sender import send
-    from shared_lib.adapters.firestore_store import FirestoreStore
 
     st = local_stack.status()
     if not st["running"]:
         print("the local stack is not running: start it with `charter local up`", file=sys.stderr)
         raise SystemExit(1)
-    comps = st["components"]
-    os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{comps['firestore']['port']}"
-    store = FirestoreStore(project=st["project"])
+    from shared_lib.composition import operator_runtime
+
+    store = operator_runtime(
+        store="firestore", project=st["project"], home=local_stack.STATE_DIR.parent
+    ).store
     out = []
     if not args.json:
         print(f"local stack: {st['ingress_url']} (scripted model on the fake Anthropic API)")
@@ -168,4 +186,11 @@ def register(sub: Any) -> None:
         "--stack", action="store_true", help="through the running local stack instead of in-process"
     )
     p.add_argument("--json", action="store_true", help="print the turns as JSON")
+    p.add_argument(
+        "--keep",
+        metavar="DIR",
+        default=".charter/demo",
+        help="where the embedded demo keeps its records (a SQLite store the operator commands read "
+        "afterwards: `charter turns list`); default .charter/demo",
+    )
     p.set_defaults(func=_run)

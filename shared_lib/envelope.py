@@ -12,8 +12,7 @@ On Pub/Sub the JSON body is the message data; the attributes carry ``turn_id``,
 from __future__ import annotations
 
 import json
-import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -224,7 +223,9 @@ class Turn(BaseModel):
             attrs["traceparent"] = self.traceparent
         return attrs
 
-    def to_message(self, layer: str, store: Store | None = None) -> tuple[bytes, dict[str, str]]:
+    def to_message(
+        self, layer: str, store: Store | None = None, *, blob_ttl_days: int = 7
+    ) -> tuple[bytes, dict[str, str]]:
         """Serialise for the bus; a body over MAX_INLINE_BYTES goes to ``store`` by reference."""
         data = self.model_dump_json().encode()
         attrs = self.attributes(layer)
@@ -234,7 +235,7 @@ class Turn(BaseModel):
             if store is None:
                 raise EnvelopeTooLarge(f"turn {self.turn_id} is {len(data)} bytes and no store to offload to")
             path = blob_path(self, layer)
-            store.set(path, {"body": data.decode(), "expires_at": _expiry()})
+            store.set(path, {"body": data.decode(), "expires_at": utc_now() + timedelta(days=blob_ttl_days)})
             data = json.dumps({"$ref": path}).encode()
             attrs["body_ref"] = path
         return data, attrs
@@ -267,12 +268,6 @@ class Turn(BaseModel):
 
 def blob_path(turn: Turn, layer: str) -> str:
     return f"orgs/{turn.org_id}/blobs/{turn.turn_id}-{layer}-{turn.step}"
-
-
-def _expiry() -> datetime:
-    from datetime import timedelta
-
-    return utc_now() + timedelta(days=int(os.environ.get("CHARTER_BLOB_TTL_DAYS", "7")))
 
 
 # Which top-level fields each layer may change (besides the shared bookkeeping).

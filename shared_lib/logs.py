@@ -6,8 +6,9 @@ labels ``turn_id``, ``layer``, ``org_id``. The turn comes from the ``turn`` argu
 when none is given, from the call context the layer runner sets
 (``shared_lib.ops.callctx``), so every line a layer writes carries its turn's trace.
 
-Lines go to stderr as JSON when ``CHARTER_LOG_JSON=1`` or on Cloud Run (``K_SERVICE``
-is set), where the logging agent parses them; otherwise to the ``charter`` logger.
+Lines go to stderr as JSON when the settings say so (``CHARTER_LOG_JSON``, on by default in
+the cloud environments; the composition root calls ``configure``), where the logging agent
+parses them; otherwise to the ``charter`` logger.
 
 >>> trace_field("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "p")
 'projects/p/traces/4bf92f3577b34da6a3ce929d0e0e4736'
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import sys
 from typing import TYPE_CHECKING, Any
@@ -54,12 +54,7 @@ def trace_fields(traceparent: str, project: str | None = None) -> dict[str, Any]
     parsed = parse_traceparent(traceparent)
     if parsed is None:
         return {}
-    project = (
-        project
-        or os.environ.get("CHARTER_PROJECT")
-        or os.environ.get("GOOGLE_CLOUD_PROJECT")
-        or "charter-local"
-    )
+    project = project or _project
     return {TRACE_KEY: f"projects/{project}/traces/{parsed[0]}", SPAN_KEY: parsed[1], SAMPLED_KEY: parsed[2]}
 
 
@@ -97,8 +92,18 @@ def build_entry(
     return entry
 
 
+_json_logs = False
+_project = "charter-local"
+
+
+def configure(*, json_logs: bool, project: str) -> None:
+    """Set once per process by the composition root (``CHARTER_LOG_JSON``, the project)."""
+    global _json_logs, _project
+    _json_logs, _project = json_logs, project
+
+
 def json_logs_enabled() -> bool:
-    return os.environ.get("CHARTER_LOG_JSON") == "1" or bool(os.environ.get("K_SERVICE"))
+    return _json_logs
 
 
 def log_event(

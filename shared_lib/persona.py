@@ -15,7 +15,6 @@ True
 
 from __future__ import annotations
 
-import os
 import string
 import tomllib
 from functools import lru_cache
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from shared_lib import config_files
 from shared_lib.errors import ConfigError
 
 PERSONA_DIR = Path(__file__).with_name("personas")
@@ -89,7 +89,7 @@ def _read(path: str) -> str:
 @lru_cache(maxsize=8)
 def load_persona(path: str | None = None) -> Persona:
     """Load ``CHARTER_PERSONA`` (a TOML file) or the default persona."""
-    file = Path(path or os.environ.get("CHARTER_PERSONA") or PERSONA_DIR / "soulkun.toml")
+    file = Path(path or config_files.current().persona or PERSONA_DIR / "soulkun.toml")
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:

@@ -8,11 +8,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared_lib import config_files
 from shared_lib.ports import LLMUsage
 
 PRICES_FILE = Path(__file__).parent / "config" / "prices.json"
@@ -36,7 +36,7 @@ class PriceTable(BaseModel):
 
     @classmethod
     def load(cls, path: str | None = None) -> PriceTable:
-        file = Path(path or os.environ.get("CHARTER_PRICES") or PRICES_FILE)
+        file = Path(path or config_files.current().prices or PRICES_FILE)
         return cls.model_validate(json.loads(file.read_text(encoding="utf-8")))
 
     def price(self, model: str) -> Price:

@@ -19,11 +19,11 @@ import hashlib
 import threading
 from typing import Any
 
+from shared_lib.composition import build_runtime, runner
 from shared_lib.errors import EnvelopeError, LayerRetry
-from shared_lib.layers import observer
 from shared_lib.logs import log_event
 from shared_lib.ports import Transaction
-from shared_lib.runtime import Runtime, build_runtime
+from shared_lib.runtime import Runtime
 from shared_lib.topology import TOPOLOGY
 
 _lock = threading.Lock()
@@ -57,9 +57,7 @@ def run_target(target: str, cloud_event: Any) -> str:
     rt = get_runtime()
     data, attributes = decode_push(cloud_event.data)
     try:
-        if target == "observer":
-            return observer.handle(rt, data, attributes)
-        return rt.runner(target).handle(data, attributes)
+        return runner(rt, target).handle(data, attributes)
     except Exception as exc:
         log_event(
             "layer_failed",
@@ -79,7 +77,8 @@ def dead_letter_fallback(
     rt: Runtime, target: str, cloud_event: Any, data: bytes, attributes: dict[str, str]
 ) -> bool:
     """Count this failed delivery; on the last allowed attempt, dead-letter it ourselves."""
-    if not rt.settings.deadletter_fallback or target == "observer":
+    subscription = _subscription(cloud_event, target)
+    if not rt.settings.deadletter_fallback or not TOPOLOGY.subscriptions[subscription].dead_letter:
         return False
     message_id = str(cloud_event.data["message"].get("messageId") or cloud_event["id"])
     key = hashlib.sha256(f"{target}:{message_id}:".encode() + data).hexdigest()[:40]
@@ -94,7 +93,6 @@ def dead_letter_fallback(
     attempts = rt.store.run_transaction(_bump)
     if attempts < TOPOLOGY.retry.max_delivery_attempts:
         return False
-    subscription = next((n for n, s in TOPOLOGY.subscriptions.items() if s.target == target), target)
     rt.bus.publish(
         "deadletter",
         data,
@@ -113,3 +111,11 @@ def dead_letter_fallback(
         attempts=attempts,
     )
     return True
+
+
+def _subscription(cloud_event: Any, target: str) -> str:
+    """The subscription that pushed this delivery (push bodies name it), else the target's first."""
+    named = str((cloud_event.data or {}).get("subscription") or "").rsplit("/", 1)[-1]
+    if named in TOPOLOGY.subscriptions:
+        return named
+    return next(n for n, s in TOPOLOGY.subscriptions.items() if s.target == target)

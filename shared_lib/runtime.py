@@ -1,48 +1,43 @@
-"""The composition root: wires ports to adapters from settings/environment.
+"""The typed services every layer is given: ``Runtime``.
 
-No layer imports an adapter; each receives a ``Runtime``. ``build_runtime()`` picks the
-cloud/emulator adapters (Firestore, Pub/Sub, Anthropic, channel clients) or the embedded
-ones (memory store, in-process bus, recording channels) from the environment;
-``wire_inprocess()`` subscribes every layer to the in-process bus, following the same
-``topology.json`` the emulator and Terraform use.
+It lives low in the house: it imports ports, settings and the types of the services, never
+a layer, an adapter or the composition root (``shared_lib.composition`` builds it). A layer
+reads the services it needs from it; a domain module below the layers takes the few values
+it uses (or declares a small ``Protocol`` of them), so nothing under ``layers`` depends on
+this module's shape.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from cryptography.fernet import MultiFernet
+
+from shared_lib.channels.base import IngressConfig
+from shared_lib.channels.secrets import ChannelSecrets
+from shared_lib.context.builder import ContextBuilder
 from shared_lib.envelope import Turn
-from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider
+from shared_lib.flags import FlagsProvider
 from shared_lib.ids import new_ulid, utc_now
-from shared_lib.layers import authorizer, brain, context, executor, guardian, observer, responder, shadow
-from shared_lib.layers.base import Layer, LayerRunner
-from shared_lib.persona import Persona, load_persona
+from shared_lib.ops.notify import Notifier
+from shared_lib.persona import Persona
+from shared_lib.policy.config import PolicyConfig
 from shared_lib.ports import LLM, Bus, Channel, Store
 from shared_lib.prices import PriceTable
+from shared_lib.rollout.guard import RollbackGuard
 from shared_lib.settings import Settings
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.registry import ToolRegistry
-from shared_lib.topology import TOPOLOGY
-
-# functions-framework target -> layer (the observer and ingress have their own handlers)
-LAYERS: dict[str, Layer] = {
-    "context": context.LAYER,
-    "brain": brain.LAYER,
-    "brain_shadow": shadow.LAYER,
-    "guardian": guardian.LAYER,
-    "authorizer": authorizer.LAYER,
-    "executor": executor.LAYER,
-    "responder": responder.LAYER,
-}
+from shared_lib.tools.task_backend import TaskBackend
 
 
 @dataclass
 class Runtime:
+    """One process's services, built once by ``shared_lib.composition.build_runtime``."""
+
     settings: Settings
     store: Store
     bus: Bus
@@ -52,22 +47,20 @@ class Runtime:
     persona: Persona
     flags: FlagsProvider
     prices: PriceTable
+    policy: PolicyConfig
+    context_builder: ContextBuilder
+    task_backend: TaskBackend
+    ingress: IngressConfig
+    channel_secrets: ChannelSecrets
+    rollback_guard: RollbackGuard
+    vault: MultiFernet | None
+    notifiers: list[Notifier] = field(default_factory=list)
     clock: Callable[[], datetime] = utc_now
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    def runner(self, target: str) -> LayerRunner:
-        return LayerRunner(LAYERS[target], self)
 
     def emit_event(
-        self,
-        turn: Turn | None,
-        kind: str,
-        code: str,
-        payload: dict[str, Any] | None = None,
-        *,
-        publish: bool = True,
+        self, turn: Turn | None, kind: str, code: str, payload: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """An event for the observer (alerts, violations); published on ``turns.events``."""
+        """An event for the observer (alerts, violations, LLM calls), published on ``turns.events``."""
         now = self.clock().isoformat()
         event = {
             "event_id": new_ulid(),
@@ -80,111 +73,13 @@ class Runtime:
             "layer": (turn.trail[-1].layer if turn and turn.trail else None),
             **(payload or {}),
         }
-        if publish:
-            self.bus.publish(
-                "events",
-                json.dumps(event, ensure_ascii=False, default=str).encode(),
-                {"kind": "event", "event_kind": kind, "code": code},
-                "",
-            )
-        else:
-            observer.record_event(self, event)
+        self.bus.publish(
+            "events",
+            json.dumps(event, ensure_ascii=False, default=str).encode(),
+            {"kind": "event", "event_kind": kind, "code": code},
+            "",
+        )
         return event
 
-    def emit_alert(
-        self, turn: Turn | None, code: str, message: str, *, publish: bool = True
-    ) -> dict[str, Any]:
-        return self.emit_event(turn, "alert", code, {"message": message}, publish=publish)
-
-
-def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) -> Runtime:
-    env = os.environ if environ is None else environ
-    settings = overrides.pop("settings", None) or Settings.from_env(env)
-    store = overrides.pop("store", None) or _store(settings)
-    bus = overrides.pop("bus", None) or _bus(settings)
-    prices = PriceTable.load(env.get("CHARTER_PRICES"))
-    if "llm" in overrides:  # an injected LLM is used exactly as given
-        llm = overrides.pop("llm")
-    else:
-        llm = _llm(settings, env)
-        if llm is not None and env.get("CHARTER_LLM_CALL_LOG", "1") == "1":
-            from shared_lib.ops.llm_calls import LLMCallLog
-
-            llm = LLMCallLog(llm, store, prices=prices, default_org=settings.org_default)
-    channels = overrides.pop("channels", None) or _channels(env)
-    flags = overrides.pop("flags", None) or FlagsProvider(
-        store,
-        ttl_seconds=float(env.get("CHARTER_FLAGS_TTL", "10")),
-        fallback_file=REPO_FLAGS_FILE if settings.env in ("demo", "test", "local") else None,
-    )
-    return Runtime(
-        settings=settings,
-        store=store,
-        bus=bus,
-        llm=llm,
-        channels=channels,
-        registry=overrides.pop("registry", None) or builtin_registry(),
-        persona=overrides.pop("persona", None) or load_persona(env.get("CHARTER_PERSONA")),
-        flags=flags,
-        prices=prices,
-        **overrides,
-    )
-
-
-def _store(settings: Settings) -> Store:
-    if settings.store == "firestore":
-        from shared_lib.adapters.firestore_store import FirestoreStore
-
-        return FirestoreStore(project=settings.project)
-    from shared_lib.adapters.memory_store import MemoryStore
-
-    return MemoryStore()
-
-
-def _bus(settings: Settings) -> Bus:
-    if settings.bus == "pubsub":
-        from shared_lib.adapters.pubsub_bus import PubSubBus
-
-        return PubSubBus(settings.project)
-    from shared_lib.adapters.inproc_bus import InProcessBus
-
-    return InProcessBus()
-
-
-def _llm(settings: Settings, env: Mapping[str, str]) -> LLM | None:
-    if settings.llm == "none" or not (env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_BASE_URL")):
-        return None
-    from shared_lib.adapters.anthropic_llm import AnthropicLLM
-
-    return AnthropicLLM(
-        api_key=env.get("ANTHROPIC_API_KEY") or "local-fake",
-        base_url=env.get("ANTHROPIC_BASE_URL"),
-        timeout=settings.llm_timeout_seconds,
-        max_retries=settings.llm_max_retries,
-    )
-
-
-def _channels(env: Mapping[str, str]) -> dict[str, Channel]:
-    if env.get("CHARTER_CHANNELS", "clients") == "clients":
-        from shared_lib.channels.clients import build_channels
-
-        return build_channels(env)
-    from shared_lib.adapters.recording_channel import RecordingChannel
-
-    return {name: RecordingChannel(name) for name in ("chatwork", "line", "slack", "http")}
-
-
-def wire_inprocess(rt: Runtime) -> None:
-    """Subscribe every target to the in-process bus exactly as ``topology.json`` says."""
-    from shared_lib.adapters.inproc_bus import InProcessBus
-
-    if not isinstance(rt.bus, InProcessBus):
-        raise TypeError("wire_inprocess needs the in-process bus")
-    for name, sub in TOPOLOGY.subscriptions.items():
-        if sub.target == "observer":
-
-            def handler(data: bytes, attrs: dict[str, str]) -> None:
-                observer.handle(rt, data, attrs)
-        else:
-            handler = rt.runner(sub.target).handle  # type: ignore[assignment]
-        rt.bus.subscribe(sub.topic, handler, name=name, dead_letter=sub.dead_letter)
+    def emit_alert(self, turn: Turn | None, code: str, message: str) -> dict[str, Any]:
+        return self.emit_event(turn, "alert", code, {"message": message})

@@ -18,13 +18,14 @@ to it ("[EMAIL_1]"); only the executor may turn placeholders back into values
 from __future__ import annotations
 
 import json
-import os
 import re
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
+
+from shared_lib import config_files
 
 RULES_FILE = Path(__file__).parent / "config" / "sanitizer_rules.json"
 PLACEHOLDER = re.compile(r"\[([A-Z][A-Z_]*)_(\d+)\]")
@@ -64,7 +65,7 @@ class Sanitizer:
     @classmethod
     def default(cls) -> Sanitizer:
         """The rules of ``CHARTER_SANITIZER_RULES`` or the packaged file (cached per path)."""
-        return _load(os.environ.get("CHARTER_SANITIZER_RULES") or str(RULES_FILE))
+        return _load(str(config_files.current().sanitizer_rules or RULES_FILE))
 
     def mask(self, text: str, vault: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
         """Mask ``text``; ``vault`` (extended in place) keeps numbering and values consistent."""

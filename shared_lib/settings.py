@@ -1,60 +1,373 @@
-"""Runtime settings from the environment (12-factor); validated, with clear errors."""
+"""The one settings model: the only reader of the environment (pydantic-settings).
+
+Every variable the product reads is a typed field here, named by its environment variable
+(``validation_alias``), with a default per environment and metadata that says which Cloud
+Run services read it and how Terraform must provide it:
+
+* ``targets``  — the functions-framework targets (``topology.json``) that use it; ``*`` = all;
+* ``deploy``   — ``"env"`` (a plain value Terraform sets), ``"secret"`` (a Secret Manager
+  reference under the same name), or ``None`` (a default or a local-only knob);
+* ``required`` — whether a cloud environment (dev/stg/prod) refuses to start without it.
+
+``deploy_contract(env)`` derives, for every service, the names Terraform must provide; a
+static test holds ``terraform/`` to exactly that. Validation runs when the settings are
+built, i.e. at process start (``functions/main.py`` builds the runtime at import), so a
+mis-configured service fails to start instead of failing its first turn.
+
+>>> s = Settings.from_env({"CHARTER_ENV": "test"})
+>>> (s.store, s.bus, s.log_json)
+('memory', 'inproc', False)
+>>> Settings.from_env({"CHARTER_ENV": "prod", "CHARTER_PROJECT": "p"}).store
+'firestore'
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared_lib.errors import ConfigError
 
+Env = Literal["demo", "local", "test", "dev", "stg", "prod"]
+CLOUD_ENVS: frozenset[str] = frozenset({"dev", "stg", "prod"})
+LOCAL_ENVS: frozenset[str] = frozenset({"demo", "local", "test"})
+ALL = "*"
+LLM_TARGETS = ("brain", "brain_shadow", "responder")
+VAULT_TARGETS = ("brain", "brain_shadow", "executor")
+ALERT_TARGETS = ("observer", "admin")
 
-class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    env: Literal["demo", "local", "test", "dev", "stg", "prod"] = "local"
-    project: str = "charter-local"
-    store: Literal["memory", "firestore"] = "memory"
-    bus: Literal["inproc", "pubsub"] = "inproc"
-    llm: Literal["anthropic", "none"] = "anthropic"
-    model: str = "claude-sonnet-4-6"
-    fast_model: str = "claude-haiku-4-5"
-    max_tokens: int = Field(default=1500, ge=64, le=64000)
-    llm_timeout_seconds: float = Field(default=30.0, gt=0)
-    llm_max_retries: int = Field(default=3, ge=0, le=10)
-    lease_seconds: int = Field(default=60, ge=1)
-    max_steps: int = Field(default=3, ge=1, le=10)
-    max_turn_seconds: float = Field(default=120.0, gt=0)
-    fault_injection: bool = False
+def _f(
+    default: Any,
+    *names: str,
+    targets: tuple[str, ...] = (ALL,),
+    deploy: Literal["env", "secret"] | None = None,
+    required: bool = False,
+    doc: str = "",
+    **constraints: Any,
+) -> Any:
+    """A settings field read from ``names`` (the first set wins), with its deploy metadata."""
+    alias: str | AliasChoices = names[0] if len(names) == 1 else AliasChoices(*names)
+    return Field(
+        default,
+        validation_alias=alias,
+        description=doc,
+        json_schema_extra={"env": names[0], "targets": list(targets), "deploy": deploy, "required": required},
+        **constraints,
+    )
+
+
+class Settings(BaseSettings):
+    """Everything Charter reads from its environment. Frozen: built once per process."""
+
+    model_config = SettingsConfigDict(
+        frozen=True, extra="ignore", case_sensitive=True, populate_by_name=True, env_ignore_empty=True
+    )
+
+    # -- where and what: every service
+    env: Env = _f("local", "CHARTER_ENV", deploy="env", required=True)
+    project: str = _f("charter-local", "CHARTER_PROJECT", "GOOGLE_CLOUD_PROJECT", deploy="env", required=True)
+    google_cloud_project: str | None = _f(
+        None, "GOOGLE_CLOUD_PROJECT", deploy="env", required=True, doc="read by the Google client libraries"
+    )
+    target: str | None = _f(
+        None,
+        "FUNCTION_TARGET",
+        deploy="env",
+        required=True,
+        doc="the functions-framework target this process serves",
+    )
+    signature_type: str | None = _f(None, "FUNCTION_SIGNATURE_TYPE", deploy="env", required=True)
+    threads: int | None = _f(
+        None,
+        "THREADS",
+        deploy="env",
+        required=True,
+        ge=1,
+        doc="functions-framework's gunicorn threads: the service's concurrency",
+    )
+    store: Literal["memory", "sqlite", "firestore"] = _f(None, "CHARTER_STORE", deploy="env", required=True)
+    store_path: Path | None = _f(None, "CHARTER_STORE_PATH", doc="the SQLite file of CHARTER_STORE=sqlite")
+    bus: Literal["inproc", "pubsub"] = _f(None, "CHARTER_BUS", deploy="env", required=True)
+    firestore_emulator_host: str | None = _f(None, "FIRESTORE_EMULATOR_HOST")
+    pubsub_emulator_host: str | None = _f(None, "PUBSUB_EMULATOR_HOST")
+    log_json: bool = _f(None, "CHARTER_LOG_JSON", deploy="env", required=True)
+    org_default: str = _f("default", "CHARTER_DEFAULT_ORG")
+    flags_document: str = _f("config/flags", "CHARTER_FLAGS_DOCUMENT", deploy="env", required=True)
+    flags_ttl_seconds: float = _f(10.0, "CHARTER_FLAGS_TTL", ge=0)
+    lease_seconds: int = _f(60, "CHARTER_LEASE_SECONDS", ge=1)
+    max_steps: int = _f(3, "CHARTER_MAX_STEPS", ge=1, le=10)
+    max_turn_seconds: float = _f(120.0, "CHARTER_MAX_TURN_SECONDS", gt=0)
+    blob_ttl_days: int = _f(7, "CHARTER_BLOB_TTL_DAYS", ge=1)
+    fault_injection: bool = _f(False, "CHARTER_FAULT_INJECTION")
     # The Pub/Sub emulator does not dead-letter ordered subscriptions; the local stack turns
-    # this on so the push handler counts attempts and dead-letters itself (see shared_lib.push).
-    deadletter_fallback: bool = False
-    org_default: str = "default"
+    # this on so the push handler counts attempts and dead-letters itself (shared_lib.push).
+    deadletter_fallback: bool = _f(False, "CHARTER_DEADLETTER_FALLBACK")
+    channels: Literal["clients", "recording"] = _f("clients", "CHARTER_CHANNELS")
+
+    # -- configuration files (defaults ship in the package)
+    policy_file: Path | None = _f(None, "CHARTER_POLICY")
+    persona_file: Path | None = _f(None, "CHARTER_PERSONA")
+    prices_file: Path | None = _f(None, "CHARTER_PRICES")
+    tools_file: Path | None = _f(None, "CHARTER_TOOLS_FILE")
+    brain_config_file: Path | None = _f(None, "CHARTER_BRAIN_CONFIG")
+    sanitizer_rules_file: Path | None = _f(None, "CHARTER_SANITIZER_RULES")
+
+    # -- the LLM
+    llm: Literal["anthropic", "none"] = _f("anthropic", "CHARTER_LLM", targets=LLM_TARGETS)
+    anthropic_api_key: SecretStr | None = _f(
+        None, "ANTHROPIC_API_KEY", targets=LLM_TARGETS, deploy="secret", required=True
+    )
+    anthropic_base_url: str | None = _f(None, "ANTHROPIC_BASE_URL", targets=LLM_TARGETS)
+    model: str = _f("claude-sonnet-4-6", "CHARTER_MODEL", targets=LLM_TARGETS)
+    fast_model: str = _f("claude-haiku-4-5", "CHARTER_FAST_MODEL", targets=LLM_TARGETS)
+    max_tokens: int = _f(1500, "CHARTER_MAX_TOKENS", targets=LLM_TARGETS, ge=64, le=64000)
+    llm_timeout_seconds: float = _f(30.0, "CHARTER_LLM_TIMEOUT", targets=LLM_TARGETS, gt=0)
+    llm_max_retries: int = _f(3, "CHARTER_LLM_MAX_RETRIES", targets=LLM_TARGETS, ge=0, le=10)
+    llm_backoff_initial: float = _f(0.5, "CHARTER_LLM_BACKOFF_INITIAL", targets=LLM_TARGETS, ge=0)
+    llm_backoff_max: float = _f(8.0, "CHARTER_LLM_BACKOFF_MAX", targets=LLM_TARGETS, ge=0)
+    llm_retry_after_max: float = _f(60.0, "CHARTER_LLM_RETRY_AFTER_MAX", targets=LLM_TARGETS, ge=0)
+    llm_retry_budget: float = _f(
+        120.0,
+        "CHARTER_LLM_RETRY_BUDGET",
+        targets=LLM_TARGETS,
+        deploy="env",
+        required=True,
+        gt=0,
+        doc="seconds; nests inside the request timeout",
+    )
+    llm_call_log: bool = _f(True, "CHARTER_LLM_CALL_LOG", targets=LLM_TARGETS)
+    shadow_timeout_seconds: float = _f(45.0, "CHARTER_SHADOW_TIMEOUT", targets=("brain_shadow",), gt=0)
+    vault_key: SecretStr | None = _f(
+        None,
+        "CHARTER_VAULT_KEY",
+        targets=VAULT_TARGETS,
+        deploy="secret",
+        required=True,
+        doc="Fernet key(s), comma-separated, newest first",
+    )
+    daily_hard_limit_usd: float | None = _f(None, "CHARTER_DAILY_HARD_LIMIT_USD", targets=("admin",), ge=0)
+
+    # -- channels: webhook verification (ingress) and replies (responder)
+    ingress_config: str | None = _f(
+        None,
+        "CHARTER_INGRESS_CONFIG",
+        targets=("ingress",),
+        doc="inline JSON or a file path (org routing, bot ids)",
+    )
+    chatwork_webhook_token: SecretStr | None = _f(
+        None, "CHATWORK_WEBHOOK_TOKEN", targets=("ingress",), deploy="secret"
+    )
+    line_channel_secret: SecretStr | None = _f(
+        None, "LINE_CHANNEL_SECRET", targets=("ingress",), deploy="secret"
+    )
+    slack_signing_secret: SecretStr | None = _f(
+        None, "SLACK_SIGNING_SECRET", targets=("ingress",), deploy="secret"
+    )
+    http_webhook_secret: SecretStr | None = _f(
+        None, "HTTP_WEBHOOK_SECRET", targets=("ingress", "responder"), deploy="secret"
+    )
+    chatwork_api_token: SecretStr | None = _f(
+        None, "CHATWORK_API_TOKEN", targets=("responder", "executor", "observer", "admin"), deploy="secret"
+    )
+    line_channel_access_token: SecretStr | None = _f(
+        None, "LINE_CHANNEL_ACCESS_TOKEN", targets=("responder",), deploy="secret"
+    )
+    slack_bot_token: SecretStr | None = _f(None, "SLACK_BOT_TOKEN", targets=("responder",), deploy="secret")
+    chatwork_api_base: str = _f("https://api.chatwork.com/v2", "CHATWORK_API_BASE")
+    chatwork_tasks_api_base: str | None = _f(None, "CHATWORK_TASKS_API_BASE", targets=("executor",))
+    line_api_base: str = _f("https://api.line.me", "LINE_API_BASE", targets=("responder",))
+    slack_api_base: str = _f("https://slack.com/api", "SLACK_API_BASE", targets=("responder",))
+    http_reply_url: str | None = _f(None, "CHARTER_HTTP_REPLY_URL", targets=("responder",))
+    http_callback_hosts: str | None = _f(None, "CHARTER_HTTP_CALLBACK_HOSTS", targets=("responder",))
+
+    # -- tools and context
+    task_backend: Literal["store", "chatwork"] = _f(
+        None, "CHARTER_TASK_BACKEND", targets=("executor", "context"), deploy="env", required=True
+    )
+    context_token_budget: int = _f(2000, "CHARTER_CONTEXT_TOKEN_BUDGET", targets=("context",), ge=100)
+    context_source_timeout: float = _f(2.0, "CHARTER_CONTEXT_SOURCE_TIMEOUT", targets=("context",), gt=0)
+    context_drop_order: str | None = _f(None, "CHARTER_CONTEXT_DROP_ORDER", targets=("context",))
+
+    # -- operators: the admin dashboard and alert notifications
+    admin_token: SecretStr | None = _f(
+        None,
+        "CHARTER_ADMIN_TOKEN",
+        targets=("admin",),
+        deploy="secret",
+        required=True,
+        doc="the operator token of the dashboard",
+    )
+    alert_room: str | None = _f(None, "CHARTER_ALERT_ROOM", targets=ALERT_TARGETS)
+    alert_webhook_url: str | None = _f(None, "CHARTER_ALERT_WEBHOOK_URL", targets=ALERT_TARGETS)
+    alert_webhook_secret: SecretStr | None = _f(None, "CHARTER_ALERT_WEBHOOK_SECRET", targets=ALERT_TARGETS)
+    alert_email_to: str | None = _f(None, "CHARTER_ALERT_EMAIL_TO", targets=ALERT_TARGETS)
+    alert_email_from: str = _f("charter-alerts@localhost", "CHARTER_ALERT_EMAIL_FROM", targets=ALERT_TARGETS)
+    smtp_host: str | None = _f(None, "CHARTER_SMTP_HOST", targets=ALERT_TARGETS)
+    smtp_port: int = _f(587, "CHARTER_SMTP_PORT", targets=ALERT_TARGETS, ge=1, le=65535)
+    smtp_user: str | None = _f(None, "CHARTER_SMTP_USER", targets=ALERT_TARGETS)
+    smtp_password: SecretStr | None = _f(None, "CHARTER_SMTP_PASSWORD", targets=ALERT_TARGETS)
+    smtp_starttls: bool = _f(True, "CHARTER_SMTP_STARTTLS", targets=ALERT_TARGETS)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_name(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_per_environment(cls, data: Any) -> Any:
+        """Defaults that depend on the environment (or on an emulator being configured)."""
+        if not isinstance(data, dict):
+            return data
+        data = {k: v for k, v in data.items() if v is not None}
+
+        def given(field: str) -> Any:
+            info = cls.model_fields[field]
+            names = [field, *_names(info)]
+            return next((data[n] for n in names if data.get(n) not in (None, "")), None)
+
+        cloud = str(given("env") or "").strip().lower() in CLOUD_ENVS
+        defaults = {
+            "store": "firestore" if cloud or given("firestore_emulator_host") else "memory",
+            "bus": "pubsub" if cloud or given("pubsub_emulator_host") else "inproc",
+            "log_json": cloud,
+            "task_backend": "store",
+        }
+        for field, value in defaults.items():
+            if given(field) is None:
+                data[field] = value
+        return data
+
+    @model_validator(mode="after")
+    def _cloud_requirements(self) -> Settings:
+        if self.env not in CLOUD_ENVS:
+            if self.store == "sqlite" and self.store_path is None:
+                raise ValueError("CHARTER_STORE=sqlite needs CHARTER_STORE_PATH")
+            return self
+        problems = []
+        if self.store != "firestore" or self.bus != "pubsub":
+            problems.append("a cloud environment runs on CHARTER_STORE=firestore and CHARTER_BUS=pubsub")
+        if self.fault_injection or self.deadletter_fallback:
+            problems.append(
+                "CHARTER_FAULT_INJECTION / CHARTER_DEADLETTER_FALLBACK are for the local stack only"
+            )
+        if self.firestore_emulator_host or self.pubsub_emulator_host:
+            problems.append("emulator hosts are set in a cloud environment")
+        if self.target is not None:
+            missing = [name for name in required_names(self.target) if not _is_set(self, name)]
+            if "ANTHROPIC_API_KEY" in missing and (self.llm == "none" or self.anthropic_base_url):
+                missing.remove("ANTHROPIC_API_KEY")
+            if missing:
+                problems.append(f"service {self.target!r} needs {', '.join(sorted(missing))}")
+        if problems:
+            raise ValueError(f"{self.env}: " + "; ".join(problems))
+        return self
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        env = os.environ if environ is None else environ
-        pick = {
-            "env": env.get("CHARTER_ENV"),
-            "project": env.get("CHARTER_PROJECT") or env.get("GOOGLE_CLOUD_PROJECT"),
-            "store": env.get("CHARTER_STORE")
-            or ("firestore" if env.get("FIRESTORE_EMULATOR_HOST") else None),
-            "bus": env.get("CHARTER_BUS") or ("pubsub" if env.get("PUBSUB_EMULATOR_HOST") else None),
-            "llm": env.get("CHARTER_LLM"),
-            "model": env.get("CHARTER_MODEL"),
-            "fast_model": env.get("CHARTER_FAST_MODEL"),
-            "max_tokens": env.get("CHARTER_MAX_TOKENS"),
-            "llm_timeout_seconds": env.get("CHARTER_LLM_TIMEOUT"),
-            "llm_max_retries": env.get("CHARTER_LLM_MAX_RETRIES"),
-            "lease_seconds": env.get("CHARTER_LEASE_SECONDS"),
-            "max_steps": env.get("CHARTER_MAX_STEPS"),
-            "fault_injection": env.get("CHARTER_FAULT_INJECTION"),
-            "deadletter_fallback": env.get("CHARTER_DEADLETTER_FALLBACK"),
-            "org_default": env.get("CHARTER_DEFAULT_ORG"),
-        }
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, env_file: Path | None = None, **values: Any
+    ) -> Settings:
+        """The settings of ``environ`` (default: this process's environment); ``ConfigError`` if invalid.
+
+        ``values`` (by field name) win over the environment, which wins over ``env_file`` (a
+        dotenv file: what ``charter local up`` and ``charter demo`` leave for the operator
+        commands); tests and the CLI's flags use them.
+        """
         try:
-            return cls.model_validate({k: v for k, v in pick.items() if v not in (None, "")})
+            if environ is None:
+                return cls(_env_file=env_file, **values)
+            return cls.model_validate({**{k: v for k, v in environ.items() if v != ""}, **values})
         except ValidationError as exc:
-            raise ConfigError(f"invalid environment configuration: {exc}") from exc
+            raise ConfigError(f"invalid configuration: {_describe(exc)}") from exc
+
+    @property
+    def cloud(self) -> bool:
+        return self.env in CLOUD_ENVS
+
+    @property
+    def local(self) -> bool:
+        return self.env in LOCAL_ENVS
+
+    def secret(self, field: str) -> str | None:
+        value = getattr(self, field)
+        return value.get_secret_value() if isinstance(value, SecretStr) else value
+
+    def raw(self, env_name: str) -> str | None:
+        """The value of the setting read from ``env_name``, as text (secrets revealed)."""
+        value = self.secret(_BY_ENV[env_name])
+        return None if value is None else str(value)
+
+    def describe(self) -> dict[str, Any]:
+        """The effective settings by variable name, secrets masked (``charter config show``)."""
+        out: dict[str, Any] = {}
+        for name, info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                value = "********" if value.get_secret_value() else None
+            out[_meta(info)["env"]] = str(value) if isinstance(value, Path) else value
+        return out
+
+
+def _names(info: FieldInfo) -> list[str]:
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices):
+        return [str(c) for c in alias.choices]
+    return [str(alias)] if alias else []
+
+
+def _meta(info: FieldInfo) -> dict[str, Any]:
+    extra = info.json_schema_extra
+    return dict(extra) if isinstance(extra, dict) else {}
+
+
+_BY_ENV: dict[str, str] = {_meta(info)["env"]: name for name, info in Settings.model_fields.items()}
+
+
+def _is_set(settings: Settings, env_name: str) -> bool:
+    return settings.secret(_BY_ENV[env_name]) not in (None, "")
+
+
+def fields_for(target: str) -> dict[str, dict[str, Any]]:
+    """Variable name -> metadata of every setting ``target`` reads."""
+    out = {}
+    for info in Settings.model_fields.values():
+        meta = _meta(info)
+        if ALL in meta["targets"] or target in meta["targets"]:
+            out[meta["env"]] = meta
+    return out
+
+
+def required_names(target: str) -> list[str]:
+    return [name for name, meta in fields_for(target).items() if meta["required"]]
+
+
+def deploy_contract(target: str) -> dict[str, Literal["env", "secret"]]:
+    """What Terraform must give the Cloud Run service of ``target``: name -> how.
+
+    >>> deploy_contract("admin")["CHARTER_ADMIN_TOKEN"]
+    'secret'
+    >>> "ANTHROPIC_API_KEY" in deploy_contract("ingress")
+    False
+    """
+    return {name: meta["deploy"] for name, meta in fields_for(target).items() if meta["deploy"]}
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        field = Settings.model_fields.get(loc)
+        name = _meta(field)["env"] if field is not None else loc
+        parts.append(f"{name}: {err.get('msg', '')}" if name else str(err.get("msg", "")))
+    return "; ".join(parts)

@@ -20,6 +20,9 @@ import pytest
 from hypothesis import settings
 
 from infra.emulators import Emulators, stop_on_sigterm
+from shared_lib import config_files, logs
+from shared_lib.composition import apply_process_settings
+from shared_lib.settings import Settings
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
@@ -54,6 +57,14 @@ def _no_network_and_clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     yield
     os.environ.clear()
     os.environ.update(saved)
+    # what a test's runtime applied process-wide (configuration files, log format) ends with it
+    config_files.configure(config_files.ConfigFiles())
+    logs.configure(json_logs=False, project="charter-local")
+
+
+def configure_from_env() -> None:
+    """Apply the process environment's settings as a service's start-up does."""
+    apply_process_settings(Settings.from_env())
 
 
 @pytest.fixture(scope="session")

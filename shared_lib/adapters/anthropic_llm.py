@@ -20,10 +20,9 @@ is dropped); otherwise it is retried: a ``tool_use`` block cut in the middle is 
 
 from __future__ import annotations
 
-import os
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -35,6 +34,7 @@ from tenacity.stop import stop_base
 from shared_lib.errors import LLMError
 from shared_lib.logs import log_event
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
+from shared_lib.settings import Settings
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
@@ -51,20 +51,14 @@ class RetryPolicy(BaseModel):
     max_elapsed: float = Field(default=120.0, gt=0)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, *, max_retries: int | None = None) -> RetryPolicy:
-        env = os.environ if env is None else env
-        names = {
-            "initial_delay": "CHARTER_LLM_BACKOFF_INITIAL",
-            "max_delay": "CHARTER_LLM_BACKOFF_MAX",
-            "max_retry_after": "CHARTER_LLM_RETRY_AFTER_MAX",
-            "max_elapsed": "CHARTER_LLM_RETRY_BUDGET",
-        }
-        values: dict[str, Any] = {k: float(env[v]) for k, v in names.items() if env.get(v)}
-        if max_retries is not None:
-            values["max_retries"] = max_retries
-        elif env.get("CHARTER_LLM_MAX_RETRIES"):
-            values["max_retries"] = int(env["CHARTER_LLM_MAX_RETRIES"])
-        return cls.model_validate(values)
+    def from_settings(cls, settings: Settings) -> RetryPolicy:
+        return cls(
+            max_retries=settings.llm_max_retries,
+            initial_delay=settings.llm_backoff_initial,
+            max_delay=settings.llm_backoff_max,
+            max_retry_after=settings.llm_retry_after_max,
+            max_elapsed=settings.llm_retry_budget,
+        )
 
     def backoff(self, retry_number: int) -> float:
         """Exponential backoff with "equal jitter": half fixed, half random (retry 1-based)."""
@@ -102,7 +96,7 @@ class AnthropicLLM:
         self.client = client or anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
-        self.policy = policy or RetryPolicy.from_env(max_retries=max_retries)
+        self.policy = policy or RetryPolicy(max_retries=max_retries)
         self._sleep = sleep
 
     def complete(self, request: LLMRequest) -> LLMResponse:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from shared_lib.topology import TOPOLOGY, Topology
 
 log = logging.getLogger(__name__)
-Subscriber = Callable[[bytes, dict[str, str]], None]
+Subscriber = Callable[[bytes, dict[str, str]], object]
 
 
 @dataclass

@@ -21,7 +21,6 @@ files (``static/``); nothing is fetched from elsewhere.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from datetime import timedelta
@@ -47,7 +46,7 @@ _app: Flask | None = None
 def create_app(rt: Runtime, *, policy: TokenPolicy | None = None) -> Flask:
     app = Flask(__name__, static_folder=None)
     app.config["JSON_AS_ASCII"] = False
-    policy = policy or TokenPolicy.from_env(rt.settings.env, os.environ)
+    policy = policy or TokenPolicy.of(rt.settings.env, rt.settings.secret("admin_token"))
     app.register_blueprint(build_api(rt, policy))
 
     @app.after_request

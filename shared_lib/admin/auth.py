@@ -40,7 +40,11 @@ class TokenPolicy:
 
     @classmethod
     def from_env(cls, env_name: str, environ: Mapping[str, str]) -> TokenPolicy:
-        token = (environ.get("CHARTER_ADMIN_TOKEN") or "").strip() or None
+        return cls.of(env_name, environ.get("CHARTER_ADMIN_TOKEN"))
+
+    @classmethod
+    def of(cls, env_name: str, token_setting: str | None) -> TokenPolicy:
+        token = (token_setting or "").strip() or None
         if token is not None and env_name not in LOCAL_ENVS and len(token) < MIN_TOKEN_CHARS:
             token = None
         return cls(env=env_name, token=token)

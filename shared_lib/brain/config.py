@@ -12,7 +12,6 @@ table live in the file, so they change without a code change.
 from __future__ import annotations
 
 import json
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from shared_lib import config_files
 from shared_lib.errors import ConfigError
 
 CONFIG_FILE = Path(__file__).resolve().parent.parent / "config" / "brain.json"
@@ -123,7 +123,7 @@ class BrainConfig(_Cfg):
 
 
 def load_brain_config(path: str | None = None) -> BrainConfig:
-    return _load(path or os.environ.get("CHARTER_BRAIN_CONFIG") or str(CONFIG_FILE))
+    return _load(path or str(config_files.current().brain or CONFIG_FILE))
 
 
 @lru_cache(maxsize=4)

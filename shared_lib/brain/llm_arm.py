@@ -24,7 +24,7 @@ from shared_lib.brain.integration import error_text
 from shared_lib.brain.llm_brain import BrainResult, fixed_text
 from shared_lib.brain.models import flags_document, model_for, proposal_model
 from shared_lib.brain.prompt import assemble
-from shared_lib.brain.vault import cipher_for, store_vault
+from shared_lib.brain.vault import store_vault
 from shared_lib.envelope import ConstitutionViolation, Turn
 from shared_lib.errors import BrainError, LLMError
 from shared_lib.layers.base import Outcome
@@ -100,7 +100,7 @@ def _store_vault(turn: Turn, rt: Runtime, entries: dict[str, str], cfg: BrainCon
             entries,
             now=rt.clock(),
             ttl_minutes=cfg.vault.ttl_minutes,
-            cipher=cipher_for(rt.settings.env),
+            cipher=rt.vault,
         )
     except Exception as exc:  # the store is down: tool calls will be answered in degraded mode
         turn.add_error(

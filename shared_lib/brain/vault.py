@@ -8,9 +8,11 @@ shadow copy) with an ``expires_at`` for the store's TTL policy. The executor cal
 decrypts a vault. An approved confirmation also restores from the vault of the turn
 that asked for it (its ``turn_id`` is in the pending action).
 
-The key is ``CHARTER_VAULT_KEY`` (a Fernet key; from Secret Manager in the cloud). Without
-it, ``demo``/``test``/``local`` use a fixed development key and every other environment
-stores no vault: placeholders then stay masked (fail closed).
+The key is ``CHARTER_VAULT_KEY`` (Fernet keys, comma-separated, newest first: a rotation adds
+the new key in front and keeps the old one until every vault written under it has expired;
+from Secret Manager in the cloud, where a service refuses to start without it). Without it,
+``demo``/``test``/``local`` use a fixed development key; a cipher of ``None`` stores no vault
+and placeholders stay masked (fail closed).
 """
 
 from __future__ import annotations
@@ -19,14 +21,13 @@ import base64
 import hashlib
 import json
 import logging
-import os
-from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from shared_lib.envelope import Turn
+from shared_lib.errors import ConfigError
 from shared_lib.ids import utc_now
 from shared_lib.ports import Store, Transaction
 from shared_lib.sanitizer import unmask
@@ -36,13 +37,18 @@ DEV_ENVS = frozenset({"demo", "test", "local"})
 _DEV_SEED = b"charter development vault key - not a secret, never used outside demo/test/local"
 
 
-def cipher_for(env_name: str | None = None, environ: Mapping[str, str] | None = None) -> Fernet | None:
-    environ = os.environ if environ is None else environ
-    key = environ.get("CHARTER_VAULT_KEY")
-    if key:
-        return Fernet(key.encode())
-    if (env_name or environ.get("CHARTER_ENV") or "local") in DEV_ENVS:
-        return Fernet(base64.urlsafe_b64encode(hashlib.sha256(_DEV_SEED).digest()))
+def vault_cipher(env_name: str, keys: str | None) -> MultiFernet | None:
+    """The cipher of ``keys`` (``CHARTER_VAULT_KEY``); the development key in demo/test/local.
+
+    ``ConfigError`` when a key is not a Fernet key.
+    """
+    if keys:
+        try:
+            return MultiFernet([Fernet(k.strip().encode()) for k in keys.split(",") if k.strip()])
+        except ValueError as exc:
+            raise ConfigError(f"CHARTER_VAULT_KEY: not a Fernet key ({exc})") from exc
+    if env_name in DEV_ENVS:
+        return MultiFernet([Fernet(base64.urlsafe_b64encode(hashlib.sha256(_DEV_SEED).digest()))])
     return None
 
 
@@ -57,7 +63,7 @@ def store_vault(
     *,
     now: datetime,
     ttl_minutes: int,
-    cipher: Fernet | None,
+    cipher: MultiFernet | None,
 ) -> bool:
     """Merge ``entries`` into the turn's vault; ``False`` when no key is configured."""
     if not entries:
@@ -83,7 +89,7 @@ def store_vault(
     return True
 
 
-def _decrypt(cipher: Fernet, doc: dict[str, Any] | None, now: datetime | None = None) -> dict[str, str]:
+def _decrypt(cipher: MultiFernet, doc: dict[str, Any] | None, now: datetime | None = None) -> dict[str, str]:
     if not doc or (
         now is not None and isinstance(doc.get("expires_at"), datetime) and doc["expires_at"] <= now
     ):
@@ -110,7 +116,7 @@ def restore_parameters(
     store: Store,
     *,
     now: datetime | None = None,
-    cipher: Fernet | None = None,
+    cipher: MultiFernet | None,
 ) -> dict[str, Any]:
     """``params`` with the placeholders of the user's own message replaced by their values.
 
@@ -118,7 +124,6 @@ def restore_parameters(
     the user's message did not produce stay masked (the fixed logic then rejects or
     keeps them as text).
     """
-    cipher = cipher or cipher_for()
     if cipher is None:
         return dict(params)
     now = now or utc_now()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -131,9 +130,17 @@ class IngressConfig(BaseModel):
         return frozenset(ids)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> IngressConfig:
-        """Defaults when ``CHARTER_INGRESS_CONFIG`` is unset; ``ConfigError`` when it is invalid."""
-        raw = (os.environ if env is None else env).get("CHARTER_INGRESS_CONFIG", "").strip()
+    def from_env(cls, env: Mapping[str, str]) -> IngressConfig:
+        """The configuration ``CHARTER_INGRESS_CONFIG`` in ``env`` gives (see ``load``)."""
+        return cls.load(env.get("CHARTER_INGRESS_CONFIG"))
+
+    @classmethod
+    def load(cls, setting: str | None) -> IngressConfig:
+        """Defaults when ``CHARTER_INGRESS_CONFIG`` is unset; ``ConfigError`` when it is invalid.
+
+        The setting is inline JSON or the path of a JSON file.
+        """
+        raw = (setting or "").strip()
         if not raw:
             return cls()
         if raw.startswith("{"):

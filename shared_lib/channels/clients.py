@@ -247,18 +247,19 @@ class HttpChannel(ReplyClient):
 
 
 def build_channels(
-    env: Mapping[str, str] | None = None,
+    secrets: ChannelSecrets | Mapping[str, str],
     *,
     client: httpx.Client | None = None,
     settings: ClientSettings | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Channel]:
-    """One reply client per provider, configured from ``env`` (see ``secrets``), sharing one client.
+    """One reply client per provider, sharing one HTTP client; ``secrets`` or the variables giving them.
 
     >>> sorted(build_channels({"CHARTER_ENV": "test"}))
     ['chatwork', 'http', 'line', 'slack']
     """
-    secrets = ChannelSecrets.from_env(env)
+    if not isinstance(secrets, ChannelSecrets):
+        secrets = ChannelSecrets.from_env(secrets)
     settings = settings or ClientSettings()
     shared = client or httpx.Client(timeout=settings.timeout())  # lives as long as the process
     options: dict[str, Any] = {"client": shared, "settings": settings, "sleep": sleep}

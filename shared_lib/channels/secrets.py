@@ -1,4 +1,4 @@
-"""Channel secrets and API settings, read from the environment.
+"""Channel secrets and API settings, taken from the settings (``shared_lib.settings``).
 
 Webhook secrets verify what the providers send us; API tokens authenticate our replies.
 
@@ -32,13 +32,13 @@ published defaults is dropped as if it were missing.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from urllib.parse import urlsplit
 
 from shared_lib.errors import ConfigError
+from shared_lib.settings import Settings
 
 LOCAL_ENVIRONMENTS = frozenset({"", "local", "test", "demo"})
 
@@ -126,18 +126,19 @@ class ChannelSecrets:
         return cls.from_env({"CHARTER_ENV": "local"})
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> ChannelSecrets:
-        """Read the variables of the module docstring from ``env`` (default ``os.environ``).
+    def from_env(cls, env: Mapping[str, str]) -> ChannelSecrets:
+        """The secrets of the variables in ``env`` (see ``from_settings``)."""
+        return cls.from_settings(Settings.from_env(env))
 
-        Raises ``ConfigError`` for a base URL that is not an http(s) URL.
-        """
-        source = os.environ if env is None else env
-        environment = source.get("CHARTER_ENV", "").strip().lower()
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ChannelSecrets:
+        """The variables of the module docstring; ``ConfigError`` for a base URL that is not http(s)."""
+        environment = settings.env
         local = environment in LOCAL_ENVIRONMENTS
         published = set(DEFAULT_LOCAL_SECRETS.values())
 
         def secrets(name: str) -> tuple[str, ...]:
-            values = _split_list(source.get(name))
+            values = _split_list(settings.raw(name))
             if local:
                 return values or (DEFAULT_LOCAL_SECRETS[name],)
             return tuple(v for v in values if v not in published)
@@ -147,11 +148,11 @@ class ChannelSecrets:
             return values[0] if values else None
 
         def base(name: str) -> str:
-            return _check_url(name, source.get(name, "").strip() or DEFAULT_API_BASES[name])
+            return _check_url(name, (settings.raw(name) or "").strip() or DEFAULT_API_BASES[name])
 
-        reply_url = source.get("CHARTER_HTTP_REPLY_URL", "").strip()
+        reply_url = (settings.http_reply_url or "").strip()
         return cls(
-            environment=environment or "local",
+            environment=environment,
             chatwork_webhook_tokens=secrets("CHATWORK_WEBHOOK_TOKEN"),
             line_channel_secrets=secrets("LINE_CHANNEL_SECRET"),
             slack_signing_secrets=secrets("SLACK_SIGNING_SECRET"),
@@ -163,7 +164,5 @@ class ChannelSecrets:
             line_api_base=base("LINE_API_BASE"),
             slack_api_base=base("SLACK_API_BASE"),
             http_reply_url=_check_url("CHARTER_HTTP_REPLY_URL", reply_url) if reply_url else None,
-            http_callback_hosts=tuple(
-                h.lower() for h in _split_list(source.get("CHARTER_HTTP_CALLBACK_HOSTS"))
-            ),
+            http_callback_hosts=tuple(h.lower() for h in _split_list(settings.http_callback_hosts)),
         )

@@ -29,6 +29,7 @@ from shared_lib.context.render import build_sections
 from shared_lib.context.sources import SourceRequest, SourceSpec, default_sources
 from shared_lib.errors import ConfigError
 from shared_lib.ports import Store
+from shared_lib.settings import Settings
 from shared_lib.tools.scoped import scoped
 from shared_lib.tools.task_backend import TaskBackend
 
@@ -69,18 +70,17 @@ class ContextConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ContextConfig:
-        kw: dict[str, Any] = {}
-        try:
-            if env.get("CHARTER_CONTEXT_TOKEN_BUDGET"):
-                kw["token_budget"] = int(env["CHARTER_CONTEXT_TOKEN_BUDGET"])
-            if env.get("CHARTER_CONTEXT_SOURCE_TIMEOUT"):
-                kw["source_timeout_seconds"] = float(env["CHARTER_CONTEXT_SOURCE_TIMEOUT"])
-        except ValueError as exc:
-            raise ConfigError(f"context configuration: {exc}") from exc
-        if env.get("CHARTER_CONTEXT_DROP_ORDER"):
-            kw["drop_order"] = tuple(
-                x.strip() for x in env["CHARTER_CONTEXT_DROP_ORDER"].split(",") if x.strip()
-            )
+        """The configuration of the ``CHARTER_CONTEXT_*`` variables in ``env``."""
+        return cls.from_settings(Settings.from_env(env))
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ContextConfig:
+        kw: dict[str, Any] = {
+            "token_budget": settings.context_token_budget,
+            "source_timeout_seconds": settings.context_source_timeout,
+        }
+        if settings.context_drop_order:
+            kw["drop_order"] = tuple(x.strip() for x in settings.context_drop_order.split(",") if x.strip())
         return cls(**kw)
 
 

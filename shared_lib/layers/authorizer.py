@@ -15,7 +15,6 @@ from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy.authorization import authorize
-from shared_lib.policy.effective import config_for
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -32,7 +31,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         org_id=turn.org_id,
         user_id=turn.user_id,
         registry=rt.registry,
-        config=config_for(rt.extras),
+        config=rt.policy,
     )
     turn.authorization = decision
     if decision.reason_code == "directory.unavailable":

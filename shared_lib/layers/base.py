@@ -41,9 +41,16 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Layer:
+    """A layer over the ``Turn`` envelope (``run``), or one that reads its messages itself.
+
+    ``receive`` replaces the runner's decode-claim-run-publish for a layer whose messages
+    are not all turns (the observer: events, dead letters, records); it must be idempotent.
+    """
+
     name: str
     output_topic: str | None
-    run: Callable[[Turn, Runtime], Outcome]
+    run: Callable[[Turn, Runtime], Outcome] | None = None
+    receive: Callable[[Runtime, bytes, dict[str, str]], str] | None = None
 
 
 class FaultInjected(RuntimeError):
@@ -57,6 +64,8 @@ class LayerRunner:
 
     def handle(self, data: bytes, attributes: dict[str, str]) -> str:
         rt = self.rt
+        if self.layer.receive is not None:
+            return self.layer.receive(rt, data, attributes)
         turn = Turn.from_message(data, attributes, rt.store)
         self._maybe_fail(turn)
         path = idempotency.claim_path(
@@ -82,6 +91,8 @@ class LayerRunner:
     def run(self, turn: Turn) -> Outcome:
         started = self.rt.clock()
         t0 = time.perf_counter()
+        if self.layer.run is None:
+            raise TypeError(f"layer {self.layer.name} has no run function")
         with call_context(turn, self.layer.name):
             outcome = self.layer.run(turn, self.rt)
         ms = (time.perf_counter() - t0) * 1000
@@ -107,7 +118,9 @@ class LayerRunner:
         topic = self.layer.output_topic if outcome.next_topic == DEFAULT else outcome.next_topic
         if topic is None:
             return
-        data, attrs = turn.to_message(self.layer.name, self.rt.store)
+        data, attrs = turn.to_message(
+            self.layer.name, self.rt.store, blob_ttl_days=self.rt.settings.blob_ttl_days
+        )
         self.rt.bus.publish(topic, data, attrs, ordering_key=turn.conversation_key)
 
     def _maybe_fail(self, turn: Turn) -> None:

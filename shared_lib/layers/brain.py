@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from shared_lib.brain import legacy, llm_arm
 from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.envelope import Turn
+from shared_lib.layers import confirmation
 from shared_lib.layers.base import Layer, Outcome
-from shared_lib.state import confirmation
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -9,16 +9,14 @@ the conversation history (conversation memory; the responder appends the reply).
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
-from shared_lib.context import ContextBuilder, ContextConfig, ContextInput, record, summary_line
+from shared_lib.context import ContextInput, record, summary_line
 from shared_lib.context.history import append_message, history_path
 from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.tools.scoped import scoped
-from shared_lib.tools.task_backend import runtime_task_backend
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -40,23 +38,15 @@ def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -
     )
 
 
-def builder_for(rt: Runtime) -> ContextBuilder:
-    builder = rt.extras.get("context_builder")
-    if not isinstance(builder, ContextBuilder):
-        builder = ContextBuilder(ContextConfig.from_env(os.environ))
-        rt.extras["context_builder"] = builder
-    return builder
-
-
 def run(turn: Turn, rt: Runtime) -> Outcome:
     flags, flag_error = rt.flags.evaluate(turn.org_id, turn.user_id, rt.clock())
     turn.flags = flags
     if flag_error:
         turn.add_error(BrainError.of("memory_access_error", f"flags: {flag_error}", layer="context"))
-    built = builder_for(rt).build(
+    built = rt.context_builder.build(
         ContextInput(
             store=rt.store,
-            tasks=runtime_task_backend(rt),
+            tasks=rt.task_backend,
             org_id=turn.org_id,
             user_id=turn.user_id,
             room_id=turn.room_id,

@@ -18,10 +18,8 @@ from shared_lib.envelope import ToolResult, Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy.authorization import authorize
-from shared_lib.policy.effective import config_for
 from shared_lib.tools.execution import CallRequest, ToolExecutor
 from shared_lib.tools.execution import receipt_path as call_receipt_path
-from shared_lib.tools.task_backend import runtime_task_backend
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -48,7 +46,7 @@ def _skip_reason(turn: Turn) -> str | None:
 
 
 def executor_for(rt: Runtime) -> ToolExecutor:
-    return ToolExecutor(rt.store, rt.registry, tasks=runtime_task_backend(rt), clock=rt.clock)
+    return ToolExecutor(rt.store, rt.registry, tasks=rt.task_backend, clock=rt.clock)
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
@@ -65,7 +63,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         org_id=turn.org_id,
         user_id=turn.user_id,
         registry=rt.registry,
-        config=config_for(rt.extras),
+        config=rt.policy,
     )
     if recheck.result != "allowed":
         sec.skipped_reason = "authorization_recheck"
@@ -73,7 +71,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     engine = executor_for(rt)
     for index, call in enumerate(turn.proposal.proposal.tool_calls):
         # masked values the user really gave are restored here, and only here
-        params = restore_parameters(turn, dict(call.parameters), rt.store)
+        params = restore_parameters(turn, dict(call.parameters), rt.store, cipher=rt.vault)
         if turn.guardian and turn.guardian.action == "modify" and turn.guardian.modified_parameters:
             params.update(turn.guardian.modified_parameters)
         t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """Guardian layer: judges the proposal with the decision tree (``shared_lib.policy.guardian``).
 
-The policy is the runtime's (``config_for``) plus the organisation's teachings the
+The policy is the runtime's (``rt.policy``) plus the organisation's teachings the
 context builder found. A violation the brain's constitution enforcer marked ``block``
 (``turn.proposal.violations``) blocks at priority 1 before the tree runs. A constitution violation is recorded as a ``constitution_violation``
 error, which the observer turns into an admin alert (seed 000 §4.7.1: block + alert).
@@ -15,7 +15,6 @@ from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy import guardian
-from shared_lib.policy.effective import config_for
 from shared_lib.policy.subject import Origin
 from shared_lib.policy.teachings import valid_teachings
 
@@ -49,7 +48,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         proposal,
         registry=rt.registry,
         now=rt.clock(),
-        config=config_for(rt.extras),
+        config=rt.policy,
         approval=turn.proposal.approval,
         user_id=turn.user_id,
         origin=origin(turn),

@@ -10,7 +10,6 @@ record is removed and the provider gets a 503, so its retry is not lost.
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -43,7 +42,7 @@ def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "") -> str | 
         log_event("webhook_duplicate", layer="ingress", channel=msg.channel, event_id=msg.event_id)
         return None
     try:
-        data, attrs = turn.to_message("ingress", rt.store)
+        data, attrs = turn.to_message("ingress", rt.store, blob_ttl_days=rt.settings.blob_ttl_days)
         rt.bus.publish("received", data, attrs, ordering_key=turn.conversation_key)
     except Exception:
         rt.store.delete(path)
@@ -55,13 +54,11 @@ def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "") -> str | 
 def handle_http(
     rt: Runtime, channel: str, method: str, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
 ) -> tuple[int, dict[str, Any]]:
-    from shared_lib.channels.base import IngressConfig
-    from shared_lib.channels.secrets import ChannelSecrets
     from shared_lib.channels.webhooks import handle_webhook
 
-    cfg = rt.extras.get("ingress_config") or IngressConfig.from_env(os.environ)
-    sec = rt.extras.get("channel_secrets") or ChannelSecrets.from_env(os.environ)
-    outcome = handle_webhook(channel, method, headers, query, body, secrets=sec, config=cfg, now=rt.clock())
+    outcome = handle_webhook(
+        channel, method, headers, query, body, secrets=rt.channel_secrets, config=rt.ingress, now=rt.clock()
+    )
     if outcome.rejection:
         log_event(
             "webhook_rejected",

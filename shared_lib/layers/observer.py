@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared_lib.envelope import Turn
 from shared_lib.errors import EnvelopeError
+from shared_lib.layers.base import Layer
 from shared_lib.logs import log_event
 from shared_lib.observability import ObservabilityRecord, build_record
 from shared_lib.ops import alerts
@@ -28,7 +29,6 @@ from shared_lib.ops.audit import findings_for
 from shared_lib.ops.queries import candidate_path, record_path
 from shared_lib.ports import Transaction
 from shared_lib.rollout import comparison
-from shared_lib.rollout.guard import guard_for
 from shared_lib.sanitizer import Sanitizer
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def _hook(rt: Runtime, name: str, turn: Turn) -> None:
 
 def _guard(rt: Runtime, record: ObservabilityRecord) -> None:
     try:
-        for alert in guard_for(rt).observe(rt, record.store_doc()):
+        for alert in rt.rollback_guard.observe(rt, record.store_doc()):
             log_event(
                 "rollback_guard_tripped",
                 layer="observer",
@@ -258,3 +258,6 @@ def handle(rt: Runtime, data: bytes, attributes: dict[str, str]) -> str:
     if turn.shadow:
         return "shadow" if record_candidate(rt, turn) else "duplicate"
     return "recorded" if record_turn(rt, turn) else "duplicate"
+
+
+LAYER = Layer("observer", None, receive=handle)

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 from shared_lib.brain import integration
 from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
+from shared_lib.layers import confirmation
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.layers.context import append_history
 from shared_lib.ports import OutboundReply, Transaction
 from shared_lib.proposal import ClarificationProposal, TextResponseProposal
-from shared_lib.state import confirmation
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -23,7 +23,6 @@ what bounds the delay.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from typing import TYPE_CHECKING
 
@@ -38,13 +37,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CANDIDATE_LAYERS = (brain.LAYER, guardian.LAYER, authorizer.LAYER, executor.LAYER, responder.LAYER)
-DEFAULT_TIMEOUT_SECONDS = 45.0  # below the subscription's 60 s ack deadline
 
 
 def timeout_seconds(rt: Runtime) -> float:
-    """``rt.extras['shadow_timeout_seconds']``, else ``CHARTER_SHADOW_TIMEOUT``, else 45 s."""
-    value = rt.extras.get("shadow_timeout_seconds") or os.environ.get("CHARTER_SHADOW_TIMEOUT")
-    return float(value) if value else DEFAULT_TIMEOUT_SECONDS
+    """``CHARTER_SHADOW_TIMEOUT`` (45 s by default: below the subscription's 60 s ack deadline)."""
+    return rt.settings.shadow_timeout_seconds
 
 
 def skip_reason(turn: Turn, rt: Runtime) -> str | None:

@@ -21,16 +21,30 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shared_lib.errors import CATALOGUE
 from shared_lib.logs import log_event
-from shared_lib.ops.notify import Alert, Notifier, NotifyError, Severity, notifiers_from_env
+from shared_lib.ops.notify import Alert, Notifier, NotifyError, Severity
 from shared_lib.ports import Doc, Transaction
 
 if TYPE_CHECKING:
-    from shared_lib.runtime import Runtime
+    from shared_lib.ports import Bus, Store
+
+
+class Runtime(Protocol):
+    """What alerting uses of the runtime."""
+
+    store: Store
+    bus: Bus
+
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+
+    notifiers: list[Notifier]
+
 
 DEDUPE_MINUTES = 30
 PER_TURN_PREFIXES = ("constitution", "audit.", "layer_failed")
@@ -61,12 +75,7 @@ def dedupe_key(doc: Doc, *, minute: int) -> str:
 
 
 def notifiers_for(rt: Runtime) -> list[Notifier]:
-    """``rt.extras["notifiers"]`` when wired, else the environment's (built once per runtime)."""
-    if "notifiers" not in rt.extras:
-        import os
-
-        rt.extras["notifiers"] = notifiers_from_env(os.environ, rt.channels)
-    return list(rt.extras["notifiers"])
+    return list(rt.notifiers)
 
 
 def _to_alert(alert_id: str, doc: Doc) -> Alert:

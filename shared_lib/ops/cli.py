@@ -10,9 +10,11 @@
     charter llm-calls [--turn TURN_ID --org ORG] [--limit N] [--json]
     charter admin serve [--host 127.0.0.1] [--port 8090]
 
-They read the store the environment selects (``build_runtime()``: ``FIRESTORE_EMULATOR_HOST``
-and ``CHARTER_PROJECT`` select the emulator); the runtime never gets an LLM. A caller that
-already has a runtime (the embedded demo, tests) passes it as ``args.runtime``.
+Each takes ``--store firestore|FILE.sqlite`` and ``--project P``; without them it reads the
+settings, then what ``charter local up`` or ``charter demo`` left in ``.charter/``
+(``shared_lib.composition.operator_runtime``). With no store configured it exits 2 with a
+one-line explanation, never an empty answer. The runtime never gets an LLM. A caller that
+already has a runtime (tests) passes it as ``args.runtime``.
 
 Exit codes: 0 ok, 1 not found / audit findings / a threshold crossed with ``--check``,
 2 bad input.
@@ -41,10 +43,9 @@ def runtime_for(args: argparse.Namespace) -> Runtime:
     if getattr(args, "runtime", None) is not None:
         rt: Runtime = args.runtime
         return rt
-    from shared_lib.adapters.inproc_bus import InProcessBus
-    from shared_lib.runtime import build_runtime
+    from shared_lib.composition import operator_runtime
 
-    return build_runtime(llm=None, bus=InProcessBus())
+    return operator_runtime(store=getattr(args, "store_choice", None), project=getattr(args, "project", None))
 
 
 def _out(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -166,7 +167,19 @@ def _run(command: Command) -> Callable[[argparse.Namespace], int]:
     return handler
 
 
+def store_options(p: argparse.ArgumentParser) -> None:
+    """``--store``/``--project``: which store an operator command reads."""
+    p.add_argument(
+        "--store",
+        dest="store_choice",
+        metavar="firestore|FILE.sqlite",
+        help="the store to read (default: settings)",
+    )
+    p.add_argument("--project", help="the GCP project (or emulator project) of a Firestore store")
+
+
 def _common(p: argparse.ArgumentParser, *, org: bool = True, json: bool = True) -> None:
+    store_options(p)
     if org:
         p.add_argument("--org", help="one organisation (default: all)")
     if json:

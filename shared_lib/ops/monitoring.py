@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -120,7 +119,7 @@ def cost_check(rt: Runtime, *, hard_limit_usd: float | None = None) -> dict[str,
     now = rt.clock()
     th = queries.thresholds(rt.store)
     today = queries.local_day(now, th.timezone)
-    limit = hard_limit_usd if hard_limit_usd is not None else _env_float("CHARTER_DAILY_HARD_LIMIT_USD")
+    limit = hard_limit_usd if hard_limit_usd is not None else rt.settings.daily_hard_limit_usd
     out: dict[str, Any] = {
         "budget_usd": th.daily_cost_usd,
         "hard_limit_usd": limit,
@@ -176,11 +175,6 @@ def heartbeat(rt: Runtime) -> dict[str, Any]:
         "alerts": alerts.sweep(rt),
         "breaches": check_thresholds(rt),
     }
-
-
-def _env_float(name: str) -> float | None:
-    value = os.environ.get(name, "").strip()
-    return float(value) if value else None
 
 
 def recent_alerts(rt: Runtime, *, since: datetime, limit: int = 50) -> list[dict[str, Any]]:

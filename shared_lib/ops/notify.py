@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared_lib.errors import CharterError, ConfigError
 from shared_lib.ports import Channel, OutboundReply
+from shared_lib.settings import Settings
 
 Severity = Literal["info", "warning", "critical"]
 
@@ -189,9 +190,14 @@ class EmailNotifier:
 
 
 def notifiers_from_env(env: Mapping[str, str], channels: Mapping[str, Channel]) -> list[Notifier]:
-    """The notifiers the environment configures (possibly none)."""
+    """The notifiers the ``CHARTER_ALERT_*`` variables of ``env`` configure."""
+    return build_notifiers(Settings.from_env(env), channels)
+
+
+def build_notifiers(settings: Settings, channels: Mapping[str, Channel]) -> list[Notifier]:
+    """The notifiers the settings configure (possibly none)."""
     out: list[Notifier] = []
-    room = env.get("CHARTER_ALERT_ROOM", "").strip()
+    room = (settings.alert_room or "").strip()
     if room:
         parts = room.split(":", 2)
         if len(parts) != 3 or parts[0] not in channels:
@@ -199,23 +205,23 @@ def notifiers_from_env(env: Mapping[str, str], channels: Mapping[str, Channel]) 
                 f"CHARTER_ALERT_ROOM must be channel:org:room with a known channel, got {room!r}"
             )
         out.append(ChannelRoomNotifier(channels[parts[0]], parts[1], parts[2]))
-    url = env.get("CHARTER_ALERT_WEBHOOK_URL", "").strip()
+    url = (settings.alert_webhook_url or "").strip()
     if url:
-        out.append(WebhookNotifier(url, env.get("CHARTER_ALERT_WEBHOOK_SECRET", "")))
-    to = tuple(a.strip() for a in env.get("CHARTER_ALERT_EMAIL_TO", "").split(",") if a.strip())
+        out.append(WebhookNotifier(url, settings.secret("alert_webhook_secret") or ""))
+    to = tuple(a.strip() for a in (settings.alert_email_to or "").split(",") if a.strip())
     if to:
-        host = env.get("CHARTER_SMTP_HOST", "").strip()
+        host = (settings.smtp_host or "").strip()
         if not host:
             raise ConfigError("CHARTER_ALERT_EMAIL_TO is set but CHARTER_SMTP_HOST is not")
         out.append(
             EmailNotifier(
                 host,
                 to,
-                sender=env.get("CHARTER_ALERT_EMAIL_FROM") or "charter-alerts@localhost",
-                port=int(env.get("CHARTER_SMTP_PORT") or 587),
-                username=env.get("CHARTER_SMTP_USER", ""),
-                password=env.get("CHARTER_SMTP_PASSWORD", ""),
-                starttls=env.get("CHARTER_SMTP_STARTTLS", "1") != "0",
+                sender=settings.alert_email_from,
+                port=settings.smtp_port,
+                username=settings.smtp_user or "",
+                password=settings.secret("smtp_password") or "",
+                starttls=settings.smtp_starttls,
             )
         )
     return out

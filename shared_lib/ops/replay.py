@@ -26,9 +26,11 @@ from shared_lib.inbound import InboundMessage
 from shared_lib.observability import ObservabilityRecord
 from shared_lib.ops import queries
 from shared_lib.ops.overlay_store import OverlayStore
+from shared_lib.policy.config import load_policy_config
 from shared_lib.proposal import Proposal
 
 if TYPE_CHECKING:
+    from shared_lib.layers.base import Layer
     from shared_lib.runtime import Runtime
 
 REPLAYED_LAYERS = ("guardian", "authorizer", "executor")
@@ -138,7 +140,7 @@ def _replayed(turn: Turn) -> Decisions:
 
 def replay_turn(rt: Runtime, rec: ObservabilityRecord) -> ReplayReport:
     """Judge ``rec``'s proposal with today's configuration (pure of side effects on ``rt``)."""
-    from shared_lib.runtime import LAYERS
+    from shared_lib.composition import LAYERS
 
     if rec.proposal is None:
         raise ReplayError(f"turn {rec.turn_id} has no recorded proposal (response kind {rec.response_kind})")
@@ -150,7 +152,8 @@ def replay_turn(rt: Runtime, rec: ObservabilityRecord) -> ReplayReport:
         bus=bus,
         llm=None,
         channels={},
-        extras={**rt.extras, "notifiers": []},
+        notifiers=[],
+        policy=load_policy_config(),  # today's policy file, not the one the runtime started with
     )
     flags, _ = rt.flags.evaluate(rec.organization_id, rec.user_id, now)
     inbound = InboundMessage.model_validate(
@@ -187,7 +190,7 @@ def replay_turn(rt: Runtime, rec: ObservabilityRecord) -> ReplayReport:
         ),
     )
     for name in REPLAYED_LAYERS:
-        LAYERS[name].run(turn, replay_rt)
+        _run_layer(LAYERS[name], turn, replay_rt)
     before, after = _recorded(rec), _replayed(turn)
     masked = bool(_PLACEHOLDER.search(str([t.parameters for t in rec.selected_tools])))
     return ReplayReport(
@@ -233,3 +236,9 @@ def _differences(before: Decisions, after: Decisions, masked: bool) -> list[Diff
             )
         )
     return out
+
+
+def _run_layer(layer: Layer, turn: Turn, rt: Runtime) -> None:
+    if layer.run is None:
+        raise ReplayError(f"layer {layer.name} does not run over a turn")
+    layer.run(turn, rt)

@@ -13,7 +13,6 @@ with the seed's values as defaults. ``CHARTER_POLICY`` names another file.
 from __future__ import annotations
 
 import json
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -22,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from shared_lib import config_files
 from shared_lib.errors import ConfigError
 from shared_lib.policy.reasons import GUARDIAN_REASONS, PART_MESSAGES
 from shared_lib.policy.teachings import Teaching
@@ -237,4 +237,4 @@ def _load(path: str) -> PolicyConfig:
 
 def load_policy_config(path: str | None = None) -> PolicyConfig:
     """The policy from ``path``, ``CHARTER_POLICY`` or the packaged default (cached per path)."""
-    return _load(str(path or os.environ.get("CHARTER_POLICY") or POLICY_FILE))
+    return _load(str(path or config_files.current().policy or POLICY_FILE))

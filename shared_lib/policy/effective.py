@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,12 +26,6 @@ from shared_lib.policy.config import DangerRule, PolicyConfig, load_policy_confi
 from shared_lib.policy.reasons import GUARDIAN_REASONS
 from shared_lib.policy.teachings import Teaching
 from shared_lib.tools.registry import ToolRegistry
-
-
-def config_for(extras: Mapping[str, Any]) -> PolicyConfig:
-    """The runtime's policy: ``rt.extras["policy_config"]`` when wired (tests, simulator), else the file."""
-    cfg = extras.get("policy_config")
-    return cfg if isinstance(cfg, PolicyConfig) else load_policy_config()
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ Public surface::
     shared_lib.rollout.overrides   write_override, clear_override, read_override, audit_entries
     shared_lib.rollout.comparison  compare, store_comparison, on_shadow_candidate, on_served_turn
     shared_lib.rollout.report      build_report, load_comparisons, PromotionCriteria, parse_duration
-    shared_lib.rollout.guard       RollbackGuard, guard_for, guard_status
+    shared_lib.rollout.guard       RollbackGuard, guard_status
 """
 
 from __future__ import annotations

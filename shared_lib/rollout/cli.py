@@ -32,6 +32,7 @@ from shared_lib.flags import (
     seed_flags,
 )
 from shared_lib.ids import utc_now
+from shared_lib.ops.cli import store_options
 from shared_lib.ports import Store
 from shared_lib.rollout.overrides import audit_entries, clear_override, write_override
 from shared_lib.rollout.report import (
@@ -62,12 +63,15 @@ def live_store(args: argparse.Namespace) -> Store | None:
     if getattr(args, "store", None) is not None:
         store: Store = args.store
         return store
-    from shared_lib.adapters.inproc_bus import InProcessBus
-    from shared_lib.adapters.recording_channel import RecordingChannel
-    from shared_lib.runtime import build_runtime
+    from shared_lib.composition import operator_runtime
 
-    rt = build_runtime(llm=None, bus=InProcessBus(), channels={"http": RecordingChannel("http")})
-    return None if rt.settings.store == "memory" else rt.store
+    try:
+        rt = operator_runtime(
+            store=getattr(args, "store_choice", None), project=getattr(args, "project", None)
+        )
+    except ConfigError:
+        return None
+    return rt.store
 
 
 # --------------------------------------------------------------------------- flags
@@ -322,8 +326,8 @@ def _compare(args: argparse.Namespace) -> int:
 def _guard_status(args: argparse.Namespace) -> int:
     from shared_lib.adapters.inproc_bus import InProcessBus
     from shared_lib.adapters.recording_channel import RecordingChannel
+    from shared_lib.composition import build_runtime
     from shared_lib.rollout.guard import guard_status
-    from shared_lib.runtime import build_runtime
 
     store = live_store(args)
     if store is None:
@@ -360,15 +364,18 @@ def register(sub: Any) -> None:
         "--flags", metavar="FILE", help="evaluate a proposed flags file instead of the live document"
     )
     p.add_argument("--stdin", action="store_true", help="read 'org,user' lines; print one JSON line each")
+    store_options(p)
     p.set_defaults(func=_explain, store=None)
 
     p = fsub.add_parser("show", help="the live document, the override and the latest audit entries")
     p.add_argument("--audit", type=int, default=10, help="how many audit entries (default 10)")
+    store_options(p)
     p.set_defaults(func=_show, store=None)
 
     p = fsub.add_parser("seed", help="write a flags file to the live store as Terraform does (local stack)")
     p.add_argument("file", nargs="?", default=str(REPO_FLAGS_FILE))
     p.add_argument("--author", default="seed")
+    store_options(p)
     p.set_defaults(func=_seed, store=None)
 
     p = fsub.add_parser("override", help="runtime override with an expiry (emergency stop, rollback)")
@@ -377,11 +384,13 @@ def register(sub: Any) -> None:
     p.add_argument("--ttl", type=_duration, required=True, help="e.g. 30m, 4h, 2d")
     p.add_argument("--author", required=True)
     p.add_argument("--reason", required=True)
+    store_options(p)
     p.set_defaults(func=_override, store=None)
 
     p = fsub.add_parser("clear-override", help="remove the runtime override (audited)")
     p.add_argument("--author", required=True)
     p.add_argument("--reason", required=True)
+    store_options(p)
     p.set_defaults(func=_clear, store=None)
 
     shadow = sub.add_parser("shadow", help="shadow-mode comparisons and the promotion report")
@@ -405,16 +414,19 @@ def register(sub: Any) -> None:
         metavar="RATE",
         help="CI gate: minimum tool agreement (0-1); implies --fail-on-hold",
     )
+    store_options(p)
     p.set_defaults(func=_report, store=None)
 
     p = ssub.add_parser("compare", help="the comparison of one turn (recomputed from records if not stored)")
     p.add_argument("turn_id")
     p.add_argument("--org", required=True)
     p.add_argument("--json", action="store_true")
+    store_options(p)
     p.set_defaults(func=_compare, store=None)
 
     guard = sub.add_parser("guard", help="the rollback guard")
     gsub = guard.add_subparsers(dest="guard_command", metavar="ACTION")
     p = gsub.add_parser("status", help="the guard's window, thresholds and last trip")
     p.add_argument("--json", action="store_true")
+    store_options(p)
     p.set_defaults(func=_guard_status, store=None)

@@ -30,14 +30,25 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shared_lib.observability import observability_record
+from shared_lib.ports import Store
 
 if TYPE_CHECKING:
     from shared_lib.envelope import Turn
-    from shared_lib.runtime import Runtime
+
+
+class Runtime(Protocol):
+    """What the comparison uses of the runtime."""
+
+    store: Store
+
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+
 
 SIDES = "shadow_sides"
 COMPARISONS = "shadow_comparisons"

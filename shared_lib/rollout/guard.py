@@ -1,6 +1,6 @@
 """The rollback guard: watches the LLM arm and rolls it back to legacy when it misbehaves.
 
-The observer calls ``guard_for(rt).observe(rt, record)`` with every observability record
+The observer calls ``rt.rollback_guard.observe(rt, record)`` with every observability record
 (the stored dict); the guard keeps the LLM arm's: served turns of the LLM arm
 (``flags_arm == "llm"``) and shadow candidates of the LLM arm (``shadow`` and
 ``arm == "llm"``; they count toward the daily cost only).
@@ -35,7 +35,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
 from shared_lib.errors import CATALOGUE
@@ -44,7 +44,23 @@ from shared_lib.ports import Store, Transaction
 from shared_lib.rollout.overrides import write_override
 
 if TYPE_CHECKING:
-    from shared_lib.runtime import Runtime
+    from shared_lib.envelope import Turn
+    from shared_lib.flags import FlagsProvider
+
+
+class Runtime(Protocol):
+    """What the guard uses of the runtime (``shared_lib.runtime.Runtime`` has it)."""
+
+    store: Store
+    flags: FlagsProvider
+
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+
+    rollback_guard: RollbackGuard
+
+    def emit_alert(self, turn: Turn | None, code: str, message: str) -> dict[str, Any]: ...
+
 
 STATE = "rollout_guard/state"
 EVENTS = f"{STATE}/events"
@@ -185,7 +201,7 @@ def _checks(t: dict[str, float], day_cost: float, c: RollbackGuardConfig) -> lis
 
 
 class RollbackGuard:
-    """See the module docstring. One per process (``guard_for``); state lives in the store.
+    """See the module docstring. One per process (``Runtime.rollback_guard``); state lives in the store.
 
     ``evaluate_every_seconds`` bounds how often the window is read (counting is always
     done); ``monotonic`` is that throttle's clock.
@@ -252,7 +268,6 @@ class RollbackGuard:
             None,
             ALERT_CODE,
             f"{reason}; brain_mode overridden to legacy until {written.expires_at.isoformat()}",
-            publish=False,
         )
         return [alert]
 
@@ -293,18 +308,9 @@ def last_trip(store: Store) -> datetime | None:
     return value if isinstance(value, datetime) else None
 
 
-def guard_for(rt: Runtime) -> RollbackGuard:
-    """The process's guard (kept in ``rt.extras['rollback_guard']``; a test may put its own there)."""
-    guard = rt.extras.get("rollback_guard")
-    if not isinstance(guard, RollbackGuard):
-        guard = RollbackGuard()
-        rt.extras["rollback_guard"] = guard
-    return guard
-
-
 def guard_status(rt: Runtime, now: datetime | None = None) -> dict[str, Any]:
     """What ``charter guard status`` prints: the window as the guard sees it, and the last trip."""
-    config = guard_for(rt).config_for(rt)
+    config = rt.rollback_guard.config_for(rt)
     state = rt.store.get(STATE) or {}
     status = window_status(rt.store, config, now or rt.clock(), last_trip(rt.store))
     status["last_trip"] = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in state.items()}

@@ -10,7 +10,6 @@ the entry's ``handler`` key — the seed's ``SYSTEM_CAPABILITIES`` + ``HANDLERS`
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shared_lib import config_files
 from shared_lib.errors import ConfigError
 from shared_lib.tools.registry import Danger, DangerAction, Effect, Handler, ToolRegistry, ToolSpec
 
@@ -58,7 +58,7 @@ class CatalogueFile(BaseModel):
 
 
 def read_catalogue(path: Path | None = None) -> CatalogueFile:
-    file = path or Path(os.environ.get("CHARTER_TOOLS_FILE") or TOOLS_FILE)
+    file = path or config_files.current().tools or TOOLS_FILE
     try:
         raw: Any = json.loads(file.read_text(encoding="utf-8"))
         return CatalogueFile.model_validate(raw)

@@ -3,7 +3,7 @@
 Two peers implement it: ``StoreTaskBackend`` (the default: tasks are documents under
 ``orgs/{org}/tasks``, written in the executor's transaction) and ``ChatWorkTaskBackend``
 (``shared_lib.tools.chatwork_tasks``: ChatWork's REST API, an external effect). The
-environment picks one (``task_backend_from_env``): ``CHARTER_TASK_BACKEND=chatwork`` with
+settings pick one (``build_task_backend``): ``CHARTER_TASK_BACKEND=chatwork`` with
 ``CHATWORK_API_TOKEN`` and ``CHATWORK_API_BASE`` (or ``CHATWORK_TASKS_API_BASE`` when
 the task API is served elsewhere than the message API, as on the local stack).
 
@@ -19,21 +19,18 @@ False
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol
+from typing import Any, Literal, NoReturn, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from shared_lib.errors import CharterError, ConfigError
 from shared_lib.ids import utc_now
 from shared_lib.ports import Op, Store, Transaction
+from shared_lib.settings import Settings
 from shared_lib.tools.scoped import WriteRefused
-
-if TYPE_CHECKING:
-    from shared_lib.runtime import Runtime
 
 TaskStatus = Literal["open", "done", "deleted"]
 StatusFilter = Literal["open", "done", "all"]
@@ -218,35 +215,20 @@ class StoreTaskBackend:
         )
 
 
-def task_backend_from_env(
-    env: Mapping[str, str], store: Store, clock: Callable[[], datetime] = utc_now
+def build_task_backend(
+    settings: Settings, store: Store, clock: Callable[[], datetime] = utc_now
 ) -> TaskBackend:
-    kind = (env.get("CHARTER_TASK_BACKEND") or "store").strip().lower()
-    if kind == "store":
+    """The backend ``CHARTER_TASK_BACKEND`` names; ``ConfigError`` when it lacks its token."""
+    if settings.task_backend == "store":
         return StoreTaskBackend(store, clock=clock)
-    if kind == "chatwork":
-        from shared_lib.tools.chatwork_api import ChatWorkClient
-        from shared_lib.tools.chatwork_tasks import ChatWorkTaskBackend
+    from shared_lib.tools.chatwork_api import ChatWorkClient
+    from shared_lib.tools.chatwork_tasks import ChatWorkTaskBackend
 
-        token = env.get("CHATWORK_API_TOKEN")
-        if not token:
-            raise ConfigError("CHARTER_TASK_BACKEND=chatwork needs CHATWORK_API_TOKEN")
-        base = (
-            env.get("CHATWORK_TASKS_API_BASE")
-            or env.get("CHATWORK_API_BASE")
-            or "https://api.chatwork.com/v2"
-        )
-        return ChatWorkTaskBackend(ChatWorkClient(base, token))
-    raise ConfigError(f"unknown CHARTER_TASK_BACKEND {kind!r} (store | chatwork)")
-
-
-def runtime_task_backend(rt: Runtime) -> TaskBackend:
-    """The runtime's backend: ``rt.extras['task_backend']``, else built once from the environment."""
-    backend = rt.extras.get("task_backend")
-    if backend is None:
-        backend = task_backend_from_env(os.environ, rt.store, rt.clock)
-        rt.extras["task_backend"] = backend
-    return backend  # type: ignore[no-any-return]
+    token = settings.secret("chatwork_api_token")
+    if not token:
+        raise ConfigError("CHARTER_TASK_BACKEND=chatwork needs CHATWORK_API_TOKEN")
+    base = settings.chatwork_tasks_api_base or settings.chatwork_api_base
+    return ChatWorkTaskBackend(ChatWorkClient(base, token))
 
 
 class DryRunTaskBackend:

@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from infra.fake_llm import FakeAnthropicServer, Scenario
+from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.flags import FLAGS_DOC, FlagsProvider, flags_store_doc, load_flags_file
 from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.persona import load_persona
-from shared_lib.runtime import Runtime, build_runtime, wire_inprocess
+from shared_lib.runtime import Runtime
 from shared_lib.tools.directory import seed_directory
+from tests.conftest import configure_from_env
 
 ORG = "acme"
 MODEL, FAST = "claude-sonnet-4-6", "claude-haiku-4-5"
@@ -433,6 +435,7 @@ def test_given_secrets_in_messages_then_no_request_and_no_log_line_contains_them
     # GIVEN logs captured either by logging (all loggers, DEBUG: the SDK's too) or as JSON lines on stderr
     if json_logs:
         monkeypatch.setenv("CHARTER_LOG_JSON", "1")
+        configure_from_env()
     caplog.set_level(logging.DEBUG)
     rt = make_runtime(server, monkeypatch, self_critique_rate=1.0)
     # WHEN messages full of secrets go through the LLM arm (tool call, memory, small talk, a retried fault)

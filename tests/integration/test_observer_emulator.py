@@ -15,12 +15,14 @@ import pytest
 
 from infra.fake_llm import FakeAnthropicServer
 from shared_lib.cli import main as charter
+from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM, seed_demo_directory
 from shared_lib.inbound import InboundMessage
 from shared_lib.layers import observer
 from shared_lib.layers.ingress import accept
 from shared_lib.policy.config import POLICY_FILE
-from shared_lib.runtime import Runtime, build_runtime, wire_inprocess
+from shared_lib.runtime import Runtime
+from tests.conftest import configure_from_env
 
 pytestmark = pytest.mark.integration
 SEED_REQUIRED = (
@@ -57,7 +59,7 @@ def rt(firestore_store, firestore_project, fake_llm, monkeypatch) -> Runtime:
         "ANTHROPIC_API_KEY": "fake",
     }
     runtime = build_runtime(env, store=firestore_store)
-    runtime.extras["notifiers"] = []
+    runtime.notifiers = []
     wire_inprocess(runtime)
     seed_demo_directory(runtime.store)
     return runtime
@@ -147,6 +149,7 @@ def test_replay_reports_a_changed_verdict_and_the_fake_llm_gets_no_request(
     path = tmp_path / "policy.json"
     path.write_text(json.dumps(policy, ensure_ascii=False), encoding="utf-8")
     monkeypatch.setenv("CHARTER_POLICY", str(path))
+    configure_from_env()
     assert charter(["replay", demo_turns[0], "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     # THEN the changed verdict is reported, and no request reached the LLM server

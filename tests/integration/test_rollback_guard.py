@@ -99,7 +99,7 @@ def test_given_blocked_turns_through_the_pipeline_on_the_emulator_when_recorded_
         brain_mode="canary",
         canary_percent=100,
     )
-    rt.extras["rollback_guard"] = RollbackGuard(evaluate_every_seconds=0)
+    rt.rollback_guard = RollbackGuard(evaluate_every_seconds=0)
     # WHEN 20 turns are blocked by the guardian
     for i in range(20):
         send(rt, "山田さんの権限をレベル6に変更して", room=f"r{i}")

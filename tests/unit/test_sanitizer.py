@@ -7,6 +7,7 @@ import json
 import pytest
 
 from shared_lib.sanitizer import RULES_FILE, Sanitizer, unmask
+from tests.conftest import configure_from_env
 
 S = Sanitizer.default()
 
@@ -98,6 +99,7 @@ def test_given_another_rules_file_when_loading_then_it_replaces_the_default(tmp_
         json.dumps({"version": 1, "rules": [{"name": "code", "label": "CODE", "pattern": "X-\\d+"}]})
     )
     monkeypatch.setenv("CHARTER_SANITIZER_RULES", str(file))
+    configure_from_env()
     assert Sanitizer.default().mask_text("X-42 と a@example.com") == "[CODE_1] と a@example.com"
 
 

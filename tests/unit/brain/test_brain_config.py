@@ -12,6 +12,7 @@ from shared_lib.errors import ConfigError
 from shared_lib.persona import Persona, load_persona
 from shared_lib.ports import LLMUsage
 from shared_lib.prices import PriceTable
+from tests.conftest import configure_from_env
 
 CFG = load_brain_config()
 
@@ -49,6 +50,7 @@ def test_given_another_price_file_when_loading_then_it_is_used(tmp_path, monkeyp
         )
     )
     monkeypatch.setenv("CHARTER_PRICES", str(file))
+    configure_from_env()
     assert PriceTable.load().cost("x", LLMUsage(input_tokens=2_000_000)) == 2.0
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from brain_fakes import turn
 from cryptography.fernet import Fernet
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.brain.vault import cipher_for, restore_parameters, store_vault, vault_path
+from shared_lib.brain.vault import restore_parameters, store_vault, vault_cipher, vault_path
+from shared_lib.errors import ConfigError
 from shared_lib.ids import utc_now
 
 NOW = utc_now()
@@ -92,9 +94,16 @@ def test_given_an_approved_confirmation_when_restoring_then_the_asking_turns_vau
 
 
 def test_given_environments_when_choosing_a_key_then_production_needs_an_explicit_key():
-    assert cipher_for("test", {}) is not None and cipher_for("demo", {}) is not None
-    assert cipher_for("prod", {}) is None
-    assert cipher_for("prod", {"CHARTER_VAULT_KEY": Fernet.generate_key().decode()}) is not None
+    assert vault_cipher("test", None) is not None and vault_cipher("demo", None) is not None
+    assert vault_cipher("prod", None) is None
+    new, old = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    rotated = vault_cipher("prod", f"{new},{old}")
+    assert rotated is not None
+    # a rotation keeps the old key readable while new vaults are written with the new one
+    assert rotated.decrypt(Fernet(old.encode()).encrypt(b"v")) == b"v"
+    assert Fernet(new.encode()).decrypt(rotated.encrypt(b"w")) == b"w"
+    with pytest.raises(ConfigError):
+        vault_cipher("prod", "not-a-key")
     assert (
         store_vault(MemoryStore(), turn("x"), {"[EMAIL_1]": "a"}, now=NOW, ttl_minutes=30, cipher=None)
         is False

@@ -29,7 +29,14 @@ def test_local_environments_fall_back_to_documented_defaults(environment):
     assert secrets.slack_bot_token == DEFAULT_LOCAL_SECRETS["SLACK_BOT_TOKEN"]
 
 
-@pytest.mark.parametrize("environment", ["prod", "stg", "dev", "production", "PROD "])
+@pytest.mark.parametrize("environment", ["production", "staging", "lokal"])
+def test_an_unknown_environment_is_a_config_error_not_a_laptop(environment):
+    # a typo never falls back to the published local secrets: the process refuses to start
+    with pytest.raises(ConfigError, match="CHARTER_ENV"):
+        ChannelSecrets.from_env({"CHARTER_ENV": environment})
+
+
+@pytest.mark.parametrize("environment", ["prod", "stg", "dev", "PROD "])
 def test_deployed_environments_never_use_defaults(environment):
     # GIVEN a deployed environment without secrets
     secrets = ChannelSecrets.from_env({"CHARTER_ENV": environment})

@@ -8,11 +8,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared_lib import idempotency
+from shared_lib.composition import LAYERS, build_runtime, runner, wire_inprocess
 from shared_lib.envelope import LAYER_SECTIONS, SHARED_FIELDS, Turn
 from shared_lib.errors import LayerRetry
 from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
-from shared_lib.runtime import LAYERS, Runtime, build_runtime, wire_inprocess
+from shared_lib.runtime import Runtime
 from shared_lib.tools.directory import seed_directory
 
 ORG = "acme"
@@ -126,10 +127,10 @@ def test_a_claim_held_by_a_live_delivery_makes_the_duplicate_retry_later():
     path = idempotency.claim_path(ORG, turn_id, "guardian", 0)
     rt.store.set(path, {"status": "in_progress", "lease_until": datetime.now(UTC) + timedelta(minutes=1)})
     with pytest.raises(LayerRetry):
-        rt.runner("guardian").handle(data, attrs)
+        runner(rt, "guardian").handle(data, attrs)
     # an expired lease is taken over
     rt.store.set(path, {"status": "in_progress", "lease_until": datetime.now(UTC) - timedelta(seconds=1)})
-    assert rt.runner("guardian").handle(data, attrs) == "allow"
+    assert runner(rt, "guardian").handle(data, attrs) == "allow"
     assert turn.turn_id == turn_id
 
 

@@ -1,6 +1,6 @@
 """topology.json is consistent and is what the runtime wires."""
 
-from shared_lib.runtime import LAYERS
+from shared_lib.composition import LAYERS
 from shared_lib.topology import TOPOLOGY
 
 

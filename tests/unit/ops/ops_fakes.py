@@ -18,11 +18,12 @@ from typing import Any
 
 from infra.fake_llm.scenario import MessagesRequest
 from infra.fake_llm.scripted import answer
+from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.demo_data import DEMO_ORG, DEMO_ROOM, DEMO_USER, seed_demo_directory
 from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
-from shared_lib.runtime import Runtime, build_runtime, wire_inprocess
+from shared_lib.runtime import Runtime
 
 ORG = DEMO_ORG
 ROOM = DEMO_ROOM
@@ -75,9 +76,14 @@ _events = itertools.count(1)
 
 
 def make_runtime(
-    *, llm: Any = None, clock: Any = None, store: Any = None, env: dict[str, str] | None = None, **extras: Any
+    *,
+    llm: Any = None,
+    clock: Any = None,
+    store: Any = None,
+    env: dict[str, str] | None = None,
+    **services: Any,
 ) -> Runtime:
-    overrides: dict[str, Any] = {"llm": llm}
+    overrides: dict[str, Any] = {"llm": llm, "notifiers": [], **services}
     if clock is not None:
         overrides["clock"] = clock
     if store is not None:
@@ -86,8 +92,6 @@ def make_runtime(
         {"CHARTER_ENV": "test", "CHARTER_CHANNELS": "recording", "CHARTER_FLAGS_TTL": "0", **(env or {})},
         **overrides,
     )
-    rt.extras.update(extras)
-    rt.extras.setdefault("notifiers", [])
     wire_inprocess(rt)
     seed_demo_directory(rt.store)
     return rt

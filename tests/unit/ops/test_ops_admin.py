@@ -200,7 +200,7 @@ def test_the_heartbeat_checks_that_the_previous_one_arrived(rt):
 
 
 def test_the_cost_check_stops_the_llm_over_the_hard_limit(rt, demo_turns, monkeypatch):
-    monkeypatch.setenv("CHARTER_DAILY_HARD_LIMIT_USD", "0.000001")
+    rt.settings = rt.settings.model_copy(update={"daily_hard_limit_usd": 0.000001})
     result = client(rt).post("/tasks/cost-check").get_json()["result"]
     assert result["stopped"] is True and rt.store.get(OVERRIDE_DOC)["author"] == "cost-check"
 

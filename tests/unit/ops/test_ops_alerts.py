@@ -79,7 +79,7 @@ def test_violations_and_dead_letters_always_alert_once_per_turn(rt, notifier, co
 def test_a_failed_delivery_is_retried_only_where_it_failed(rt):
     # GIVEN two notifiers, one of them down for two attempts
     good, flaky = RecordingNotifier(name="room"), FlakyNotifier(2)
-    rt.extras["notifiers"] = [good, flaky]
+    rt.notifiers = [good, flaky]
     # WHEN an alert is raised (tried, then tried again by the observer for its copy on turns.events;
     # the failure is not raised: it must not stop a recording)
     alerts.raise_alert(rt, "send_error", "x", alert_id="a-1", org_id=ORG)
@@ -92,7 +92,7 @@ def test_a_failed_delivery_is_retried_only_where_it_failed(rt):
 
 
 def test_a_notifier_that_is_down_does_not_keep_a_turn_from_being_recorded(rt):
-    rt.extras["notifiers"] = [FlakyNotifier(99)]
+    rt.notifiers = [FlakyNotifier(99)]
     turn_id = send(rt, TASK_CREATE)
     _, data, attrs, _ = [p for p in rt.bus.published if p[0] == "executed"][-1]
     observer.handle(rt, data, {**attrs, observer.DEAD_LETTER_ATTR: "responder-sub"})
@@ -122,7 +122,7 @@ def test_the_sweep_delivers_alerts_other_code_wrote_directly(rt, notifier):
 
 
 def test_without_a_notifier_the_alert_stays_stored_and_says_so(rt):
-    rt.extras["notifiers"] = []
+    rt.notifiers = []
     alerts.raise_alert(rt, "send_error", "x", alert_id="a-1", org_id=ORG)
     assert stored_alerts(rt)[0]["notification"] == "no_notifier"
 

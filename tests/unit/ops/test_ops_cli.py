@@ -11,6 +11,7 @@ from shared_lib.cli import build_parser
 from shared_lib.layers.base import LayerRunner
 from shared_lib.ops.callctx import call_context
 from shared_lib.ops.llm_calls import LLMCallLog
+from tests.conftest import configure_from_env
 
 SEED_FIELDS = (
     "record_id",
@@ -112,6 +113,7 @@ def test_turns_list_filters(rt, demo_turns, capsys, flag, value):
 def test_replay_reports_the_changed_verdict(rt, capsys, tmp_path, monkeypatch):
     turn_id = send(rt, TASK_CREATE)
     monkeypatch.setenv("CHARTER_POLICY", str(policy_file(tmp_path, confidence={"medium": 0.95})))
+    configure_from_env()
     code, out = charter(rt, capsys, "replay", turn_id)
     assert code == 0 and "CHANGED" in out and "LLM calls made: 0" in out
     code, out = charter(rt, capsys, "replay", turn_id, "--json")

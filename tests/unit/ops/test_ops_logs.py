@@ -8,10 +8,13 @@ import logging
 import pytest
 from ops_fakes import ORG, TASK_DONE, send
 
+from shared_lib.composition import apply_process_settings
 from shared_lib.envelope import Turn
 from shared_lib.inbound import InboundMessage
 from shared_lib.logs import LABELS_KEY, SPAN_KEY, TRACE_KEY, build_entry, log_event, parse_traceparent
 from shared_lib.ops.callctx import call_context, current
+from shared_lib.settings import Settings
+from tests.conftest import configure_from_env
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -33,6 +36,7 @@ def a_turn(traceparent: str = TRACEPARENT) -> Turn:
 def test_a_line_for_a_turn_has_severity_message_trace_and_labels(monkeypatch):
     # GIVEN a turn with a W3C traceparent in project p1
     monkeypatch.setenv("CHARTER_PROJECT", "p1")
+    configure_from_env()
     turn = a_turn()
     # WHEN a layer logs for it
     entry = build_entry("layer_done", turn=turn, layer="guardian", severity="WARNING", outcome="allow")
@@ -72,8 +76,10 @@ def test_an_invalid_traceparent_gives_no_trace_field(bad):
 
 
 def test_json_lines_go_to_stderr_on_cloud_run(monkeypatch, capsys):
-    # GIVEN Cloud Run's environment
-    monkeypatch.setenv("K_SERVICE", "charter-guardian")
+    # GIVEN a deployed environment's settings (structured logs are on by default there)
+    settings = Settings.from_env({"CHARTER_ENV": "prod", "CHARTER_PROJECT": "p1"})
+    assert settings.log_json is True
+    apply_process_settings(settings)
     # WHEN a line is logged
     log_event("hello", layer="guardian", n=1)
     # THEN stderr has exactly one JSON object
@@ -83,7 +89,6 @@ def test_json_lines_go_to_stderr_on_cloud_run(monkeypatch, capsys):
 
 def test_every_hop_carries_the_same_traceparent_and_every_layer_line_the_trace(rt, caplog, monkeypatch):
     # GIVEN the in-process chain (lines go to the "charter" logger here)
-    monkeypatch.delenv("K_SERVICE", raising=False)
     caplog.set_level(logging.INFO, logger="charter")
     # WHEN a turn goes through it
     turn_id = send(rt, TASK_DONE)

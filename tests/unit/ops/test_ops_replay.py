@@ -9,6 +9,7 @@ from ops_fakes import ORG, TASK_CREATE, TASK_DONE, policy_file, send
 
 from shared_lib.ops.replay import ReplayError, replay
 from shared_lib.rollout.overrides import write_override
+from tests.conftest import configure_from_env
 
 
 def test_a_raised_confidence_threshold_changes_the_verdict_without_calling_the_llm(
@@ -19,6 +20,7 @@ def test_a_raised_confidence_threshold_changes_the_verdict_without_calling_the_l
     calls_before = len(scripted_llm.calls)
     # WHEN the configuration raises the threshold to 0.95 and the turn is replayed
     monkeypatch.setenv("CHARTER_POLICY", str(policy_file(tmp_path, confidence={"medium": 0.95})))
+    configure_from_env()
     rep = replay(rt, turn_id)
     # THEN the changed verdict is reported, the tool would no longer run, and no model was asked
     assert rep.recorded.guardian == "allow/pass"

@@ -12,11 +12,12 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.policy.config import POLICY_FILE, PolicyConfig, parse_policy_config
 from shared_lib.proposal import Proposal
-from shared_lib.runtime import Runtime, build_runtime, wire_inprocess
+from shared_lib.runtime import Runtime
 from shared_lib.state.session import load_session
 from shared_lib.tools.directory import seed_directory
 
@@ -154,7 +155,7 @@ def pipeline(
         {"CHARTER_ENV": "test", "CHARTER_LLM": "none", "CHARTER_CHANNELS": "recording"}, clock=clock
     )
     if policy is not None:
-        rt.extras["policy_config"] = policy
+        rt.policy = policy
     wire_inprocess(rt)
     seed_directory(rt.store, ORG, people or PEOPLE, departments or DEPARTMENTS)
     if setup:

@@ -15,6 +15,7 @@ from shared_lib.policy.guardian import evaluate
 from shared_lib.policy.reasons import GUARDIAN_REASONS
 from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.registry import ToolRegistry, ToolSpec
+from tests.conftest import configure_from_env
 from tests.unit.policy.policy_fakes import NOW, config, policy_data, tool_call
 
 
@@ -90,6 +91,7 @@ def test_charter_policy_names_another_file(tmp_path, monkeypatch):
     path = tmp_path / "policy.json"
     path.write_text(json.dumps(policy_data(confidence={"medium": 0.8})), encoding="utf-8")
     monkeypatch.setenv("CHARTER_POLICY", str(path))
+    configure_from_env()
     assert load_policy_config().confidence.medium == 0.8
 
 

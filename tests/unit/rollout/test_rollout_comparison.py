@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from shared_lib.composition import build_runtime
 from shared_lib.envelope import FlagsSection, Turn
 from shared_lib.inbound import InboundMessage
 from shared_lib.rollout.comparison import (
@@ -16,7 +17,6 @@ from shared_lib.rollout.comparison import (
     on_shadow_candidate,
     store_comparison,
 )
-from shared_lib.runtime import build_runtime
 
 
 def record(**changes) -> dict:

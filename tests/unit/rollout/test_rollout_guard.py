@@ -9,7 +9,7 @@ import pytest
 from rollout_fakes import ORG, make_runtime, send
 
 from shared_lib.flags import OVERRIDE_DOC, RollbackGuardConfig
-from shared_lib.rollout.guard import ALERT_CODE, AUTHOR, RollbackGuard, guard_for, guard_status
+from shared_lib.rollout.guard import ALERT_CODE, AUTHOR, RollbackGuard, guard_status
 from shared_lib.rollout.overrides import write_override
 
 _ids = iter(range(10**9))
@@ -183,18 +183,12 @@ def test_given_a_throttle_when_records_arrive_quickly_then_the_window_is_read_at
     assert len(g.observe(rt, llm_record(block=True))) == 1
 
 
-def test_given_a_runtime_when_asking_for_its_guard_then_it_is_one_per_process(rt):
-    assert guard_for(rt) is guard_for(rt)
-
-
 def test_given_blocked_llm_turns_through_the_pipeline_when_the_observer_records_them_then_it_trips_and_recovers(
     tmp_path, scripted_llm, wall_clock
 ):
     # GIVEN the LLM arm serving everyone (canary 100 %) through the in-process pipeline
     rt = make_runtime(tmp_path, llm=scripted_llm, clock=wall_clock, brain_mode="canary", canary_percent=100)
-    rt.extras["rollback_guard"] = RollbackGuard(
-        evaluate_every_seconds=0
-    )  # thresholds from the flags document
+    rt.rollback_guard = RollbackGuard(evaluate_every_seconds=0)  # thresholds from the flags document
     # WHEN 20 turns ask for something the guardian blocks (the observer feeds the guard)
     for i in range(20):
         send(rt, "山田さんの権限をレベル6に変更して", room=f"r{i}")

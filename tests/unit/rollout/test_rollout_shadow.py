@@ -106,7 +106,7 @@ def test_given_a_candidate_that_hangs_when_its_timeout_passes_then_the_served_re
 ):
     # GIVEN shadow mode and an LLM that never answers (until the test ends)
     rt = make_runtime(tmp_path, llm=scripted_llm, brain_mode="shadow")
-    rt.extras["shadow_timeout_seconds"] = 0.05
+    rt.settings = rt.settings.model_copy(update={"shadow_timeout_seconds": 0.05})
     scripted_llm.gate = threading.Event()
     expected = _legacy_reply(tmp_path, TASK)
     # WHEN a turn is served

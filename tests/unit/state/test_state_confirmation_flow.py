@@ -8,7 +8,8 @@ import pytest
 
 from shared_lib.envelope import Turn
 from shared_lib.inbound import InboundMessage
-from shared_lib.state import confirmation, session
+from shared_lib.layers import confirmation
+from shared_lib.state import session
 from tests.unit.policy.policy_fakes import ORG, Pipeline, config, pipeline, tool_call
 
 ASK = "コーヒーはブラック派だと覚えておいて"
@@ -171,7 +172,7 @@ def test_parameters_changed_after_the_confirmation_are_confirmed_again(pipe):
 def test_a_policy_change_after_the_confirmation_is_confirmed_again(pipe):
     pipe.say(ASK)
     first_id = pipe.session()["pending_action"]["approval_id"]
-    pipe.rt.extras["policy_config"] = config(confidence={"medium": 0.65})
+    pipe.rt.policy = config(confidence={"medium": 0.65})
     pipe.say("はい")
     assert executed(pipe) == []
     assert pipe.session()["pending_action"]["approval_id"] != first_id

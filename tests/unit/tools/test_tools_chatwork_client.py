@@ -7,9 +7,10 @@ import pytest
 
 from infra.fake_chatwork import ChatWorkTasksApp, Fault
 from shared_lib.errors import ConfigError
+from shared_lib.settings import Settings
 from shared_lib.tools.chatwork_api import ChatWorkAPIError, ChatWorkClient
 from shared_lib.tools.chatwork_tasks import ChatWorkTaskBackend
-from shared_lib.tools.task_backend import StoreTaskBackend, task_backend_from_env
+from shared_lib.tools.task_backend import StoreTaskBackend, build_task_backend
 
 TOKEN = "t0ken"
 
@@ -92,6 +93,10 @@ def test_given_a_429_on_create_then_no_recheck_is_needed(api, sleeps):
     rechecks = []
     client(api, sleeps).create_task("9", body="x", to_ids=["5"], recheck=lambda: rechecks.append(1))
     assert rechecks == []
+
+
+def task_backend_from_env(env, store):
+    return build_task_backend(Settings.from_env({"CHARTER_ENV": "test", **env}), store)
 
 
 def test_given_the_environment_then_the_backend_is_chosen(memory_store):

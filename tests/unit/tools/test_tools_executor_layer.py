@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 import pytest
 from tool_fakes import ORG, OTHER_ORG, ROOM, SENDER, Clock, docs, seed
 
+from shared_lib.composition import build_runtime
 from shared_lib.decisions import AuthDecision, Verdict
 from shared_lib.envelope import Turn
 from shared_lib.inbound import InboundMessage
 from shared_lib.layers import executor
 from shared_lib.proposal import Proposal
-from shared_lib.runtime import build_runtime
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from shared_lib.envelope import Turn
 from shared_lib.ids import new_short_id
-from shared_lib.policy.effective import Policy, config_for
+from shared_lib.policy.effective import Policy
 from shared_lib.policy.guardian import proposal_hash
 from shared_lib.policy.teachings import valid_teachings
 from shared_lib.proposal import Proposal, ToolCallProposal
@@ -61,7 +61,7 @@ def handle_pending_answer(turn: Turn, rt: Runtime) -> bool:
     """Seed 000 §5.1.7; ``True`` when state answered (the brain must not ask the LLM)."""
     if turn.step > 0:  # a later step of the same turn: the answer was handled at step 0
         return False
-    cfg = config_for(rt.extras).confirmation
+    cfg = rt.policy.confirmation
     pending, text = turn.context.pending_action, turn.inbound.text
     answer = read_answer(text, cfg)
     if not pending:
@@ -181,7 +181,7 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
         )
     if g is None or g.action != "confirm" or turn.proposal.proposal is None:
         raise ValueError("ask_confirmation needs a proposal with a confirm verdict")
-    cfg = config_for(rt.extras)
+    cfg = rt.policy
     policy = Policy.build(cfg, rt.registry, valid_teachings(turn.context.teachings))
     now, key = rt.clock(), turn.conversation_key
     stage_id = g.details.get("approval_id")
@@ -237,7 +237,7 @@ def after_reply(turn: Turn, rt: Runtime) -> None:
     """Close an answered confirmation and record the turn in the session."""
     if turn.shadow:
         return
-    cfg = config_for(rt.extras).confirmation
+    cfg = rt.policy.confirmation
     approval = turn.proposal.approval or {}
     approval_id, kind, now = approval.get("approval_id"), turn.response.kind, rt.clock()
     if approval_id and not approval.get("reminder") and not (approval.get("approved") and kind == "confirm"):

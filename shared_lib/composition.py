@@ -1,0 +1,224 @@
+"""The composition root: settings in, a wired ``Runtime`` out.
+
+The only module besides ``shared_lib.settings`` that looks at the process environment
+(``build_runtime()`` with no mapping reads it through the settings model). It picks the
+adapters the settings name (Firestore / SQLite / memory store, Pub/Sub / in-process bus,
+the Anthropic client, the channel clients or recording ones), builds every service once
+(policy, context builder, task backend, notifiers, ingress configuration, rollback guard,
+vault cipher), applies the process-wide configuration (configuration files, log format),
+and wires the layers: ``runner(rt, target)`` and ``wire_inprocess(rt)`` follow the same
+``topology.json`` the emulator and Terraform use.
+
+Tests and the CLI pass ``environ`` (a mapping) and keyword overrides for any service.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from shared_lib import config_files, logs
+from shared_lib.brain.vault import vault_cipher
+from shared_lib.channels.base import IngressConfig
+from shared_lib.channels.secrets import ChannelSecrets
+from shared_lib.context.builder import ContextBuilder, ContextConfig
+from shared_lib.errors import ConfigError
+from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider
+from shared_lib.layers import authorizer, brain, context, executor, guardian, observer, responder, shadow
+from shared_lib.layers.base import Layer, LayerRunner
+from shared_lib.ops.notify import build_notifiers
+from shared_lib.persona import load_persona
+from shared_lib.policy.config import load_policy_config
+from shared_lib.ports import LLM, Bus, Channel, Store
+from shared_lib.prices import PriceTable
+from shared_lib.rollout.guard import RollbackGuard
+from shared_lib.runtime import Runtime
+from shared_lib.settings import Settings
+from shared_lib.tools.builtin import builtin_registry
+from shared_lib.tools.task_backend import build_task_backend
+from shared_lib.topology import TOPOLOGY
+
+ENV_FILE = "charter.env"
+
+# functions-framework target -> layer (ingress and admin are HTTP targets with their own handlers)
+LAYERS: dict[str, Layer] = {
+    "context": context.LAYER,
+    "brain": brain.LAYER,
+    "brain_shadow": shadow.LAYER,
+    "guardian": guardian.LAYER,
+    "authorizer": authorizer.LAYER,
+    "executor": executor.LAYER,
+    "responder": responder.LAYER,
+    "observer": observer.LAYER,
+}
+
+
+def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) -> Runtime:
+    """The runtime of ``environ`` (default: the process environment), with ``overrides`` by field."""
+    settings: Settings = overrides.pop("settings", None) or Settings.from_env(environ)
+    apply_process_settings(settings)
+    store = overrides.pop("store", None) or _store(settings)
+    clock = overrides.get("clock")
+    prices = overrides.pop("prices", None) or PriceTable.load()
+    # an injected LLM is used exactly as given
+    llm = overrides.pop("llm") if "llm" in overrides else _llm(settings, store, prices)
+    secrets = overrides.pop("channel_secrets", None) or ChannelSecrets.from_settings(settings)
+    channels = overrides.pop("channels", None) or _channels(settings, secrets)
+    services: dict[str, Any] = {
+        "settings": settings,
+        "store": store,
+        "bus": overrides.pop("bus", None) or _bus(settings),
+        "llm": llm,
+        "channels": channels,
+        "channel_secrets": secrets,
+        "prices": prices,
+        "registry": builtin_registry(),
+        "persona": load_persona(),
+        "policy": load_policy_config(),
+        "flags": FlagsProvider(
+            store,
+            ttl_seconds=settings.flags_ttl_seconds,
+            doc_path=settings.flags_document,
+            fallback_file=REPO_FLAGS_FILE if settings.local else None,
+        ),
+        "context_builder": ContextBuilder(ContextConfig.from_settings(settings)),
+        "ingress": IngressConfig.load(settings.ingress_config),
+        "rollback_guard": RollbackGuard(),
+        "vault": vault_cipher(settings.env, settings.secret("vault_key")),
+        "notifiers": build_notifiers(settings, channels),
+    }
+    if "task_backend" not in overrides:
+        services["task_backend"] = build_task_backend(settings, store, *([clock] if clock else []))
+    services.update(overrides)
+    return Runtime(**services)
+
+
+def check_startup(environ: Mapping[str, str] | None = None) -> Settings:
+    """Validate this process's configuration without connecting anywhere (``ConfigError``).
+
+    ``functions/main.py`` calls it at import, so a service with a missing secret or an invalid
+    setting fails to start. The runtime itself is built lazily in the serving worker:
+    gunicorn forks after the import, and gRPC clients must not cross a fork.
+    """
+    settings = Settings.from_env(environ)
+    IngressConfig.load(settings.ingress_config)
+    vault_cipher(settings.env, settings.secret("vault_key"))
+    ContextConfig.from_settings(settings)
+    apply_process_settings(settings)
+    return settings
+
+
+def apply_process_settings(settings: Settings) -> None:
+    """What is process-wide by nature: which configuration files, and the log format."""
+    config_files.configure(config_files.ConfigFiles.of(settings))
+    logs.configure(json_logs=settings.log_json, project=settings.project)
+
+
+def operator_runtime(
+    *, store: str | None = None, project: str | None = None, home: Path = Path(".charter")
+) -> Runtime:
+    """The runtime of an operator command: the store of ``--store``/``--project``, the settings,
+    or what ``charter local up`` (``.charter/local/charter.env``) or ``charter demo``
+    (``.charter/demo/charter.env``) left behind, in that order; never an LLM.
+
+    ``ConfigError`` when no store is configured: an operator command never answers from a
+    fresh in-memory store.
+    """
+    values: dict[str, Any] = {}
+    if store in ("firestore", "memory"):
+        values["store"] = store
+    elif store:
+        values.update(store="sqlite", store_path=Path(store))
+    if project:
+        values["project"] = project
+    env_file = next((f for f in (home / "local" / ENV_FILE, home / "demo" / ENV_FILE) if f.is_file()), None)
+    settings = Settings.from_env(env_file=env_file, **values)
+    if settings.store == "memory":
+        raise ConfigError(
+            "no store configured: start the local stack (`charter local up`), run `charter demo`, "
+            "or give --store firestore --project P (or --store FILE.sqlite)"
+        )
+    from shared_lib.adapters.inproc_bus import InProcessBus
+
+    return build_runtime(settings=settings, llm=None, bus=InProcessBus(), notifiers=[])
+
+
+def write_env_file(path: Path, values: Mapping[str, str]) -> Path:
+    """A dotenv file of settings for the operator commands (``operator_runtime`` reads it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{k}={v}\n" for k, v in sorted(values.items())), encoding="utf-8")
+    return path
+
+
+def runner(rt: Runtime, target: str) -> LayerRunner:
+    return LayerRunner(LAYERS[target], rt)
+
+
+def _store(settings: Settings) -> Store:
+    if settings.store == "firestore":
+        if settings.firestore_emulator_host:  # the client library reads it from the environment
+            os.environ["FIRESTORE_EMULATOR_HOST"] = settings.firestore_emulator_host
+        from shared_lib.adapters.firestore_store import FirestoreStore
+
+        return FirestoreStore(project=settings.project)
+    if settings.store == "sqlite":
+        from shared_lib.adapters.sqlite_store import SQLiteStore
+
+        assert settings.store_path is not None  # the settings model requires it
+        return SQLiteStore(settings.store_path)
+    from shared_lib.adapters.memory_store import MemoryStore
+
+    return MemoryStore()
+
+
+def _bus(settings: Settings) -> Bus:
+    if settings.bus == "pubsub":
+        if settings.pubsub_emulator_host:  # the client library reads it from the environment
+            os.environ["PUBSUB_EMULATOR_HOST"] = settings.pubsub_emulator_host
+        from shared_lib.adapters.pubsub_bus import PubSubBus
+
+        return PubSubBus(settings.project)
+    from shared_lib.adapters.inproc_bus import InProcessBus
+
+    return InProcessBus()
+
+
+def _llm(settings: Settings, store: Store, prices: PriceTable) -> LLM | None:
+    key = settings.secret("anthropic_api_key")
+    if settings.llm == "none" or not (key or settings.anthropic_base_url):
+        return None
+    from shared_lib.adapters.anthropic_llm import AnthropicLLM, RetryPolicy
+
+    llm: LLM = AnthropicLLM(
+        api_key=key or "local-fake",
+        base_url=settings.anthropic_base_url,
+        timeout=settings.llm_timeout_seconds,
+        policy=RetryPolicy.from_settings(settings),
+    )
+    if settings.llm_call_log:
+        from shared_lib.ops.llm_calls import LLMCallLog
+
+        llm = LLMCallLog(llm, store, prices=prices, default_org=settings.org_default)
+    return llm
+
+
+def _channels(settings: Settings, secrets: ChannelSecrets) -> dict[str, Channel]:
+    if settings.channels == "clients":
+        from shared_lib.channels.clients import build_channels
+
+        return build_channels(secrets)
+    from shared_lib.adapters.recording_channel import RecordingChannel
+
+    return {name: RecordingChannel(name) for name in ("chatwork", "line", "slack", "http")}
+
+
+def wire_inprocess(rt: Runtime) -> None:
+    """Subscribe every target to the in-process bus exactly as ``topology.json`` says."""
+    from shared_lib.adapters.inproc_bus import InProcessBus
+
+    if not isinstance(rt.bus, InProcessBus):
+        raise TypeError("wire_inprocess needs the in-process bus")
+    for name, sub in TOPOLOGY.subscriptions.items():
+        rt.bus.subscribe(sub.topic, runner(rt, sub.target).handle, name=name, dead_letter=sub.dead_letter)
