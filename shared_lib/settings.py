@@ -24,14 +24,19 @@ mis-configured service fails to start instead of failing its first turn.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources.utils import parse_env_vars
 
 from shared_lib.errors import ConfigError
+
+# ``Settings.from_env(mapping)`` reads that mapping *instead of* the process environment.
+_EXPLICIT: ContextVar[Mapping[str, str] | None] = ContextVar("charter_settings_environ", default=None)
 
 Env = Literal["demo", "local", "test", "dev", "stg", "prod"]
 CLOUD_ENVS: frozenset[str] = frozenset({"dev", "stg", "prod"})
@@ -214,6 +219,20 @@ class Settings(BaseSettings):
     smtp_password: SecretStr | None = _f(None, "CHARTER_SMTP_PASSWORD", targets=ALERT_TARGETS)
     smtp_starttls: bool = _f(True, "CHARTER_SMTP_STARTTLS", targets=ALERT_TARGETS)
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        explicit = _EXPLICIT.get()
+        if explicit is not None:
+            return init_settings, _MappingSource(settings_cls, explicit)
+        return init_settings, env_settings, dotenv_settings
+
     @field_validator("*", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
@@ -284,12 +303,13 @@ class Settings(BaseSettings):
         dotenv file: what ``charter local up`` and ``charter demo`` leave for the operator
         commands); tests and the CLI's flags use them.
         """
+        token = _EXPLICIT.set(None if environ is None else dict(environ))
         try:
-            if environ is None:
-                return cls(_env_file=env_file, **values)
-            return cls.model_validate({**{k: v for k, v in environ.items() if v != ""}, **values})
+            return cls(_env_file=env_file, **values)
         except ValidationError as exc:
             raise ConfigError(f"invalid configuration: {_describe(exc)}") from exc
+        finally:
+            _EXPLICIT.reset(token)
 
     @property
     def cloud(self) -> bool:
@@ -317,6 +337,17 @@ class Settings(BaseSettings):
                 value = "********" if value.get_secret_value() else None
             out[_meta(info)["env"]] = str(value) if isinstance(value, Path) else value
         return out
+
+
+class _MappingSource(EnvSettingsSource):
+    """The environment source, reading a given mapping instead of ``os.environ``."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
 
 
 def _names(info: FieldInfo) -> list[str]:
