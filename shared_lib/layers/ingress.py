@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from shared_lib.envelope import Turn
@@ -20,6 +21,11 @@ from shared_lib.logs import log_event
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
+
+
+# How long a dedupe record outlives its delivery. A fixed span, not "the same date next
+# year": ``replace(year=...)`` has no 29 February to land on three years in four.
+DEDUPE_RETENTION = timedelta(days=365)
 
 
 def new_traceparent() -> str:
@@ -36,9 +42,7 @@ def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "") -> str | 
     path = dedupe_path(msg)
     now = rt.clock()
     turn = Turn.from_inbound(msg, traceparent=traceparent or new_traceparent())
-    if not rt.store.create(
-        path, {"turn_id": turn.turn_id, "at": now, "expires_at": now.replace(year=now.year + 1)}
-    ):
+    if not rt.store.create(path, {"turn_id": turn.turn_id, "at": now, "expires_at": now + DEDUPE_RETENTION}):
         log_event("webhook_duplicate", layer="ingress", channel=msg.channel, event_id=msg.event_id)
         return None
     try:

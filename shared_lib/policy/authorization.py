@@ -80,6 +80,7 @@ def authorize(
 def _check(
     calls: Iterable[ToolCall], tree: _Tree, user_id: str, registry: ToolRegistry, auth: Authorization
 ) -> AuthDecision:
+    calls = list(calls)
     user = tree.user(user_id)
     required = 0
     for call in calls:
@@ -110,7 +111,15 @@ def _check(
                         required_level=need,
                         details={"tool_name": call.tool_name, "target_department_id": target},
                     )
-    assert user is not None  # a proposal has at least one call, and a missing user was denied above
+    if user is None or not calls:
+        # Only a proposal without tool calls gets here (the model forbids it, ``model_construct``
+        # does not). Deny explicitly: an ``assert`` would vanish under ``python -O``.
+        return AuthDecision.denied(
+            "level.insufficient",
+            user_level=user.level if user else None,
+            required_level=required,
+            details={"tool_calls": 0},
+        )
     return AuthDecision.allowed(user_level=user.level, required_level=required)
 
 

@@ -1,9 +1,11 @@
-"""One contract, every Store adapter: the in-memory store and Firestore on the emulator."""
+"""One contract, every Store adapter: the in-memory store, Firestore on the emulator and the
+SQLite file store."""
 
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +13,14 @@ from shared_lib import idempotency
 from shared_lib.ports import AlreadyExistsError, Store
 
 
-@pytest.fixture(params=["memory", "firestore"])
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Store:
+    from shared_lib.adapters.sqlite_store import SQLiteStore
+
+    return SQLiteStore(tmp_path / "charter.db")
+
+
+@pytest.fixture(params=["memory", "firestore", "sqlite"])
 def store(request: pytest.FixtureRequest) -> Store:
     return request.getfixturevalue(f"{request.param}_store")
 
@@ -92,3 +101,56 @@ def test_idempotency_claims_behave_the_same(store: Store):
     )
     idempotency.complete(store, path, now=now)
     assert idempotency.acquire(store, path, now=now, lease=lease) is idempotency.ClaimState.COMPLETED
+
+
+def test_datetimes_round_trip_aware_and_compare_in_queries(store: Store):
+    tokyo = timezone(timedelta(hours=9))
+    base = datetime(2028, 2, 29, 9, 0, tzinfo=tokyo)
+    for i in range(3):
+        store.set(f"orgs/a/events/e{i}", {"at": base + timedelta(hours=i), "i": i})
+    got = store.get("orgs/a/events/e1")
+    assert got is not None
+    assert got["at"] == base + timedelta(hours=1)
+    assert got["at"].utcoffset() is not None
+    since = datetime(2028, 2, 29, 1, 0, tzinfo=UTC)  # 10:00 in Tokyo
+    assert [d["i"] for _, d in store.query("orgs/a/events", where=[("at", ">=", since)])] == [1, 2]
+    newest = store.query("orgs/a/events", order_by="at", descending=True, limit=1)
+    assert [d["i"] for _, d in newest] == [2]
+
+
+def test_nested_maps_lists_and_membership_filters(store: Store):
+    store.set("orgs/a/goals/g1", {"owner": {"id": "u1", "tags": ["x"]}, "labels": ["red", "blue"], "n": 1})
+    store.set("orgs/a/goals/g2", {"owner": {"id": "u2", "tags": []}, "labels": ["green"], "n": 2})
+    store.set("orgs/a/goals/g3", {"owner": {"id": "u3", "tags": []}, "labels": [], "n": 3})
+    assert store.get("orgs/a/goals/g1") == {
+        "owner": {"id": "u1", "tags": ["x"]},
+        "labels": ["red", "blue"],
+        "n": 1,
+    }
+    assert [i for i, _ in store.query("orgs/a/goals", where=[("labels", "array_contains", "blue")])] == ["g1"]
+    by_owner = store.query("orgs/a/goals", where=[("owner.id", "in", ["u2", "u3"])], order_by="n")
+    assert [i for i, _ in by_owner] == ["g2", "g3"]
+    assert [i for i, _ in store.query("orgs/a/goals", where=[("n", "!=", 2)], order_by="n")] == ["g1", "g3"]
+    assert [i for i, _ in store.query("orgs/a/goals", where=[("n", "<", 3), ("n", ">", 1)])] == ["g2"]
+
+
+def test_group_query_spans_orgs_and_subcollections_only_by_collection_id(store: Store):
+    store.set("orgs/a/alerts/1", {"org": "a", "sev": "high"})
+    store.set("orgs/b/alerts/2", {"org": "b", "sev": "low"})
+    store.set("orgs/b/alerts_archive/3", {"org": "b", "sev": "high"})
+    store.set("alerts/4", {"org": None, "sev": "high"})
+    high = store.query("alerts", where=[("sev", "==", "high")], group=True)
+    assert sorted(i for i, _ in high) == ["1", "4"]
+    assert [i for i, _ in store.query("alerts")] == ["4"]
+
+
+def test_transaction_create_of_a_new_document_commits_with_its_other_writes(store: Store):
+    def effect(txn):  # type: ignore[no-untyped-def]
+        assert txn.get("orgs/a/receipts/r2") is None
+        txn.create("orgs/a/receipts/r2", {"done": True})
+        txn.set("orgs/a/tasks/t", {"body": "y"})
+        return "ok"
+
+    assert store.run_transaction(effect) == "ok"
+    assert store.get("orgs/a/receipts/r2") == {"done": True}
+    assert store.get("orgs/a/tasks/t") == {"body": "y"}
