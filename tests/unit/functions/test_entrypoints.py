@@ -12,6 +12,7 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,9 @@ import pytest
 from infra.webhook_sender import build_request
 from shared_lib import idempotency, push
 from shared_lib.channels.secrets import ChannelSecrets
+from shared_lib.composition import LAYERS
 from shared_lib.envelope import Turn
-from shared_lib.runtime import LAYERS, Runtime
+from shared_lib.runtime import Runtime
 from shared_lib.topology import TOPOLOGY
 
 SOURCE = str(Path(__file__).resolve().parents[3] / "functions" / "main.py")
@@ -70,7 +72,7 @@ def published_since(start: int) -> list[Message]:
 
 
 def webhook(text: str = TEXT) -> tuple[str, dict[str, str], bytes]:
-    return build_request("http", text, secrets=ChannelSecrets.from_env())
+    return build_request("http", text, secrets=ChannelSecrets.from_env(os.environ))
 
 
 def push_body(message: Message, *, message_id: str = "1") -> dict[str, Any]:
