@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -43,7 +44,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    result = args.func(args)
+    try:
+        result = args.func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (``charter metrics | head``): not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return int(result or 0)
 
 

@@ -119,9 +119,9 @@ def apply_process_settings(settings: Settings) -> None:
 def operator_runtime(
     *, store: str | None = None, project: str | None = None, home: Path = Path(".charter")
 ) -> Runtime:
-    """The runtime of an operator command: the store of ``--store``/``--project``, the settings,
-    or what ``charter local up`` (``.charter/local/charter.env``) or ``charter demo``
-    (``.charter/demo/charter.env``) left behind, in that order; never an LLM.
+    """The runtime of an operator command: the store of ``--store``/``--project`` or of the
+    settings; when they name none, what ``charter local up`` (``.charter/local/charter.env``)
+    or else ``charter demo`` (``.charter/demo/charter.env``) left behind; never an LLM.
 
     ``ConfigError`` when no store is configured: an operator command never answers from a
     fresh in-memory store.
@@ -133,8 +133,12 @@ def operator_runtime(
         values.update(store="sqlite", store_path=Path(store))
     if project:
         values["project"] = project
-    env_file = next((f for f in (home / "local" / ENV_FILE, home / "demo" / ENV_FILE) if f.is_file()), None)
-    settings = Settings.from_env(env_file=env_file, **values)
+    settings = Settings.from_env(**values)
+    if settings.store == "memory":  # nothing configured here: what the stack or the demo left
+        env_file = next(
+            (f for f in (home / "local" / ENV_FILE, home / "demo" / ENV_FILE) if f.is_file()), None
+        )
+        settings = Settings.from_env(env_file=env_file, **values) if env_file else settings
     if settings.store == "memory":
         raise ConfigError(
             "no store configured: start the local stack (`charter local up`), run `charter demo`, "

@@ -1,9 +1,10 @@
 """``charter flags ...``, ``charter shadow ...`` and ``charter guard ...``.
 
-The live store is the one the runtime is configured with (``build_runtime()`` from the
-environment: ``FIRESTORE_EMULATOR_HOST`` + ``CHARTER_PROJECT`` select the emulator, a
-cloud project selects Firestore). With no store configured, ``flags`` commands fall back
-to the repository's flags file and say so on stderr. Tests hand a store in through the
+The live store is the operator runtime's (``--store``/``--project``, the settings, or what
+``charter local up`` / ``charter demo`` left in ``.charter/``: see
+``shared_lib.composition.operator_runtime``). With no store configured, ``flags`` commands
+fall back to the repository's flags file and say so on stderr; ``shadow`` and ``guard``
+exit 2. Tests hand a store in through the
 parsed arguments (``args.store``) instead.
 
 Exit codes: 0 ok, 1 a check failed (invalid live document, verdict HOLD with
@@ -52,6 +53,9 @@ def _json(data: Any) -> str:
 
 def _default(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+NO_STORE = "no store configured (charter local up, charter demo, or --store/--project)"
 
 
 def _err(message: str) -> None:
@@ -276,10 +280,9 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     store = live_store(args)
     if store is None:
-        _err("no store configured (set FIRESTORE_EMULATOR_HOST and CHARTER_PROJECT): the report is empty")
-        rows: list[dict[str, Any]] = []
-    else:
-        rows = load_comparisons(store, since=utc_now() - args.since, org=args.org)
+        _err(f"error: {NO_STORE}: a report over no records would say nothing")
+        return 2
+    rows = load_comparisons(store, since=utc_now() - args.since, org=args.org)
     report = build_report(
         rows, criteria=criteria, since=utc_now() - args.since, org=args.org, mismatch_limit=args.mismatches
     )
@@ -293,7 +296,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     store = live_store(args)
     if store is None:
-        _err("no store configured")
+        _err(f"error: {NO_STORE}")
         return 2
     stored = store.get(comparison_path(args.org, args.turn_id))
     if stored is None:
@@ -331,7 +334,7 @@ def _guard_status(args: argparse.Namespace) -> int:
 
     store = live_store(args)
     if store is None:
-        _err("no store configured: the guard keeps its window in the live store")
+        _err(f"error: {NO_STORE}: the guard keeps its window in the live store")
         return 2
     rt = build_runtime(store=store, llm=None, bus=InProcessBus(), channels={"http": RecordingChannel("http")})
     status = guard_status(rt)
