@@ -163,7 +163,10 @@ def test_given_the_store_unavailable_when_answering_small_talk_then_the_llm_answ
     rt, t = runtime(llm), turn("今日は暑いですね")
     t.context.degraded = ["user", "session", "recent_messages", "persons"]
     assert brain.run(t, rt).outcome == "proposed" and t.proposal.proposal.output_type == "text_response"
-    assert "縮退モード" in llm.requests[0].system[1]["text"]
+    # AND the model is told which sources could not be read
+    assert (
+        "取得できなかった情報: user、session、recent_messages、persons" in llm.requests[0].system[1]["text"]
+    )
 
 
 def test_given_the_vault_cannot_be_written_when_a_tool_needs_a_masked_value_then_the_answer_is_degraded():
