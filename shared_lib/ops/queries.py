@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from shared_lib.errors import ArgumentError
 from shared_lib.observability import ObservabilityRecord
 from shared_lib.ops.metrics import Thresholds
 from shared_lib.ports import Doc, Op, Store
@@ -44,7 +45,7 @@ def parse_since(value: str, now: datetime) -> datetime:
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError as exc:
-        raise ValueError(f"--since wants 30m, 24h, 7d or an ISO date/time, got {value!r}") from exc
+        raise ArgumentError(f"--since wants 30m, 24h, 7d or an ISO date/time, got {value!r}") from exc
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 

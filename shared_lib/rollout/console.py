@@ -12,6 +12,7 @@ import sys
 from datetime import datetime, timedelta
 from typing import Any
 
+from shared_lib.errors import ArgumentError
 from shared_lib.ports import Store
 from shared_lib.rollout.report import parse_duration
 
@@ -47,5 +48,5 @@ def duration_arg(text: str) -> timedelta:
     """An argparse type: ``30m``, ``4h``, ``7d`` as a timedelta."""
     try:
         return parse_duration(text)
-    except ValueError as exc:
+    except ArgumentError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
