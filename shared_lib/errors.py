@@ -2,12 +2,24 @@
 
     CharterError                      base of everything we raise on purpose
     ├── ConfigError                   configuration/flags/persona that does not parse
+    ├── ArgumentError (ValueError)    a command argument or query parameter that does not parse
     ├── EnvelopeError                 a Pub/Sub message that is not a valid Turn
     │   └── EnvelopeTooLarge
     ├── StoreUnavailable              the store cannot be reached (degrade or redeliver)
     ├── LayerRetry                    "try again later": the push handler answers 5xx
     └── LLMError                      the LLM port failed after its retry policy
         └── LLMOutputError            the LLM answered, but not a valid proposal
+            └── InvalidProposal       (brain.validation) str() is the retry's guidance
+
+Subclasses that belong to one area are defined next to it, under the same base:
+``ports.AlreadyExistsError`` (``create`` found the document), ``channels.base.PayloadError``
+(a webhook body off the provider's schema), ``channels.transport.SendFailure``,
+``tools.registry.ToolInputError`` (a parameter failed a handler's fixed logic),
+``tools.scoped.CrossOrgAccess`` / ``WriteRefused``, ``tools.task_backend.TaskBackendError``
+(``TaskOperationUnsupported``, ``chatwork_api.ChatWorkAPIError``),
+``state.session.InvalidTransition``, ``policy.directory.DirectoryUnavailable``,
+``ops.replay.ReplayError``, ``ops.notify.NotifyError`` and the adapter-internal
+``adapters.anthropic_llm.StreamInterrupted``.
 
 ``BrainError`` is the *record* of an error on the turn (seed §6.7.3 fields). User-facing
 text never comes from an exception string: it comes from the persona's message
@@ -43,6 +55,13 @@ class CharterError(Exception):
 
 class ConfigError(CharterError):
     pass
+
+
+class ArgumentError(CharterError, ValueError):
+    """A command-line argument or query parameter that does not parse.
+
+    Also a ``ValueError``: argparse types and the dashboard's 400 handler treat it as bad input.
+    """
 
 
 class EnvelopeError(CharterError):

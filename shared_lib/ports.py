@@ -19,6 +19,8 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared_lib.errors import CharterError
+
 T = TypeVar("T")
 Doc = dict[str, Any]
 Op = Literal["==", "!=", "<", "<=", ">", ">=", "in", "array_contains"]
@@ -36,8 +38,8 @@ class Transaction(Protocol):
     def delete(self, path: str) -> None: ...
 
 
-class AlreadyExistsError(Exception):
-    pass
+class AlreadyExistsError(CharterError):
+    """``create`` found the document already there (an idempotency key, an alert id)."""
 
 
 class Store(Protocol):

@@ -31,7 +31,7 @@ import tenacity
 from pydantic import BaseModel, ConfigDict, Field
 from tenacity.stop import stop_base
 
-from shared_lib.errors import LLMError
+from shared_lib.errors import CharterError, LLMError
 from shared_lib.logs import log_event
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
 from shared_lib.settings import Settings
@@ -77,8 +77,11 @@ class _RetryAfterTooLong(stop_base):
         return wait is not None and wait > self.limit
 
 
-class StreamInterrupted(Exception):
-    """A stream ended before ``message_stop`` with content that cannot be used as it is."""
+class StreamInterrupted(CharterError):
+    """A stream ended before ``message_stop`` with content that cannot be used as it is.
+
+    Never leaves the adapter: retried, then turned into ``LLMError("llm_unavailable")``.
+    """
 
 
 class AnthropicLLM:

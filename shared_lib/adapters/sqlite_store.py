@@ -45,7 +45,7 @@ from shared_lib.adapters.document_values import (
     merged,
     sort_key,
 )
-from shared_lib.errors import StoreUnavailable
+from shared_lib.errors import CharterError, StoreUnavailable
 from shared_lib.ports import AlreadyExistsError, Doc, Op
 
 T = TypeVar("T")
@@ -59,7 +59,7 @@ _SCHEMA = (
 )
 
 
-class ReadAfterWriteError(Exception):
+class ReadAfterWriteError(CharterError):
     """A transaction read a document after it had written one (Firestore refuses it too)."""
 
 

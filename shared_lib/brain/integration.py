@@ -13,7 +13,7 @@ import json
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.brain.accounting import record_call
+from shared_lib.brain.accounting import add_call_usage
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.continuation import complete
 from shared_lib.brain.models import model_for
@@ -121,7 +121,7 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
         request,
         max_continuations=cfg.max_continuations,
         cap=cfg.max_tokens.cap,
-        record=partial(record_call, turn, rt, layer="responder"),
+        record=partial(add_call_usage, turn, rt.prices),
     )
     text = done.response.text().strip()
     return text if len(text) <= MAX_REPLY_CHARS else text[: MAX_REPLY_CHARS - 1] + "…"

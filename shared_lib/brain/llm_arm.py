@@ -17,7 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from shared_lib.brain import fast_path, llm_brain, self_critique
-from shared_lib.brain.accounting import record_call
+from shared_lib.brain.accounting import add_call_usage
 from shared_lib.brain.config import BrainConfig, load_brain_config
 from shared_lib.brain.constitution import blocked
 from shared_lib.brain.integration import error_text
@@ -62,7 +62,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
             cfg=cfg,
             model=sec.model,
             max_tokens=rt.settings.max_tokens,
-            record=partial(record_call, turn, rt, layer="brain"),
+            record=partial(add_call_usage, turn, rt.prices),
         )
     except LLMError as exc:
         turn.add_error(
@@ -178,5 +178,5 @@ def _critique(turn: Turn, rt: Runtime, cfg: BrainConfig, rate: float) -> None:
         model=model_for(cfg.models.self_critique, turn, rt),
         cfg=cfg,
         found=found,
-        record=partial(record_call, turn, rt, layer="brain"),
+        record=partial(add_call_usage, turn, rt.prices),
     )

@@ -1,52 +1,22 @@
 """Tool definitions sent to Claude: the registry's tools plus the ``submit_proposal`` decision tool.
 
 The registry tools come from ``shared_lib.tools.converter.anthropic_tool_definitions``
-when that module is installed (seed 000 §7.1b conversion), otherwise from the fallback
-conversion here. The decision tool's ``tool_name`` is an enum of the enabled tools, so
-an unknown name is already off-schema for the model. The last tool carries the cache
-breakpoint: the tool list is the start of the cached prefix (tools, then system).
+(seed 000 §7.1b, the one conversion). The decision tool's ``tool_name`` is an enum of
+the enabled tools, so an unknown name is already off-schema for the model. The last
+tool carries the cache breakpoint: the tool list is the start of the cached prefix (tools, then system).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from shared_lib.proposal import proposal_json_schema
-from shared_lib.tools.registry import ToolRegistry, ToolSpec
+from shared_lib.tools.converter import anthropic_tool_definitions
+from shared_lib.tools.registry import ToolRegistry
 
 DECISION_TOOL = "submit_proposal"
 CRITIQUE_TOOL = "submit_critique"
 CACHE = {"type": "ephemeral"}
-
-
-def tool_definition(spec: ToolSpec) -> dict[str, Any]:
-    schema = spec.params.model_json_schema()
-    schema.pop("title", None)
-    examples = "\n".join(f"- 「{e}」" for e in spec.examples)
-    return {
-        "name": spec.name,
-        "description": f"{spec.description}\n使用例:\n{examples}",
-        "input_schema": schema,
-    }
-
-
-def registry_definitions(registry: ToolRegistry) -> list[dict[str, Any]]:
-    """The converter's definitions when it exists, else this module's fallback conversion."""
-    converter = _converter()
-    if converter is not None:
-        return [{k: v for k, v in d.items() if k != "cache_control"} for d in converter(registry)]
-    return [tool_definition(s) for s in registry.enabled()]
-
-
-def _converter() -> Callable[[ToolRegistry], list[dict[str, Any]]] | None:
-    try:
-        module = importlib.import_module("shared_lib.tools.converter")
-    except ModuleNotFoundError:
-        return None
-    fn = getattr(module, "anthropic_tool_definitions", None)
-    return cast(Callable[[ToolRegistry], list[dict[str, Any]]], fn) if callable(fn) else None
 
 
 def decision_tool(tool_names: list[str]) -> dict[str, Any]:
@@ -80,7 +50,7 @@ def critique_tool() -> dict[str, Any]:
 
 def anthropic_tools(registry: ToolRegistry) -> list[dict[str, Any]]:
     """Registry tools then the decision tool; the last one carries the cache breakpoint."""
-    tools = registry_definitions(registry)
+    tools = anthropic_tool_definitions(registry)
     tools.append(decision_tool([t["name"] for t in tools]))
     tools[-1] = {**tools[-1], "cache_control": dict(CACHE)}
     return tools

@@ -20,16 +20,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shared_lib.errors import LLMOutputError
 from shared_lib.proposal import Proposal, ToolCallProposal
 from shared_lib.tools.registry import ToolRegistry
 
 
-class InvalidProposal(ValueError):
+class InvalidProposal(LLMOutputError):
     """The answer is not a valid proposal; ``str(exc)`` is the guidance for the retry."""
 
     def __init__(self, guidance: str, *, code: str = "parse_error") -> None:
-        super().__init__(guidance[:800])
-        self.code = code  # parse_error (shape) or invalid_tool_call (tool / parameters)
+        # code: parse_error (shape) or invalid_tool_call (tool / parameters)
+        super().__init__(code, guidance[:800])
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 def summarise(exc: ValidationError, prefix: str = "") -> str:

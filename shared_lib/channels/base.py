@@ -4,8 +4,8 @@ configuration and the helpers every provider module uses to normalise a message.
 Errors::
 
     CharterError
-    └── ConfigError            ``CHARTER_INGRESS_CONFIG`` does not parse (raised at start-up)
-    PayloadError (ValueError)  a verified body that is not the provider's schema -> 400
+    ├── ConfigError            ``CHARTER_INGRESS_CONFIG`` does not parse (raised at start-up)
+    └── PayloadError           a verified body that is not the provider's schema -> 400
 
 ``PayloadError`` never leaves ``handle_webhook``: it becomes a 400 outcome with its code.
 """
@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from shared_lib.errors import ConfigError
+from shared_lib.errors import CharterError, ConfigError
 from shared_lib.inbound import MAX_TEXT_CHARS, ChannelName, InboundMessage
 
 REPLAY_WINDOW_SECONDS = 300
@@ -162,7 +162,7 @@ class IngressConfig(BaseModel):
 # ---------------------------------------------------------------------------- normalisation
 
 
-class PayloadError(ValueError):
+class PayloadError(CharterError):
     """A verified body that is not the provider's schema (answered 400 with ``code``)."""
 
     def __init__(self, code: str, errors: list[dict[str, str]] | None = None) -> None:

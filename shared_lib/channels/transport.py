@@ -34,6 +34,7 @@ import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from shared_lib.channels.secrets import ChannelSecrets
+from shared_lib.errors import CharterError
 from shared_lib.ids import utc_now
 from shared_lib.ports import SendResult
 
@@ -59,7 +60,7 @@ class ClientSettings:
         return httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
 
 
-class SendFailure(Exception):
+class SendFailure(CharterError):
     """One failed request; ``retryable`` decides whether tenacity tries again."""
 
     def __init__(

@@ -3,13 +3,19 @@
 What the model saw is what is recorded: the items the budget kept, clipped and capped
 so the envelope stays small on the bus. Company values ride in ``teachings`` as an item
 of ``kind = "company_values"`` until the envelope has a field of their own.
+
+``render_recorded`` goes the other way for a turn that carries no rendering (an older
+envelope, a unit test): its record, rendered by the same sections as the builder's.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from shared_lib.context.builder import BuiltContext
+from shared_lib.context.render import build_sections, render
+from shared_lib.context.sources import default_sources
 from shared_lib.envelope import ContextSection, UserInfo
 
 CAPS = {
@@ -82,6 +88,33 @@ def record(section: ContextSection, built: BuiltContext, *, user_id: str, user_n
     section.degraded = list(built.degraded)
     section.rendered = built.rendered
     section.token_estimate = built.fitted.tokens
+
+
+def render_recorded(section: ContextSection, *, now: datetime, user_id: str, user_name: str | None) -> str:
+    """The recorded context rendered as the builder renders it (no budget: the record is capped)."""
+    values = {
+        "session": {**section.session, "pending_action": section.pending_action},
+        "user": section.user.model_dump() if section.user else None,
+        "teachings": [t for t in section.teachings if t.get("kind") != "company_values"],
+        "company_values": next(
+            (t.get("content") for t in section.teachings if t.get("kind") == "company_values"), ""
+        ),
+        "persons": section.persons,
+        "tasks": section.tasks,
+        "goals": section.goals,
+        "recent_messages": section.recent_messages,
+        "summary": section.summary,
+        "preferences": [{"subject": k, "content": v} for k, v in section.preferences.items()],
+        "knowledge": section.knowledge,
+    }
+    sections = build_sections(
+        values,
+        {s.name: s.truth for s in default_sources()},
+        now=now,
+        degraded=list(section.degraded),
+        fallback_user={"user_id": user_id, "name": user_name},
+    )
+    return render(sections)
 
 
 def summary_line(built: BuiltContext) -> str:

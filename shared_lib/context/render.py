@@ -5,6 +5,10 @@ conversation, who is speaking, the company's teachings and values, then what the
 database says (people, tasks, goals), then conversation memory, then knowledge. Each
 header names its source's Truth rank, so the model can prefer the higher one; a notice
 names the sources that could not be read, so the model asks instead of guessing.
+
+This is the one rendering of a context: the builder renders what its sources read, and a
+turn recorded without a rendering is rendered from its record the same way
+(``record.render_recorded``); the brain only frames it (``brain.context_prompt``).
 """
 
 from __future__ import annotations
@@ -81,7 +85,7 @@ def build_sections(
             _title("ユーザー情報", truths.get("user")),
             [
                 f"名前: {user.get('name') or '不明'}",
-                f"権限レベル: {user.get('level') or '不明'}",
+                # No permission level: the proposer never sees it (constitution §4.4.2).
                 f"部署: {user.get('department_id') or '不明'}",
             ],
             droppable=False,
@@ -89,7 +93,7 @@ def build_sections(
         Section(
             "teachings",
             _title("CEO教え（最優先で従う）", truths.get("teachings")),
-            [f"- {_clip(t['content'])}" for t in v.get("teachings") or []],
+            [f"- {_clip(t.get('content'))}" for t in v.get("teachings") or []],
         ),
         Section(
             "company_values",
@@ -100,7 +104,7 @@ def build_sections(
             "persons",
             _title("社内の人物", truths.get("persons")),
             [
-                f"- {p['name']}（部署: {p.get('department_id') or '-'}、ID: {p['user_id']}）"
+                f"- {p.get('name')}（部署: {p.get('department_id') or '-'}、ID: {p.get('user_id') or '-'}）"
                 for p in v.get("persons") or []
             ],
         ),
@@ -108,7 +112,7 @@ def build_sections(
             "tasks",
             _title("関連タスク", truths.get("tasks")),
             [
-                f"- {_clip(t['body'], 120)}（期限: {t.get('limit_date') or 'なし'}、状態: {t.get('status')}）"
+                f"- {_clip(t.get('body'), 120)}（期限: {t.get('limit_date') or 'なし'}、状態: {t.get('status')}）"
                 for t in v.get("tasks") or []
             ],
         ),

@@ -7,6 +7,11 @@ log line the log-based metrics read. The turn and organisation come from the cal
 context the layer runner sets (``shared_lib.ops.callctx``); a call outside any turn is
 filed under the default organisation. Writing the log never fails the call.
 
+This is the one per-call record: every call goes through the port, so ``charter turns
+show``, ``charter llm-calls`` and the dashboard read these entries and nothing else. The
+turn's own total (``turn.usage``, which ``charter cost`` sums) adds up ``usage_of`` of the
+same calls, so a turn's entries and its total agree.
+
 >>> from shared_lib.adapters.memory_store import MemoryStore
 >>> class Echo:
 ...     def complete(self, request):
@@ -25,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared_lib.envelope import Usage
 from shared_lib.errors import LLMError
 from shared_lib.ids import new_ulid, utc_now
 from shared_lib.logs import log_event
@@ -65,9 +71,25 @@ class LLMCallEntry(BaseModel):
     total_tokens: int = 0
     latency_ms: float = 0.0
     attempts: int = 1
+    interruptions: int = 0
+    salvaged: bool = False
     cost_usd: float = 0.0
     status: Status = "success"
     error: str | None = None
+
+
+def usage_of(request: LLMRequest, response: LLMResponse, prices: PriceTable | None) -> Usage:
+    """Tokens, duration and cost of one answered call (seed 000 §14); no price table, no cost."""
+    u = response.usage
+    return Usage(
+        input_tokens=u.input_tokens,
+        output_tokens=u.output_tokens,
+        cache_creation_input_tokens=u.cache_creation_input_tokens,
+        cache_read_input_tokens=u.cache_read_input_tokens,
+        llm_calls=1,
+        llm_duration_ms=round(response.duration_ms, 3),
+        cost_usd=prices.cost(request.model, u) if prices is not None else 0.0,
+    )
 
 
 def clip(value: Any, limit: int = MAX_TEXT) -> Any:
@@ -128,8 +150,7 @@ class LLMCallLog:
         s = self.sanitizer
         shadow = bool(ctx and ctx.shadow)
         call_type = "shadow" if shadow and request.call_type == "proposal" else request.call_type
-        usage = response.usage if response else None
-        cost = self.prices.cost(request.model, usage) if (self.prices and usage) else 0.0
+        usage = usage_of(request, response, self.prices) if response else Usage()
         prompt = [{"role": "system", "content": request.system}] if request.system else []
         prompt += request.messages
         return LLMCallEntry(
@@ -155,21 +176,19 @@ class LLMCallLog:
             response_text=clip(s.mask_text(response.text())) if response else None,
             response_content=clip(s.mask_obj(response.content)) if response else [],
             stop_reason=response.stop_reason if response else None,
-            prompt_tokens=usage.input_tokens if usage else 0,
-            response_tokens=usage.output_tokens if usage else 0,
-            cache_creation_input_tokens=usage.cache_creation_input_tokens if usage else 0,
-            cache_read_input_tokens=usage.cache_read_input_tokens if usage else 0,
-            total_tokens=(
-                usage.input_tokens
-                + usage.output_tokens
-                + usage.cache_creation_input_tokens
-                + usage.cache_read_input_tokens
-            )
-            if usage
-            else 0,
+            prompt_tokens=usage.input_tokens,
+            response_tokens=usage.output_tokens,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens,
+            cache_read_input_tokens=usage.cache_read_input_tokens,
+            total_tokens=usage.input_tokens
+            + usage.output_tokens
+            + usage.cache_creation_input_tokens
+            + usage.cache_read_input_tokens,
             latency_ms=round(latency_ms, 3),
             attempts=response.attempts if response else 1,
-            cost_usd=cost,
+            interruptions=response.interruptions if response else 0,
+            salvaged=response.salvaged if response else False,
+            cost_usd=usage.cost_usd,
             status=status,
             error=clip(s.mask_text(error), 2000) if error else None,
         )

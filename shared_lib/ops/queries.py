@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from shared_lib.errors import ArgumentError
 from shared_lib.observability import ObservabilityRecord
 from shared_lib.ops.metrics import Thresholds
 from shared_lib.ports import Doc, Op, Store
@@ -44,7 +45,7 @@ def parse_since(value: str, now: datetime) -> datetime:
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError as exc:
-        raise ValueError(f"--since wants 30m, 24h, 7d or an ISO date/time, got {value!r}") from exc
+        raise ArgumentError(f"--since wants 30m, 24h, 7d or an ISO date/time, got {value!r}") from exc
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
@@ -117,36 +118,9 @@ def find_record(
 
 
 def llm_calls_for(store: Store, org_id: str, turn_id: str) -> list[Doc]:
-    """The turn's LLM call log entries; without them (no ``LLMCallLog`` wired), the brain's
-    per-call ``llm_call`` events (numbers only, no prompt or response)."""
+    """The turn's LLM call log entries (``shared_lib.ops.llm_calls``), oldest first."""
     rows = store.query(f"orgs/{org_id}/{LLM_CALLS}", where=[("turn_id", "==", turn_id)])
-    if not rows:
-        events = store.query(f"orgs/{org_id}/events", where=[("turn_id", "==", turn_id)])
-        rows = [(i, _call_from_event(d)) for i, d in events if d.get("kind") == "llm_call"]
     return sorted((doc for _, doc in rows), key=lambda d: str(d.get("at")))
-
-
-def _call_from_event(event: Doc) -> Doc:
-    tokens = sum(
-        int(event.get(k) or 0)
-        for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    )
-    return {
-        "call_id": event.get("event_id"),
-        "at": event.get("at"),
-        "turn_id": event.get("turn_id"),
-        "layer": event.get("layer"),
-        "call_type": event.get("call_type") or event.get("code"),
-        "model": event.get("model"),
-        "status": "success",
-        "latency_ms": event.get("llm_duration_ms"),
-        "prompt_tokens": event.get("input_tokens"),
-        "response_tokens": event.get("output_tokens"),
-        "cache_read_input_tokens": event.get("cache_read_input_tokens"),
-        "total_tokens": tokens,
-        "cost_usd": event.get("cost_usd"),
-        "source": "event",
-    }
 
 
 def recent_llm_calls(store: Store, *, org: str | None = None, limit: int = 50) -> list[Doc]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared_lib.errors import ArgumentError
 from shared_lib.ports import Store
 from shared_lib.rollout.comparison import AGREEMENT_FIELDS, COMPARISONS
 
@@ -28,13 +29,13 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 
 def parse_duration(text: str) -> timedelta:
-    """``90s``, ``30m``, ``24h``, ``7d``, ``2w`` to a timedelta; ``ValueError`` otherwise."""
+    """``90s``, ``30m``, ``24h``, ``7d``, ``2w`` to a timedelta; ``ArgumentError`` otherwise."""
     m = _DURATION.match(text)
     if not m:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 30m, 24h, 7d)")
+        raise ArgumentError(f"not a duration: {text!r} (use e.g. 30m, 24h, 7d)")
     value = timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})
     if value <= timedelta(0):
-        raise ValueError(f"duration must be positive: {text!r}")
+        raise ArgumentError(f"duration must be positive: {text!r}")
     return value
 
 

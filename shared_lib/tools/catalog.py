@@ -90,7 +90,5 @@ def bind(entry: CapabilityEntry, handlers: Mapping[str, Binding]) -> ToolSpec:
 
 def load_registry(handlers: Mapping[str, Binding], path: Path | None = None) -> ToolRegistry:
     catalogue = read_catalogue(path)
-    try:
-        return ToolRegistry([bind(entry, handlers) for entry in catalogue.tools])
-    except ValueError as exc:  # a name registered twice
-        raise ConfigError(str(exc)) from exc
+    # A name given twice is a ConfigError from the registry itself.
+    return ToolRegistry([bind(entry, handlers) for entry in catalogue.tools])

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from shared_lib.errors import CharterError, ConfigError
 from shared_lib.ports import Store, Transaction
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class ToolContext:
         return StoreTaskBackend(self.store)
 
 
-class ToolInputError(Exception):
+class ToolInputError(CharterError):
     """A parameter failed the handler's fixed logic (maps to ``validation_error``).
 
     With ``options`` it is a clarification: the input named more than one thing (two
@@ -125,7 +126,7 @@ class ToolRegistry:
 
     def register(self, spec: ToolSpec) -> None:
         if spec.name in self._specs:
-            raise ValueError(f"tool {spec.name!r} registered twice")
+            raise ConfigError(f"tool {spec.name!r} registered twice")
         self._specs[spec.name] = spec
 
     def get(self, name: str) -> ToolSpec | None:

@@ -155,10 +155,12 @@ def test_given_a_task_request_when_served_by_the_llm_then_it_is_proposed_execute
         {"type": "none"},
     ]
     assert reply(rt).startswith("タスクを作成したウル")
-    # AND usage and cost of both calls are on the turn, and each call has its own record
+    # AND usage and cost of both calls are on the turn, and each call has its own record (the call log)
     assert record["usage"]["llm_calls"] == 2 and record["cost_usd"] > 0
-    llm_calls = [e for e in stored(rt, "events") if e.get("kind") == "llm_call"]
-    assert sorted(e["call_type"] for e in llm_calls) == ["integration", "proposal"]
+    llm_calls = [c for c in stored(rt, "llm_calls") if c["turn_id"] == record["record_id"]]
+    assert sorted(c["call_type"] for c in llm_calls) == ["integration", "proposal"]
+    assert sum(c["cost_usd"] for c in llm_calls) == pytest.approx(record["cost_usd"])
+    assert not [e for e in stored(rt, "events") if e.get("kind") == "llm_call"]
 
 
 def test_given_two_turns_when_served_then_system_prompt_and_tools_are_a_cached_prefix_read_on_the_second(

@@ -9,6 +9,8 @@ from shared_lib.brain.prompt import stable_system
 from shared_lib.brain.tool_defs import anthropic_tools
 from shared_lib.envelope import ToolResult
 from shared_lib.errors import LLMError
+from shared_lib.ops.callctx import call_context
+from shared_lib.ops.llm_calls import LLMCallLog
 from shared_lib.persona import load_persona
 
 PERSONA = load_persona()
@@ -40,13 +42,17 @@ def test_given_results_of_an_llm_turn_when_integrating_then_a_second_call_phrase
         text_answer("田中さんにタスクを作ったウル🐺 期限は2月1日ウル。他にもあれば言ってほしいウル！")
     )
     rt, t = runtime(llm), executed(DONE)
-    # WHEN
-    reply = integrate(t, rt)
-    # THEN the phrased text is the reply, and the call is accounted
+    rt.llm = LLMCallLog(llm, rt.store, prices=rt.prices)  # the runtime's wiring of the call log
+    # WHEN the responder integrates
+    with call_context(t, "responder"):
+        reply = integrate(t, rt)
+    # THEN the phrased text is the reply, and the call is accounted on the turn and logged once
     assert reply.startswith("田中さんにタスクを作ったウル🐺")
     (request,) = llm.requests
     assert request.call_type == "integration" and request.model == MODEL
-    assert t.usage.llm_calls == 1 and events(rt, "llm_call")[0]["layer"] == "responder"
+    (call,) = [doc for _, doc in rt.store.query(f"orgs/{t.org_id}/llm_calls")]
+    assert t.usage.llm_calls == 1 and (call["layer"], call["call_type"]) == ("responder", "integration")
+    assert call["cost_usd"] == t.usage.cost_usd and events(rt, "llm_call") == []
     # AND it reuses the proposal call's cached prefix (same tools, same first system block), tools disabled
     assert request.tools == anthropic_tools(rt.registry) and request.tool_choice == {"type": "none"}
     assert request.system == [stable_system(rt.persona)]

@@ -22,6 +22,8 @@ from brain_fakes import (
 from shared_lib.brain import vault
 from shared_lib.errors import LLMError
 from shared_lib.layers import brain
+from shared_lib.ops.callctx import call_context
+from shared_lib.ops.llm_calls import LLMCallLog
 from shared_lib.persona import load_persona
 from shared_lib.proposal import ClarificationProposal, ToolCallProposal
 
@@ -33,8 +35,10 @@ def test_given_a_valid_answer_when_proposed_then_the_proposal_usage_and_model_ar
     # GIVEN
     llm = FakeLLM(decision(tool_call(), u=usage(1000, 200, cw=4000)))
     rt, t = runtime(llm), turn(TASK)
+    rt.llm = LLMCallLog(llm, rt.store, prices=rt.prices)  # the runtime's wiring of the call log
     # WHEN
-    outcome = brain.run(t, rt)
+    with call_context(t, "brain"):
+        outcome = brain.run(t, rt)
     # THEN
     assert outcome.outcome == "proposed" and outcome.reason_code == "tool_call"
     assert t.proposal.arm == "llm" and t.proposal.model == MODEL and t.proposal.attempts == 1
@@ -45,10 +49,22 @@ def test_given_a_valid_answer_when_proposed_then_the_proposal_usage_and_model_ar
     )
     assert t.usage.llm_calls == 1
     assert t.usage.cost_usd == pytest.approx((1000 * 3 + 200 * 15 + 4000 * 3.75) / 1e6)
-    # AND the per-call record carries numbers only
-    (call,) = events(rt, "llm_call")
-    assert call["code"] == "proposal" and call["model"] == MODEL and call["input_tokens"] == 1000
-    assert "見積書" not in str(call)
+    # AND the one per-call record is the call log's entry, with the same numbers as the turn's total
+    (call,) = [doc for _, doc in rt.store.query(f"orgs/{t.org_id}/llm_calls")]
+    assert (call["turn_id"], call["layer"], call["call_type"], call["model"]) == (
+        t.turn_id,
+        "brain",
+        "proposal",
+        MODEL,
+    )
+    assert (call["prompt_tokens"], call["response_tokens"], call["cache_creation_input_tokens"]) == (
+        1000,
+        200,
+        4000,
+    )
+    assert call["cost_usd"] == t.usage.cost_usd
+    # AND nothing else records the call: no llm_call event is published
+    assert events(rt, "llm_call") == []
 
 
 def test_given_an_invalid_answer_then_a_valid_one_when_proposed_then_the_retry_carries_guidance():
@@ -163,7 +179,10 @@ def test_given_the_store_unavailable_when_answering_small_talk_then_the_llm_answ
     rt, t = runtime(llm), turn("今日は暑いですね")
     t.context.degraded = ["user", "session", "recent_messages", "persons"]
     assert brain.run(t, rt).outcome == "proposed" and t.proposal.proposal.output_type == "text_response"
-    assert "縮退モード" in llm.requests[0].system[1]["text"]
+    # AND the model is told which sources could not be read
+    assert (
+        "取得できなかった情報: user、session、recent_messages、persons" in llm.requests[0].system[1]["text"]
+    )
 
 
 def test_given_the_vault_cannot_be_written_when_a_tool_needs_a_masked_value_then_the_answer_is_degraded():

@@ -85,19 +85,25 @@ def test_given_a_full_context_when_rendering_then_sections_follow_the_truth_orde
         degraded=["goals"],
     )
     context = prompt.system[1]["text"]
-    # THEN state and CEO teachings first, then real-time > DB > specifications > memory > guessing
+    # THEN it is rendered as the Context Builder renders: state, who speaks and CEO teachings first,
+    # then the database, then memory, then knowledge, each section naming its source's Truth rank
     order = [
-        "【現在の状態】",
-        "【CEO教え（最優先で従う）】",
-        "【1位 リアルタイム】",
-        "【2位 DB（正規データ）】",
-        "【3位 設計書・仕様書・ナレッジ】",
-        "【4位 Memory（会話の文脈）】",
-        "【5位 推測】",
-        "【取得できなかった情報",
+        "【現在のコンテキスト】",
+        "【現在のセッション】",
+        "【ユーザー情報】（出典: DB（正規データ））",
+        "【CEO教え（最優先で従う）】（出典: DB（正規データ））",
+        "【社内の人物】（出典: DB（正規データ））",
+        "【関連タスク】（出典: DB（正規データ））",
+        "【直近の会話】（出典: 会話の記憶）",
+        "【会話の要約】（出典: 会話の記憶）",
+        "【関連する会社知識】（出典: DB（正規データ））",
+        "【現在日時】",
+        "【注意】",
     ]
     positions = [context.index(title) for title in order]
     assert positions == sorted(positions)
+    assert "セッションモード: confirmation_pending" in context and "確認待ち操作: 送信してよい？" in context
+    assert "取得できなかった情報: goals" in context
     assert "2026年01月30日 10:00" in context  # Japan time
     # AND the user's permission level is never shown to the proposer (constitution §4.4.2)
     assert "level" not in context and "レベル" not in context

@@ -8,7 +8,14 @@ import threading
 import pytest
 from context_fakes import NOW, ORG, OTHER_ORG, ROOM, USER, FaultyStore, seed_org
 
-from shared_lib.context import ContextBuilder, ContextConfig, ContextInput, record, summary_line
+from shared_lib.context import (
+    ContextBuilder,
+    ContextConfig,
+    ContextInput,
+    record,
+    render_recorded,
+    summary_line,
+)
 from shared_lib.context.sources import SourceSpec, default_sources
 from shared_lib.envelope import ContextSection
 from shared_lib.tools.task_backend import StoreTaskBackend
@@ -125,6 +132,24 @@ def test_given_a_built_context_when_recorded_then_the_turn_holds_a_summary_of_wh
     assert section.preferences == {"コーヒー": "ブラック派"} and section.knowledge[0]["knowledge_id"] == "k1"
     assert section.rendered == built.rendered and section.token_estimate == built.fitted.tokens
     assert summary_line(built) == f"sources=all_ok dropped=- tokens={built.fitted.tokens}"
+
+
+def test_given_a_recorded_context_when_rendered_again_then_it_has_the_builders_sections(store):
+    # GIVEN a built context recorded on a turn
+    built = build(store)
+    section = ContextSection()
+    record(section, built, user_id=USER, user_name="スズキ")
+    # WHEN the record is rendered again (a turn that carries no rendering)
+    again = render_recorded(section, now=NOW, user_id=USER, user_name="スズキ")
+
+    # THEN the same renderer drew it: the same sections with the same sources, in the same order
+    def titles(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.startswith("【")]
+
+    assert len(titles(built.rendered)) == 12 and titles(again) == titles(built.rendered)
+    assert "鈴木一郎" in again and "お客様第一" in again and "ブラック派" in again
+    # AND neither rendering shows the user's permission level (constitution §4.4.2)
+    assert section.user.level == 2 and "レベル" not in built.rendered and "レベル" not in again
 
 
 def test_given_a_small_budget_when_recorded_then_only_what_was_kept_is_recorded(store):

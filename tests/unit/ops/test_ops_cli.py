@@ -91,12 +91,31 @@ def test_turns_show_json_has_the_record_and_its_llm_call_log(rt, capsys, monkeyp
     assert all(c["layer"] in ("brain", "responder") and c["prompt_messages"] for c in calls)
 
 
-def test_without_the_call_log_the_trail_shows_the_brains_call_events(rt, capsys):
+def test_turns_show_and_cost_count_the_same_calls(rt, capsys):
+    # GIVEN the LLM call log wired in, and one turn served by the LLM arm
+    rt.llm = LLMCallLog(rt.llm, rt.store, prices=rt.prices)
     turn_id = send(rt, TASK_CREATE)
+    # WHEN the turn is shown and today's cost is asked for
+    _, shown = charter(rt, capsys, "turns", "show", turn_id, "--org", ORG, "--json")
+    _, cost = charter(rt, capsys, "cost", "--org", ORG, "--json")
+    data, report = json.loads(shown), json.loads(cost)
+    # THEN the call log's entries add up to the turn's usage, and the cost report is that turn's cost
+    calls, usage = data["llm_calls"], data["record"]["usage"]
+    assert len(calls) == usage["llm_calls"] == 2
+    assert sum(c["prompt_tokens"] for c in calls) == usage["input_tokens"] == report["input_tokens"]
+    assert sum(c["response_tokens"] for c in calls) == usage["output_tokens"] == report["output_tokens"]
+    assert sum(c["cost_usd"] for c in calls) == pytest.approx(data["record"]["cost_usd"])
+    assert report["cost_today_usd"] == pytest.approx(data["record"]["cost_usd"]) and report["turns"] == 1
+
+
+def test_without_the_call_log_no_other_record_of_the_calls_is_shown(rt, capsys):
+    # GIVEN no call log (an injected model, as in most tests)
+    turn_id = send(rt, TASK_CREATE)
+    # WHEN the turn is shown
     code, out = charter(rt, capsys, "turns", "show", turn_id, "--json")
-    calls = json.loads(out)["llm_calls"]
-    assert code == 0 and calls and {c["source"] for c in calls} == {"event"}
-    assert calls[0]["call_type"] == "proposal" and calls[0]["total_tokens"] > 0
+    data = json.loads(out)
+    # THEN the turn's usage is there, and no call list is made up from another source
+    assert code == 0 and data["record"]["usage"]["llm_calls"] == 2 and data["llm_calls"] == []
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--arm", "llm"), ("--outcome", "confirm"), ("--org", ORG)])

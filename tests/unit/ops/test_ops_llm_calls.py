@@ -133,3 +133,24 @@ def test_long_prompts_are_clipped_to_fit_a_document():
     LLMCallLog(ScriptedLLM(), store).complete(proposal_request("あ" * 50_000))
     (entry,) = entries(store, "default")
     assert len(json.dumps(entry, ensure_ascii=False, default=str)) < 100_000
+
+
+def test_a_salvaged_answer_is_logged_with_its_interruptions():
+    # GIVEN an adapter whose stream was cut twice before the answer was salvaged
+    class Salvaged:
+        def complete(self, request: LLMRequest) -> LLMResponse:
+            return LLMResponse(
+                content=[{"type": "text", "text": "ok"}],
+                stop_reason="end_turn",
+                model=request.model,
+                attempts=3,
+                interruptions=2,
+                salvaged=True,
+            )
+
+    store = MemoryStore()
+    # WHEN a call is made
+    LLMCallLog(Salvaged(), store).complete(proposal_request("こんにちは"))
+    # THEN the entry keeps what the brain's records used to carry about the transport
+    (entry,) = entries(store, "default")
+    assert (entry["attempts"], entry["interruptions"], entry["salvaged"]) == (3, 2, True)

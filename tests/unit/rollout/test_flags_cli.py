@@ -79,8 +79,9 @@ def test_given_an_invalid_proposed_file_when_explained_then_exit_2_naming_the_fi
 
 
 def test_given_no_store_configured_when_explained_then_the_repo_file_is_used_and_stderr_says_so(
-    capsys, monkeypatch
+    capsys, monkeypatch, tmp_path
 ):
+    monkeypatch.chdir(tmp_path)  # no .charter/ left by a local stack or a demo here
     for var in ("FIRESTORE_EMULATOR_HOST", "CHARTER_STORE", "PUBSUB_EMULATOR_HOST", "CHARTER_BUS"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("CHARTER_CHANNELS", "recording")

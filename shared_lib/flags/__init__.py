@@ -1,0 +1,89 @@
+"""Feature flags: one source (``terraform/flags/flags.json``), validated here.
+
+Terraform writes the file to the Firestore document ``config/flags`` (the whole file as
+the string field ``document_json``); the local stack seeds the emulator from the same
+file with ``seed_flags``. Runtime overrides (``config/flags_override``, written by the
+rollback guard or an operator through ``shared_lib.rollout.overrides``) carry an expiry,
+an author and a reason, and win until they expire, so Terraform never fights them.
+
+Who gets which brain (``evaluate``), first rule that applies wins:
+
+==========  ==============================================================  ============
+reason      rule                                                            arm
+==========  ==============================================================  ============
+ERROR       the document or the override is missing, unreadable, invalid    legacy
+KILL_SWITCH kill switch on (an active override's value wins over the file)  legacy [1]
+OVERRIDE    an active override sets ``brain_mode: legacy`` (rollback)       legacy
+DENYLIST    ``user`` or ``org/user`` in ``denylist``                        legacy
+ALLOWLIST   ``user`` or ``org/user`` in ``allowlist``                       llm
+OVERRIDE    an active override sets another mode                            by mode
+ORG_MODE    ``org_modes[org]``                                              by mode
+SPLIT       global ``brain_mode: canary``                                   by bucket
+DEFAULT     global ``brain_mode`` legacy / shadow / llm                     by mode
+==========  ==============================================================  ============
+
+[1] the brain answers with the persona's fixed message; no LLM call, no tool execution.
+
+By mode: ``legacy`` and ``llm`` serve that arm; ``shadow`` serves legacy and, for the
+sampled share, runs the LLM arm as a dry-run candidate; ``canary`` at P % serves the LLM
+arm to buckets below P and treats the legacy share like ``shadow``.
+
+The split is sticky: ``bucket_fine(salt, org, user)`` is a stable hash in [0, 100) with
+0.01 resolution, identical in every process and after a redeploy. Raising P only adds
+people; lowering it removes them in bucket order; a new salt reshuffles. Shadow sampling
+uses an independent hash of the same person, so it does not follow the canary buckets.
+
+Evaluation is fail-safe: no valid document means the legacy arm, no shadow candidate (so
+no tool execution by the LLM arm), reason ``ERROR``, and an alert.
+
+The package's modules: ``document`` (the schema, the file and its stored shape),
+``evaluation`` (buckets and the rules above), ``provider`` (the live, cached read).
+This module is their public surface.
+"""
+
+from __future__ import annotations
+
+from shared_lib.flags.document import (
+    AUDIT_COLLECTION,
+    FLAGS_DOC,
+    OVERRIDE_DOC,
+    REPO_FLAGS_FILE,
+    AutoApprove,
+    BrainMode,
+    FlagsDocument,
+    FlagsOverride,
+    RollbackGuardConfig,
+    flags_store_doc,
+    load_flags_file,
+    parse_flags_text,
+    parse_store_doc,
+    seed_flags,
+)
+from shared_lib.flags.evaluation import Reason, bucket_fine, bucket_of, evaluate, shadow_sample_of
+from shared_lib.flags.provider import MAX_CACHE_SECONDS, AlertSink, FlagsProvider, FlagsSnapshot
+
+__all__ = [
+    "AUDIT_COLLECTION",
+    "FLAGS_DOC",
+    "MAX_CACHE_SECONDS",
+    "OVERRIDE_DOC",
+    "REPO_FLAGS_FILE",
+    "AlertSink",
+    "AutoApprove",
+    "BrainMode",
+    "FlagsDocument",
+    "FlagsOverride",
+    "FlagsProvider",
+    "FlagsSnapshot",
+    "Reason",
+    "RollbackGuardConfig",
+    "bucket_fine",
+    "bucket_of",
+    "evaluate",
+    "flags_store_doc",
+    "load_flags_file",
+    "parse_flags_text",
+    "parse_store_doc",
+    "seed_flags",
+    "shadow_sample_of",
+]
