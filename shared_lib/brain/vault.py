@@ -26,6 +26,7 @@ from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
 
+from shared_lib import collections
 from shared_lib.envelope import Turn
 from shared_lib.ids import utc_now
 from shared_lib.ports import Store, Transaction
@@ -47,7 +48,7 @@ def cipher_for(env_name: str | None = None, environ: Mapping[str, str] | None = 
 
 
 def vault_path(org_id: str, turn_id: str, *, shadow: bool = False) -> str:
-    return f"orgs/{org_id}/vaults/{turn_id}{'-shadow' if shadow else ''}"
+    return collections.path("vaults", org=org_id, id=f"{turn_id}{'-shadow' if shadow else ''}")
 
 
 def store_vault(
