@@ -57,7 +57,7 @@ class Claim:
 
     state: ClaimState
     record: Doc
-    took_over: bool = False  # ACQUIRED from an earlier attempt (expired, released-by-failure)
+    took_over: bool = False  # ACQUIRED from an earlier attempt (its lease expired, or it failed)
     holder: str = ""
 
     @property
