@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shared_lib import collections
 from shared_lib.decisions import AuthDecision, Verdict
 from shared_lib.errors import BrainError, EnvelopeError, EnvelopeTooLarge
 from shared_lib.ids import new_turn_id, utc_now
@@ -267,7 +268,7 @@ class Turn(BaseModel):
 
 
 def blob_path(turn: Turn, layer: str) -> str:
-    return f"orgs/{turn.org_id}/blobs/{turn.turn_id}-{layer}-{turn.step}"
+    return collections.path("blobs", org=turn.org_id, id=f"{turn.turn_id}-{layer}-{turn.step}")
 
 
 # Which top-level fields each layer may change (besides the shared bookkeeping).

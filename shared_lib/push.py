@@ -17,12 +17,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import threading
+from datetime import timedelta
 from typing import Any
 
+from shared_lib import collections
 from shared_lib.composition import build_runtime, runner
 from shared_lib.errors import EnvelopeError, LayerRetry
+from shared_lib.idempotency import Claims
 from shared_lib.logs import log_event
-from shared_lib.ports import Transaction
 from shared_lib.runtime import Runtime
 from shared_lib.topology import TOPOLOGY
 
@@ -73,6 +75,10 @@ def run_target(target: str, cloud_event: Any) -> str:
         raise
 
 
+# Longer than Pub/Sub keeps an unacknowledged message (7 days by default).
+DELIVERY_ATTEMPTS_TTL = timedelta(days=8)
+
+
 def dead_letter_fallback(
     rt: Runtime, target: str, cloud_event: Any, data: bytes, attributes: dict[str, str]
 ) -> bool:
@@ -82,15 +88,11 @@ def dead_letter_fallback(
         return False
     message_id = str(cloud_event.data["message"].get("messageId") or cloud_event["id"])
     key = hashlib.sha256(f"{target}:{message_id}:".encode() + data).hexdigest()[:40]
-    path = f"delivery_attempts/{key}"
+    path = collections.path("delivery_attempts", id=key)
     now = rt.clock()
-
-    def _bump(txn: Transaction) -> int:
-        count = int((txn.get(path) or {}).get("count", 0)) + 1
-        txn.set(path, {"count": count, "target": target, "at": now})
-        return count
-
-    attempts = rt.store.run_transaction(_bump)
+    # Each failed delivery takes the leaseless claim over: its attempt count is the count.
+    counter = Claims(rt.store, ttl=DELIVERY_ATTEMPTS_TTL)
+    attempts = counter.claim(path, now=now, lease=timedelta(0), fields={"target": target, "at": now}).attempts
     if attempts < TOPOLOGY.retry.max_delivery_attempts:
         return False
     rt.bus.publish(

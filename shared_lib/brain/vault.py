@@ -26,6 +26,7 @@ from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
+from shared_lib import collections
 from shared_lib.envelope import Turn
 from shared_lib.errors import ConfigError
 from shared_lib.ids import utc_now
@@ -53,7 +54,7 @@ def vault_cipher(env_name: str, keys: str | None) -> MultiFernet | None:
 
 
 def vault_path(org_id: str, turn_id: str, *, shadow: bool = False) -> str:
-    return f"orgs/{org_id}/vaults/{turn_id}{'-shadow' if shadow else ''}"
+    return collections.path("vaults", org=org_id, id=f"{turn_id}{'-shadow' if shadow else ''}")
 
 
 def store_vault(

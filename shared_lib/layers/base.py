@@ -71,21 +71,21 @@ class LayerRunner:
         path = idempotency.claim_path(
             turn.org_id, turn.turn_id, self.layer.name, turn.step, shadow=turn.shadow
         )
-        state = idempotency.acquire(
-            rt.store, path, now=rt.clock(), lease=timedelta(seconds=rt.settings.lease_seconds)
-        )
-        if state is idempotency.ClaimState.COMPLETED:
+        claims = idempotency.layer_claims(rt.store)
+        claim = claims.claim(path, now=rt.clock(), lease=timedelta(seconds=rt.settings.lease_seconds))
+        if claim.state is idempotency.ClaimState.COMPLETED:
             log_event("duplicate_delivery", turn=turn, layer=self.layer.name)
             return "duplicate"
-        if state is idempotency.ClaimState.BUSY:
+        if claim.state is idempotency.ClaimState.BUSY:
             raise LayerRetry(f"{self.layer.name}: turn {turn.turn_id} is being processed")
         try:
             outcome = self.run(turn)
             self.forward(turn, outcome)
         except Exception:
-            idempotency.release(rt.store, path)
+            claims.release(path)
             raise
-        idempotency.complete(rt.store, path, now=rt.clock(), summary={"outcome": outcome.outcome})
+        now = rt.clock()
+        claims.complete(path, now=now, result={"outcome": outcome.outcome}, fields={"completed_at": now})
         return outcome.outcome
 
     def run(self, turn: Turn) -> Outcome:

@@ -8,15 +8,18 @@ responder never send twice; the channel gets the same idempotency key on a retry
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from datetime import timedelta
+from typing import TYPE_CHECKING
 
+from shared_lib import collections
 from shared_lib.brain import integration
 from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
+from shared_lib.idempotency import Claims, ClaimState
 from shared_lib.layers import confirmation
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.layers.context import append_history
-from shared_lib.ports import OutboundReply, Transaction
+from shared_lib.ports import OutboundReply
 from shared_lib.proposal import ClarificationProposal, TextResponseProposal
 
 if TYPE_CHECKING:
@@ -49,22 +52,19 @@ def _compose(turn: Turn, rt: Runtime) -> tuple[str, str]:
     return "reply", integration.integrate(turn, rt)
 
 
+# Longer than any redelivery of the turn (its layer claims live three days).
+SEND_RECEIPT_TTL = timedelta(days=30)
+
+
 def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
     """Claim a send receipt, send, mark it sent; a redelivery after 'sent' never sends again."""
-    path = f"orgs/{turn.org_id}/send_receipts/{turn.turn_id}-{turn.step}"
     key = f"{turn.turn_id}-{turn.step}"
-
-    def _claim(txn: Transaction) -> dict[str, Any] | None:
-        doc = txn.get(path)
-        if doc is None:
-            txn.set(path, {"status": "sending", "at": rt.clock(), "attempts": 1})
-        elif doc.get("status") != "sent":
-            txn.set(path, {**doc, "attempts": int(doc.get("attempts", 0)) + 1})
-        return doc
-
-    before = rt.store.run_transaction(_claim)
+    path = collections.path("send_receipts", org=turn.org_id, id=key)
+    receipts = Claims(rt.store, ttl=SEND_RECEIPT_TTL, in_progress="sending", completed="sent")
+    # No lease: a delivery that finds 'sending' sends again, under the same idempotency key.
+    claim = receipts.claim(path, now=rt.clock(), lease=timedelta(0), fields={"at": rt.clock()})
     res = turn.response
-    if before is not None and before.get("status") == "sent":
+    if claim.state is ClaimState.COMPLETED:
         res.sent, res.duplicate_send, res.send_receipt = True, True, key
         return
     channel = rt.channels.get(turn.channel)
@@ -89,8 +89,8 @@ def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
             BrainError.of("send_error", result.error or f"status {result.status}", layer="responder")
         )
         raise RuntimeError(f"send failed: {result.error or result.status}")  # redeliver, then dead-letter
-    rt.store.set(
-        path, {"status": "sent", "at": rt.clock(), "provider_message_id": result.provider_message_id}
+    receipts.complete(
+        path, now=rt.clock(), fields={"at": rt.clock(), "provider_message_id": result.provider_message_id}
     )
     res.sent, res.send_receipt = True, key
 

@@ -37,7 +37,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from shared_lib import collections
 from shared_lib.errors import LayerRetry, StoreUnavailable
+from shared_lib.idempotency import Claims, ClaimState
 from shared_lib.ports import Store, Transaction
 from shared_lib.tools.registry import ToolContext, ToolInputError, ToolRegistry, ToolSpec
 from shared_lib.tools.scoped import CrossOrgAccess, WriteRefused, scoped
@@ -86,7 +88,7 @@ class CallOutcome:
 
 
 def receipt_path(org_id: str, call_id: str) -> str:
-    return f"orgs/{org_id}/receipts/{call_id}"
+    return collections.path("receipts", org=org_id, id=call_id)
 
 
 def run_with_timeout(fn: Callable[[], T], timeout: float, on_abandon: Callable[[], None] | None = None) -> T:
@@ -201,8 +203,8 @@ class ToolExecutor:
             return self._external(spec, params, req, ctx, writable)
         return self._transactional(spec, params, req, ctx, writable)
 
-    def _receipt(self, spec: ToolSpec, now: datetime, **fields: Any) -> dict[str, Any]:
-        return {"tool": spec.name, "at": now, "expires_at": now + RECEIPT_TTL, **fields}
+    def _receipts(self, store: Store) -> Claims:
+        return Claims(store, ttl=RECEIPT_TTL, completed="done")
 
     def _transactional(
         self, spec: ToolSpec, params: BaseModel, req: CallRequest, ctx: ToolContext, writable: Store
@@ -210,22 +212,17 @@ class ToolExecutor:
         path = receipt_path(req.org_id, req.call_id)
         abandoned = threading.Event()
 
-        def body(txn: Transaction) -> tuple[dict[str, Any], bool]:
-            stored = txn.get(path)
-            if stored is not None and stored.get("status", "done") == "done":
-                return dict(stored.get("result") or {}), True
+        def effect(txn: Transaction) -> dict[str, Any]:
             data = spec.handler(params, ctx, txn)
             if abandoned.is_set():  # the caller gave up: commit nothing
                 raise ToolTimeout("abandoned")
-            doc = self._receipt(spec, ctx.now, status="done", result=data)
-            if stored is None:
-                txn.create(path, doc)
-            else:
-                txn.set(path, doc)
-            return data, False
+            return data
 
+        receipts = self._receipts(writable)
         data, replayed = run_with_timeout(
-            lambda: writable.run_transaction(body), spec.timeout_seconds, abandoned.set
+            lambda: receipts.run_once(path, effect, now=ctx.now, fields={"tool": spec.name, "at": ctx.now}),
+            spec.timeout_seconds,
+            abandoned.set,
         )
         return CallOutcome(ok=True, result=data, receipt_id=req.call_id, replayed=replayed)
 
@@ -236,69 +233,40 @@ class ToolExecutor:
         self, spec: ToolSpec, params: BaseModel, req: CallRequest, ctx: ToolContext, writable: Store
     ) -> CallOutcome:
         path = receipt_path(req.org_id, req.call_id)
-        now = ctx.now
         request = params.model_dump(mode="json")
-
-        def claim(txn: Transaction) -> tuple[str, dict[str, Any] | None]:
-            stored = txn.get(path)
-            if stored is None:
-                txn.create(
-                    path,
-                    self._receipt(
-                        spec,
-                        now,
-                        status="in_progress",
-                        attempts=1,
-                        request=request,
-                        lease_until=now + self._lease(spec),
-                    ),
-                )
-                return "fresh", None
-            if stored.get("status") == "done":
-                return "done", stored
-            lease = stored.get("lease_until")
-            if stored.get("status") == "in_progress" and isinstance(lease, datetime) and lease > now:
-                return "busy", stored
-            txn.set(
-                path,
-                {
-                    **stored,
-                    "status": "in_progress",
-                    "attempts": int(stored.get("attempts", 0)) + 1,
-                    "lease_until": now + self._lease(spec),
-                },
-            )
-            return "recover", stored
-
-        state, stored = writable.run_transaction(claim)
-        if state == "done" and stored is not None:
-            return CallOutcome(
-                ok=True, result=dict(stored.get("result") or {}), receipt_id=req.call_id, replayed=True
-            )
-        if state == "busy":
+        receipts = self._receipts(writable)
+        claim = receipts.claim(
+            path,
+            now=ctx.now,
+            lease=self._lease(spec),
+            fields={"tool": spec.name, "at": ctx.now, "request": request},
+        )
+        if claim.state is ClaimState.COMPLETED:
+            return CallOutcome(ok=True, result=claim.result, receipt_id=req.call_id, replayed=True)
+        if claim.state is ClaimState.BUSY:
             raise LayerRetry(f"{spec.name}: call {req.call_id} is in progress elsewhere")
-        run_ctx = dataclasses.replace(ctx, recovering=state == "recover")
+        # A claim taken over from an earlier attempt (expired lease, failed) may have had its
+        # effect already: the handler looks for it at the provider before creating.
+        run_ctx = dataclasses.replace(ctx, recovering=claim.took_over)
 
         def call_and_record() -> dict[str, Any]:
             data = spec.handler(params, run_ctx, None)
-            writable.set(path, self._receipt(spec, self.clock(), status="done", result=data, request=request))
+            now = self.clock()
+            receipts.complete(
+                path, now=now, result=data, fields={"tool": spec.name, "at": now, "request": request}
+            )
             return data
 
         try:
             data = run_with_timeout(call_and_record, spec.timeout_seconds)
         except Exception as exc:
-            self._mark_failed(writable, path, exc)
+            self._mark_failed(receipts, path, exc)
             raise
         return CallOutcome(ok=True, result=data, receipt_id=req.call_id, replayed=False)
 
     @staticmethod
-    def _mark_failed(store: Store, path: str, exc: Exception) -> None:
-        def mark(txn: Transaction) -> None:
-            stored = txn.get(path)
-            if stored is not None and stored.get("status") != "done":  # a late success wins
-                txn.set(path, {**stored, "status": "failed", "error": type(exc).__name__})
-
+    def _mark_failed(receipts: Claims, path: str, exc: Exception) -> None:
         try:
-            store.run_transaction(mark)
+            receipts.fail(path, error=type(exc).__name__)
         except Exception:  # the receipt stays in_progress; its lease expiry leads to recovery too
             return

@@ -22,6 +22,7 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ import hcl2
 import yaml
 
 TOPOLOGY = Path("shared_lib/topology.json")
+COLLECTIONS = Path("shared_lib/config/collections.json")
 ENVIRONMENTS = ("dev", "stg", "prod")
 
 # The design's output topics per target (DESIGN.md §3; issue #8). Every layer of the turn also
@@ -695,21 +697,105 @@ def check_run_services(root: Path) -> list[str]:
     return violations
 
 
+def load_collections(root: Path) -> list[dict[str, Any]]:
+    """The collections of ``shared_lib/config/collections.json`` of the tree."""
+    data: dict[str, Any] = json.loads((root / COLLECTIONS).read_text(encoding="utf-8"))
+    return list(data["collections"])
+
+
+def catalogue_ttl_policies(root: Path) -> dict[str, str]:
+    """What the catalogue asks for: collection group (last collection id) -> TTL field."""
+    return {
+        c["path"].split("/")[-2]: c["ttl_field"]
+        for c in load_collections(root)
+        if c.get("ttl_field") is not None
+    }
+
+
+def evaluate_local(root: Path, module: Path, name: str) -> Any:
+    """``local.<name>`` of ``module`` as ``terraform console`` computes it (offline).
+
+    Only the module's locals-only files are copied, with every JSON file of ``shared_lib``
+    the locals may ``file()``, so no provider is needed. Raises ``RuntimeError`` when
+    terraform is missing or fails (an invalid expression, a group with conflicting fields).
+    """
+    binary = shutil.which("terraform")
+    if binary is None:
+        raise RuntimeError("terraform binary not found")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / module.relative_to(root)
+        work.mkdir(parents=True)
+        for path in sorted(module.glob("*.tf")):
+            if set(parse_hcl(path)) == {"locals"}:
+                shutil.copy2(path, work / path.name)
+        for data in (root / "shared_lib").rglob("*.json"):
+            target = Path(tmp) / data.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(data, target)
+        result = subprocess.run(
+            [binary, "console", "-no-color"],
+            input=f"jsonencode(local.{name})\n",
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    # An invalid expression is reported in stderr while the exit status stays 0.
+    errors = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    if result.returncode != 0 or any(line.startswith("Error:") for line in errors):
+        raise RuntimeError(f"terraform console on {module.name}: {' '.join(errors)}")
+    return json.loads(json.loads(result.stdout))
+
+
+def terraform_ttl_policies(root: Path) -> tuple[dict[str, str], list[str]]:
+    """Collection group -> field of every ``google_firestore_field`` with a ``ttl_config``, and problems."""
+    policies: dict[str, str] = {}
+    problems: list[str] = []
+    for field in blocks(root, type_="google_firestore_field"):
+        if not sub_blocks(field.body, "ttl_config"):
+            continue
+        if "for_each" not in field.body:
+            policies[str(field.body.get("collection"))] = str(field.body.get("field"))
+            continue
+        refs = local_refs(str(field.body["for_each"]))
+        if len(refs) != 1:
+            problems.append(f"{field.address}: for_each is not one module local")
+            continue
+        try:
+            value = evaluate_local(root, field.path.parent, refs.pop())
+        except RuntimeError as exc:
+            problems.append(f"{field.address}: {exc}")
+            continue
+        keys = list(value) if isinstance(value, dict | list) else []
+        if field.body.get("collection") != "${each.key}":
+            problems.append(f"{field.address}: collection must be each.key")
+        for key in keys:
+            if field.body.get("field") == "${each.value}" and isinstance(value, dict):
+                policies[str(key)] = str(value[key])
+            else:
+                policies[str(key)] = str(field.body.get("field"))
+    return policies, problems
+
+
 def check_firestore(root: Path) -> list[str]:
-    """Native database, composite indexes, TTL on expires_at for the four expiring collection groups."""
+    """Native database, composite indexes, and a TTL policy on the right field for every collection
+    group the catalogue of collections gives a TTL field (and the four that always expire)."""
     violations = []
     databases = blocks(root, type_="google_firestore_database")
     if not any(d.body.get("type") == "FIRESTORE_NATIVE" for d in databases):
         violations.append("no native-mode google_firestore_database")
-    ttl_groups: set[str] = set()
-    for field in blocks(root, type_="google_firestore_field"):
-        if not sub_blocks(field.body, "ttl_config") or field.body.get("field") != "expires_at":
-            continue
-        groups = resolve_for_each(field) if "for_each" in field.body else {str(field.body.get("collection"))}
-        ttl_groups |= groups or set()
-    missing = TTL_COLLECTION_GROUPS - ttl_groups
+    declared, violations_ttl = terraform_ttl_policies(root)
+    violations += violations_ttl
+    wanted = {group: "expires_at" for group in TTL_COLLECTION_GROUPS} | catalogue_ttl_policies(root)
+    missing = {group for group, field in wanted.items() if group not in declared}
     if missing:
         violations.append(f"no TTL policy on expires_at for collection groups {sorted(missing)}")
+    violations += [
+        f"TTL policy of collection group {group!r} is on {declared[group]!r}, the catalogue says {field!r}"
+        for group, field in sorted(wanted.items())
+        if group in declared and declared[group] != field
+    ]
     index_collections = set()
     for index in blocks(root, type_="google_firestore_index"):
         for spec in (module_locals(index.path.parent).get("indexes") or {}).values():

@@ -19,7 +19,13 @@ if str(HERE) not in sys.path:
 REPO_ROOT = HERE.parent.parent
 
 # What the static checks read: enough to rebuild the tree in a temporary directory.
-DEPLOYMENT_FILES = ("Dockerfile", ".dockerignore", "cloudbuild.yaml", "shared_lib/topology.json")
+DEPLOYMENT_FILES = (
+    "Dockerfile",
+    ".dockerignore",
+    "cloudbuild.yaml",
+    "shared_lib/topology.json",
+    "shared_lib/config/collections.json",
+)
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +36,7 @@ def repo_root() -> Path:
 
 @pytest.fixture
 def repo_copy(tmp_path: Path) -> Path:
-    """A copy of terraform/, the Dockerfile, .dockerignore, cloudbuild.yaml and topology.json.
+    """A copy of terraform/, the Dockerfile, .dockerignore, cloudbuild.yaml, topology.json and collections.json.
 
     Mutation tests break one rule in the copy and run the same check on it.
     """

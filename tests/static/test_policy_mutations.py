@@ -29,6 +29,9 @@ Check = Callable[[Path], list[str]]
 PUBSUB = "terraform/modules/pubsub/main.tf"
 RUN = "terraform/modules/run_services/main.tf"
 IAM = "terraform/modules/iam/main.tf"
+FIRESTORE = "terraform/modules/firestore/main.tf"
+FIRESTORE_TTL = "terraform/modules/firestore/collections.tf"
+COLLECTIONS = "shared_lib/config/collections.json"
 
 DYNAMIC_DEAD_LETTER = """  dynamic "dead_letter_policy" {
     for_each = each.value.dead_letter ? [google_pubsub_topic.this[local.deadletter_key].id] : []
@@ -161,11 +164,31 @@ def test_service_without_its_own_account_is_reported(repo_copy: Path) -> None:
 
 
 def test_missing_ttl_collection_group_is_reported(repo_copy: Path) -> None:
-    old = '"idempotency", "receipts", "sessions", "pending_actions"'
-    new = '"idempotency", "receipts", "sessions"'
-    assert_detects(
-        check_firestore, repo_copy, "terraform/modules/firestore/main.tf", old, new, "pending_actions"
-    )
+    # The TTL policies are a for_each over the catalogue: dropping the group's TTL field there
+    # drops its policy, and the four groups that always expire are still required.
+    old = '"owner": "shared_lib.state.session",\n      "ttl_field": "expires_at",\n      "description": "No current'
+    new = '"owner": "shared_lib.state.session",\n      "ttl_field": null,\n      "description": "No current'
+    assert_detects(check_firestore, repo_copy, COLLECTIONS, old, new, "pending_actions")
+
+
+def test_ttl_policy_left_out_of_terraform_is_reported(repo_copy: Path) -> None:
+    old = "    if c.ttl_field != null\n"
+    new = '    if c.ttl_field != null && c.name != "vaults"\n'
+    assert_detects(check_firestore, repo_copy, FIRESTORE_TTL, old, new, "vaults")
+
+
+def test_ttl_policy_on_another_field_than_the_catalogues_is_reported(repo_copy: Path) -> None:
+    old = "  field      = each.value\n"
+    new = '  field      = "expire_time"\n'
+    assert_detects(check_firestore, repo_copy, FIRESTORE, old, new, "the catalogue says 'expires_at'")
+
+
+def test_a_collection_group_with_conflicting_ttl_fields_is_reported(repo_copy: Path) -> None:
+    # rollout_guard_events shares the group "events" with no other TTL collection; give the
+    # organisation events another TTL field: one TTL policy per group cannot serve both.
+    old = '"path": "orgs/{org}/events/{id}",\n      "owner": "shared_lib.layers.observer",\n      "ttl_field": null'
+    new = '"path": "orgs/{org}/events/{id}",\n      "owner": "shared_lib.layers.observer",\n      "ttl_field": "purge_at"'
+    assert_detects(check_firestore, repo_copy, COLLECTIONS, old, new, "terraform console")
 
 
 def test_changed_seed_threshold_is_reported(repo_copy: Path) -> None:

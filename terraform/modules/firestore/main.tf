@@ -1,11 +1,8 @@
 # The Firestore database (native mode), the composite indexes the product queries need, and TTL
-# policies that let Firestore delete expired idempotency claims, receipts, sessions and pending
-# actions (each document carries an `expires_at` timestamp).
+# policies that let Firestore delete expired documents (claims, receipts, sessions, vaults, blobs,
+# ...): one per collection group the catalogue of collections gives a TTL field (collections.tf).
 
 locals {
-  # Collection groups whose documents expire at `expires_at`.
-  ttl_collection_groups = toset(["idempotency", "receipts", "sessions", "pending_actions"])
-
   indexes = {
     # Observability records of one organisation, newest first (admin views, reports).
     observability_by_org = {
@@ -57,12 +54,12 @@ resource "google_firestore_index" "this" {
 }
 
 resource "google_firestore_field" "ttl" {
-  for_each = local.ttl_collection_groups
+  for_each = local.ttl_policies
 
   project    = var.project_id
   database   = google_firestore_database.this.name
   collection = each.key
-  field      = "expires_at"
+  field      = each.value
 
   ttl_config {}
 

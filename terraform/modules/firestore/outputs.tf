@@ -4,6 +4,6 @@ output "database_name" {
 }
 
 output "ttl_collection_groups" {
-  description = "Collection groups with a TTL policy on expires_at."
-  value       = sort(tolist(local.ttl_collection_groups))
+  description = "Collection groups with a TTL policy (from shared_lib/config/collections.json)."
+  value       = sort(keys(local.ttl_policies))
 }
