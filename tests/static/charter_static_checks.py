@@ -32,6 +32,7 @@ import yaml
 
 TOPOLOGY = Path("shared_lib/topology.json")
 ENVIRONMENTS = ("dev", "stg", "prod")
+MONITORING = Path("terraform/modules/monitoring")
 
 # The design's output topics per target (DESIGN.md §3; issue #8). Every layer of the turn also
 # publishes events; the observer consumes events and publishes nothing; admin only emits events.
@@ -66,17 +67,17 @@ EXPECTED_SECRETS = frozenset().union(*EXPECTED_SECRET_READERS.values())
 
 TTL_COLLECTION_GROUPS = frozenset({"idempotency", "receipts", "sessions", "pending_actions"})
 
-# Alert policy resource name => (key in the monitoring module's local.thresholds, seed value).
+# Alert key in the monitoring module's local.alerts => its threshold.
 # Seed 000 §15.1: LLM latency > 10 s, tool error rate > 5 %, confirmation rate > 30 % (info),
 # block rate > 10 %, daily cost over budget; dead letters and ingress 5xx are ours.
-SEED_ALERTS: dict[str, tuple[str, float] | None] = {
-    "llm_latency": ("llm_latency_ms", 10_000),
-    "tool_error_rate": ("tool_error_rate", 0.05),
-    "confirm_rate": ("confirm_rate", 0.30),
-    "block_rate": ("block_rate", 0.10),
-    "daily_cost": None,  # threshold is the budget variable
-    "deadletter_backlog": ("deadletter_depth", 0),
-    "ingress_5xx": None,
+SEED_ALERTS: dict[str, float | str] = {
+    "llm_latency": 10_000,
+    "tool_error_rate": 0.05,
+    "confirm_rate": 0.30,
+    "block_rate": 0.10,
+    "daily_cost": "${var.daily_cost_budget_usd}",  # per environment
+    "deadletter_backlog": 0,
+    "ingress_5xx": 0.01,
 }
 
 PIPELINE_ORDER = ("lint", "test", "build", "push", "deploy-0pct", "smoke", "traffic")
@@ -721,36 +722,62 @@ def check_firestore(root: Path) -> list[str]:
 
 
 def check_alert_policies(root: Path) -> list[str]:
-    """An alert policy per seed threshold, with the seed values, all with notification channels."""
-    policies = {b.name: b for b in blocks(root, type_="google_monitoring_alert_policy")}
-    violations = [f"missing alert policy {name!r}" for name in SEED_ALERTS if name not in policies]
-    monitoring = root / "terraform" / "modules" / "monitoring"
-    thresholds = module_locals(monitoring).get("thresholds") or {}
+    """Every alert policy comes from the one threshold map ``local.alerts``, with the seed values.
+
+    One ``google_monitoring_alert_policy`` with ``for_each = local.alerts``: its threshold, title
+    and PromQL all read ``each.value.threshold``, so the map is the only place a threshold is written.
+    """
+    violations = []
+    policies = blocks(root, type_="google_monitoring_alert_policy")
+    if len(policies) != 1 or policies[0].body.get("for_each") != "${local.alerts}":
+        violations.append(
+            "alert policies must be one google_monitoring_alert_policy with for_each = local.alerts, "
+            f"found {[b.address for b in policies]}"
+        )
+    alerts = module_locals(root / MONITORING).get("alerts")
+    alerts = alerts if isinstance(alerts, dict) else {}
+    violations += [f"missing alert {name!r} in local.alerts" for name in SEED_ALERTS if name not in alerts]
+    violations += [
+        f"alert {name!r} has no seed threshold in the tests" for name in alerts if name not in SEED_ALERTS
+    ]
     for name, seed in SEED_ALERTS.items():
-        policy = policies.get(name)
-        if policy is None:
-            continue
-        if "channels" not in str(policy.body.get("notification_channels", "")):
+        threshold = (alerts.get(name) or {}).get("threshold")
+        if name in alerts and threshold != seed:
+            violations.append(f"local.alerts.{name}.threshold is {threshold!r}, the seed says {seed!r}")
+    for policy in policies:
+        body = policy.body
+        if "local.channels" not in str(body.get("notification_channels", "")):
             violations.append(f"{policy.address}: no notification channels")
-        text = " ".join(walk_strings(policy.body))
-        if seed is not None:
-            key, value = seed
-            if thresholds.get(key) != value:
-                violations.append(
-                    f"local.thresholds.{key} is {thresholds.get(key)!r}, the seed says {value!r}"
-                )
-            if f"local.thresholds.{key}" not in text:
-                violations.append(f"{policy.address}: threshold is not local.thresholds.{key}")
-    if "daily_cost" in policies and "var.daily_cost_budget_usd" not in " ".join(
-        walk_strings(policies["daily_cost"].body)
-    ):
-        violations.append("daily_cost alert does not compare against the budget variable")
-    if "deadletter_backlog" in policies:
-        text = " ".join(walk_strings(policies["deadletter_backlog"].body))
-        if "num_undelivered_messages" not in text or "deadletter_subscription" not in text:
-            violations.append(
-                "deadletter_backlog must watch num_undelivered_messages of the DLQ subscription"
-            )
+        if "each.value.threshold" not in str(body.get("display_name")):
+            violations.append(f"{policy.address}: the display name must show each.value.threshold")
+        conditions = _first(sub_blocks(body, "conditions"))
+        threshold_conditions = [c for c, _ in nested(conditions, "condition_threshold")]
+        promql = [c for c, _ in nested(conditions, "condition_prometheus_query_language")]
+        if not threshold_conditions or any(
+            c.get("threshold_value") != "${each.value.threshold}" for c in threshold_conditions
+        ):
+            violations.append(f"{policy.address}: threshold_value must be each.value.threshold")
+        if not promql or any("each.value.threshold" not in str(c.get("query")) for c in promql):
+            violations.append(f"{policy.address}: the PromQL query must compare against each.value.threshold")
+    if "promql" in (alerts.get("daily_cost") or {}) and "%v" not in str(alerts["daily_cost"]["promql"]):
+        violations.append("daily_cost PromQL must take the threshold (the budget variable) through format")
+    deadletter = " ".join(walk_strings(alerts.get("deadletter_backlog") or {}))
+    if "num_undelivered_messages" not in deadletter or "deadletter_subscription" not in deadletter:
+        violations.append("deadletter_backlog must watch num_undelivered_messages of the DLQ subscription")
+    moved = {
+        (str(m.get("from")), str(m.get("to")))
+        for path in sorted((root / MONITORING).glob("*.tf"))
+        for m in parse_hcl(path).get("moved", [])
+    }
+    violations += [
+        f"no moved block keeps the existing policy {name!r} in place"
+        for name in SEED_ALERTS
+        if (
+            f"${{google_monitoring_alert_policy.{name}}}",
+            f'${{google_monitoring_alert_policy.this["{name}"]}}',
+        )
+        not in moved
+    ]
     metrics = {b.name for b in blocks(root, type_="google_logging_metric")}
     violations += [
         f"missing log-based metric {m!r}"

@@ -29,6 +29,7 @@ Check = Callable[[Path], list[str]]
 PUBSUB = "terraform/modules/pubsub/main.tf"
 RUN = "terraform/modules/run_services/main.tf"
 IAM = "terraform/modules/iam/main.tf"
+MONITORING = "terraform/modules/monitoring/main.tf"
 
 DYNAMIC_DEAD_LETTER = """  dynamic "dead_letter_policy" {
     for_each = each.value.dead_letter ? [google_pubsub_topic.this[local.deadletter_key].id] : []
@@ -169,11 +170,9 @@ def test_missing_ttl_collection_group_is_reported(repo_copy: Path) -> None:
 
 
 def test_changed_seed_threshold_is_reported(repo_copy: Path) -> None:
-    old = "    block_rate       = 0.10\n"
-    new = "    block_rate       = 0.25\n"
-    assert_detects(
-        check_alert_policies, repo_copy, "terraform/modules/monitoring/main.tf", old, new, "block_rate"
-    )
+    old = "      threshold          = 0.10\n"
+    new = "      threshold          = 0.25\n"
+    assert_detects(check_alert_policies, repo_copy, MONITORING, old, new, "block_rate")
 
 
 def test_dockerfile_without_user_is_reported(repo_copy: Path) -> None:
@@ -225,3 +224,42 @@ def test_unformatted_terraform_is_reported(repo_copy: Path) -> None:
 def test_flag_document_without_hash_is_reported(repo_copy: Path) -> None:
     old = "    sha256        = { stringValue = sha256(local.flags_text) }\n"
     assert_detects(check_flags_document, repo_copy, "terraform/modules/flags/main.tf", old, "", "sha256")
+
+
+# --- alert policies ----------------------------------------------------------------------------
+
+
+def test_alert_policy_outside_the_map_is_reported(repo_copy: Path) -> None:
+    policy = """
+resource "google_monitoring_alert_policy" "extra" {
+  project      = var.project_id
+  display_name = "Charter: something else"
+  combiner     = "OR"
+}
+"""
+    anchor = "# The policies were one resource each"
+    assert_detects(
+        check_alert_policies, repo_copy, MONITORING, anchor, policy + anchor, "one google_monitoring"
+    )
+
+
+def test_threshold_written_in_the_resource_is_reported(repo_copy: Path) -> None:
+    old = "        threshold_value    = each.value.threshold\n"
+    new = "        threshold_value    = 0.1\n"
+    assert_detects(check_alert_policies, repo_copy, MONITORING, old, new, "threshold_value")
+
+
+def test_alert_dropped_from_the_map_is_reported(repo_copy: Path) -> None:
+    text = (repo_copy / MONITORING).read_text(encoding="utf-8")
+    start = text.index("    confirm_rate = {\n")
+    end = text.index("    block_rate = {\n")
+    assert_detects(check_alert_policies, repo_copy, MONITORING, text[start:end], "", "confirm_rate")
+
+
+def test_missing_moved_block_is_reported(repo_copy: Path) -> None:
+    old = """moved {
+  from = google_monitoring_alert_policy.ingress_5xx
+  to   = google_monitoring_alert_policy.this["ingress_5xx"]
+}
+"""
+    assert_detects(check_alert_policies, repo_copy, MONITORING, old, "", "ingress_5xx")

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 from charter_static_checks import (
     EXPECTED_PUBLISHES,
+    MONITORING,
+    SEED_ALERTS,
     TREE_CHECKS,
+    blocks,
     check_terraform_fmt,
     load_topology,
     module_locals,
@@ -43,3 +46,13 @@ def test_every_subscription_target_is_a_service(repo_root: Path) -> None:
     for name, subscription in topology["subscriptions"].items():
         assert subscription["topic"] in topology["topics"], name
         assert topology["targets"][subscription["target"]]["kind"] == "cloudevent", name
+
+
+def test_alert_policies_come_from_the_one_map(repo_root: Path) -> None:
+    # GIVEN the monitoring module
+    policies = blocks(repo_root, type_="google_monitoring_alert_policy")
+    alerts = module_locals(repo_root / MONITORING)["alerts"]
+
+    # THEN one resource makes every alert from local.alerts, whose thresholds are the seed's
+    assert [p.body["for_each"] for p in policies] == ["${local.alerts}"]
+    assert {name: spec["threshold"] for name, spec in alerts.items()} == SEED_ALERTS
