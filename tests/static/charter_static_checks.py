@@ -864,8 +864,8 @@ def check_flags_document(root: Path) -> list[str]:
     if not any("flags_file" in v for v in variables):
         violations.append("modules/flags has no flags_file variable")
     expression = str(module_locals(flags[0].path.parent).get("flags_file"))
-    if "${path.root}/../../flags/flags.json" not in expression:
-        violations.append("flags_file must default to ${path.root}/../../flags/flags.json")
+    if "${path.module}/../../flags/flags.json" not in expression:
+        violations.append("flags_file must default to ${path.module}/../../flags/flags.json")
     return violations
 
 
