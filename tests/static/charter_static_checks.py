@@ -34,6 +34,28 @@ import yaml
 TOPOLOGY = Path("shared_lib/topology.json")
 COLLECTIONS = Path("shared_lib/config/collections.json")
 ENVIRONMENTS = ("dev", "stg", "prod")
+# The one Terraform root; an environment is its <env>.tfvars and <env>.gcs.tfbackend.
+ROOT_DIR = Path("terraform/envs")
+RUN_SERVICES = Path("terraform/modules/run_services")
+MONITORING = Path("terraform/modules/monitoring")
+
+# Root variables every <env>.tfvars must set: they have no default in the root.
+ENV_SPECIFIC_VARIABLES = frozenset(
+    {
+        "env",
+        "daily_llm_budget_usd",
+        "deletion_protection",
+        "firestore_pitr",
+        "service_sizing",
+        "vault_key_generations",
+    }
+)
+# Root variables without a default that the pipeline (or the operator) gives on the command line.
+COMMAND_LINE_VARIABLES = frozenset({"project_id", "image"})
+# Targets a user waits for: prod keeps one instance of each warm.
+WARM_IN_PROD = ("ingress", "brain", "responder")
+# Seed 000 §15.1 warns at 5,000 JPY a day, about 33 USD: no environment may alert later.
+SEED_DAILY_BUDGET_USD = 33
 
 # The design's output topics per target (DESIGN.md §3; issue #8). Every layer of the turn also
 # publishes events; the observer consumes events and publishes nothing; admin only emits events.
@@ -50,35 +72,70 @@ EXPECTED_PUBLISHES: dict[str, set[str]] = {
     "admin": {"events"},
 }
 
-# Secrets each target may read (issue #8). brain_shadow runs the candidate arm, which calls the LLM.
-EXPECTED_SECRET_READERS: dict[str, set[str]] = {
+# Env var => secret id each target mounts (issue #8; "One composition root, one settings model").
+# The env var names are the ones the product reads; admin's token is CHARTER_ADMIN_TOKEN although
+# its secret keeps the id admin-operator-token. brain_shadow runs the candidate arm, which calls
+# the LLM and masks into the vault like brain. Tasks live in ChatWork: executor writes them,
+# context lists them.
+EXPECTED_SECRET_ENV: dict[str, dict[str, str]] = {
     "ingress": {
-        "chatwork-webhook-token",
-        "line-channel-secret",
-        "slack-signing-secret",
-        "http-webhook-secret",
+        "CHATWORK_WEBHOOK_TOKEN": "chatwork-webhook-token",
+        "LINE_CHANNEL_SECRET": "line-channel-secret",
+        "SLACK_SIGNING_SECRET": "slack-signing-secret",
+        "HTTP_WEBHOOK_SECRET": "http-webhook-secret",
     },
-    "brain": {"anthropic-api-key"},
-    "brain_shadow": {"anthropic-api-key"},
-    "responder": {"anthropic-api-key", "chatwork-api-token", "line-channel-access-token", "slack-bot-token"},
-    "admin": {"admin-operator-token"},
+    "context": {"CHATWORK_API_TOKEN": "chatwork-api-token"},
+    "brain": {"ANTHROPIC_API_KEY": "anthropic-api-key", "CHARTER_VAULT_KEY": "charter-vault-key"},
+    "brain_shadow": {"ANTHROPIC_API_KEY": "anthropic-api-key", "CHARTER_VAULT_KEY": "charter-vault-key"},
+    "guardian": {},
+    "authorizer": {},
+    "executor": {"CHATWORK_API_TOKEN": "chatwork-api-token", "CHARTER_VAULT_KEY": "charter-vault-key"},
+    "responder": {
+        "ANTHROPIC_API_KEY": "anthropic-api-key",
+        "CHATWORK_API_TOKEN": "chatwork-api-token",
+        "LINE_CHANNEL_ACCESS_TOKEN": "line-channel-access-token",
+        "SLACK_BOT_TOKEN": "slack-bot-token",
+    },
+    "observer": {},
+    "admin": {"CHARTER_ADMIN_TOKEN": "admin-operator-token"},
+}
+
+# Secrets each target may read, derived from the map above.
+EXPECTED_SECRET_READERS: dict[str, set[str]] = {
+    target: set(secrets.values()) for target, secrets in EXPECTED_SECRET_ENV.items() if secrets
 }
 
 EXPECTED_SECRETS = frozenset().union(*EXPECTED_SECRET_READERS.values())
 
+# The secret whose value Terraform generates (a Fernet key, read as CHARTER_VAULT_KEY).
+GENERATED_SECRET = "charter-vault-key"
+
+# Plain env vars a target needs beyond common_env and THREADS, with their values.
+EXPECTED_PLAIN_ENV: dict[str, dict[str, str]] = {
+    "context": {"CHARTER_TASK_BACKEND": "chatwork"},
+    "executor": {"CHARTER_TASK_BACKEND": "chatwork"},
+}
+
+# Env vars Terraform sets that no product source names: read by the runtime, or set ahead of the
+# code that will read it.
+RUNTIME_ENV = {
+    "THREADS": "functions-framework's gunicorn (threads of its one worker)",
+    "CHARTER_FLAGS_DOCUMENT": "the flag document path, read by the settings model once it lands",
+}
+
 TTL_COLLECTION_GROUPS = frozenset({"idempotency", "receipts", "sessions", "pending_actions"})
 
-# Alert policy resource name => (key in the monitoring module's local.thresholds, seed value).
+# Alert key in the monitoring module's local.alerts => its threshold.
 # Seed 000 §15.1: LLM latency > 10 s, tool error rate > 5 %, confirmation rate > 30 % (info),
 # block rate > 10 %, daily cost over budget; dead letters and ingress 5xx are ours.
-SEED_ALERTS: dict[str, tuple[str, float] | None] = {
-    "llm_latency": ("llm_latency_ms", 10_000),
-    "tool_error_rate": ("tool_error_rate", 0.05),
-    "confirm_rate": ("confirm_rate", 0.30),
-    "block_rate": ("block_rate", 0.10),
-    "daily_cost": None,  # threshold is the budget variable
-    "deadletter_backlog": ("deadletter_depth", 0),
-    "ingress_5xx": None,
+SEED_ALERTS: dict[str, float | str] = {
+    "llm_latency": 10_000,
+    "tool_error_rate": 0.05,
+    "confirm_rate": 0.30,
+    "block_rate": 0.10,
+    "daily_cost": "${var.daily_cost_budget_usd}",  # per environment
+    "deadletter_backlog": 0,
+    "ingress_5xx": 0.01,
 }
 
 PIPELINE_ORDER = ("lint", "test", "build", "push", "deploy-0pct", "smoke", "traffic")
@@ -318,7 +375,8 @@ def check_topology_references(root: Path) -> list[str]:
     run = module_locals(modules / "run_services")
     keyed = {
         "iam local.publishes": string_items(iam.get("publishes")),
-        "iam local.reads_secrets": string_items(iam.get("reads_secrets")),
+        "run_services local.service_env": string_items(run.get("service_env")),
+        "run_services local.service_secrets": string_items(run.get("service_secrets")),
         "run_services local.layer_sizing": string_items(run.get("layer_sizing")),
         "run_services local.unauthenticated_targets": string_items(run.get("unauthenticated_targets")),
     }
@@ -574,19 +632,44 @@ def check_publisher_grants(root: Path) -> list[str]:
 
 
 def check_secret_access(root: Path) -> list[str]:
-    """roles/secretmanager.secretAccessor only per secret, only for the targets that need it."""
+    """Secrets: created and granted exactly as run_services' service_secrets mounts them.
+
+    The secrets module creates ``var.secret_ids``, which modules/charter derives from
+    run_services' ``service_secrets``; modules/iam grants secretAccessor per (target, secret) of
+    the same map. The only secret value in Terraform is the generated vault key.
+    """
     modules = root / "terraform" / "modules"
-    secret_ids = string_items(module_locals(modules / "secrets").get("secret_ids"))
-    reads = {t: set(v) for t, v in (module_locals(modules / "iam").get("reads_secrets") or {}).items()}
+    mounted = {
+        t: dict(v) for t, v in (module_locals(modules / "run_services").get("service_secrets") or {}).items()
+    }
     violations = []
-    if secret_ids != EXPECTED_SECRETS:
+    if mounted != EXPECTED_SECRET_ENV:
         violations.append(
-            f"secrets module must create exactly {sorted(EXPECTED_SECRETS)}, has {sorted(secret_ids)}"
+            f"run_services local.service_secrets differs from the least-privilege map: {mounted}"
         )
-    if reads != EXPECTED_SECRET_READERS:
-        violations.append(f"iam local.reads_secrets differs from the least-privilege map: {reads}")
-    for target, names in reads.items():
-        violations += [f"{target} reads unknown secret {n!r}" for n in sorted(names - secret_ids)]
+    secrets_resources = blocks(root, type_="google_secret_manager_secret")
+    if not secrets_resources or any(b.body.get("for_each") != "${var.secret_ids}" for b in secrets_resources):
+        violations.append("google_secret_manager_secret must be for_each = var.secret_ids (the mounted ids)")
+    charter = module_locals(modules / "charter")
+    modules_called = {b.name: b.body for b in blocks(root, kind="module")}
+    if "module.run_services.service_secrets" not in str(charter.get("secret_ids")) or (
+        (modules_called.get("secrets") or {}).get("secret_ids") != "${local.secret_ids}"
+    ):
+        violations.append(
+            "modules/charter must pass the ids of run_services' service_secrets to modules/secrets"
+        )
+    if (modules_called.get("iam") or {}).get("service_secrets") != "${module.run_services.service_secrets}":
+        violations.append("modules/charter must pass run_services' service_secrets to modules/iam")
+    grants = [
+        b
+        for b in blocks(root, type_="google_secret_manager_secret_iam_member")
+        if b.path.parent == modules / "iam"
+    ]
+    sources = " ".join(resolve_for_each_source(b) for b in grants)
+    if not grants or "var.service_secrets" not in sources or "values(secrets)" not in sources:
+        violations.append("iam secret grants must be for_each over the secret ids of var.service_secrets")
+    if "reads_secrets" in module_locals(modules / "iam"):
+        violations.append("iam local.reads_secrets is a second secret map; grants follow service_secrets")
     for block in blocks(root):
         role = str(block.body.get("role", ""))
         if not role.startswith("roles/secretmanager."):
@@ -596,13 +679,26 @@ def check_secret_access(root: Path) -> list[str]:
             or role != "roles/secretmanager.secretAccessor"
         ):
             violations.append(f"{block.address}: {role} granted outside per-secret accessor grants")
-    for rtype in ("google_secret_manager_secret_version",):
-        violations += [
-            f"{b.address}: secret values must not be in Terraform" for b in blocks(root, type_=rtype)
-        ]
+    for version in blocks(root, type_="google_secret_manager_secret_version"):
+        data = str(version.body.get("secret_data", ""))
+        generated = (
+            "vault_key_secret" in str(version.body.get("secret"))
+            and "random_bytes." in data
+            and not re.search(r"\bvar\.(?!vault_key_generations\b)", data)
+        )
+        if not generated:
+            violations.append(
+                f"{version.address}: the only secret value in Terraform is the generated vault key"
+            )
+    secrets_dir = modules / "secrets"
+    if module_locals(secrets_dir).get("vault_key_secret") != GENERATED_SECRET:
+        violations.append(f"modules/secrets local.vault_key_secret must be {GENERATED_SECRET!r}")
+    random_bytes = blocks(root, type_="random_bytes")
+    if not random_bytes or any(b.body.get("length") != 32 for b in random_bytes):
+        violations.append("the vault key must be random_bytes of length 32 (a Fernet key)")
     for path in tf_files(root):
-        if re.search(r"\bsecret_data\b", path.read_text(encoding="utf-8")):
-            violations.append(f"{path}: secret_data in Terraform")
+        if path.parent != secrets_dir and re.search(r"\bsecret_data\b", path.read_text(encoding="utf-8")):
+            violations.append(f"{path}: secret_data outside the generated vault key")
     return violations
 
 
@@ -625,10 +721,14 @@ def check_secret_env(root: Path) -> list[str]:
                     uses_secret_ref |= _has_secret_ref(env)
                 for content, for_each in dynamic_blocks(container, "env"):
                     if "value" in content:
-                        names: set[str] = set()
+                        plain: dict[str, Any] = {}
                         for ref in local_refs(for_each):
-                            names |= string_items(local_values.get(ref))
-                        sensitive = [n for n in names if _SENSITIVE_NAME.search(n)]
+                            plain |= env_entries(local_values.get(ref))
+                        sensitive = [
+                            n
+                            for n, v in plain.items()
+                            if _SENSITIVE_NAME.search(n) or _SECRET_REFERENCE.search(str(v))
+                        ]
                         if sensitive or _SECRET_REFERENCE.search(for_each):
                             violations.append(
                                 f"{service.address}: dynamic env over {for_each} sets plain values "
@@ -643,6 +743,15 @@ def check_secret_env(root: Path) -> list[str]:
     return violations
 
 
+def env_entries(value: Any) -> dict[str, Any]:
+    """NAME => value of an env map local: flat (common_env) or per target (service_env)."""
+    if not isinstance(value, dict):
+        return {}
+    if value and all(isinstance(v, dict) for v in value.values()):
+        return {name: v for per_target in value.values() for name, v in per_target.items()}
+    return dict(value)
+
+
 def _has_secret_ref(env: dict[str, Any]) -> bool:
     source = _first(sub_blocks(env, "value_source"))
     ref = _first(sub_blocks(source, "secret_key_ref"))
@@ -653,8 +762,7 @@ def _has_secret_ref(env: dict[str, Any]) -> bool:
 
 
 def check_run_services(root: Path) -> list[str]:
-    """Layer selection by env, one image, candidate/stable traffic, timeouts cover the ack deadline."""
-    topology = load_topology(root)
+    """Layer selection by env, one image, candidate/stable traffic (timeouts: check_timeout_nesting)."""
     violations = []
     for service in blocks(root, type_="google_cloud_run_v2_service"):
         template = _first(sub_blocks(service.body, "template"))
@@ -681,19 +789,6 @@ def check_run_services(root: Path) -> list[str]:
             )
         if not any("candidate_percent" in str(t.get("percent")) for t in candidate):
             violations.append(f"{service.address}: candidate traffic percent must be var.candidate_percent")
-        found = module_locals(service.path.parent)
-        ack = topology["retry"]["ack_deadline_seconds"]
-        base = found.get("base_sizing") or {}
-        timeouts = {"base": base.get("timeout_seconds", 0)}
-        timeouts |= {
-            t: s.get("timeout_seconds", timeouts["base"])
-            for t, s in (found.get("layer_sizing") or {}).items()
-        }
-        violations += [
-            f"{service.address}: {t} timeout {v}s is below the ack deadline {ack}s"
-            for t, v in timeouts.items()
-            if not isinstance(v, int) or v < ack
-        ]
     return violations
 
 
@@ -778,6 +873,207 @@ def terraform_ttl_policies(root: Path) -> tuple[dict[str, str], list[str]]:
     return policies, problems
 
 
+# --- terraform: what each service receives (env, THREADS, timeouts) -------------------------
+
+
+def tfvars(root: Path, env: str) -> dict[str, Any]:
+    """The parsed ``terraform/envs/<env>.tfvars`` (empty if missing)."""
+    path = root / ROOT_DIR / f"{env}.tfvars"
+    return parse_hcl(path) if path.is_file() else {}
+
+
+def effective_sizing(root: Path, env: str) -> dict[str, dict[str, Any]]:
+    """Target => sizing in ``env``: run_services' base and layer sizing, then the tfvars overrides."""
+    found = module_locals(root / RUN_SERVICES)
+    base = found.get("base_sizing") or {}
+    layer = found.get("layer_sizing") or {}
+    overrides = tfvars(root, env).get("service_sizing") or {}
+    return {
+        target: base
+        | (layer.get(target) or {})
+        | {k: v for k, v in (overrides.get(target) or {}).items() if v is not None}
+        for target in load_topology(root)["targets"]
+    }
+
+
+def resolve_number(value: Any, found: dict[str, Any], sizing: dict[str, dict[str, Any]]) -> float | None:
+    """A number, or one written as ``tostring(local.NAME)`` / ``tostring(local.sizing.T.KEY)``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    text = str(value)
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    match = re.fullmatch(r"\$\{(?:tostring\()?local\.sizing(?:\.(\w+)|\[\"(\w+)\"\])\.(\w+)\)?\}", text)
+    if match:
+        number = (sizing.get(match.group(1) or match.group(2)) or {}).get(match.group(3))
+        return number if isinstance(number, int | float) else None
+    match = re.fullmatch(r"\$\{(?:tostring\()?local\.(\w+)\)?\}", text)
+    if match:
+        number = found.get(match.group(1))
+        return number if isinstance(number, int | float) and not isinstance(number, bool) else None
+    return None
+
+
+def _product_sources(root: Path) -> str:
+    return "\n".join(
+        path.read_text(encoding="utf-8")
+        for directory in ("shared_lib", "functions")
+        for path in sorted((root / directory).rglob("*.py"))
+    )
+
+
+# The two env vars written as static blocks: they pick the layer (the Dockerfile CMD reads them).
+_LAYER_SELECTION = frozenset({"FUNCTION_TARGET", "FUNCTION_SIGNATURE_TYPE"})
+
+
+def check_service_env(root: Path) -> list[str]:
+    """run_services says what each service receives in its literal env maps, with names the code reads.
+
+    ``common_env`` plus ``service_env[target]`` are the plain env vars, ``service_secrets[target]``
+    the secret ones (names written out, never derived from the secret id); every target has an
+    entry in both maps, and the container's env blocks use exactly these maps.
+    """
+    topology = load_topology(root)
+    found = module_locals(root / RUN_SERVICES)
+    common = found.get("common_env")
+    plain = found.get("service_env")
+    secrets = found.get("service_secrets")
+    if not isinstance(common, dict) or not isinstance(plain, dict) or not isinstance(secrets, dict):
+        return ["run_services must have literal locals common_env, service_env and service_secrets"]
+    violations = []
+    for name, value in (("service_env", plain), ("service_secrets", secrets)):
+        if set(value) != set(topology["targets"]):
+            violations.append(f"run_services local.{name} must name every topology target: {sorted(value)}")
+        violations += [
+            f"run_services local.{name}[{target}] is not a literal map"
+            for target, entries in value.items()
+            if not isinstance(entries, dict)
+        ]
+    if violations:
+        return violations
+    if "CHARTER_FLAGS_DOCUMENT" not in common:
+        violations.append("common_env must set CHARTER_FLAGS_DOCUMENT")
+    for target, wanted in EXPECTED_PLAIN_ENV.items():
+        for name, value in wanted.items():
+            if plain.get(target, {}).get(name) != value:
+                violations.append(f"service_env[{target}] must set {name} = {value!r}")
+    for target, entries in plain.items():
+        violations += [
+            f"service_env[{target}].{name} repeats common_env" for name in sorted(set(entries) & set(common))
+        ]
+        clash = set(entries) & set(secrets.get(target, {}))
+        violations += [f"{target}: {name} is both a plain and a secret env var" for name in sorted(clash)]
+    source = _product_sources(root)
+    names = set(common) | {n for e in plain.values() for n in e} | {n for e in secrets.values() for n in e}
+    for name in sorted(names - set(RUNTIME_ENV)):
+        if f'"{name}"' not in source and f"'{name}'" not in source:
+            violations.append(
+                f"env var {name} is set by Terraform but read nowhere in shared_lib or functions"
+            )
+    for service in blocks(root, type_="google_cloud_run_v2_service"):
+        container = _first(sub_blocks(_first(sub_blocks(service.body, "template")), "containers"))
+        outside = {str(e.get("name")) for e in sub_blocks(container, "env")} - _LAYER_SELECTION
+        if outside:
+            violations.append(f"{service.address}: env outside the maps: {sorted(outside)}")
+        dynamic = dynamic_blocks(container, "env")
+        plain_blocks = [(c, f) for c, f in dynamic if "value" in c]
+        secret_blocks = [(c, f) for c, f in dynamic if "value_source" in c]
+        if [f for _, f in plain_blocks] != ["${merge(local.common_env, local.service_env[each.key])}"]:
+            violations.append(
+                f"{service.address}: plain env must be merge(local.common_env, local.service_env[each.key])"
+            )
+        if [f for _, f in secret_blocks] != ["${local.service_secrets[each.key]}"]:
+            violations.append(
+                f"{service.address}: secret env must be for_each = local.service_secrets[each.key]"
+            )
+        for content, _ in secret_blocks:
+            ref = _first(sub_blocks(_first(sub_blocks(content, "value_source")), "secret_key_ref"))
+            if content.get("name") != "${env.key}" or ref.get("secret") != "${env.value}":
+                violations.append(
+                    f"{service.address}: a secret env var is named by the map key (the env var name) "
+                    "and reads the map value (the secret id), written out, not derived"
+                )
+        for content, _ in plain_blocks:
+            if content.get("name") != "${env.key}" or content.get("value") != "${env.value}":
+                violations.append(f"{service.address}: plain env must be name = env.key, value = env.value")
+    return violations
+
+
+def check_threads(root: Path) -> list[str]:
+    """THREADS of every target equals its Cloud Run concurrency, in every environment."""
+    found = module_locals(root / RUN_SERVICES)
+    plain = found.get("service_env") or {}
+    violations = []
+    for env in ENVIRONMENTS:
+        sizing = effective_sizing(root, env)
+        for target in load_topology(root)["targets"]:
+            threads = resolve_number((plain.get(target) or {}).get("THREADS"), found, sizing)
+            concurrency = sizing[target].get("concurrency")
+            if threads is None or threads != concurrency:
+                violations.append(
+                    f"{env}: THREADS of {target} is {threads!r}, its concurrency is {concurrency!r}"
+                )
+    services = blocks(root, type_="google_cloud_run_v2_service")
+    if not any(_has_precondition(s, ("THREADS", "concurrency", "==")) for s in services):
+        violations.append("google_cloud_run_v2_service needs a precondition THREADS == concurrency")
+    return violations
+
+
+def check_timeout_nesting(root: Path) -> list[str]:
+    """LLM retry budget < Cloud Run request timeout < Pub/Sub ack deadline, on the same numbers.
+
+    The ack deadline is topology.json's; push targets are the targets of its subscriptions (ingress
+    and admin are HTTP and only keep the first rule). LLM targets are those that mount
+    ANTHROPIC_API_KEY; each gets CHARTER_LLM_RETRY_BUDGET.
+    """
+    topology = load_topology(root)
+    ack = topology["retry"]["ack_deadline_seconds"]
+    push = {s["target"] for s in topology["subscriptions"].values()}
+    found = module_locals(root / RUN_SERVICES)
+    plain = found.get("service_env") or {}
+    secrets = found.get("service_secrets") or {}
+    llm = {t for t, entries in secrets.items() if "ANTHROPIC_API_KEY" in (entries or {})}
+    budgeted = {t for t, entries in plain.items() if "CHARTER_LLM_RETRY_BUDGET" in (entries or {})}
+    violations = [
+        f"{t} calls the LLM but gets no CHARTER_LLM_RETRY_BUDGET" for t in sorted(llm - budgeted)
+    ] + [f"{t} gets CHARTER_LLM_RETRY_BUDGET but does not call the LLM" for t in sorted(budgeted - llm)]
+    for env in ENVIRONMENTS:
+        sizing = effective_sizing(root, env)
+        for target in sorted(topology["targets"]):
+            timeout = sizing[target].get("timeout_seconds")
+            if not isinstance(timeout, int):
+                violations.append(f"{env}: timeout of {target} is not a number: {timeout!r}")
+                continue
+            if target in push and not timeout < ack:
+                violations.append(
+                    f"{env}: request timeout of {target} ({timeout}s) must be below the ack deadline ({ack}s)"
+                )
+            if target in budgeted:
+                budget = resolve_number(plain[target]["CHARTER_LLM_RETRY_BUDGET"], found, sizing)
+                if budget is None or not 0 < budget < timeout:
+                    violations.append(
+                        f"{env}: LLM retry budget of {target} ({budget!r}s) must be below its timeout ({timeout}s)"
+                    )
+    services = blocks(root, type_="google_cloud_run_v2_service")
+    wanted = {
+        "timeout < ack deadline": ("timeout_seconds <", "ack_deadline_seconds", "push_targets"),
+        "LLM budget < timeout": ("CHARTER_LLM_RETRY_BUDGET", "< local.sizing[each.key].timeout_seconds"),
+    }
+    for rule, needles in wanted.items():
+        if not any(_has_precondition(s, needles) for s in services):
+            violations.append(f"google_cloud_run_v2_service needs a precondition {rule}")
+    return violations
+
+
+def _has_precondition(service: Block, needles: tuple[str, ...]) -> bool:
+    conditions = [
+        str(p.get("condition", ""))
+        for lifecycle in sub_blocks(service.body, "lifecycle")
+        for p in sub_blocks(lifecycle, "precondition")
+    ]
+    return any(all(n in condition for n in needles) for condition in conditions)
+
+
 def check_firestore(root: Path) -> list[str]:
     """Native database, composite indexes, and a TTL policy on the right field for every collection
     group the catalogue of collections gives a TTL field (and the four that always expire)."""
@@ -807,36 +1103,62 @@ def check_firestore(root: Path) -> list[str]:
 
 
 def check_alert_policies(root: Path) -> list[str]:
-    """An alert policy per seed threshold, with the seed values, all with notification channels."""
-    policies = {b.name: b for b in blocks(root, type_="google_monitoring_alert_policy")}
-    violations = [f"missing alert policy {name!r}" for name in SEED_ALERTS if name not in policies]
-    monitoring = root / "terraform" / "modules" / "monitoring"
-    thresholds = module_locals(monitoring).get("thresholds") or {}
+    """Every alert policy comes from the one threshold map ``local.alerts``, with the seed values.
+
+    One ``google_monitoring_alert_policy`` with ``for_each = local.alerts``: its threshold, title
+    and PromQL all read ``each.value.threshold``, so the map is the only place a threshold is written.
+    """
+    violations = []
+    policies = blocks(root, type_="google_monitoring_alert_policy")
+    if len(policies) != 1 or policies[0].body.get("for_each") != "${local.alerts}":
+        violations.append(
+            "alert policies must be one google_monitoring_alert_policy with for_each = local.alerts, "
+            f"found {[b.address for b in policies]}"
+        )
+    alerts = module_locals(root / MONITORING).get("alerts")
+    alerts = alerts if isinstance(alerts, dict) else {}
+    violations += [f"missing alert {name!r} in local.alerts" for name in SEED_ALERTS if name not in alerts]
+    violations += [
+        f"alert {name!r} has no seed threshold in the tests" for name in alerts if name not in SEED_ALERTS
+    ]
     for name, seed in SEED_ALERTS.items():
-        policy = policies.get(name)
-        if policy is None:
-            continue
-        if "channels" not in str(policy.body.get("notification_channels", "")):
+        threshold = (alerts.get(name) or {}).get("threshold")
+        if name in alerts and threshold != seed:
+            violations.append(f"local.alerts.{name}.threshold is {threshold!r}, the seed says {seed!r}")
+    for policy in policies:
+        body = policy.body
+        if "local.channels" not in str(body.get("notification_channels", "")):
             violations.append(f"{policy.address}: no notification channels")
-        text = " ".join(walk_strings(policy.body))
-        if seed is not None:
-            key, value = seed
-            if thresholds.get(key) != value:
-                violations.append(
-                    f"local.thresholds.{key} is {thresholds.get(key)!r}, the seed says {value!r}"
-                )
-            if f"local.thresholds.{key}" not in text:
-                violations.append(f"{policy.address}: threshold is not local.thresholds.{key}")
-    if "daily_cost" in policies and "var.daily_cost_budget_usd" not in " ".join(
-        walk_strings(policies["daily_cost"].body)
-    ):
-        violations.append("daily_cost alert does not compare against the budget variable")
-    if "deadletter_backlog" in policies:
-        text = " ".join(walk_strings(policies["deadletter_backlog"].body))
-        if "num_undelivered_messages" not in text or "deadletter_subscription" not in text:
-            violations.append(
-                "deadletter_backlog must watch num_undelivered_messages of the DLQ subscription"
-            )
+        if "each.value.threshold" not in str(body.get("display_name")):
+            violations.append(f"{policy.address}: the display name must show each.value.threshold")
+        conditions = _first(sub_blocks(body, "conditions"))
+        threshold_conditions = [c for c, _ in nested(conditions, "condition_threshold")]
+        promql = [c for c, _ in nested(conditions, "condition_prometheus_query_language")]
+        if not threshold_conditions or any(
+            c.get("threshold_value") != "${each.value.threshold}" for c in threshold_conditions
+        ):
+            violations.append(f"{policy.address}: threshold_value must be each.value.threshold")
+        if not promql or any("each.value.threshold" not in str(c.get("query")) for c in promql):
+            violations.append(f"{policy.address}: the PromQL query must compare against each.value.threshold")
+    if "promql" in (alerts.get("daily_cost") or {}) and "%v" not in str(alerts["daily_cost"]["promql"]):
+        violations.append("daily_cost PromQL must take the threshold (the budget variable) through format")
+    deadletter = " ".join(walk_strings(alerts.get("deadletter_backlog") or {}))
+    if "num_undelivered_messages" not in deadletter or "deadletter_subscription" not in deadletter:
+        violations.append("deadletter_backlog must watch num_undelivered_messages of the DLQ subscription")
+    moved = {
+        (str(m.get("from")), str(m.get("to")))
+        for path in sorted((root / MONITORING).glob("*.tf"))
+        for m in parse_hcl(path).get("moved", [])
+    }
+    violations += [
+        f"no moved block keeps the existing policy {name!r} in place"
+        for name in SEED_ALERTS
+        if (
+            f"${{google_monitoring_alert_policy.{name}}}",
+            f'${{google_monitoring_alert_policy.this["{name}"]}}',
+        )
+        not in moved
+    ]
     metrics = {b.name for b in blocks(root, type_="google_logging_metric")}
     violations += [
         f"missing log-based metric {m!r}"
@@ -923,47 +1245,139 @@ def check_flags_document(root: Path) -> list[str]:
     if not any("flags_file" in v for v in variables):
         violations.append("modules/flags has no flags_file variable")
     expression = str(module_locals(flags[0].path.parent).get("flags_file"))
-    if "${path.root}/../../flags/flags.json" not in expression:
-        violations.append("flags_file must default to ${path.root}/../../flags/flags.json")
+    if "${path.module}/../../flags/flags.json" not in expression:
+        violations.append("flags_file must default to ${path.module}/../../flags/flags.json")
     return violations
 
 
-def check_env_roots(root: Path) -> list[str]:
-    """dev/stg/prod roots: GCS backend, google ~> 6, validated variables, required outputs, README."""
+def check_env_root(root: Path) -> list[str]:
+    """One root, terraform/envs: GCS backend, pinned providers, validated variables, env guard, outputs."""
     required_validations = ("project_id", "region", "env", "image", "daily_llm_budget_usd", "service_sizing")
+    directory = root / ROOT_DIR
     violations = []
-    for env in ENVIRONMENTS:
-        directory = root / "terraform" / "envs" / env
-        if not directory.is_dir():
-            violations.append(f"missing env root {directory}")
-            continue
-        parsed = [parse_hcl(p) for p in sorted(directory.glob("*.tf"))]
-        terraform = [t for doc in parsed for t in doc.get("terraform", [])]
-        backends = [b for t in terraform for b in t.get("backend", [])]
-        if not any("gcs" in b for b in backends):
-            violations.append(f'{env}: no backend "gcs" block')
-        providers = [
-            p for t in terraform for block in t.get("required_providers", []) for p in [block.get("google")]
-        ]
-        if not any(
-            p and p.get("source") == "hashicorp/google" and str(p.get("version", "")).startswith("~> 6.")
-            for p in providers
-        ):
-            violations.append(f"{env}: required_providers must pin hashicorp/google ~> 6.x")
-        variables = {
-            name: body for doc in parsed for v in doc.get("variable", []) for name, body in v.items()
+    roots = sorted(
+        {
+            p.parent
+            for p in tf_files(root)
+            for entry in parse_hcl(p).get("terraform", [])
+            if "backend" in entry
         }
-        for name in required_validations:
-            if not sub_blocks(variables.get(name, {}), "validation"):
-                violations.append(f"{env}: variable {name} has no validation block")
-        outputs = {name for doc in parsed for o in doc.get("output", []) for name in o}
+    )
+    if roots != [directory]:
+        violations.append(f"the one root with a backend must be {ROOT_DIR}, found {roots}")
+    nested_roots = (
+        sorted(p for p in directory.iterdir() if p.is_dir() and any(p.glob("*.tf")))
+        if directory.is_dir()
+        else []
+    )
+    violations += [f"{p}: a second root under {ROOT_DIR}" for p in nested_roots]
+    if not directory.is_dir():
+        return [*violations, f"missing root {directory}"]
+    parsed = [parse_hcl(p) for p in sorted(directory.glob("*.tf"))]
+    terraform = [t for doc in parsed for t in doc.get("terraform", [])]
+    backends = [b for t in terraform for b in t.get("backend", [])]
+    if not any("gcs" in b for b in backends):
+        violations.append('root: no backend "gcs" block')
+    providers = {
+        name: spec
+        for t in terraform
+        for block in t.get("required_providers", [])
+        for name, spec in block.items()
+        if isinstance(spec, dict)
+    }
+    if not str((providers.get("google") or {}).get("version", "")).startswith("~> 6."):
+        violations.append("root: required_providers must pin hashicorp/google ~> 6.x")
+    if (providers.get("random") or {}).get("source") != "hashicorp/random":
+        violations.append("root: required_providers must pin hashicorp/random (the vault key)")
+    variables = {name: body for doc in parsed for v in doc.get("variable", []) for name, body in v.items()}
+    for name in required_validations:
+        if not sub_blocks(variables.get(name, {}), "validation"):
+            violations.append(f"root: variable {name} has no validation block")
+    without_default = {
+        name for name, body in variables.items() if isinstance(body, dict) and "default" not in body
+    }
+    if without_default != ENV_SPECIFIC_VARIABLES | COMMAND_LINE_VARIABLES:
+        violations.append(
+            "root: exactly the environment-specific and command-line variables have no default, "
+            f"found {sorted(without_default)}"
+        )
+    guard = [
+        b
+        for b in blocks(root, type_="terraform_data")
+        if b.path.parent == directory
+        and "var.env" in str(b.body.get("triggers_replace"))
+        and any(lc.get("prevent_destroy") is True for lc in sub_blocks(b.body, "lifecycle"))
+    ]
+    if not guard:
+        violations.append(
+            "root: no environment guard (terraform_data replaced on a new env, prevent_destroy)"
+        )
+    outputs = {name for doc in parsed for o in doc.get("output", []) for name in o}
+    violations += [
+        f"root: missing output {o}"
+        for o in ("ingress_url", "admin_url", "topic_names", "rollout", "serving_tag")
+        if o not in outputs
+    ]
+    if not (directory / "README.md").is_file():
+        violations.append("root: no README.md")
+    return violations
+
+
+def check_env_files(root: Path) -> list[str]:
+    """Each environment is <env>.tfvars (its choices) and <env>.gcs.tfbackend (its state prefix)."""
+    directory = root / ROOT_DIR
+    declared = {
+        name
+        for path in sorted(directory.glob("*.tf"))
+        for v in parse_hcl(path).get("variable", [])
+        for name in v
+    }
+    violations = []
+    values: dict[str, dict[str, Any]] = {}
+    for env in ENVIRONMENTS:
+        path = directory / f"{env}.tfvars"
+        backend = directory / f"{env}.gcs.tfbackend"
+        if not path.is_file() or not backend.is_file():
+            violations.append(f"{env}: needs {path.name} and {backend.name} in {ROOT_DIR}")
+            continue
+        values[env] = tfvars(root, env)
+        if parse_hcl(backend).get("prefix") != f"charter/{env}":
+            violations.append(f'{env}: {backend.name} must set prefix = "charter/{env}"')
+        missing = ENV_SPECIFIC_VARIABLES - set(values[env])
+        violations += [f"{env}: {path.name} does not set {name}" for name in sorted(missing)]
         violations += [
-            f"{env}: missing output {o}"
-            for o in ("ingress_url", "admin_url", "topic_names")
-            if o not in outputs
+            f"{env}: {path.name} sets undeclared {name}" for name in sorted(set(values[env]) - declared)
         ]
-        if not (directory / "README.md").is_file():
-            violations.append(f"{env}: no README.md")
+        violations += [
+            f"{env}: {path.name} sets {name}, which the pipeline passes on the command line"
+            for name in sorted(
+                set(values[env])
+                & (COMMAND_LINE_VARIABLES | {"candidate_tag", "candidate_percent", "stable_tag"})
+            )
+        ]
+        if values[env].get("env") != env:
+            violations.append(f"{env}: {path.name} sets env = {values[env].get('env')!r}")
+        budget = values[env].get("daily_llm_budget_usd")
+        if not isinstance(budget, int | float) or not 0 < budget <= SEED_DAILY_BUDGET_USD:
+            violations.append(
+                f"{env}: daily_llm_budget_usd {budget!r} must be above 0 and at most the seed's 33 USD"
+            )
+        generations = values[env].get("vault_key_generations")
+        if not isinstance(generations, list) or not generations or len(set(generations)) != len(generations):
+            violations.append(f"{env}: vault_key_generations must name at least one generation, each once")
+    for env in ("stg", "prod"):
+        if env in values and values[env].get("deletion_protection") is not True:
+            violations.append(f"{env}: deletion_protection must be true")
+    if "prod" in values:
+        prod = values["prod"]
+        if prod.get("firestore_pitr") is not True:
+            violations.append("prod: firestore_pitr must be true")
+        sizing = prod.get("service_sizing") or {}
+        violations += [
+            f"prod: {target} must keep a warm instance (min_instances >= 1)"
+            for target in WARM_IN_PROD
+            if not (sizing.get(target) or {}).get("min_instances", 0) >= 1
+        ]
     return violations
 
 
@@ -1000,10 +1414,48 @@ def check_cloudbuild(root: Path) -> list[str]:
     for flag_step in ("flags-shadow", "flags-canary"):
         if "_ROLLOUT_STAGE" not in text(flag_step):
             violations.append(f"{flag_step} must be gated by _ROLLOUT_STAGE")
+    violations += _terraform_invocations(steps)
     if (config.get("options") or {}).get("logging") != "CLOUD_LOGGING_ONLY":
         violations.append("options.logging must be CLOUD_LOGGING_ONLY")
     if not config.get("timeout"):
         violations.append("build timeout is not set")
+    return violations
+
+
+_TFVARS = re.compile(r'-var-file="?\$\{_ENV\}\.tfvars"?(\s|$)')
+_TFBACKEND = re.compile(r'-backend-config="?\$\{_ENV\}\.gcs\.tfbackend"?(\s|$)')
+
+
+def _terraform_invocations(steps: list[dict[str, Any]]) -> list[str]:
+    """Terraform steps run in the one root and pick the environment's tfvars and backend files.
+
+    Every ``terraform init`` reads ``${_ENV}.gcs.tfbackend``; every plan and apply reads
+    ``${_ENV}.tfvars`` (except applying a saved plan, which takes no variables); ``env`` is never
+    given on the command line (it would override the tfvars file).
+    """
+    violations = []
+    for step in steps:
+        script = str(step.get("script", ""))
+        commands = re.sub(r"\\\n\s*", " ", script).splitlines()
+        invocations = [c for c in commands if re.search(r"\bterraform\s+(init|plan|apply)\b", c)]
+        if not invocations:
+            continue
+        step_id = step.get("id")
+        if step.get("dir") != str(ROOT_DIR):
+            violations.append(f"{step_id}: terraform must run in {ROOT_DIR}, runs in {step.get('dir')}")
+        for command in invocations:
+            if re.search(r"\bterraform\s+init\b", command) and not _TFBACKEND.search(command):
+                violations.append(
+                    f'{step_id}: terraform init without -backend-config="${{_ENV}}.gcs.tfbackend"'
+                )
+            saved_plan = re.search(r"\bterraform\s+apply\b.*\stfplan\s*$", command)
+            plan_or_apply = re.search(r"\bterraform\s+(plan|apply)\b", command) and not saved_plan
+            if plan_or_apply and not _TFVARS.search(command):
+                violations.append(f'{step_id}: terraform plan/apply without -var-file="${{_ENV}}.tfvars"')
+            if re.search(r"-var\s+\"?env=", command):
+                violations.append(
+                    f"{step_id}: env is given on the command line; it comes from the tfvars file"
+                )
     return violations
 
 
@@ -1114,13 +1566,17 @@ TREE_CHECKS: tuple[Callable[[Path], list[str]], ...] = (
     check_publisher_grants,
     check_secret_access,
     check_secret_env,
+    check_service_env,
     check_run_services,
+    check_threads,
+    check_timeout_nesting,
     check_firestore,
     check_alert_policies,
     check_bigquery,
     check_scheduler,
     check_flags_document,
-    check_env_roots,
+    check_env_root,
+    check_env_files,
     check_cloudbuild,
     check_dockerfile,
     check_dockerignore,

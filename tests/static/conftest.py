@@ -19,13 +19,7 @@ if str(HERE) not in sys.path:
 REPO_ROOT = HERE.parent.parent
 
 # What the static checks read: enough to rebuild the tree in a temporary directory.
-DEPLOYMENT_FILES = (
-    "Dockerfile",
-    ".dockerignore",
-    "cloudbuild.yaml",
-    "shared_lib/topology.json",
-    "shared_lib/config/collections.json",
-)
+DEPLOYMENT_FILES = ("Dockerfile", ".dockerignore", "cloudbuild.yaml")
 
 
 @pytest.fixture(scope="session")
@@ -34,17 +28,24 @@ def repo_root() -> Path:
     return REPO_ROOT
 
 
+# Source trees the checks read: terraform, and the product source that names the env vars it reads.
+SOURCE_TREES = ("terraform", "shared_lib", "functions")
+
+
 @pytest.fixture
 def repo_copy(tmp_path: Path) -> Path:
-    """A copy of terraform/, the Dockerfile, .dockerignore, cloudbuild.yaml, topology.json and collections.json.
+    """A copy of terraform/, shared_lib/, functions/, the Dockerfile, .dockerignore and cloudbuild.yaml.
 
     Mutation tests break one rule in the copy and run the same check on it.
     """
-    shutil.copytree(
-        REPO_ROOT / "terraform",
-        tmp_path / "terraform",
-        ignore=shutil.ignore_patterns(".terraform", "*.tfstate*", ".terraform.lock.hcl"),
-    )
+    for tree in SOURCE_TREES:
+        shutil.copytree(
+            REPO_ROOT / tree,
+            tmp_path / tree,
+            ignore=shutil.ignore_patterns(
+                ".terraform", "*.tfstate*", ".terraform.lock.hcl", "__pycache__", "*.pyc"
+            ),
+        )
     for name in DEPLOYMENT_FILES:
         target = tmp_path / name
         target.parent.mkdir(parents=True, exist_ok=True)

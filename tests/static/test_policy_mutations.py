@@ -13,15 +13,21 @@ from charter_static_checks import (
     check_alert_policies,
     check_cloudbuild,
     check_dockerfile,
+    check_env_files,
+    check_env_root,
     check_firestore,
     check_flags_document,
     check_no_hardcoded_names,
     check_public_access,
     check_publisher_grants,
     check_push_subscriptions,
+    check_secret_access,
     check_secret_env,
     check_service_accounts,
+    check_service_env,
     check_terraform_fmt,
+    check_threads,
+    check_timeout_nesting,
 )
 
 Check = Callable[[Path], list[str]]
@@ -32,6 +38,10 @@ IAM = "terraform/modules/iam/main.tf"
 FIRESTORE = "terraform/modules/firestore/main.tf"
 FIRESTORE_TTL = "terraform/modules/firestore/collections.tf"
 COLLECTIONS = "shared_lib/config/collections.json"
+MONITORING = "terraform/modules/monitoring/main.tf"
+SECRETS = "terraform/modules/secrets/main.tf"
+ROOT_MAIN = "terraform/envs/main.tf"
+ROOT_VARIABLES = "terraform/envs/variables.tf"
 
 DYNAMIC_DEAD_LETTER = """  dynamic "dead_letter_policy" {
     for_each = each.value.dead_letter ? [google_pubsub_topic.this[local.deadletter_key].id] : []
@@ -44,7 +54,7 @@ DYNAMIC_DEAD_LETTER = """  dynamic "dead_letter_policy" {
 """
 
 SECRET_ENV = """      dynamic "env" {
-        for_each = toset(lookup(var.secrets_by_target, each.key, []))
+        for_each = local.service_secrets[each.key]
 """
 
 
@@ -192,11 +202,9 @@ def test_a_collection_group_with_conflicting_ttl_fields_is_reported(repo_copy: P
 
 
 def test_changed_seed_threshold_is_reported(repo_copy: Path) -> None:
-    old = "    block_rate       = 0.10\n"
-    new = "    block_rate       = 0.25\n"
-    assert_detects(
-        check_alert_policies, repo_copy, "terraform/modules/monitoring/main.tf", old, new, "block_rate"
-    )
+    old = "      threshold          = 0.10\n"
+    new = "      threshold          = 0.25\n"
+    assert_detects(check_alert_policies, repo_copy, MONITORING, old, new, "block_rate")
 
 
 def test_dockerfile_without_user_is_reported(repo_copy: Path) -> None:
@@ -248,3 +256,264 @@ def test_unformatted_terraform_is_reported(repo_copy: Path) -> None:
 def test_flag_document_without_hash_is_reported(repo_copy: Path) -> None:
     old = "    sha256        = { stringValue = sha256(local.flags_text) }\n"
     assert_detects(check_flags_document, repo_copy, "terraform/modules/flags/main.tf", old, "", "sha256")
+
+
+# --- what each service receives --------------------------------------------------------------
+
+
+def test_admin_token_under_the_old_env_name_is_reported(repo_copy: Path) -> None:
+    # The admin code reads CHARTER_ADMIN_TOKEN; ADMIN_OPERATOR_TOKEN is read by nothing.
+    old = '      CHARTER_ADMIN_TOKEN = "admin-operator-token"\n'
+    new = '      ADMIN_OPERATOR_TOKEN = "admin-operator-token"\n'
+    assert_detects(check_service_env, repo_copy, RUN, old, new, "ADMIN_OPERATOR_TOKEN")
+
+
+def test_secret_env_name_derived_from_the_secret_id_is_reported(repo_copy: Path) -> None:
+    old = "          name = env.key\n\n          value_source {"
+    new = '          name = upper(replace(env.value, "-", "_"))\n\n          value_source {'
+    assert_detects(check_service_env, repo_copy, RUN, old, new, "not derived")
+
+
+def test_executor_without_the_vault_key_is_reported(repo_copy: Path) -> None:
+    old = """      CHATWORK_API_TOKEN = "chatwork-api-token"
+      CHARTER_VAULT_KEY  = "charter-vault-key"
+"""
+    new = """      CHATWORK_API_TOKEN = "chatwork-api-token"
+"""
+    assert_detects(check_secret_access, repo_copy, RUN, old, new, "least-privilege")
+
+
+def test_executor_on_the_store_task_backend_is_reported(repo_copy: Path) -> None:
+    old = """      THREADS              = tostring(local.sizing.executor.concurrency)
+      CHARTER_TASK_BACKEND = "chatwork"
+"""
+    new = """      THREADS              = tostring(local.sizing.executor.concurrency)
+      CHARTER_TASK_BACKEND = "store"
+"""
+    assert_detects(
+        check_service_env, repo_copy, RUN, old, new, "service_env[executor] must set CHARTER_TASK_BACKEND"
+    )
+
+
+def test_env_var_set_outside_the_maps_is_reported(repo_copy: Path) -> None:
+    extra = """      env {
+        name  = "CHARTER_MODEL"
+        value = "claude"
+      }
+
+"""
+    assert_detects(check_service_env, repo_copy, RUN, SECRET_ENV, extra + SECRET_ENV, "CHARTER_MODEL")
+
+
+def test_secret_that_the_secrets_module_lists_itself_is_reported(repo_copy: Path) -> None:
+    old = "  for_each = var.secret_ids\n"
+    new = '  for_each = toset(["anthropic-api-key", "charter-vault-key"])\n'
+    assert_detects(check_secret_access, repo_copy, SECRETS, old, new, "for_each = var.secret_ids")
+
+
+def test_secret_value_from_a_variable_is_reported(repo_copy: Path) -> None:
+    version = """
+resource "google_secret_manager_secret_version" "anthropic" {
+  secret      = google_secret_manager_secret.this["anthropic-api-key"].id
+  secret_data = var.anthropic_api_key
+}
+"""
+    anchor = "# One 32-byte key per generation"
+    assert_detects(check_secret_access, repo_copy, SECRETS, anchor, version + anchor, "generated vault key")
+
+
+def test_iam_grants_from_their_own_secret_map_are_reported(repo_copy: Path) -> None:
+    old = "    for target, secrets in var.service_secrets : {\n"
+    new = '    for target, secrets in { admin = { T = "admin-operator-token" } } : {\n'
+    assert_detects(check_secret_access, repo_copy, IAM, old, new, "var.service_secrets")
+
+
+def test_threads_of_another_target_is_reported(repo_copy: Path) -> None:
+    old = "      THREADS                  = tostring(local.sizing.brain.concurrency)\n"
+    new = "      THREADS                  = tostring(local.sizing.ingress.concurrency)\n"
+    assert_detects(check_threads, repo_copy, RUN, old, new, "THREADS of brain")
+
+
+def test_literal_threads_that_a_tfvars_override_outgrows_is_reported(repo_copy: Path) -> None:
+    # A literal equal to the module's concurrency is right until an environment overrides it.
+    mutate(
+        repo_copy,
+        RUN,
+        "      THREADS = tostring(local.sizing.ingress.concurrency)\n",
+        '      THREADS = "80"\n',
+    )
+    assert check_threads(repo_copy) == []
+    old = "  ingress   = { min_instances = 1, max_instances = 50 }\n"
+    new = "  ingress   = { min_instances = 1, max_instances = 50, concurrency = 100 }\n"
+    mutate(repo_copy, "terraform/envs/prod.tfvars", old, new)
+    assert any("prod: THREADS of ingress" in v for v in check_threads(repo_copy))
+
+
+def test_threads_follow_a_concurrency_override(repo_copy: Path) -> None:
+    # GIVEN prod raising brain's concurrency THEN THREADS (an expression of it) still matches
+    old = "  brain     = { min_instances = 1, max_instances = 30 }\n"
+    new = "  brain     = { min_instances = 1, max_instances = 30, concurrency = 30 }\n"
+    mutate(repo_copy, "terraform/envs/prod.tfvars", old, new)
+    assert check_threads(repo_copy) == []
+
+
+def test_push_timeout_at_the_ack_deadline_is_reported(repo_copy: Path) -> None:
+    old = "    timeout_seconds = 50\n"
+    new = "    timeout_seconds = 60\n"
+    assert_detects(check_timeout_nesting, repo_copy, RUN, old, new, "must be below the ack deadline")
+
+
+def test_push_timeout_raised_by_an_environment_is_reported(repo_copy: Path) -> None:
+    old = "  responder = { min_instances = 1, max_instances = 30 }\n"
+    new = "  responder = { min_instances = 1, max_instances = 30, timeout_seconds = 90 }\n"
+    assert_detects(
+        check_timeout_nesting,
+        repo_copy,
+        "terraform/envs/prod.tfvars",
+        old,
+        new,
+        "prod: request timeout of responder",
+    )
+
+
+def test_llm_budget_beyond_the_request_timeout_is_reported(repo_copy: Path) -> None:
+    old = "  llm_retry_budget_seconds = 40\n"
+    new = "  llm_retry_budget_seconds = 55\n"
+    assert_detects(check_timeout_nesting, repo_copy, RUN, old, new, "LLM retry budget of brain")
+
+
+def test_llm_caller_without_a_retry_budget_is_reported(repo_copy: Path) -> None:
+    old = """      THREADS                  = tostring(local.sizing.responder.concurrency)
+      CHARTER_LLM_RETRY_BUDGET = tostring(local.llm_retry_budget_seconds)
+"""
+    new = """      THREADS = tostring(local.sizing.responder.concurrency)
+"""
+    assert_detects(check_timeout_nesting, repo_copy, RUN, old, new, "responder calls the LLM")
+
+
+def test_the_old_timeout_precondition_is_reported(repo_copy: Path) -> None:
+    # The precondition the wrong way round: timeout >= ack deadline.
+    old = "local.sizing[each.key].timeout_seconds < local.topology.retry.ack_deadline_seconds"
+    new = "local.sizing[each.key].timeout_seconds >= local.topology.retry.ack_deadline_seconds"
+    assert_detects(check_timeout_nesting, repo_copy, RUN, old, new, "timeout < ack deadline")
+
+
+# --- alert policies ----------------------------------------------------------------------------
+
+
+def test_alert_policy_outside_the_map_is_reported(repo_copy: Path) -> None:
+    policy = """
+resource "google_monitoring_alert_policy" "extra" {
+  project      = var.project_id
+  display_name = "Charter: something else"
+  combiner     = "OR"
+}
+"""
+    anchor = "# The policies were one resource each"
+    assert_detects(
+        check_alert_policies, repo_copy, MONITORING, anchor, policy + anchor, "one google_monitoring"
+    )
+
+
+def test_threshold_written_in_the_resource_is_reported(repo_copy: Path) -> None:
+    old = "        threshold_value    = each.value.threshold\n"
+    new = "        threshold_value    = 0.1\n"
+    assert_detects(check_alert_policies, repo_copy, MONITORING, old, new, "threshold_value")
+
+
+def test_alert_dropped_from_the_map_is_reported(repo_copy: Path) -> None:
+    text = (repo_copy / MONITORING).read_text(encoding="utf-8")
+    start = text.index("    confirm_rate = {\n")
+    end = text.index("    block_rate = {\n")
+    assert_detects(check_alert_policies, repo_copy, MONITORING, text[start:end], "", "confirm_rate")
+
+
+def test_missing_moved_block_is_reported(repo_copy: Path) -> None:
+    old = """moved {
+  from = google_monitoring_alert_policy.ingress_5xx
+  to   = google_monitoring_alert_policy.this["ingress_5xx"]
+}
+"""
+    assert_detects(check_alert_policies, repo_copy, MONITORING, old, "", "ingress_5xx")
+
+
+# --- one root, per-environment files -------------------------------------------------------------
+
+
+def test_tfvars_without_an_env_specific_value_is_reported(repo_copy: Path) -> None:
+    old = "deletion_protection  = true\n"
+    assert_detects(
+        check_env_files,
+        repo_copy,
+        "terraform/envs/stg.tfvars",
+        old,
+        "",
+        "stg.tfvars does not set deletion_protection",
+    )
+
+
+def test_prod_without_deletion_protection_is_reported(repo_copy: Path) -> None:
+    old = "deletion_protection  = true\n"
+    new = "deletion_protection  = false\n"
+    assert_detects(
+        check_env_files, repo_copy, "terraform/envs/prod.tfvars", old, new, "prod: deletion_protection"
+    )
+
+
+def test_tfvars_of_another_environment_is_reported(repo_copy: Path) -> None:
+    old = 'env                  = "stg"\n'
+    new = 'env                  = "prod"\n'
+    assert_detects(check_env_files, repo_copy, "terraform/envs/stg.tfvars", old, new, "sets env = 'prod'")
+
+
+def test_missing_tfvars_file_is_reported(repo_copy: Path) -> None:
+    assert check_env_files(repo_copy) == []
+    (repo_copy / "terraform/envs/dev.tfvars").unlink()
+    assert any("dev: needs dev.tfvars" in v for v in check_env_files(repo_copy))
+
+
+def test_wrong_state_prefix_is_reported(repo_copy: Path) -> None:
+    old = 'prefix = "charter/stg"\n'
+    new = 'prefix = "charter/prod"\n'
+    assert_detects(check_env_files, repo_copy, "terraform/envs/stg.gcs.tfbackend", old, new, "prefix")
+
+
+def test_default_for_an_env_specific_variable_is_reported(repo_copy: Path) -> None:
+    old = """  description = "Enable Firestore point-in-time recovery."
+  type        = bool
+"""
+    new = old + "  default     = false\n"
+    assert_detects(check_env_root, repo_copy, ROOT_VARIABLES, old, new, "have no default")
+
+
+def test_second_root_is_reported(repo_copy: Path) -> None:
+    assert check_env_root(repo_copy) == []
+    second = repo_copy / "terraform/envs/prod"
+    second.mkdir()
+    (second / "versions.tf").write_text('terraform {\n  backend "gcs" {}\n}\n', encoding="utf-8")
+    assert any("the one root" in v for v in check_env_root(repo_copy))
+
+
+def test_missing_environment_guard_is_reported(repo_copy: Path) -> None:
+    old = "    prevent_destroy = true\n"
+    assert_detects(check_env_root, repo_copy, ROOT_MAIN, old, "", "environment guard")
+
+
+def test_plan_without_the_environment_tfvars_is_reported(repo_copy: Path) -> None:
+    old = '      terraform plan -input=false -out=tfplan -var-file="${_ENV}.tfvars" \\\n'
+    new = "      terraform plan -input=false -out=tfplan \\\n"
+    assert_detects(check_cloudbuild, repo_copy, "cloudbuild.yaml", old, new, "tf-plan: terraform plan/apply")
+
+
+def test_init_without_the_environment_backend_is_reported(repo_copy: Path) -> None:
+    text = (repo_copy / "cloudbuild.yaml").read_text(encoding="utf-8")
+    old = '-backend-config="${_ENV}.gcs.tfbackend" \\\n'
+    assert text.count(old) == 3
+    (repo_copy / "cloudbuild.yaml").write_text(text.replace(old, "\\\n", 1), encoding="utf-8")
+    assert any("tf-plan: terraform init" in v for v in check_cloudbuild(repo_copy))
+
+
+def test_env_on_the_command_line_is_reported(repo_copy: Path) -> None:
+    old = '-var "candidate_percent=100"'
+    new = '-var "candidate_percent=100" -var "env=${_ENV}"'
+    assert_detects(check_cloudbuild, repo_copy, "cloudbuild.yaml", old, new, "traffic: env is given")

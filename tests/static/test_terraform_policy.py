@@ -7,12 +7,47 @@ from pathlib import Path
 
 import pytest
 from charter_static_checks import (
+    ENV_SPECIFIC_VARIABLES,
+    ENVIRONMENTS,
     EXPECTED_PUBLISHES,
+    MONITORING,
+    RUN_SERVICES,
+    SEED_ALERTS,
     TREE_CHECKS,
+    blocks,
     check_terraform_fmt,
+    effective_sizing,
     load_topology,
     module_locals,
+    resolve_number,
+    tfvars,
 )
+
+# What the three env roots had as defaults, now the values of their tfvars files.
+CARRIED_OVER = {
+    "dev": {
+        "daily_llm_budget_usd": 10,
+        "deletion_protection": False,
+        "firestore_pitr": False,
+        "service_sizing": {},
+    },
+    "stg": {
+        "daily_llm_budget_usd": 20,
+        "deletion_protection": True,
+        "firestore_pitr": False,
+        "service_sizing": {},
+    },
+    "prod": {
+        "daily_llm_budget_usd": 33,
+        "deletion_protection": True,
+        "firestore_pitr": True,
+        "service_sizing": {
+            "ingress": {"min_instances": 1, "max_instances": 50},
+            "brain": {"min_instances": 1, "max_instances": 30},
+            "responder": {"min_instances": 1, "max_instances": 30},
+        },
+    },
+}
 
 
 def test_terraform_fmt_check_passes(repo_root: Path) -> None:
@@ -43,3 +78,63 @@ def test_every_subscription_target_is_a_service(repo_root: Path) -> None:
     for name, subscription in topology["subscriptions"].items():
         assert subscription["topic"] in topology["topics"], name
         assert topology["targets"][subscription["target"]]["kind"] == "cloudevent", name
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_each_environment_is_a_tfvars_file_with_its_own_values(repo_root: Path, env: str) -> None:
+    # GIVEN the one root WHEN an environment's tfvars file is read
+    values = tfvars(repo_root, env)
+
+    # THEN it sets every environment-specific variable, with the defaults its old root had
+    assert set(values) >= ENV_SPECIFIC_VARIABLES
+    assert values["env"] == env
+    assert {key: values[key] for key in CARRIED_OVER[env]} == CARRIED_OVER[env]
+    assert (repo_root / "terraform" / "envs" / f"{env}.gcs.tfbackend").is_file()
+
+
+def test_the_environments_differ_only_in_their_tfvars(repo_root: Path) -> None:
+    # GIVEN the three tfvars files THEN no two of them are the same environment
+    chosen = [tuple(sorted((k, repr(v)) for k, v in tfvars(repo_root, env).items())) for env in ENVIRONMENTS]
+    assert len(set(chosen)) == len(ENVIRONMENTS)
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_threads_equals_concurrency_for_every_target(repo_root: Path, env: str) -> None:
+    # GIVEN the effective sizing of an environment and run_services' per-target env
+    sizing = effective_sizing(repo_root, env)
+    found = module_locals(repo_root / RUN_SERVICES)
+
+    # THEN every target runs as many gunicorn threads as Cloud Run sends it concurrent requests
+    for target in load_topology(repo_root)["targets"]:
+        threads = resolve_number(found["service_env"][target]["THREADS"], found, sizing)
+        assert threads == sizing[target]["concurrency"], target
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_timeouts_nest_inside_the_ack_deadline(repo_root: Path, env: str) -> None:
+    # GIVEN topology.json's ack deadline, the request timeouts and the LLM retry budget
+    topology = load_topology(repo_root)
+    ack = topology["retry"]["ack_deadline_seconds"]
+    sizing = effective_sizing(repo_root, env)
+    found = module_locals(repo_root / RUN_SERVICES)
+    push = {s["target"] for s in topology["subscriptions"].values()}
+
+    # THEN every push target answers before the ack deadline, and LLM retries end before the timeout
+    assert push and {"ingress", "admin"}.isdisjoint(push)
+    for target in push:
+        assert sizing[target]["timeout_seconds"] < ack, target
+    llm_targets = {t for t, s in found["service_secrets"].items() if "ANTHROPIC_API_KEY" in s}
+    assert llm_targets == {"brain", "brain_shadow", "responder"}
+    for target in llm_targets:
+        budget = resolve_number(found["service_env"][target]["CHARTER_LLM_RETRY_BUDGET"], found, sizing)
+        assert budget is not None and 0 < budget < sizing[target]["timeout_seconds"] < ack, target
+
+
+def test_alert_policies_come_from_the_one_map(repo_root: Path) -> None:
+    # GIVEN the monitoring module
+    policies = blocks(repo_root, type_="google_monitoring_alert_policy")
+    alerts = module_locals(repo_root / MONITORING)["alerts"]
+
+    # THEN one resource makes every alert from local.alerts, whose thresholds are the seed's
+    assert [p.body["for_each"] for p in policies] == ["${local.alerts}"]
+    assert {name: spec["threshold"] for name, spec in alerts.items()} == SEED_ALERTS

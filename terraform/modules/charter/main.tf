@@ -1,6 +1,6 @@
 # The whole Charter deployment of one environment (one GCP project per environment: topic and
 # subscription names are the ones in shared_lib/topology.json, the same in every project).
-# The env roots under terraform/envs only choose values for this module.
+# The one root, terraform/envs, only chooses values for this module (per environment, from its tfvars).
 
 data "google_project" "this" {
   project_id = var.project_id
@@ -8,6 +8,9 @@ data "google_project" "this" {
 
 locals {
   pubsub_service_agent = "service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+
+  # Every secret id some service mounts (modules/run_services local.service_secrets).
+  secret_ids = toset(flatten([for secrets in values(module.run_services.service_secrets) : values(secrets)]))
 
   labels = merge(var.labels, { app = "charter", env = var.env, managed-by = "terraform" })
 
@@ -37,8 +40,10 @@ resource "google_project_service" "this" {
 module "secrets" {
   source = "../secrets"
 
-  project_id = var.project_id
-  labels     = local.labels
+  project_id            = var.project_id
+  secret_ids            = local.secret_ids
+  vault_key_generations = var.vault_key_generations
+  labels                = local.labels
 
   depends_on = [google_project_service.this]
 }
@@ -78,9 +83,10 @@ module "bigquery" {
 module "iam" {
   source = "../iam"
 
-  project_id  = var.project_id
-  topic_names = module.pubsub.topic_names
-  secret_ids  = module.secrets.secret_ids
+  project_id      = var.project_id
+  topic_names     = module.pubsub.topic_names
+  secret_ids      = module.secrets.secret_ids
+  service_secrets = module.run_services.service_secrets
 
   depends_on = [google_project_service.this]
 }
@@ -97,7 +103,6 @@ module "run_services" {
   stable_tag             = var.stable_tag
   sizing                 = var.service_sizing
   service_account_emails = module.iam.service_account_emails
-  secrets_by_target      = module.iam.secrets_by_target
   flags_document_path    = module.flags.document_path
   pubsub_invoker_email   = module.iam.pubsub_invoker_email
   scheduler_email        = module.iam.scheduler_email

@@ -1,5 +1,5 @@
-# Validation of these values lives in the env roots (terraform/envs/*/variables.tf), which are
-# what operators and the pipeline call.
+# Validation of these values lives in the root (terraform/envs/variables.tf), which is what
+# operators and the pipeline call.
 
 variable "project_id" {
   description = "GCP project of this environment."
@@ -113,6 +113,11 @@ variable "deletion_protection" {
   description = "Protect Cloud Run services, the Firestore database and the BigQuery table from deletion."
   type        = bool
   default     = true
+}
+
+variable "vault_key_generations" {
+  description = "Generations of the generated vault key (charter-vault-key); the first one's key encrypts."
+  type        = list(string)
 }
 
 variable "labels" {

@@ -9,7 +9,7 @@
 # reader rejects a document whose hash does not match) and `updated_by = "terraform"`.
 
 locals {
-  flags_file   = coalesce(var.flags_file, "${path.root}/../../flags/flags.json")
+  flags_file   = coalesce(var.flags_file, "${path.module}/../../flags/flags.json")
   file_present = fileexists(local.flags_file)
   flags_text   = local.file_present ? file(local.flags_file) : ""
 }

@@ -9,7 +9,7 @@ variable "database_name" {
 }
 
 variable "flags_file" {
-  description = "Path of the flags JSON file; null means terraform/flags/flags.json (\"$${path.root}/../../flags/flags.json\" from an env root)."
+  description = "Path of the flags JSON file; null means terraform/flags/flags.json (found from this module, whatever the root)."
   type        = string
   default     = null
 }

@@ -26,25 +26,17 @@ locals {
     admin        = ["events"]
   }
 
-  # Which secrets each target may read (names from modules/secrets). brain_shadow runs the
-  # candidate arm, which calls the same LLM API as brain, so it needs the same key.
-  reads_secrets = {
-    ingress      = ["chatwork-webhook-token", "line-channel-secret", "slack-signing-secret", "http-webhook-secret"]
-    brain        = ["anthropic-api-key"]
-    brain_shadow = ["anthropic-api-key"]
-    responder    = ["anthropic-api-key", "chatwork-api-token", "line-channel-access-token", "slack-bot-token"]
-    admin        = ["admin-operator-token"]
-  }
-
   publisher_grants = merge([
     for target, topics in local.publishes : {
       for topic in topics : "${target}/${topic}" => { target = target, topic = topic }
     }
   ]...)
 
+  # Each target reads exactly the secrets its Cloud Run service mounts (modules/run_services
+  # local.service_secrets, the one place that says which env var comes from which secret).
   secret_grants = merge([
-    for target, secrets in local.reads_secrets : {
-      for secret in secrets : "${target}/${secret}" => { target = target, secret = secret }
+    for target, secrets in var.service_secrets : {
+      for secret in distinct(values(secrets)) : "${target}/${secret}" => { target = target, secret = secret }
     }
   ]...)
 }

@@ -20,11 +20,6 @@ output "scheduler_email" {
   value       = google_service_account.scheduler.email
 }
 
-output "secrets_by_target" {
-  description = "Target => secret names it reads (mounted as env vars by modules/run_services)."
-  value       = { for target in keys(local.topology.targets) : target => lookup(local.reads_secrets, target, []) }
-}
-
 output "publishes" {
   description = "Target => topic keys it may publish to."
   value       = local.publishes

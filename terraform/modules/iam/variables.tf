@@ -12,3 +12,8 @@ variable "secret_ids" {
   description = "Secret name => secret resource id, from modules/secrets."
   type        = map(string)
 }
+
+variable "service_secrets" {
+  description = "Target => {env var name => secret name} it mounts (local.service_secrets of modules/run_services)."
+  type        = map(map(string))
+}

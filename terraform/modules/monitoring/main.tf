@@ -14,17 +14,6 @@ locals {
   # The observer's subscription on the dead-letter topic: its backlog means dead letters pile up.
   deadletter_subscription = one([for name, sub in local.topology.subscriptions : name if sub.topic == "deadletter"])
 
-  # Seed thresholds (seed 000 §15.1; the daily cost one is var.daily_cost_budget_usd): constants
-  # on purpose, so changing one is a reviewed change. ingress_5xx_rate and deadletter_depth are ours.
-  thresholds = {
-    llm_latency_ms   = 10000
-    tool_error_rate  = 0.05
-    confirm_rate     = 0.30
-    block_rate       = 0.10
-    ingress_5xx_rate = 0.01
-    deadletter_depth = 0
-  }
-
   filters = {
     llm_call     = "jsonPayload.event=\"llm_call\""
     tool_calls   = "jsonPayload.event=\"layer_done\" AND jsonPayload.layer=\"executor\" AND jsonPayload.outcome=(\"executed\" OR \"failed\")"
@@ -225,234 +214,223 @@ resource "google_logging_metric" "confirms" {
 
 # --- alert policies --------------------------------------------------------------------------
 
-resource "google_monitoring_alert_policy" "llm_latency" {
-  project               = var.project_id
-  display_name          = "Charter ${var.env}: LLM latency p95 > ${format("%.0f", local.thresholds.llm_latency_ms / 1000)} s"
-  combiner              = "OR"
-  severity              = "WARNING"
-  notification_channels = local.channels
-
-  conditions {
-    display_name = "p95 LLM call latency"
-
-    condition_threshold {
-      filter          = "${local.run_logs} AND metric.type=\"${local.user_metric}/${google_logging_metric.llm_latency.name}\""
-      comparison      = "COMPARISON_GT"
-      threshold_value = local.thresholds.llm_latency_ms
-      duration        = "300s"
-
-      aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_PERCENTILE_95"
-        cross_series_reducer = "REDUCE_MAX"
-        group_by_fields      = ["metric.label.layer"]
-      }
+# Every alert policy is one entry of local.alerts, the one threshold map. Seed thresholds
+# (seed 000 §15.1: LLM latency > 10 s, tool error rate > 5 %, confirmation rate > 30 % (info),
+# block rate > 10 %, daily cost over budget) are constants on purpose, so changing one is a reviewed
+# change; the daily budget is var.daily_cost_budget_usd (per environment); ingress 5xx and dead
+# letters are ours.
+#   title        display name after "Charter <env>: "; format() gets threshold * title_scale.
+#   filter       the numerator series; denominator_filter makes it a ratio (null: a plain series).
+#   promql       instead of filter: a PromQL query, format() gets the threshold.
+locals {
+  alerts = {
+    llm_latency = {
+      title              = "LLM latency p95 > %.0f s"
+      title_scale        = 0.001
+      threshold          = 10000
+      severity           = "WARNING"
+      condition          = "p95 LLM call latency"
+      filter             = "${local.run_logs} AND metric.type=\"${local.user_metric}/${google_logging_metric.llm_latency.name}\""
+      denominator_filter = null
+      promql             = null
+      duration           = "300s"
+      alignment_period   = "300s"
+      aligner            = "ALIGN_PERCENTILE_95"
+      reducer            = "REDUCE_MAX"
+      group_by           = ["metric.label.layer"]
+      documentation      = "LLM calls are slow. Check the provider status and the llm_call logs by layer; consider the fast path flag."
     }
-  }
-
-  documentation {
-    mime_type = "text/markdown"
-    content   = "LLM calls are slow. Check the provider status and the llm_call logs by layer; consider the fast path flag."
-  }
-}
-
-resource "google_monitoring_alert_policy" "tool_error_rate" {
-  project               = var.project_id
-  display_name          = "Charter ${var.env}: tool error rate > ${format("%.0f", local.thresholds.tool_error_rate * 100)} %"
-  combiner              = "OR"
-  severity              = "ERROR"
-  notification_channels = local.channels
-
-  conditions {
-    display_name = "tool errors / tool executions"
-
-    condition_threshold {
+    tool_error_rate = {
+      title              = "tool error rate > %.0f %%"
+      title_scale        = 100
+      threshold          = 0.05
+      severity           = "ERROR"
+      condition          = "tool errors / tool executions"
       filter             = "${local.run_logs} AND metric.type=\"${local.user_metric}/${google_logging_metric.tool_errors.name}\""
       denominator_filter = "${local.run_logs} AND metric.type=\"${local.user_metric}/${google_logging_metric.tool_calls.name}\""
-      comparison         = "COMPARISON_GT"
-      threshold_value    = local.thresholds.tool_error_rate
+      promql             = null
       duration           = "300s"
-
-      aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_RATE"
-        cross_series_reducer = "REDUCE_SUM"
-      }
-
-      denominator_aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_RATE"
-        cross_series_reducer = "REDUCE_SUM"
-      }
+      alignment_period   = "300s"
+      aligner            = "ALIGN_RATE"
+      reducer            = "REDUCE_SUM"
+      group_by           = null
+      documentation      = "Tool handlers fail. Group the executor layer_done logs by reason_code; the executor receipts show the turns affected."
     }
-  }
-
-  documentation {
-    mime_type = "text/markdown"
-    content   = "Tool handlers fail. Group the executor layer_done logs by reason_code; the executor receipts show the turns affected."
-  }
-}
-
-resource "google_monitoring_alert_policy" "confirm_rate" {
-  project               = var.project_id
-  display_name          = "Charter ${var.env}: confirmation rate > ${format("%.0f", local.thresholds.confirm_rate * 100)} % (info)"
-  combiner              = "OR"
-  notification_channels = local.channels
-
-  conditions {
-    display_name = "confirm verdicts / all verdicts"
-
-    condition_threshold {
+    confirm_rate = {
+      title              = "confirmation rate > %.0f %% (info)"
+      title_scale        = 100
+      threshold          = 0.30
+      severity           = null
+      condition          = "confirm verdicts / all verdicts"
       filter             = "${local.run_logs} AND metric.type=\"${local.user_metric}/${google_logging_metric.confirms.name}\""
       denominator_filter = "${local.run_logs} AND metric.type=\"${local.user_metric}/${google_logging_metric.verdicts.name}\""
-      comparison         = "COMPARISON_GT"
-      threshold_value    = local.thresholds.confirm_rate
+      promql             = null
       duration           = "1800s"
-
-      aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_RATE"
-        cross_series_reducer = "REDUCE_SUM"
-      }
-
-      denominator_aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_RATE"
-        cross_series_reducer = "REDUCE_SUM"
-      }
+      alignment_period   = "300s"
+      aligner            = "ALIGN_RATE"
+      reducer            = "REDUCE_SUM"
+      group_by           = null
+      documentation      = "Informational: users are asked to confirm often. Review the confirm reason codes; too many prompts train people to click yes."
     }
-  }
-
-  documentation {
-    mime_type = "text/markdown"
-    content   = "Informational: users are asked to confirm often. Review the confirm reason codes; too many prompts train people to click yes."
-  }
-}
-
-resource "google_monitoring_alert_policy" "block_rate" {
-  project               = var.project_id
-  display_name          = "Charter ${var.env}: guardian block rate > ${format("%.0f", local.thresholds.block_rate * 100)} %"
-  combiner              = "OR"
-  severity              = "WARNING"
-  notification_channels = local.channels
-
-  conditions {
-    display_name = "block verdicts / all verdicts"
-
-    condition_threshold {
+    block_rate = {
+      title              = "guardian block rate > %.0f %%"
+      title_scale        = 100
+      threshold          = 0.10
+      severity           = "WARNING"
+      condition          = "block verdicts / all verdicts"
       filter             = "${local.run_logs} AND metric.type=\"${local.user_metric}/${google_logging_metric.blocks.name}\""
       denominator_filter = "${local.run_logs} AND metric.type=\"${local.user_metric}/${google_logging_metric.verdicts.name}\""
-      comparison         = "COMPARISON_GT"
-      threshold_value    = local.thresholds.block_rate
+      promql             = null
       duration           = "900s"
-
-      aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_RATE"
-        cross_series_reducer = "REDUCE_SUM"
-      }
-
-      denominator_aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_RATE"
-        cross_series_reducer = "REDUCE_SUM"
-      }
+      alignment_period   = "300s"
+      aligner            = "ALIGN_RATE"
+      reducer            = "REDUCE_SUM"
+      group_by           = null
+      documentation      = "The guardian blocks many proposals: a prompt or model regression, or abuse. Compare arms in the shadow report."
     }
-  }
-
-  documentation {
-    mime_type = "text/markdown"
-    content   = "The guardian blocks many proposals: a prompt or model regression, or abuse. Compare arms in the shadow report."
-  }
-}
-
-resource "google_monitoring_alert_policy" "daily_cost" {
-  project               = var.project_id
-  display_name          = "Charter ${var.env}: LLM cost over ${var.daily_cost_budget_usd} USD per day"
-  combiner              = "OR"
-  severity              = "CRITICAL"
-  notification_channels = local.channels
-
-  conditions {
-    display_name = "LLM cost in the last 24 h"
-
     # A sum of a distribution metric over a day is not expressible as a threshold condition;
     # PromQL reads the distribution's _sum series.
-    condition_prometheus_query_language {
-      query               = "sum(increase(logging_googleapis_com:user_${replace(google_logging_metric.llm_cost.name, "/", "_")}_sum{monitored_resource=\"cloud_run_revision\"}[1d])) > ${var.daily_cost_budget_usd}"
-      duration            = "0s"
-      evaluation_interval = "300s"
+    daily_cost = {
+      title              = "LLM cost over %v USD per day"
+      title_scale        = 1
+      threshold          = var.daily_cost_budget_usd
+      severity           = "CRITICAL"
+      condition          = "LLM cost in the last 24 h"
+      filter             = null
+      denominator_filter = null
+      promql             = "sum(increase(logging_googleapis_com:user_${replace(google_logging_metric.llm_cost.name, "/", "_")}_sum{monitored_resource=\"cloud_run_revision\"}[1d])) > %v"
+      duration           = "0s"
+      alignment_period   = "300s"
+      aligner            = null
+      reducer            = null
+      group_by           = null
+      documentation      = "The daily LLM budget is exceeded. Consider the kill switch or a cheaper model in the flags file."
     }
-  }
-
-  documentation {
-    mime_type = "text/markdown"
-    content   = "The daily LLM budget is exceeded. Consider the kill switch or a cheaper model in the flags file."
-  }
-}
-
-resource "google_monitoring_alert_policy" "deadletter_backlog" {
-  project               = var.project_id
-  display_name          = "Charter ${var.env}: dead letters waiting"
-  combiner              = "OR"
-  severity              = "ERROR"
-  notification_channels = local.channels
-
-  conditions {
-    display_name = "undelivered messages on ${local.deadletter_subscription}"
-
-    condition_threshold {
-      filter          = "resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=\"${local.deadletter_subscription}\" AND metric.type=\"pubsub.googleapis.com/subscription/num_undelivered_messages\""
-      comparison      = "COMPARISON_GT"
-      threshold_value = local.thresholds.deadletter_depth
-      duration        = "60s"
-
-      aggregations {
-        alignment_period   = "60s"
-        per_series_aligner = "ALIGN_MAX"
-      }
+    deadletter_backlog = {
+      title              = "dead letters waiting (more than %.0f)"
+      title_scale        = 1
+      threshold          = 0
+      severity           = "ERROR"
+      condition          = "undelivered messages on ${local.deadletter_subscription}"
+      filter             = "resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=\"${local.deadletter_subscription}\" AND metric.type=\"pubsub.googleapis.com/subscription/num_undelivered_messages\""
+      denominator_filter = null
+      promql             = null
+      duration           = "60s"
+      alignment_period   = "60s"
+      aligner            = "ALIGN_MAX"
+      reducer            = null
+      group_by           = null
+      documentation      = "Turns failed every delivery attempt and reached the dead-letter topic. Inspect them before replaying."
     }
-  }
-
-  documentation {
-    mime_type = "text/markdown"
-    content   = "Turns failed every delivery attempt and reached the dead-letter topic. Inspect them before replaying."
-  }
-}
-
-resource "google_monitoring_alert_policy" "ingress_5xx" {
-  project               = var.project_id
-  display_name          = "Charter ${var.env}: ingress 5xx > ${format("%.0f", local.thresholds.ingress_5xx_rate * 100)} %"
-  combiner              = "OR"
-  severity              = "ERROR"
-  notification_channels = local.channels
-
-  conditions {
-    display_name = "ingress 5xx / all ingress requests"
-
-    condition_threshold {
+    ingress_5xx = {
+      title              = "ingress 5xx > %.0f %%"
+      title_scale        = 100
+      threshold          = 0.01
+      severity           = "ERROR"
+      condition          = "ingress 5xx / all ingress requests"
       filter             = "${local.run_logs} AND resource.label.service_name=\"${var.ingress_service_name}\" AND metric.type=\"run.googleapis.com/request_count\" AND metric.label.response_code_class=\"5xx\""
       denominator_filter = "${local.run_logs} AND resource.label.service_name=\"${var.ingress_service_name}\" AND metric.type=\"run.googleapis.com/request_count\""
-      comparison         = "COMPARISON_GT"
-      threshold_value    = local.thresholds.ingress_5xx_rate
+      promql             = null
       duration           = "300s"
+      alignment_period   = "60s"
+      aligner            = "ALIGN_RATE"
+      reducer            = "REDUCE_SUM"
+      group_by           = null
+      documentation      = "Webhooks fail at ingress; providers retry for a while, then drop the event. Check the ingress logs."
+    }
+  }
+}
 
-      aggregations {
-        alignment_period     = "60s"
-        per_series_aligner   = "ALIGN_RATE"
-        cross_series_reducer = "REDUCE_SUM"
+resource "google_monitoring_alert_policy" "this" {
+  for_each = local.alerts
+
+  project               = var.project_id
+  display_name          = "Charter ${var.env}: ${format(each.value.title, each.value.threshold * each.value.title_scale)}"
+  combiner              = "OR"
+  severity              = each.value.severity
+  notification_channels = local.channels
+
+  conditions {
+    display_name = each.value.condition
+
+    dynamic "condition_threshold" {
+      for_each = each.value.promql == null ? [1] : []
+
+      content {
+        filter             = each.value.filter
+        denominator_filter = each.value.denominator_filter
+        comparison         = "COMPARISON_GT"
+        threshold_value    = each.value.threshold
+        duration           = each.value.duration
+
+        aggregations {
+          alignment_period     = each.value.alignment_period
+          per_series_aligner   = each.value.aligner
+          cross_series_reducer = each.value.reducer
+          group_by_fields      = each.value.group_by
+        }
+
+        dynamic "denominator_aggregations" {
+          for_each = each.value.denominator_filter == null ? [] : [1]
+
+          content {
+            alignment_period     = each.value.alignment_period
+            per_series_aligner   = each.value.aligner
+            cross_series_reducer = each.value.reducer
+          }
+        }
       }
+    }
 
-      denominator_aggregations {
-        alignment_period     = "60s"
-        per_series_aligner   = "ALIGN_RATE"
-        cross_series_reducer = "REDUCE_SUM"
+    dynamic "condition_prometheus_query_language" {
+      for_each = each.value.promql == null ? [] : [1]
+
+      content {
+        query               = format(each.value.promql, each.value.threshold)
+        duration            = each.value.duration
+        evaluation_interval = each.value.alignment_period
       }
     }
   }
 
   documentation {
     mime_type = "text/markdown"
-    content   = "Webhooks fail at ingress; providers retry for a while, then drop the event. Check the ingress logs."
+    content   = each.value.documentation
   }
+}
+
+# The policies were one resource each before they came from local.alerts; keep them in place.
+moved {
+  from = google_monitoring_alert_policy.llm_latency
+  to   = google_monitoring_alert_policy.this["llm_latency"]
+}
+
+moved {
+  from = google_monitoring_alert_policy.tool_error_rate
+  to   = google_monitoring_alert_policy.this["tool_error_rate"]
+}
+
+moved {
+  from = google_monitoring_alert_policy.confirm_rate
+  to   = google_monitoring_alert_policy.this["confirm_rate"]
+}
+
+moved {
+  from = google_monitoring_alert_policy.block_rate
+  to   = google_monitoring_alert_policy.this["block_rate"]
+}
+
+moved {
+  from = google_monitoring_alert_policy.daily_cost
+  to   = google_monitoring_alert_policy.this["daily_cost"]
+}
+
+moved {
+  from = google_monitoring_alert_policy.deadletter_backlog
+  to   = google_monitoring_alert_policy.this["deadletter_backlog"]
+}
+
+moved {
+  from = google_monitoring_alert_policy.ingress_5xx
+  to   = google_monitoring_alert_policy.this["ingress_5xx"]
 }

@@ -1,6 +1,15 @@
 # One Cloud Run service per functions-framework target in topology.json, all from one image; the
 # layer is picked at start-up by FUNCTION_TARGET / FUNCTION_SIGNATURE_TYPE (see the Dockerfile CMD).
 #
+# What each service receives, in one place (the locals below, literal so tests can parse them):
+#   local.common_env       plain env vars every service gets;
+#   local.service_env      target => {NAME = value}: that target's own plain env vars (THREADS, ...);
+#   local.service_secrets  target => {ENV_NAME = secret id}: env vars read from Secret Manager.
+# A container's env is FUNCTION_TARGET, FUNCTION_SIGNATURE_TYPE, merge(common_env,
+# service_env[target]) and service_secrets[target]; nothing else sets an env var. The secrets
+# module creates exactly the secret ids of service_secrets and modules/iam grants each target
+# secretAccessor on its own ids only (both through the service_secrets output).
+#
 # Rollout: every image is applied under a candidate tag (c-<short sha>). The revision is named
 # <service>-<tag>, so Terraform, the smoke test and a rollback all name the same revision.
 #   candidate_tag = ""                      -> 100 % to the latest revision (first bootstrap).
@@ -20,15 +29,24 @@ locals {
 
   service_names = { for target in keys(local.topology.targets) : target => "charter-${replace(target, "_", "-")}" }
 
-  # Sizing every target starts from; timeouts cover the Pub/Sub ack deadline (topology.json) so a
-  # request is never cut before Pub/Sub gives up on it.
+  # Targets Pub/Sub pushes to; ingress and admin are plain HTTP services.
+  push_targets = toset([for subscription in values(local.topology.subscriptions) : subscription.target])
+
+  # Timeouts nest, innermost first: an LLM call with all its retries (CHARTER_LLM_RETRY_BUDGET)
+  # < the Cloud Run request timeout < the Pub/Sub ack deadline (topology.json retry, 60 s). A push
+  # must be answered (ack, or a nack by error or timeout) before the ack deadline: a request still
+  # running then is delivered again, to a second instance, while the first is still working.
+  # The preconditions below and tests/static check the nesting on the same numbers.
+  llm_retry_budget_seconds = 40
+
+  # Sizing every target starts from. timeout_seconds is the push timeout: 50 s < the ack deadline.
   base_sizing = {
     cpu             = "1"
     memory          = "512Mi"
     concurrency     = 40
     min_instances   = 0
     max_instances   = 10
-    timeout_seconds = 60
+    timeout_seconds = 50
   }
 
   layer_sizing = {
@@ -38,7 +56,7 @@ locals {
     brain_shadow = { memory = "1Gi", concurrency = 20, max_instances = 5 }
     responder    = { concurrency = 20 } # waits on the LLM and the channel APIs
     observer     = { concurrency = 80 }
-    admin        = { max_instances = 2, timeout_seconds = 300 } # maintenance runs longer
+    admin        = { max_instances = 2, timeout_seconds = 300 } # HTTP, not pushed: maintenance runs longer
   }
 
   sizing = {
@@ -51,10 +69,10 @@ locals {
 
   candidate = var.candidate_tag != ""
 
-  # Read by shared_lib.settings / shared_lib.logs: without CHARTER_STORE and CHARTER_BUS the
-  # product would fall back to its in-memory adapters; CHARTER_LOG_JSON=1 makes the structured
-  # log lines the log-based metrics of modules/monitoring read.
-  base_env = {
+  # Plain env vars of every service. Read by shared_lib.settings / shared_lib.logs: without
+  # CHARTER_STORE and CHARTER_BUS the product would fall back to its in-memory adapters;
+  # CHARTER_LOG_JSON=1 makes the structured log lines the log-based metrics of modules/monitoring read.
+  common_env = {
     GOOGLE_CLOUD_PROJECT   = var.project_id
     CHARTER_PROJECT        = var.project_id
     CHARTER_ENV            = var.env
@@ -62,6 +80,91 @@ locals {
     CHARTER_BUS            = "pubsub"
     CHARTER_LOG_JSON       = "1"
     CHARTER_FLAGS_DOCUMENT = var.flags_document_path
+  }
+
+  # Each target's own plain env vars, merged over common_env.
+  # THREADS: functions-framework runs one gunicorn worker with THREADS threads; it must equal the
+  # Cloud Run concurrency, or requests queue inside the instance (fewer threads) or an instance
+  # takes more requests than it was sized for (more threads).
+  # CHARTER_TASK_BACKEND: tasks live in ChatWork; the executor writes them and context lists them
+  # for the prompt, so both use the same backend (with CHATWORK_API_TOKEN below).
+  service_env = {
+    ingress = {
+      THREADS = tostring(local.sizing.ingress.concurrency)
+    }
+    context = {
+      THREADS              = tostring(local.sizing.context.concurrency)
+      CHARTER_TASK_BACKEND = "chatwork"
+    }
+    brain = {
+      THREADS                  = tostring(local.sizing.brain.concurrency)
+      CHARTER_LLM_RETRY_BUDGET = tostring(local.llm_retry_budget_seconds)
+    }
+    brain_shadow = {
+      THREADS                  = tostring(local.sizing.brain_shadow.concurrency)
+      CHARTER_LLM_RETRY_BUDGET = tostring(local.llm_retry_budget_seconds)
+    }
+    guardian = {
+      THREADS = tostring(local.sizing.guardian.concurrency)
+    }
+    authorizer = {
+      THREADS = tostring(local.sizing.authorizer.concurrency)
+    }
+    executor = {
+      THREADS              = tostring(local.sizing.executor.concurrency)
+      CHARTER_TASK_BACKEND = "chatwork"
+    }
+    responder = {
+      THREADS                  = tostring(local.sizing.responder.concurrency)
+      CHARTER_LLM_RETRY_BUDGET = tostring(local.llm_retry_budget_seconds)
+    }
+    observer = {
+      THREADS = tostring(local.sizing.observer.concurrency)
+    }
+    admin = {
+      THREADS = tostring(local.sizing.admin.concurrency)
+    }
+  }
+
+  # Env var name => Secret Manager secret id, per target. The names are the ones the product
+  # reads (shared_lib.channels.secrets, shared_lib.admin.auth, shared_lib.brain.vault,
+  # shared_lib.tools.task_backend, shared_lib.runtime); ids are kept where a secret already holds
+  # a value (admin-operator-token is read as CHARTER_ADMIN_TOKEN). brain_shadow runs the candidate
+  # arm, which calls the same LLM and masks into the same vault as brain.
+  service_secrets = {
+    ingress = {
+      CHATWORK_WEBHOOK_TOKEN = "chatwork-webhook-token"
+      LINE_CHANNEL_SECRET    = "line-channel-secret"
+      SLACK_SIGNING_SECRET   = "slack-signing-secret"
+      HTTP_WEBHOOK_SECRET    = "http-webhook-secret"
+    }
+    context = {
+      CHATWORK_API_TOKEN = "chatwork-api-token"
+    }
+    brain = {
+      ANTHROPIC_API_KEY = "anthropic-api-key"
+      CHARTER_VAULT_KEY = "charter-vault-key"
+    }
+    brain_shadow = {
+      ANTHROPIC_API_KEY = "anthropic-api-key"
+      CHARTER_VAULT_KEY = "charter-vault-key"
+    }
+    guardian   = {}
+    authorizer = {}
+    executor = {
+      CHATWORK_API_TOKEN = "chatwork-api-token"
+      CHARTER_VAULT_KEY  = "charter-vault-key"
+    }
+    responder = {
+      ANTHROPIC_API_KEY         = "anthropic-api-key"
+      CHATWORK_API_TOKEN        = "chatwork-api-token"
+      LINE_CHANNEL_ACCESS_TOKEN = "line-channel-access-token"
+      SLACK_BOT_TOKEN           = "slack-bot-token"
+    }
+    observer = {}
+    admin = {
+      CHARTER_ADMIN_TOKEN = "admin-operator-token"
+    }
   }
 }
 
@@ -115,7 +218,7 @@ resource "google_cloud_run_v2_service" "this" {
       }
 
       dynamic "env" {
-        for_each = local.base_env
+        for_each = merge(local.common_env, local.service_env[each.key])
 
         content {
           name  = env.key
@@ -124,12 +227,11 @@ resource "google_cloud_run_v2_service" "this" {
       }
 
       # Secrets are never plain values: each is read from Secret Manager at instance start.
-      # The variable name is the secret name in upper snake case (anthropic-api-key -> ANTHROPIC_API_KEY).
       dynamic "env" {
-        for_each = toset(lookup(var.secrets_by_target, each.key, []))
+        for_each = local.service_secrets[each.key]
 
         content {
-          name = upper(replace(env.value, "-", "_"))
+          name = env.key
 
           value_source {
             secret_key_ref {
@@ -180,8 +282,18 @@ resource "google_cloud_run_v2_service" "this" {
     }
 
     precondition {
-      condition     = local.sizing[each.key].timeout_seconds >= local.topology.retry.ack_deadline_seconds
-      error_message = "The request timeout of ${each.key} is shorter than the Pub/Sub ack deadline in topology.json."
+      condition     = !contains(local.push_targets, each.key) || local.sizing[each.key].timeout_seconds < local.topology.retry.ack_deadline_seconds
+      error_message = "The request timeout of ${each.key} must be below the Pub/Sub ack deadline in topology.json: a push still running at the deadline is delivered again."
+    }
+
+    precondition {
+      condition     = try(tonumber(local.service_env[each.key].CHARTER_LLM_RETRY_BUDGET), 0) < local.sizing[each.key].timeout_seconds
+      error_message = "The LLM retry budget (CHARTER_LLM_RETRY_BUDGET) of ${each.key} must end before its request timeout."
+    }
+
+    precondition {
+      condition     = tonumber(local.service_env[each.key].THREADS) == local.sizing[each.key].concurrency
+      error_message = "THREADS of ${each.key} must equal its Cloud Run concurrency."
     }
 
     precondition {

@@ -21,3 +21,8 @@ output "sizing" {
   description = "Effective sizing per target."
   value       = local.sizing
 }
+
+output "service_secrets" {
+  description = "Target => {env var name => secret id} each service mounts; modules/secrets creates these ids and modules/iam grants each target access to its own."
+  value       = local.service_secrets
+}

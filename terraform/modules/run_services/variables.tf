@@ -59,11 +59,6 @@ variable "service_account_emails" {
   type        = map(string)
 }
 
-variable "secrets_by_target" {
-  description = "Target => secret names mounted as environment variables (modules/iam)."
-  type        = map(list(string))
-}
-
 variable "flags_document_path" {
   description = "Firestore path of the flag document, exported as CHARTER_FLAGS_DOCUMENT."
   type        = string

@@ -1,5 +1,10 @@
+# The one root of every environment. env, service_sizing, firestore_pitr, daily_llm_budget_usd,
+# deletion_protection and vault_key_generations have no default: they are the environment's
+# choices and come from its tfvars file (dev.tfvars, stg.tfvars, prod.tfvars). project_id, region,
+# image and the rollout variables are given by the pipeline (or on the command line).
+
 variable "project_id" {
-  description = "GCP project of the dev environment (one project per environment)."
+  description = "GCP project of the environment (one project per environment)."
   type        = string
 
   validation {
@@ -20,13 +25,12 @@ variable "region" {
 }
 
 variable "env" {
-  description = "Environment name; must match this root's directory."
+  description = "Environment name; set by the environment's tfvars file, never on the command line."
   type        = string
-  default     = "dev"
 
   validation {
-    condition     = contains(["dev", "stg", "prod"], var.env) && var.env == "dev"
-    error_message = "This root deploys the dev environment only (env must be \"dev\")."
+    condition     = contains(["dev", "stg", "prod"], var.env)
+    error_message = "env must be dev, stg or prod (one tfvars file each)."
   }
 }
 
@@ -74,7 +78,7 @@ variable "stable_tag" {
 }
 
 variable "service_sizing" {
-  description = "Per-target overrides of the module's sizing (keys are topology.json targets)."
+  description = "Per-target overrides of the module's sizing (keys are topology.json targets); {} keeps the module's sizing."
   type = map(object({
     cpu             = optional(string)
     memory          = optional(string)
@@ -83,7 +87,6 @@ variable "service_sizing" {
     max_instances   = optional(number)
     timeout_seconds = optional(number)
   }))
-  default = {}
 
   validation {
     condition = alltrue([
@@ -121,7 +124,6 @@ variable "firestore_location" {
 variable "firestore_pitr" {
   description = "Enable Firestore point-in-time recovery."
   type        = bool
-  default     = false
 }
 
 variable "bigquery_location" {
@@ -139,7 +141,6 @@ variable "daily_llm_budget_usd" {
   # Seed 000 §15.1 warns above 5,000 JPY a day, about 33 USD; dev and stg stay lower to catch loops early.
   description = "LLM spend per day (USD) above which the cost alert fires."
   type        = number
-  default     = 10
 
   validation {
     condition     = var.daily_llm_budget_usd > 0 && var.daily_llm_budget_usd <= 10000
@@ -200,5 +201,14 @@ variable "scheduler_time_zone" {
 variable "deletion_protection" {
   description = "Protect Cloud Run services, the Firestore database and the BigQuery table from deletion."
   type        = bool
-  default     = false
+}
+
+variable "vault_key_generations" {
+  description = "Generations of the vault key Terraform generates (charter-vault-key), the encrypting one first; see terraform/README.md for rotation."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.vault_key_generations) >= 1 && alltrue([for g in var.vault_key_generations : can(regex("^[a-z0-9][a-z0-9-]{0,30}$", g))])
+    error_message = "vault_key_generations must name at least one generation (lowercase letters, digits, hyphens)."
+  }
 }
