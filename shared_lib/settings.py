@@ -178,7 +178,10 @@ class Settings(BaseSettings):
         None, "HTTP_WEBHOOK_SECRET", targets=("ingress", "responder"), deploy="secret"
     )
     chatwork_api_token: SecretStr | None = _f(
-        None, "CHATWORK_API_TOKEN", targets=("responder", "executor", "observer", "admin"), deploy="secret"
+        None,
+        "CHATWORK_API_TOKEN",
+        targets=("context", "executor", "responder", *ALERT_TARGETS),
+        deploy="secret",
     )
     line_channel_access_token: SecretStr | None = _f(
         None, "LINE_CHANNEL_ACCESS_TOKEN", targets=("responder",), deploy="secret"
@@ -284,7 +287,8 @@ class Settings(BaseSettings):
         if self.firestore_emulator_host or self.pubsub_emulator_host:
             problems.append("emulator hosts are set in a cloud environment")
         if self.target is not None:
-            missing = [name for name in required_names(self.target) if not _is_set(self, name)]
+            given = {_meta(type(self).model_fields[f])["env"] for f in self.model_fields_set}
+            missing = [n for n in required_names(self.target) if n not in given or not _is_set(self, n)]
             if "ANTHROPIC_API_KEY" in missing and (self.llm == "none" or self.anthropic_base_url):
                 missing.remove("ANTHROPIC_API_KEY")
             if missing:

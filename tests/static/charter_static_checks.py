@@ -31,6 +31,9 @@ from typing import Any
 import hcl2
 import yaml
 
+from shared_lib.settings import deploy_contract
+from shared_lib.topology import TOPOLOGY as PRODUCT_TOPOLOGY
+
 TOPOLOGY = Path("shared_lib/topology.json")
 COLLECTIONS = Path("shared_lib/config/collections.json")
 ENVIRONMENTS = ("dev", "stg", "prod")
@@ -77,27 +80,26 @@ EXPECTED_PUBLISHES: dict[str, set[str]] = {
 # its secret keeps the id admin-operator-token. brain_shadow runs the candidate arm, which calls
 # the LLM and masks into the vault like brain. Tasks live in ChatWork: executor writes them,
 # context lists them.
+# The Secret Manager id of each secret the settings model reads (the names are the settings').
+SECRET_IDS: dict[str, str] = {
+    "CHATWORK_WEBHOOK_TOKEN": "chatwork-webhook-token",
+    "LINE_CHANNEL_SECRET": "line-channel-secret",
+    "SLACK_SIGNING_SECRET": "slack-signing-secret",
+    "HTTP_WEBHOOK_SECRET": "http-webhook-secret",
+    "CHATWORK_API_TOKEN": "chatwork-api-token",
+    "LINE_CHANNEL_ACCESS_TOKEN": "line-channel-access-token",
+    "SLACK_BOT_TOKEN": "slack-bot-token",
+    "ANTHROPIC_API_KEY": "anthropic-api-key",
+    "CHARTER_VAULT_KEY": "charter-vault-key",
+    "CHARTER_ADMIN_TOKEN": "admin-operator-token",
+}
+
+# Target -> {secret env var -> secret id}: derived from the settings model's deploy contract.
 EXPECTED_SECRET_ENV: dict[str, dict[str, str]] = {
-    "ingress": {
-        "CHATWORK_WEBHOOK_TOKEN": "chatwork-webhook-token",
-        "LINE_CHANNEL_SECRET": "line-channel-secret",
-        "SLACK_SIGNING_SECRET": "slack-signing-secret",
-        "HTTP_WEBHOOK_SECRET": "http-webhook-secret",
-    },
-    "context": {"CHATWORK_API_TOKEN": "chatwork-api-token"},
-    "brain": {"ANTHROPIC_API_KEY": "anthropic-api-key", "CHARTER_VAULT_KEY": "charter-vault-key"},
-    "brain_shadow": {"ANTHROPIC_API_KEY": "anthropic-api-key", "CHARTER_VAULT_KEY": "charter-vault-key"},
-    "guardian": {},
-    "authorizer": {},
-    "executor": {"CHATWORK_API_TOKEN": "chatwork-api-token", "CHARTER_VAULT_KEY": "charter-vault-key"},
-    "responder": {
-        "ANTHROPIC_API_KEY": "anthropic-api-key",
-        "CHATWORK_API_TOKEN": "chatwork-api-token",
-        "LINE_CHANNEL_ACCESS_TOKEN": "line-channel-access-token",
-        "SLACK_BOT_TOKEN": "slack-bot-token",
-    },
-    "observer": {},
-    "admin": {"CHARTER_ADMIN_TOKEN": "admin-operator-token"},
+    target: {
+        name: SECRET_IDS[name] for name, how in sorted(deploy_contract(target).items()) if how == "secret"
+    }
+    for target in PRODUCT_TOPOLOGY.targets
 }
 
 # Secrets each target may read, derived from the map above.
@@ -1582,3 +1584,72 @@ TREE_CHECKS: tuple[Callable[[Path], list[str]], ...] = (
     check_dockerignore,
 )
 """Every check except ``check_terraform_fmt`` (which needs the terraform binary)."""
+
+
+# --- the deploy contract: what the settings model requires vs what Terraform provides --------
+
+
+def terraform_provides(root: Path) -> dict[str, dict[str, str]]:
+    """Target -> {env var -> "env" | "secret"} as run_services gives it to each Cloud Run service."""
+    found = module_locals(root / RUN_SERVICES)
+    common = found.get("common_env") or {}
+    plain = found.get("service_env") or {}
+    secrets = found.get("service_secrets") or {}
+    out: dict[str, dict[str, str]] = {}
+    for target in load_topology(root)["targets"]:
+        provided = {name: "env" for name in (*_LAYER_SELECTION, *common, *(plain.get(target) or {}))}
+        provided.update({name: "secret" for name in secrets.get(target) or {}})
+        out[target] = provided
+    return out
+
+
+def check_deploy_contract(root: Path) -> list[str]:
+    """Terraform gives every Cloud Run service exactly what the settings model says it reads.
+
+    The expectation is derived from ``shared_lib.settings`` (``deploy_contract``): every plain
+    variable and every secret (through a Secret Manager reference) a service's settings carry
+    deploy metadata for, under the same name, and nothing else. Then, for dev, stg and prod,
+    the settings built from exactly what Terraform provides must pass start-up validation for
+    that service (every required value present).
+    """
+    from shared_lib.errors import ConfigError
+    from shared_lib.settings import Settings
+
+    violations = []
+    provided = terraform_provides(root)
+    for target, given in sorted(provided.items()):
+        wanted = deploy_contract(target)
+        for name in sorted(set(wanted) - set(given)):
+            violations.append(f"{target}: Terraform does not provide {name} ({wanted[name]})")
+        for name in sorted(set(given) - set(wanted)):
+            violations.append(f"{target}: Terraform provides {name}, which its settings do not read")
+        for name in sorted(set(given) & set(wanted)):
+            if given[name] != wanted[name]:
+                violations.append(
+                    f"{target}: {name} must come as {wanted[name]}, Terraform gives {given[name]}"
+                )
+    for env in ("dev", "stg", "prod"):
+        vars_file = tfvars(root, env)
+        for target, given in sorted(provided.items()):
+            environ = {name: _sample_value(name) for name in given}
+            environ.update(CHARTER_ENV=str(vars_file.get("env", env)), FUNCTION_TARGET=target)
+            try:
+                Settings.from_env(environ)
+            except ConfigError as exc:
+                violations.append(f"{env}/{target}: the service would not start: {exc}")
+    return violations
+
+
+def _sample_value(name: str) -> str:
+    """A value of the right shape for a variable Terraform provides (the contract checks names)."""
+    samples = {
+        "CHARTER_STORE": "firestore",
+        "CHARTER_BUS": "pubsub",
+        "CHARTER_LOG_JSON": "1",
+        "CHARTER_TASK_BACKEND": "chatwork",
+        "CHARTER_LLM_RETRY_BUDGET": "40",
+        "THREADS": "8",
+        "FUNCTION_SIGNATURE_TYPE": "cloudevent",
+        "CHARTER_VAULT_KEY": "ZmVybmV0LWtleS1mb3ItdGhlLWRlcGxveS1jb250cmFjdA==",
+    }
+    return samples.get(name, f"sample-{name.lower()}")

@@ -160,10 +160,15 @@ locals {
       CHATWORK_API_TOKEN        = "chatwork-api-token"
       LINE_CHANNEL_ACCESS_TOKEN = "line-channel-access-token"
       SLACK_BOT_TOKEN           = "slack-bot-token"
+      HTTP_WEBHOOK_SECRET       = "http-webhook-secret" # signs replies of the plain-HTTP channel
     }
-    observer = {}
+    # observer and admin deliver alerts, to a ChatWork room among others (CHARTER_ALERT_ROOM)
+    observer = {
+      CHATWORK_API_TOKEN = "chatwork-api-token"
+    }
     admin = {
       CHARTER_ADMIN_TOKEN = "admin-operator-token"
+      CHATWORK_API_TOKEN  = "chatwork-api-token"
     }
   }
 }
