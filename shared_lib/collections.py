@@ -18,6 +18,7 @@ one per collection group (the template's last collection id).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -155,3 +156,12 @@ def of_path(doc_path: str) -> Collection | None:
 
 def ttl_policies() -> dict[str, str]:
     return _CATALOGUE.ttl_policies()
+
+
+def conversation_id(conversation_key: str) -> str:
+    """The document id of a conversation (its key holds slashes and personal ids: hashed)."""
+    return hashlib.sha256(conversation_key.encode()).hexdigest()[:32]
+
+
+def session_path(org_id: str, conversation_key: str) -> str:
+    return path("sessions", org=org_id, id=conversation_id(conversation_key))

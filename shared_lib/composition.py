@@ -28,7 +28,6 @@ from shared_lib.errors import ConfigError
 from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider
 from shared_lib.layers import authorizer, brain, context, executor, guardian, observer, responder, shadow
 from shared_lib.layers.base import Layer, LayerRunner
-from shared_lib.ops.notify import build_notifiers
 from shared_lib.persona import load_persona
 from shared_lib.policy.config import load_policy_config
 from shared_lib.ports import LLM, Bus, Channel, Store
@@ -36,6 +35,7 @@ from shared_lib.prices import PriceTable
 from shared_lib.rollout.guard import RollbackGuard
 from shared_lib.runtime import Runtime
 from shared_lib.settings import Settings
+from shared_lib.telemetry.notify import build_notifiers
 from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.task_backend import build_task_backend
 from shared_lib.topology import TOPOLOGY
@@ -202,7 +202,7 @@ def _llm(settings: Settings, store: Store, prices: PriceTable) -> LLM | None:
         policy=RetryPolicy.from_settings(settings),
     )
     if settings.llm_call_log:
-        from shared_lib.ops.llm_calls import LLMCallLog
+        from shared_lib.telemetry.llm_calls import LLMCallLog
 
         llm = LLMCallLog(llm, store, prices=prices, default_org=settings.org_default)
     return llm

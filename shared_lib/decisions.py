@@ -11,6 +11,7 @@ True
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -133,3 +134,17 @@ class AuthDecision(BaseModel):
     @classmethod
     def not_applicable(cls) -> AuthDecision:
         return cls(result="not_applicable", reason_code="not_applicable")
+
+
+# Where a layer's turn goes next when it does not say: the layer's own output topic.
+DEFAULT = "__default__"
+
+
+@dataclass
+class Outcome:
+    """What a layer reports: its outcome word, a reason code, and where the turn goes next."""
+
+    outcome: str = "ok"
+    reason_code: str = ""
+    next_topic: str | None = DEFAULT
+    detail: str = ""

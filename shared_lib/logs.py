@@ -4,7 +4,7 @@ Each line has ``severity``, ``message``, the trace correlation fields
 (``logging.googleapis.com/trace`` and ``.../spanId`` from the W3C ``traceparent``) and
 labels ``turn_id``, ``layer``, ``org_id``. The turn comes from the ``turn`` argument or,
 when none is given, from the call context the layer runner sets
-(``shared_lib.ops.callctx``), so every line a layer writes carries its turn's trace.
+(``shared_lib.callctx``), so every line a layer writes carries its turn's trace.
 
 Lines go to stderr as JSON when the settings say so (``CHARTER_LOG_JSON``, on by default in
 the cloud environments; the composition root calls ``configure``), where the logging agent
@@ -61,7 +61,7 @@ def trace_fields(traceparent: str, project: str | None = None) -> dict[str, Any]
 def _turn_labels(turn: Turn | None) -> tuple[dict[str, str], str]:
     if turn is not None:
         return {"turn_id": turn.turn_id, "org_id": turn.org_id}, turn.traceparent
-    from shared_lib.ops.callctx import current
+    from shared_lib.callctx import current
 
     ctx = current()
     if ctx is None:
@@ -75,7 +75,7 @@ def build_entry(
     """The JSON object of one log line (masked); ``log_event`` writes it."""
     labels, traceparent = _turn_labels(turn)
     if not layer:
-        from shared_lib.ops.callctx import current
+        from shared_lib.callctx import current
 
         ctx = current()
         layer = ctx.layer if ctx is not None else ""

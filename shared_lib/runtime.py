@@ -23,13 +23,13 @@ from shared_lib.context.builder import ContextBuilder
 from shared_lib.envelope import Turn
 from shared_lib.flags import FlagsProvider
 from shared_lib.ids import new_ulid, utc_now
-from shared_lib.ops.notify import Notifier
 from shared_lib.persona import Persona
 from shared_lib.policy.config import PolicyConfig
 from shared_lib.ports import LLM, Bus, Channel, Store
 from shared_lib.prices import PriceTable
 from shared_lib.rollout.guard import RollbackGuard
 from shared_lib.settings import Settings
+from shared_lib.telemetry.notify import Notifier
 from shared_lib.tools.registry import ToolRegistry
 from shared_lib.tools.task_backend import TaskBackend
 

@@ -33,7 +33,8 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from shared_lib.admin.api import build_api, json_response
 from shared_lib.admin.auth import TokenPolicy
 from shared_lib.logs import log_event
-from shared_lib.ops import alerts, audit, monitoring
+from shared_lib.ops import audit, monitoring
+from shared_lib.telemetry import alerts
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -2,16 +2,16 @@
 cost from the configurable price table, added up on ``turn.usage``.
 
 The per-call record is not kept here: the LLM port's decorator writes it
-(``shared_lib.ops.llm_calls.LLMCallLog``) from the same ``usage_of``, so the turn's total
+(``shared_lib.telemetry.llm_calls.LLMCallLog``) from the same ``usage_of``, so the turn's total
 is the sum of its calls' entries.
 """
 
 from __future__ import annotations
 
 from shared_lib.envelope import Turn, Usage
-from shared_lib.ops.llm_calls import usage_of
 from shared_lib.ports import LLMRequest, LLMResponse
 from shared_lib.prices import PriceTable
+from shared_lib.telemetry.llm_calls import usage_of
 
 
 def add_call_usage(turn: Turn, prices: PriceTable, request: LLMRequest, response: LLMResponse) -> Usage:

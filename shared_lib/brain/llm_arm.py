@@ -25,9 +25,9 @@ from shared_lib.brain.llm_brain import BrainResult, fixed_text
 from shared_lib.brain.models import flags_document, model_for, proposal_model
 from shared_lib.brain.prompt import assemble
 from shared_lib.brain.vault import store_vault
+from shared_lib.decisions import Outcome
 from shared_lib.envelope import ConstitutionViolation, Turn
 from shared_lib.errors import BrainError, LLMError
-from shared_lib.layers.base import Outcome
 from shared_lib.logs import log_event
 from shared_lib.sanitizer import PLACEHOLDER
 

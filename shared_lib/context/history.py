@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from shared_lib.collections import conversation_id
 from shared_lib.ports import Store
-from shared_lib.state.session import conversation_id
 
 MAX_STORED_CHARS = 8000
 

@@ -17,26 +17,18 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from shared_lib import idempotency
+from shared_lib.callctx import call_context
+from shared_lib.decisions import DEFAULT, Outcome
+
+__all__ = ["DEFAULT", "FaultInjected", "Layer", "LayerRunner", "Outcome"]
 from shared_lib.envelope import Turn
 from shared_lib.errors import LayerRetry
 from shared_lib.logs import log_event
-from shared_lib.ops.callctx import call_context
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 log = logging.getLogger(__name__)
-DEFAULT = "__default__"
-
-
-@dataclass
-class Outcome:
-    """What a layer reports: its outcome word, a reason code, and where the turn goes next."""
-
-    outcome: str = "ok"
-    reason_code: str = ""
-    next_topic: str | None = DEFAULT
-    detail: str = ""
 
 
 @dataclass(frozen=True)

@@ -19,17 +19,17 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from shared_lib import collections
 from shared_lib.envelope import Turn
 from shared_lib.errors import EnvelopeError
 from shared_lib.layers.base import Layer
 from shared_lib.logs import log_event
 from shared_lib.observability import ObservabilityRecord, build_record
-from shared_lib.ops import alerts
-from shared_lib.ops.audit import findings_for
-from shared_lib.ops.queries import candidate_path, record_path
 from shared_lib.ports import Transaction
 from shared_lib.rollout import comparison
 from shared_lib.sanitizer import Sanitizer
+from shared_lib.telemetry import alerts
+from shared_lib.telemetry.findings import findings_for
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -40,7 +40,7 @@ STREAMED_KINDS = frozenset({"turn_record", "shadow_candidate"})
 
 def record_turn(rt: Runtime, turn: Turn) -> bool:
     """Record a served turn once; ``False`` for a redelivery of what is already recorded."""
-    path = record_path(turn.org_id, turn.turn_id)
+    path = collections.path("observability", org=turn.org_id, id=turn.turn_id)
     existing = rt.store.get(path)
     if existing is not None and int(existing.get("step", 0)) >= turn.step:
         log_event("turn_record_duplicate", turn=turn, layer="observer", step=turn.step)
@@ -81,7 +81,10 @@ def record_candidate(rt: Runtime, turn: Turn) -> bool:
     """A shadow candidate (dry run): stored beside the served record and compared with it."""
     record = build_record(turn, recorded_at=rt.clock())
     stream(rt, record)
-    created = rt.store.create(candidate_path(turn.org_id, turn.turn_id, turn.step), record.store_doc())
+    created = rt.store.create(
+        collections.path("shadow_candidates", org=turn.org_id, id=f"{turn.turn_id}-{turn.step}"),
+        record.store_doc(),
+    )
     _hook(rt, "on_shadow_candidate", turn)
     _guard(rt, record)
     return created

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from shared_lib.errors import ConfigError
 from shared_lib.flags import FLAGS_DOC
 from shared_lib.ids import new_ulid
-from shared_lib.ops import alerts
 from shared_lib.rollout.overrides import audit_entries, clear_override, read_override, write_override
+from shared_lib.telemetry import alerts
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -16,9 +16,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.ops import alerts, queries
+from shared_lib.ops import queries
 from shared_lib.ops.cost import cost_report
 from shared_lib.ops.metrics import Thresholds, WindowStats, breaches, series, window_stats
+from shared_lib.telemetry import alerts
 
 if TYPE_CHECKING:
     from datetime import datetime

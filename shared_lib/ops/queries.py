@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from shared_lib import collections
 from shared_lib.errors import ArgumentError
 from shared_lib.observability import ObservabilityRecord
 from shared_lib.ops.metrics import Thresholds
@@ -30,11 +31,11 @@ SCAN_LIMIT = 5000  # rows read when a filter is applied here rather than in the 
 
 
 def record_path(org_id: str, turn_id: str) -> str:
-    return f"orgs/{org_id}/{RECORDS}/{turn_id}"
+    return collections.path(RECORDS, org=org_id, id=turn_id)
 
 
 def candidate_path(org_id: str, turn_id: str, step: int) -> str:
-    return f"orgs/{org_id}/{CANDIDATES}/{turn_id}-{step}"
+    return collections.path(CANDIDATES, org=org_id, id=f"{turn_id}-{step}")
 
 
 def parse_since(value: str, now: datetime) -> datetime:
@@ -118,7 +119,7 @@ def find_record(
 
 
 def llm_calls_for(store: Store, org_id: str, turn_id: str) -> list[Doc]:
-    """The turn's LLM call log entries (``shared_lib.ops.llm_calls``), oldest first."""
+    """The turn's LLM call log entries (``shared_lib.telemetry.llm_calls``), oldest first."""
     rows = store.query(f"orgs/{org_id}/{LLM_CALLS}", where=[("turn_id", "==", turn_id)])
     return sorted((doc for _, doc in rows), key=lambda d: str(d.get("at")))
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from shared_lib.collections import session_path
 from shared_lib.errors import CharterError
 from shared_lib.policy.config import Confirmation, load_policy_config
 from shared_lib.ports import Store, Transaction
@@ -48,14 +49,6 @@ class InvalidTransition(CharterError):
 def _ttl(config: Confirmation | None) -> tuple[timedelta, timedelta]:
     cfg = config or load_policy_config().confirmation
     return timedelta(minutes=cfg.session_ttl_minutes), timedelta(minutes=cfg.pending_ttl_minutes)
-
-
-def conversation_id(conversation_key: str) -> str:
-    return hashlib.sha256(conversation_key.encode()).hexdigest()[:32]
-
-
-def session_path(org_id: str, conversation_key: str) -> str:
-    return f"orgs/{org_id}/sessions/{conversation_id(conversation_key)}"
 
 
 def params_hash(tool_name: str, parameters: dict[str, Any]) -> str:

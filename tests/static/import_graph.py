@@ -16,18 +16,18 @@ REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "shared_lib"
 
 
-def module_name(path: Path) -> str:
-    rel = path.relative_to(REPO).with_suffix("")
+def module_name(path: Path, repo: Path = REPO) -> str:
+    rel = path.relative_to(repo).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def imports_of(path: Path) -> set[str]:
-    """Absolute names of the ``shared_lib`` modules ``path`` imports."""
+def imports_of(path: Path, repo: Path = REPO, prefix: str = "shared_lib") -> set[str]:
+    """Absolute names of the ``prefix`` modules ``path`` imports (any depth, any branch)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    me = module_name(path)
+    me = module_name(path, repo)
     package = me if path.name == "__init__.py" else me.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -43,7 +43,7 @@ def imports_of(path: Path) -> set[str]:
             found.add(stem)
             # ``from shared_lib import envelope`` imports the module ``shared_lib.envelope``
             found.update(f"{stem}.{a.name}" for a in node.names)
-    return {name for name in found if name == "shared_lib" or name.startswith("shared_lib.")}
+    return {name for name in found if name == prefix or name.startswith(f"{prefix}.")}
 
 
 def node_of(module: str) -> str:
@@ -52,17 +52,17 @@ def node_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "shared_lib"
 
 
-def existing_modules() -> set[str]:
-    return {module_name(p) for p in ROOT.rglob("*.py")}
+def existing_modules(repo: Path = REPO) -> set[str]:
+    return {module_name(p, repo) for p in (repo / "shared_lib").rglob("*.py")}
 
 
-def package_graph() -> dict[str, dict[str, set[str]]]:
+def package_graph(repo: Path = REPO) -> dict[str, dict[str, set[str]]]:
     """node -> imported node -> the importing modules (``a.py -> b``) that make the edge."""
-    known = existing_modules()
+    known = existing_modules(repo)
     graph: dict[str, dict[str, set[str]]] = {}
-    for path in sorted(ROOT.rglob("*.py")):
-        src = module_name(path)
-        for target in imports_of(path):
+    for path in sorted((repo / "shared_lib").rglob("*.py")):
+        src = module_name(path, repo)
+        for target in imports_of(path, repo):
             while target not in known and "." in target:
                 target = target.rpartition(".")[0]
             if target == "shared_lib" or target not in known:

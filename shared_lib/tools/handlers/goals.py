@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from shared_lib.collections import session_path
 from shared_lib.ports import Transaction
-from shared_lib.state.session import session_path
 from shared_lib.tools.directory import department_members
 from shared_lib.tools.handlers.base import Params, doc_id, pick_one, preview, require_text, writer
 from shared_lib.tools.handlers.tasks import team_department

@@ -6,8 +6,8 @@ import pytest
 from ops_fakes import Clock, ScriptedLLM, make_runtime, send
 
 from shared_lib.demo_data import CONVERSATION
-from shared_lib.ops.notify import RecordingNotifier
 from shared_lib.runtime import Runtime
+from shared_lib.telemetry.notify import RecordingNotifier
 
 
 @pytest.fixture

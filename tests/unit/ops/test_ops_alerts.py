@@ -14,9 +14,10 @@ from shared_lib.adapters.recording_channel import RecordingChannel
 from shared_lib.envelope import ConstitutionViolation, Turn
 from shared_lib.errors import ConfigError
 from shared_lib.layers import observer
-from shared_lib.ops import alerts, monitoring
+from shared_lib.ops import monitoring
 from shared_lib.ops.metrics import Thresholds
-from shared_lib.ops.notify import (
+from shared_lib.telemetry import alerts
+from shared_lib.telemetry.notify import (
     Alert,
     ChannelRoomNotifier,
     EmailNotifier,

@@ -7,10 +7,10 @@ from datetime import UTC, date, datetime, timedelta
 from ops_fakes import ORG, make_record
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.ops import alerts
 from shared_lib.ops.audit import audit, audit_records, findings_for
 from shared_lib.ops.cost import cost_report
 from shared_lib.ops.metrics import Thresholds
+from shared_lib.telemetry import alerts
 
 T0 = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)  # 12:00 in Tokyo
 GOOD = "ユーザーは田中さんに見積書の作成を依頼したいと考えている。担当者と期限が明示されているのでタスク作成ツールが適切である。"

@@ -8,11 +8,11 @@ import logging
 import pytest
 from ops_fakes import ORG, TASK_DONE, send
 
+from shared_lib.callctx import call_context, current
 from shared_lib.composition import apply_process_settings
 from shared_lib.envelope import Turn
 from shared_lib.inbound import InboundMessage
 from shared_lib.logs import LABELS_KEY, SPAN_KEY, TRACE_KEY, build_entry, log_event, parse_traceparent
-from shared_lib.ops.callctx import call_context, current
 from shared_lib.settings import Settings
 from tests.conftest import configure_from_env
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tool_fakes import ORG, ROOM, SENDER, call, docs
 
-from shared_lib.state.session import session_path
+from shared_lib.collections import session_path
 
 SESSION = session_path(ORG, f"{ORG}/{ROOM}/{SENDER}")
 

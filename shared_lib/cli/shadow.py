@@ -10,9 +10,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from shared_lib.cli.console import NO_STORE, duration_arg, err, json_text, live_store
+from shared_lib.cli.operations import store_options
 from shared_lib.ids import utc_now
-from shared_lib.ops.cli import store_options
-from shared_lib.rollout.console import NO_STORE, duration_arg, err, json_text, live_store
 from shared_lib.rollout.report import (
     PromotionCriteria,
     build_report,

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared_lib.rollout import flags_cli, shadow_cli
+from shared_lib.cli import flags as flags_cli
+from shared_lib.cli import shadow as shadow_cli
 
 
 def register(sub: Any) -> None:

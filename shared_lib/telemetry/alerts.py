@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from shared_lib.errors import CATALOGUE
 from shared_lib.logs import log_event
-from shared_lib.ops.notify import Alert, Notifier, NotifyError, Severity
 from shared_lib.ports import Doc, Transaction
+from shared_lib.telemetry.notify import Alert, Notifier, NotifyError, Severity
 
 if TYPE_CHECKING:
     from shared_lib.ports import Bus, Store

@@ -288,6 +288,8 @@ class Settings(BaseSettings):
             problems.append("emulator hosts are set in a cloud environment")
         if self.target is not None:
             given = {_meta(type(self).model_fields[f])["env"] for f in self.model_fields_set}
+            from shared_lib.settings.contract import required_names
+
             missing = [n for n in required_names(self.target) if n not in given or not _is_set(self, n)]
             if "ANTHROPIC_API_KEY" in missing and (self.llm == "none" or self.anthropic_base_url):
                 missing.remove("ANTHROPIC_API_KEY")
@@ -373,31 +375,6 @@ _BY_ENV: dict[str, str] = {_meta(info)["env"]: name for name, info in Settings.m
 
 def _is_set(settings: Settings, env_name: str) -> bool:
     return settings.secret(_BY_ENV[env_name]) not in (None, "")
-
-
-def fields_for(target: str) -> dict[str, dict[str, Any]]:
-    """Variable name -> metadata of every setting ``target`` reads."""
-    out = {}
-    for info in Settings.model_fields.values():
-        meta = _meta(info)
-        if ALL in meta["targets"] or target in meta["targets"]:
-            out[meta["env"]] = meta
-    return out
-
-
-def required_names(target: str) -> list[str]:
-    return [name for name, meta in fields_for(target).items() if meta["required"]]
-
-
-def deploy_contract(target: str) -> dict[str, Literal["env", "secret"]]:
-    """What Terraform must give the Cloud Run service of ``target``: name -> how.
-
-    >>> deploy_contract("admin")["CHARTER_ADMIN_TOKEN"]
-    'secret'
-    >>> "ANTHROPIC_API_KEY" in deploy_contract("ingress")
-    False
-    """
-    return {name: meta["deploy"] for name, meta in fields_for(target).items() if meta["deploy"]}
 
 
 def _describe(exc: ValidationError) -> str:

@@ -13,6 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from shared_lib.cli.console import duration_arg, err, json_text, live_store
+from shared_lib.cli.operations import store_options
 from shared_lib.errors import ConfigError
 from shared_lib.flags import (
     REPO_FLAGS_FILE,
@@ -25,8 +27,6 @@ from shared_lib.flags import (
     seed_flags,
 )
 from shared_lib.ids import utc_now
-from shared_lib.ops.cli import store_options
-from shared_lib.rollout.console import duration_arg, err, json_text, live_store
 from shared_lib.rollout.overrides import audit_entries, clear_override, write_override
 
 
