@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from infra.emulators import free_port, pid_alive, stop_pid, wait_port
+from shared_lib.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
-STATE_DIR = Path(os.environ.get("CHARTER_LOCAL_DIR", REPO / ".charter" / "local"))
+# Where `charter local up` keeps its state, logs and the operator commands' settings: the
+# settings' CHARTER_HOME (``.charter`` of the folder it runs in) unless CHARTER_LOCAL_DIR says.
+STATE_DIR = Path(os.environ.get("CHARTER_LOCAL_DIR") or Settings.from_env().home / "local").resolve()
 PROJECT = "charter-local"
 EMULATOR_NOTES = [
     "The Pub/Sub emulator ignores dead-letter policies on subscriptions with message ordering (every chain "

@@ -116,9 +116,7 @@ def apply_process_settings(settings: Settings) -> None:
     logs.configure(json_logs=settings.log_json, project=settings.project)
 
 
-def operator_runtime(
-    *, store: str | None = None, project: str | None = None, home: Path = Path(".charter")
-) -> Runtime:
+def operator_runtime(*, store: str | None = None, project: str | None = None, home: Path | None = None) -> Runtime:
     """The runtime of an operator command: the store of ``--store``/``--project`` or of the
     settings; when they name none, what ``charter local up`` (``.charter/local/charter.env``)
     or else ``charter demo`` (``.charter/demo/charter.env``) left behind; never an LLM.
@@ -134,6 +132,7 @@ def operator_runtime(
     if project:
         values["project"] = project
     settings = Settings.from_env(**values)
+    home = home or settings.home
     if settings.store == "memory":  # nothing configured here: what the stack or the demo left
         env_file = next(
             (f for f in (home / "local" / ENV_FILE, home / "demo" / ENV_FILE) if f.is_file()), None

@@ -114,6 +114,7 @@ class Settings(BaseSettings):
     # this on so the push handler counts attempts and dead-letters itself (shared_lib.push).
     deadletter_fallback: bool = _f(False, "CHARTER_DEADLETTER_FALLBACK")
     channels: Literal["clients", "recording"] = _f("clients", "CHARTER_CHANNELS")
+    home: Path = _f(Path(".charter"), "CHARTER_HOME", doc="where the local stack and the demo leave settings")
 
     # -- configuration files (defaults ship in the package)
     policy_file: Path | None = _f(None, "CHARTER_POLICY")

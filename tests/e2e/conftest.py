@@ -38,6 +38,11 @@ class LocalStack:
         return str(self.state["root"])
 
     @property
+    def workdir(self) -> Path:
+        """Where an operator stands: the folder whose ``.charter/local`` the stack runs from."""
+        return Path(self.state["root"]).parent.parent
+
+    @property
     def firestore_host(self) -> str:
         return f"127.0.0.1:{self.state['components']['firestore']['port']}"
 
@@ -81,7 +86,8 @@ class LocalStack:
 
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    root: Path = tmp_path_factory.mktemp("charter-local")
+    # as `charter local up` run in a checkout leaves it: <workdir>/.charter/local
+    root: Path = tmp_path_factory.mktemp("charter-workdir") / ".charter" / "local"
     os.environ["CHARTER_ADMIN_TOKEN"] = ADMIN_TOKEN  # the admin process of the stack gets it
     stop_on_sigterm(lambda: stack_mod.down(root=root))
     state = stack_mod.up(root=root, fault_injection=True, flags_ttl=1.0)

@@ -4,6 +4,7 @@ candidate; `charter demo --stack` leaves records the operator commands can list 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -119,30 +120,21 @@ def test_shadow_mode_serves_the_legacy_reply_and_never_runs_the_candidates_tool(
 
 
 def test_demo_through_the_stack_then_turns_list_and_show(local_stack, tmp_path):
-    # GIVEN the demo conversation sent through the running stack by the CLI
-    env = dict(
-        os.environ,
-        CHARTER_LOCAL_DIR=str(local_stack.root),
-        FIRESTORE_EMULATOR_HOST=local_stack.firestore_host,
-        CHARTER_PROJECT=local_stack.project,
-        CHARTER_STORE="firestore",
-        CHARTER_ENV="local",
-    )
-    cli = [sys.executable, "-m", "shared_lib.cli"]
-    demo = subprocess.run(
-        [*cli, "demo", "--stack", "--json"], env=env, capture_output=True, text=True, timeout=600
-    )
+    # GIVEN an operator in the folder the stack was started from, with nothing exported: no
+    # emulator host, no project, no store (only what `charter local up` left in .charter/)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CHARTER_", "FIRESTORE_", "PUBSUB_", "GOOGLE_", "ANTHROPIC_"))
+    }
+    run = functools.partial(subprocess.run, env=env, cwd=local_stack.workdir, capture_output=True, text=True)
+    cli = [sys.executable, "-m", "infra.cli"]
+    demo = run([*cli, "demo", "--stack", "--json"], timeout=600)
     assert demo.returncode == 0, demo.stderr[-2000:]
     demo_turns = json.loads(demo.stdout)["turns"]
     assert len(demo_turns) == len(CONVERSATION) and all(t["reply"] for t in demo_turns)
     # WHEN the operator lists and shows the turns
-    listed = subprocess.run(
-        [*cli, "turns", "list", "--org", "demo", "--since", "1h", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    listed = run([*cli, "turns", "list", "--org", "demo", "--since", "1h", "--json"], timeout=120)
     assert listed.returncode == 0, listed.stderr[-2000:]
     rows = json.loads(listed.stdout)
     rows = rows["turns"] if isinstance(rows, dict) else rows
@@ -164,13 +156,7 @@ def test_demo_through_the_stack_then_turns_list_and_show(local_stack, tmp_path):
     for t in demo_turns:
         row = by_id[t["turn_id"]]
         assert all(row.get(f) not in (None, "") for f in fields), {f: row.get(f) for f in fields}
-        shown = subprocess.run(
-            [*cli, "turns", "show", t["turn_id"], "--org", "demo"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        shown = run([*cli, "turns", "show", t["turn_id"], "--org", "demo"], timeout=120)
         assert shown.returncode == 0, shown.stderr[-2000:]
         for layer in ("context", "brain", "guardian", "authorizer", "executor", "responder"):
             assert layer in shown.stdout

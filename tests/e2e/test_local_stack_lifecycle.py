@@ -16,7 +16,7 @@ from infra.emulators import pid_alive
 @pytest.mark.e2e
 def test_up_status_down_leaves_no_process(tmp_path):
     env = dict(os.environ, CHARTER_LOCAL_DIR=str(tmp_path))
-    cli = [sys.executable, "-m", "shared_lib.cli", "local"]
+    cli = [sys.executable, "-m", "infra.cli", "local"]
     try:
         up = subprocess.run([*cli, "up"], env=env, capture_output=True, text=True, timeout=240)
         assert up.returncode == 0, up.stdout + up.stderr
