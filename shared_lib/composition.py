@@ -116,10 +116,14 @@ def apply_process_settings(settings: Settings) -> None:
     logs.configure(json_logs=settings.log_json, project=settings.project)
 
 
-def operator_runtime(*, store: str | None = None, project: str | None = None, home: Path | None = None) -> Runtime:
-    """The runtime of an operator command: the store of ``--store``/``--project`` or of the
-    settings; when they name none, what ``charter local up`` (``.charter/local/charter.env``)
-    or else ``charter demo`` (``.charter/demo/charter.env``) left behind; never an LLM.
+def operator_runtime(
+    *, store: str | None = None, project: str | None = None, home: Path | None = None
+) -> Runtime:
+    """The runtime of an operator command; never an LLM.
+
+    ``--store``/``--project`` win; then the environment's settings; when the environment names
+    no store, what ``charter local up`` (``.charter/local/charter.env``, the emulator hosts and
+    project) or else ``charter demo`` (``.charter/demo/charter.env``) left behind fills in.
 
     ``ConfigError`` when no store is configured: an operator command never answers from a
     fresh in-memory store.
@@ -131,13 +135,14 @@ def operator_runtime(*, store: str | None = None, project: str | None = None, ho
         values.update(store="sqlite", store_path=Path(store))
     if project:
         values["project"] = project
-    settings = Settings.from_env(**values)
-    home = home or settings.home
-    if settings.store == "memory":  # nothing configured here: what the stack or the demo left
+    environment = Settings.from_env()
+    home = home or environment.home
+    env_file = None
+    if environment.store == "memory":  # the environment names no store: what the stack or demo left
         env_file = next(
             (f for f in (home / "local" / ENV_FILE, home / "demo" / ENV_FILE) if f.is_file()), None
         )
-        settings = Settings.from_env(env_file=env_file, **values) if env_file else settings
+    settings = Settings.from_env(env_file=env_file, **values)
     if settings.store == "memory":
         raise ConfigError(
             "no store configured: start the local stack (`charter local up`), run `charter demo`, "

@@ -20,6 +20,39 @@ from pathlib import Path
 import pytest
 from import_graph import REPO, cycles, imports_of, module_name, package_graph
 
+# The floors of docs/ARCHITECTURE.md: a room imports only rooms of its floor or below.
+FLOORS: dict[str, int] = {
+    **dict.fromkeys(
+        [
+            "settings",
+            "ports",
+            "envelope",
+            "proposal",
+            "decisions",
+            "errors",
+            "ids",
+            "topology",
+            "collections",
+            "config_files",
+            "sanitizer",
+            "persona",
+            "prices",
+            "inbound",
+            "callctx",
+            "logs",
+            "idempotency",
+            "observability",
+        ],
+        1,
+    ),
+    **dict.fromkeys(("adapters", "flags", "channels"), 2),
+    **dict.fromkeys(("tools", "policy", "state", "context", "rollout", "telemetry", "demo_data"), 3),
+    "runtime": 4,
+    "brain": 5,
+    "layers": 6,
+    "composition": 7,
+    **dict.fromkeys(("push", "admin", "ops", "cli"), 8),
+}
 ENV_READERS = {"shared_lib/settings/model.py", "shared_lib/composition.py"}
 MAX_LINES = 400
 
@@ -92,6 +125,25 @@ def tree_copy(tmp_path: Path) -> Path:
 
 def test_shared_lib_has_no_package_level_import_cycle() -> None:
     assert package_cycles(REPO) == []
+
+
+def upward_imports(repo: Path) -> list[str]:
+    """Edges that import a room of a higher floor (or a room the floors do not name)."""
+    found = []
+    for a, edges in sorted(package_graph(repo).items()):
+        for b, why in sorted(edges.items()):
+            if a not in FLOORS or b not in FLOORS:
+                found.append(f"{a} -> {b}: a room docs/ARCHITECTURE.md does not place")
+            elif FLOORS[a] < FLOORS[b]:
+                found.append(f"{a} (floor {FLOORS[a]}) -> {b} (floor {FLOORS[b]}): {sorted(why)[0]}")
+    return found
+
+
+def test_no_room_imports_a_floor_above_it(tree_copy: Path) -> None:
+    assert upward_imports(REPO) == []
+    path = tree_copy / "shared_lib" / "policy" / "guardian.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\nimport shared_lib.layers.base\n", encoding="utf-8")
+    assert any(v.startswith("policy (floor 3) -> layers (floor 6)") for v in upward_imports(tree_copy))
 
 
 def test_a_type_only_import_that_closes_a_cycle_is_caught(tree_copy: Path) -> None:
