@@ -245,4 +245,5 @@ def register(sub: Any) -> None:
     p = adsub.add_parser("serve", help="serve the dashboard locally (the cloud runs the admin function)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8090)
+    store_options(p)
     p.set_defaults(func=_run(admin_serve), json=False)
