@@ -202,13 +202,8 @@ def settle(stack: Stack, sent: list[Sent], start: float, timeout: float = 240.0)
     }
 
 
-def duplicate_effects(state: dict[str, Any]) -> dict[str, int]:
-    """Effect documents beyond one per completed tool receipt, per write tool (0 = none).
-
-    A write tool's effect and its receipt commit in one transaction, so every effect document
-    must have exactly one ``done`` receipt of that tool; an effect repeated by a redelivery
-    would show as more documents than receipts.
-    """
+def effect_counts(state: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Per write tool: (effect documents, completed receipts of that tool) in the store now."""
     from shared_lib import collections
     from shared_lib.composition import operator_runtime
 
@@ -221,8 +216,24 @@ def duplicate_effects(state: dict[str, Any]) -> dict[str, int]:
         if doc.get("status") == "done"
     )
     return {
-        name: max(0, len(store.query(collections.collection_path(name, org=ORG))) - receipts[tool])
+        name: (len(store.query(collections.collection_path(name, org=ORG))), receipts[tool])
         for tool, name in WRITE_TOOLS.items()
+    }
+
+
+def duplicate_effects(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
+) -> dict[str, int]:
+    """Effect documents the run added beyond one per completed receipt it added (0 = none).
+
+    A write tool's effect and its receipt commit in one transaction, so each new effect
+    document has exactly one new ``done`` receipt; an effect repeated by a redelivery would
+    show as more new documents than new receipts.
+    """
+    # fewer new documents than receipts is no duplicate: a memory of the same key is updated in place
+    return {
+        name: max(0, (after[name][0] - before[name][0]) - (after[name][1] - before[name][1]))
+        for name in after
     }
 
 
@@ -281,12 +292,13 @@ def main(argv: list[str] | None = None) -> int:
         stack = Stack(state)
         run_conversation(stack, "warm-up", conversation_script(len(MIX)), USERS[0])
         stack.sent.clear()
+        effects_before = effect_counts(state)
         print(
             f"burst: {a.turns} turns over {a.conversations} conversations, {a.senders} senders…",
             file=sys.stderr,
         )
         report["product"] = burst(stack, a.turns, a.conversations, a.senders)
-        report["product"]["duplicate_effects"] = duplicate_effects(state)
+        report["product"]["duplicate_effects"] = duplicate_effects(effects_before, effect_counts(state))
         report["product"]["rss_mib"] = resident_memory(state)
         if a.sequential:
             lat = sequential(stack, a.sequential)
