@@ -1,4 +1,4 @@
-"""``charter shadow report / compare`` and ``charter guard status``.
+"""``charter shadow report / compare`` and ``charter guard status / explain``.
 
 Exit codes: 0 ok, 1 verdict HOLD with ``--fail-on-hold`` (or ``--min-agreement``) or a
 turn without records, 2 bad input or no store where one is needed.
@@ -97,7 +97,8 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _guard_status(args: argparse.Namespace) -> int:
+def _guard_view(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The guard's status from the live store (None when there is no store)."""
     from shared_lib.adapters.inproc_bus import InProcessBus
     from shared_lib.adapters.recording_channel import RecordingChannel
     from shared_lib.composition import build_runtime
@@ -106,16 +107,113 @@ def _guard_status(args: argparse.Namespace) -> int:
     store = live_store(args)
     if store is None:
         err(f"error: {NO_STORE}: the guard keeps its window in the live store")
-        return 2
+        return None
     rt = build_runtime(store=store, llm=None, bus=InProcessBus(), channels={"http": RecordingChannel("http")})
-    status = guard_status(rt)
+    return guard_status(rt)
+
+
+def _guard_status(args: argparse.Namespace) -> int:
+    status = _guard_view(args)
+    if status is None:
+        return 2
     if args.json:
         print(json_text(status))
-    else:
-        for c in status["checks"]:
+        return 0
+    for org, group in status["orgs"].items():
+        for c in group["checks"]:
             state = "TRIPPED" if c["tripped"] else ("ok" if c["enough_samples"] else "few samples")
-            print(f"{c['name']:<16} {state:<12} {c['reason']}")
-        print(f"window since {status['window_start']}; last trip: {status['last_trip'] or 'never'}")
+            print(f"{org:<20} {c['name']:<28} {state:<12} {c['reason']}")
+    cost = status["cost_check"]
+    print(f"{'(all)':<20} {cost['name']:<28} {'TRIPPED' if cost['tripped'] else 'ok':<12} {cost['reason']}")
+    trip = status["last_trip"]
+    print(
+        f"window since {status['window_start']}; last trip: {trip.get('message') or trip.get('reason') or 'never'}"
+    )
+    return 0
+
+
+# Each check of the guard and the field of ``RollbackGuardConfig`` that bounds it.
+_LIMITS = (
+    ("llm_error_rate", "llm_error_rate_max"),
+    ("constitution_violation_rate", "constitution_violation_rate_max"),
+    ("block_rate", "block_rate_max"),
+    ("tool_error_rate", "tool_error_rate_max"),
+    ("llm_latency_p95_ms", "llm_latency_ms_max"),
+    ("shadow_disagreement_rate", "shadow_disagreement_rate_max"),
+    ("daily_cost_usd", "daily_cost_budget_usd"),
+)
+
+
+def _explanation(status: dict[str, Any], org: str | None) -> dict[str, Any]:
+    """What ``guard explain`` shows: the window, per organisation brain-caused and excluded
+    counts with each check, the thresholds, the decision now, and the last trip."""
+    orgs = status["orgs"] if org is None else {k: v for k, v in status["orgs"].items() if k == org}
+    return {
+        "window_start": status["window_start"],
+        "window_minutes": status["window_minutes"],
+        "now": status["now"],
+        "orgs": {
+            name: {
+                "window_start": group["window_start"],
+                "brain_caused": {k: v for k, v in group["totals"].items() if k not in group["excluded"]},
+                "excluded": group["excluded"],
+                "checks": group["checks"],
+                "tripped": group["tripped"],
+            }
+            for name, group in orgs.items()
+        },
+        "pool": {k: status["pool"][k] for k in ("orgs", "totals", "tripped")},
+        "daily_cost": status["cost_check"],
+        "active_orgs": status["active_orgs"],
+        "tripped_earlier": status["tripped_earlier"],
+        "thresholds": status["config"],
+        "decision_now": status["decision"],
+        "last_trip": status["last_trip"],
+    }
+
+
+def _guard_explain(args: argparse.Namespace) -> int:
+    status = _guard_view(args)
+    if status is None:
+        return 2
+    view = _explanation(status, args.org)
+    if args.json:
+        print(json_text(view))
+        return 0
+    print(f"window: {view['window_minutes']} min, {view['window_start']} .. {view['now']}")
+    t = view["thresholds"]
+    print(
+        "thresholds: "
+        + ", ".join(f"{name} > {t[field]:g}" for name, field in _LIMITS)
+        + f"; min samples: turns {t['min_turns']}, tool calls {t['min_tool_calls']}, LLM calls "
+        f"{t['min_llm_calls']}, comparisons {t['min_comparisons']}; global at {t['global_trip_orgs']} "
+        f"organisations or {t['global_trip_share']:.0%} of the active ones"
+    )
+    if args.org and args.org not in view["orgs"]:
+        print(f"{args.org}: nothing counted in the window")
+    for name, group in view["orgs"].items():
+        counts = ", ".join(f"{k} {v:g}" for k, v in group["brain_caused"].items())
+        excluded = ", ".join(f"{k} {v:g}" for k, v in group["excluded"].items())
+        print(f"{name} (since {group['window_start']})")
+        print(f"  counted (brain-caused, with their bases): {counts}")
+        print(f"  excluded (user- or system-caused): {excluded}")
+        for c in group["checks"]:
+            state = "TRIPPED" if c["tripped"] else ("ok" if c["enough_samples"] else "few samples")
+            print(f"  {c['name']:<28} {state:<12} {c['reason']}")
+    pool = view["pool"]
+    if pool["orgs"]:
+        print(
+            f"pool of small organisations ({', '.join(pool['orgs'])}): {'; '.join(pool['tripped']) or 'ok'}"
+        )
+    cost = view["daily_cost"]
+    print(f"daily cost: {'TRIPPED' if cost['tripped'] else 'ok'} {cost['reason']}")
+    d = view["decision_now"]
+    print(
+        f"decision now: {' '.join([d['action'], *d['orgs']])} ({d['why']}){': ' if d['reasons'] else ''}"
+        + "; ".join(d["reasons"])
+    )
+    trip = view["last_trip"]
+    print(f"last trip: {trip.get('message') or trip.get('reason') or 'never'}")
     return 0
 
 
@@ -158,3 +256,12 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     store_options(p)
     p.set_defaults(func=_guard_status, store=None)
+    p = gsub.add_parser(
+        "explain",
+        help="per organisation: what the guard counts (brain-caused) and leaves out (user-caused), "
+        "the thresholds, the decision it would take now, and the last trip with its reasons",
+    )
+    p.add_argument("--org", help="only this organisation")
+    p.add_argument("--json", action="store_true")
+    store_options(p)
+    p.set_defaults(func=_guard_explain, store=None)

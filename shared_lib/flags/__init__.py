@@ -8,21 +8,24 @@ an author and a reason, and win until they expire, so Terraform never fights the
 
 Who gets which brain (``evaluate``), first rule that applies wins:
 
-==========  ==============================================================  ============
-reason      rule                                                            arm
-==========  ==============================================================  ============
-ERROR       the document or the override is missing, unreadable, invalid    legacy
-KILL_SWITCH kill switch on (an active override's value wins over the file)  legacy [1]
-OVERRIDE    an active override sets ``brain_mode: legacy`` (rollback)       legacy
-DENYLIST    ``user`` or ``org/user`` in ``denylist``                        legacy
-ALLOWLIST   ``user`` or ``org/user`` in ``allowlist``                       llm
-OVERRIDE    an active override sets another mode                            by mode
-ORG_MODE    ``org_modes[org]``                                              by mode
-SPLIT       global ``brain_mode: canary``                                   by bucket
-DEFAULT     global ``brain_mode`` legacy / shadow / llm                     by mode
-==========  ==============================================================  ============
+============  ==============================================================  ============
+reason        rule                                                            arm
+============  ==============================================================  ============
+ERROR         the document or the override is missing, unreadable, invalid    legacy
+KILL_SWITCH   kill switch on (an active override's value wins over the file)  legacy [1]
+OVERRIDE      an active override sets ``brain_mode: legacy`` (rollback)       legacy
+ORG_OVERRIDE  an active override rolls back the person's organisation [2]     legacy
+DENYLIST      ``user`` or ``org/user`` in ``denylist``                        legacy
+ALLOWLIST     ``user`` or ``org/user`` in ``allowlist``                       llm
+OVERRIDE      an active override sets another mode                            by mode
+ORG_MODE      ``org_modes[org]``                                              by mode
+SPLIT         global ``brain_mode: canary``                                   by bucket
+DEFAULT       global ``brain_mode`` legacy / shadow / llm                     by mode
+============  ==============================================================  ============
 
 [1] the brain answers with the persona's fixed message; no LLM call, no tool execution.
+[2] ``orgs[org]`` of the override, with its own expiry: the rollback guard's answer to a
+regression in one tenant; the other organisations keep their arm.
 
 By mode: ``legacy`` and ``llm`` serve that arm; ``shadow`` serves legacy and, for the
 sampled share, runs the LLM arm as a dry-run candidate; ``canary`` at P % serves the LLM
@@ -52,6 +55,7 @@ from shared_lib.flags.document import (
     BrainMode,
     FlagsDocument,
     FlagsOverride,
+    OrgOverride,
     RollbackGuardConfig,
     flags_store_doc,
     load_flags_file,
@@ -75,6 +79,7 @@ __all__ = [
     "FlagsOverride",
     "FlagsProvider",
     "FlagsSnapshot",
+    "OrgOverride",
     "Reason",
     "RollbackGuardConfig",
     "bucket_fine",

@@ -38,13 +38,23 @@ class AutoApprove(BaseModel):
 
 
 class RollbackGuardConfig(BaseModel):
-    """Thresholds of the rollback guard (seed 000 §15.1, §14.3); ``shared_lib.rollout.guard``."""
+    """Thresholds of the rollback guard (seed 000 §15.1, §14.3); ``shared_lib.rollout.guard``.
+
+    Every rate counts only what the candidate brain causes (``shared_lib.rollout.causes``) and
+    is judged per organisation; ``llm_latency_ms_max`` bounds the p95 of the per-call latency.
+    An organisation's trip rolls back that organisation only, unless ``global_trip_orgs``
+    organisations (or ``global_trip_share`` of the organisations active in the window) have
+    tripped within the window: then everyone goes back to legacy.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     enabled: bool = True
     window_minutes: int = Field(default=15, ge=1, le=1440)
     tool_error_rate_max: float = Field(default=0.05, ge=0, le=1)
     block_rate_max: float = Field(default=0.10, ge=0, le=1)
+    llm_error_rate_max: float = Field(default=0.05, ge=0, le=1)
+    constitution_violation_rate_max: float = Field(default=0.05, ge=0, le=1)
+    shadow_disagreement_rate_max: float = Field(default=0.5, ge=0, le=1)
     llm_latency_ms_max: float = Field(default=10_000, gt=0)
     # Seed §15.1 says ¥5,000 a day; prices are in US dollars (about ¥145 to the dollar).
     daily_cost_budget_usd: float = Field(default=35.0, gt=0)
@@ -52,6 +62,9 @@ class RollbackGuardConfig(BaseModel):
     min_turns: int = Field(default=20, ge=1)
     min_tool_calls: int = Field(default=20, ge=1)
     min_llm_calls: int = Field(default=10, ge=1)
+    min_comparisons: int = Field(default=20, ge=1)
+    global_trip_orgs: int = Field(default=3, ge=1)
+    global_trip_share: float = Field(default=1.0, gt=0, le=1)
     override_ttl_minutes: int = Field(default=120, ge=1, le=7 * 1440)
 
     @field_validator("cost_day_timezone")
@@ -91,10 +104,11 @@ class FlagsDocument(BaseModel):
         return value
 
 
-class FlagsOverride(BaseModel):
+class OrgOverride(BaseModel):
+    """A rollback of one organisation: it is served legacy until ``expires_at``."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
-    kill_switch: bool | None = None
-    brain_mode: BrainMode | None = None
+    brain_mode: Literal["legacy"] = "legacy"
     expires_at: datetime
     author: Annotated[str, Field(min_length=1)]
     reason: Annotated[str, Field(min_length=1)]
@@ -102,6 +116,32 @@ class FlagsOverride(BaseModel):
 
     def active(self, now: datetime | None) -> bool:
         return now is None or self.expires_at > now
+
+
+class FlagsOverride(BaseModel):
+    """``config/flags_override``: a global part (``kill_switch``, ``brain_mode``, governed by
+    ``expires_at``) and per-organisation rollbacks (``orgs``), each with its own expiry.
+
+    With only organisations in it, the global part sets nothing and ``expires_at`` is the
+    latest of theirs.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kill_switch: bool | None = None
+    brain_mode: BrainMode | None = None
+    expires_at: datetime
+    author: Annotated[str, Field(min_length=1)]
+    reason: Annotated[str, Field(min_length=1)]
+    created_at: datetime | None = None
+    orgs: dict[Annotated[str, Field(min_length=1)], OrgOverride] = Field(default_factory=dict)
+
+    def active(self, now: datetime | None) -> bool:
+        return now is None or self.expires_at > now
+
+    def org_rollback(self, org_id: str, now: datetime | None) -> OrgOverride | None:
+        """The active rollback of ``org_id``, if any (whatever the global part's expiry)."""
+        entry = self.orgs.get(org_id)
+        return entry if entry is not None and entry.active(now) else None
 
 
 def field_errors(exc: ValidationError) -> list[str]:

@@ -14,7 +14,17 @@ from typing import Any, Literal
 from shared_lib.envelope import FlagsSection
 from shared_lib.flags.document import BrainMode, FlagsDocument, FlagsOverride
 
-Reason = Literal["KILL_SWITCH", "OVERRIDE", "ORG_MODE", "DENYLIST", "ALLOWLIST", "SPLIT", "DEFAULT", "ERROR"]
+Reason = Literal[
+    "KILL_SWITCH",
+    "OVERRIDE",
+    "ORG_OVERRIDE",
+    "ORG_MODE",
+    "DENYLIST",
+    "ALLOWLIST",
+    "SPLIT",
+    "DEFAULT",
+    "ERROR",
+]
 
 
 def _hash_fine(key: str) -> float:
@@ -60,6 +70,9 @@ def evaluate(
         return FlagsSection(arm="legacy", reason="KILL_SWITCH", kill_switch=True, **base)
     if active is not None and active.brain_mode == "legacy":
         return FlagsSection(arm="legacy", reason="OVERRIDE", **base)
+    # An organisation's rollback has its own expiry, independent of the global part's.
+    if override is not None and override.org_rollback(org_id, now) is not None:
+        return FlagsSection(arm="legacy", reason="ORG_OVERRIDE", **base)
     key = f"{org_id}/{user_id}"
     if user_id in doc.denylist or key in doc.denylist:
         return FlagsSection(arm="legacy", reason="DENYLIST", **base)

@@ -49,7 +49,7 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
     _alert_on(rt, turn, record)
     _metric_lines(turn)
     stream(rt, record)
-    _hook(rt, "on_served_turn", turn)
+    compared = _hook(rt, "on_served_turn", turn)
     written = rt.store.run_transaction(lambda txn: _write_once(txn, path, record))
     if written:
         log_event(
@@ -62,7 +62,7 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
             total_ms=record.total_duration_ms,
             cost_usd=record.cost_usd,
         )
-        _guard(rt, record)  # the guard dedupes per record itself; after the write it counts what is stored
+        _guard(rt, record, compared)  # the guard dedupes per record itself; it counts what is stored
     return written
 
 
@@ -85,8 +85,8 @@ def record_candidate(rt: Runtime, turn: Turn) -> bool:
         collections.path("shadow_candidates", org=turn.org_id, id=f"{turn.turn_id}-{turn.step}"),
         record.store_doc(),
     )
-    _hook(rt, "on_shadow_candidate", turn)
-    _guard(rt, record)
+    compared = _hook(rt, "on_shadow_candidate", turn)
+    _guard(rt, record, compared)
     return created
 
 
@@ -163,9 +163,11 @@ def _metric_lines(turn: Turn) -> None:
             )
 
 
-def _hook(rt: Runtime, name: str, turn: Turn) -> None:
+def _hook(rt: Runtime, name: str, turn: Turn) -> dict[str, Any] | None:
+    """The comparison hook; returns the turn's comparison once both sides are in."""
     try:
-        getattr(comparison, name)(rt, turn)
+        result: dict[str, Any] | None = getattr(comparison, name)(rt, turn)
+        return result
     except Exception as exc:  # a comparison must never cost the record
         log_event(
             "rollout_hook_failed",
@@ -175,11 +177,12 @@ def _hook(rt: Runtime, name: str, turn: Turn) -> None:
             hook=name,
             error=f"{type(exc).__name__}: {exc}",
         )
+        return None
 
 
-def _guard(rt: Runtime, record: ObservabilityRecord) -> None:
+def _guard(rt: Runtime, record: ObservabilityRecord, compared: dict[str, Any] | None) -> None:
     try:
-        for alert in rt.rollback_guard.observe(rt, record.store_doc()):
+        for alert in rt.rollback_guard.observe(rt, record.store_doc(), compared):
             log_event(
                 "rollback_guard_tripped",
                 layer="observer",

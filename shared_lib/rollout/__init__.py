@@ -3,10 +3,13 @@ runtime flag overrides (``charter flags ...``, ``charter shadow ...``, ``charter
 
 Public surface::
 
-    shared_lib.rollout.overrides   write_override, clear_override, read_override, audit_entries
+    shared_lib.rollout.overrides   write_override, write_org_override, clear_override, read_override,
+                                   audit_entries
     shared_lib.rollout.comparison  compare, store_comparison, on_shadow_candidate, on_served_turn
     shared_lib.rollout.report      build_report, load_comparisons, PromotionCriteria, parse_duration
     shared_lib.rollout.guard       RollbackGuard, guard_status
+    shared_lib.rollout.causes      VERDICT_CAUSES, cause_of, record_signals (who caused a verdict)
+    shared_lib.rollout.guard_window  window_status, decide (the guard's window per organisation)
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import Any
 from infra.fake_llm.scenario import MessagesRequest
 from infra.fake_llm.scripted import answer
 from shared_lib.composition import build_runtime, wire_inprocess
+from shared_lib.errors import LLMError
 from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider, seed_flags
 from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
@@ -99,9 +100,16 @@ def write_flags(path: Path, **changes: Any) -> Path:
 
 
 def make_runtime(
-    tmp_path: Path, *, llm: Any = None, store: Store | None = None, clock: Any = None, **flag_changes: Any
+    tmp_path: Path,
+    *,
+    llm: Any = None,
+    store: Store | None = None,
+    clock: Any = None,
+    orgs: tuple[str, ...] = (ORG,),
+    **flag_changes: Any,
 ) -> Runtime:
-    """An in-process runtime whose live flags document was seeded from a file with ``flag_changes``."""
+    """An in-process runtime whose live flags document was seeded from a file with ``flag_changes``
+    (the same directory of people in each of ``orgs``)."""
     overrides: dict[str, Any] = {"llm": llm}
     if store is not None:
         overrides["store"] = store
@@ -112,7 +120,8 @@ def make_runtime(
     )
     rt.flags = FlagsProvider(rt.store, ttl_seconds=0)
     seed_flags(rt.store, write_flags(tmp_path / "flags.json", **flag_changes))
-    seed_directory(rt.store, ORG, PEOPLE, {"d1": None})
+    for org in orgs:
+        seed_directory(rt.store, org, PEOPLE, {"d1": None})
     wire_inprocess(rt)
     return rt
 
@@ -139,3 +148,59 @@ def send(rt: Runtime, text: str, *, user: str = "u1", org: str = ORG, room: str 
 
 def replies(rt: Runtime) -> list[str]:
     return [r.text for r in rt.channels["http"].sent]  # type: ignore[attr-defined]
+
+
+_record_ids = iter(range(1, 10**9))
+
+
+def guard_record(
+    *,
+    org: str = ORG,
+    tools: int = 0,
+    failed: int = 0,
+    code: str = "execution_error",
+    block: str | None = None,
+    errors: tuple[str, ...] = (),
+    llm_ms: float = 800.0,
+    calls: int = 1,
+    cost: float = 0.001,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A stored observability record of the LLM arm, as the observer hands it to the guard.
+
+    ``block`` is the guardian's reason code of a block; ``errors`` the catalogue codes on the turn.
+    """
+    results = [
+        {"tool_name": "t", "ok": i >= failed, "error_code": code if i < failed else None, "dry_run": False}
+        for i in range(tools)
+    ]
+    return {
+        "turn_id": f"T{next(_record_ids)}",
+        "org_id": org,
+        "flags_arm": "llm",
+        "arm": "llm",
+        "execution_result": results,
+        "guardian_action": "block" if block else "allow",
+        "guardian_reason": block or "pass",
+        "auth_result": "not_applicable" if block else "allowed",
+        "errors": [{"code": c} for c in errors],
+        "usage": {"llm_calls": calls},
+        "llm_duration_ms": llm_ms,
+        "cost_usd": cost,
+        **extra,
+    }
+
+
+class FailingLLM(ScriptedLLM):
+    """The scripted model, failing every call with ``llm_unavailable`` while ``failing`` is set
+    (what the Anthropic adapter raises after its retries): an injected regression."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing = False
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        if self.failing:
+            self.calls.append(request)
+            raise LLMError("llm_unavailable", "injected regression")
+        return super().complete(request)

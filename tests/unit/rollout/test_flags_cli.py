@@ -16,7 +16,7 @@ from rollout_fakes import write_flags
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.cli import build_parser, main
 from shared_lib.flags import OVERRIDE_DOC, REPO_FLAGS_FILE, bucket_fine, load_flags_file, seed_flags
-from shared_lib.rollout.overrides import write_override
+from shared_lib.rollout.overrides import write_org_override, write_override
 
 
 def run(argv: list[str], store: MemoryStore | None = None) -> int:
@@ -103,6 +103,23 @@ def test_given_a_live_store_with_an_override_when_explained_then_the_override_de
     # THEN the override decides
     result = out_json(capsys)
     assert (result["arm"], result["reason"], result["flags_version"]) == ("legacy", "OVERRIDE", "live-3")
+
+
+def test_given_an_organisation_rolled_back_when_explained_then_that_org_is_legacy_and_the_others_keep_their_arm(
+    tmp_path, capsys
+):
+    # GIVEN the live document says llm, and the guard rolled acme back alone
+    store = MemoryStore()
+    seed_flags(store, write_flags(tmp_path / "f.json", version="live-4", brain_mode="llm"))
+    write_org_override(store, "acme", ttl=timedelta(hours=2), author="rollback-guard", reason="llm errors")
+    # WHEN people of acme and beta are explained against the live store
+    assert run(["flags", "explain", "--org", "acme", "--user", "u1", "--json"], store) == 0
+    acme = out_json(capsys)
+    assert run(["flags", "explain", "--org", "beta", "--user", "u1", "--json"], store) == 0
+    beta = out_json(capsys)
+    # THEN acme is served legacy by its rollback, beta keeps the LLM arm
+    assert (acme["arm"], acme["reason"]) == ("legacy", "ORG_OVERRIDE")
+    assert (beta["arm"], beta["reason"]) == ("llm", "DEFAULT")
 
 
 def test_given_an_invalid_live_document_when_explained_then_error_reason_and_exit_1(capsys):

@@ -20,7 +20,7 @@ from shared_lib.flags import (
     flags_store_doc,
     seed_flags,
 )
-from shared_lib.rollout.overrides import write_override
+from shared_lib.rollout.overrides import write_org_override, write_override
 
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
 SALT = "test-salt"
@@ -210,3 +210,90 @@ def test_given_an_override_written_when_the_cache_expires_then_it_applies(ticker
     # and once it expires, the file decides again
     later = NOW + timedelta(hours=1, seconds=1)
     assert provider.evaluate("acme", "u1", later)[0].reason == "DEFAULT"
+
+
+def rollback(org: str, *, expires_in: timedelta = timedelta(hours=2)) -> dict:
+    return {org: {"expires_at": NOW + expires_in, "author": "rollback-guard", "reason": "llm errors"}}
+
+
+@pytest.mark.parametrize(
+    ("flags", "ovr", "org", "user", "arm", "reason"),
+    [
+        # the rolled-back organisation goes to legacy, whatever the file or the lists say
+        ({"brain_mode": "llm"}, {"orgs": rollback("acme")}, "acme", "u1", "legacy", "ORG_OVERRIDE"),
+        (
+            {"brain_mode": "llm", "allowlist": ["u1"]},
+            {"orgs": rollback("acme")},
+            "acme",
+            "u1",
+            "legacy",
+            "ORG_OVERRIDE",
+        ),
+        (
+            {"brain_mode": "legacy", "org_modes": {"acme": "llm"}},
+            {"orgs": rollback("acme")},
+            "acme",
+            "u1",
+            "legacy",
+            "ORG_OVERRIDE",
+        ),
+        # the others keep their arm
+        ({"brain_mode": "llm"}, {"orgs": rollback("acme")}, "beta", "u1", "llm", "DEFAULT"),
+        (
+            {"brain_mode": "canary", "canary_percent": 100},
+            {"orgs": rollback("acme")},
+            "beta",
+            "u1",
+            "llm",
+            "SPLIT",
+        ),
+        # an expired rollback no longer applies; the kill switch and a global rollback still come first
+        (
+            {"brain_mode": "llm"},
+            {"orgs": rollback("acme", expires_in=-timedelta(minutes=1))},
+            "acme",
+            "u1",
+            "llm",
+            "DEFAULT",
+        ),
+        (
+            {"brain_mode": "llm"},
+            {"kill_switch": True, "orgs": rollback("acme")},
+            "acme",
+            "u1",
+            "legacy",
+            "KILL_SWITCH",
+        ),
+        (
+            {"brain_mode": "llm"},
+            {"brain_mode": "legacy", "orgs": rollback("acme")},
+            "beta",
+            "u1",
+            "legacy",
+            "OVERRIDE",
+        ),
+    ],
+)
+def test_given_an_organisation_rollback_when_evaluated_then_only_that_organisation_goes_to_legacy(
+    flags, ovr, org, user, arm, reason
+):
+    section = evaluate(doc(**flags), org, user, override=override(**ovr), now=NOW)
+    assert (section.arm, section.reason) == (arm, reason)
+
+
+def test_given_an_organisation_rollback_that_outlives_the_global_part_when_evaluated_then_it_still_applies():
+    # GIVEN a global part that expired an hour ago, and acme's rollback still running
+    ovr = override(expires_at=NOW - timedelta(hours=1), brain_mode="legacy", orgs=rollback("acme"))
+    assert evaluate(doc(brain_mode="llm"), "acme", "u1", override=ovr, now=NOW).reason == "ORG_OVERRIDE"
+    assert evaluate(doc(brain_mode="llm"), "beta", "u1", override=ovr, now=NOW).reason == "DEFAULT"
+
+
+def test_given_a_live_organisation_rollback_when_the_provider_evaluates_then_it_applies(ticker):
+    store = MemoryStore()
+    store.set(FLAGS_DOC, flags_store_doc(doc(brain_mode="llm")))
+    write_org_override(
+        store, "acme", ttl=timedelta(hours=1), author="rollback-guard", reason="errors", now=NOW
+    )
+    provider = FlagsProvider(store, ttl_seconds=0, monotonic=ticker)
+    assert provider.evaluate("acme", "u1", NOW)[0].reason == "ORG_OVERRIDE"
+    assert provider.evaluate("beta", "u1", NOW)[0].arm == "llm"

@@ -1,46 +1,25 @@
-"""The rollback guard: each threshold trips it, it writes the legacy override with its reason
-and alerts, and the LLM arm recovers when the override expires."""
+"""The rollback guard with one organisation (every organisation active in the window tripped,
+so each trip is global): each threshold trips it, it writes the legacy override with its
+reason and alerts, and the LLM arm recovers when the override expires. Per-organisation
+trips are in ``test_rollout_guard_orgs``."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
-from rollout_fakes import ORG, make_runtime, send
+from rollout_fakes import ORG, FailingLLM, guard_record, make_runtime, send
 
 from shared_lib.flags import OVERRIDE_DOC, RollbackGuardConfig
 from shared_lib.rollout.guard import ALERT_CODE, AUTHOR, RollbackGuard, guard_status
 from shared_lib.rollout.overrides import write_override
 
-_ids = iter(range(10**9))
+BRAIN_BLOCK = "confidence.too_low"  # a block the brain causes (shared_lib.rollout.causes)
 
 
-def llm_record(
-    *,
-    tools: int = 0,
-    failed: int = 0,
-    code: str = "execution_error",
-    block: bool = False,
-    llm_ms: float = 800.0,
-    calls: int = 1,
-    cost: float = 0.001,
-    **extra,
-) -> dict:
-    results = [
-        {"tool_name": "t", "ok": i >= failed, "error_code": code if i < failed else None, "dry_run": False}
-        for i in range(tools)
-    ]
-    return {
-        "turn_id": f"T{next(_ids)}",
-        "flags_arm": "llm",
-        "arm": "llm",
-        "execution_result": results,
-        "guardian_action": "block" if block else "allow",
-        "usage": {"llm_calls": calls},
-        "llm_duration_ms": llm_ms,
-        "cost_usd": cost,
-        **extra,
-    }
+def llm_record(*, block: bool = False, **fields) -> dict:
+    """One record of the guard's single organisation; ``block`` is a block the brain caused."""
+    return guard_record(block=BRAIN_BLOCK if block else None, **fields)
 
 
 @pytest.fixture
@@ -102,13 +81,34 @@ def test_given_a_block_rate_over_10_percent_when_20_turns_are_seen_then_it_rolls
     assert len(alerts) == 1 and "block_rate 0.150 (3/20) > 0.1" in rt.store.get(OVERRIDE_DOC)["reason"]
 
 
-def test_given_llm_latency_over_10_seconds_when_10_calls_are_seen_then_it_rolls_back(rt):
+def test_given_one_slow_call_in_ten_when_the_p95_crosses_10_seconds_then_it_rolls_back_though_the_mean_would_not(
+    rt,
+):
+    # GIVEN nine calls of 0.8 s and one of 12 s: the mean (1.9 s) is far below 10 s
     g = guard()
-    alerts = observe_all(g, rt, [llm_record(llm_ms=12_000) for _ in range(10)])
+    records = [llm_record(llm_ms=800) for _ in range(9)] + [llm_record(llm_ms=12_000)]
+    # WHEN they are observed
+    alerts = observe_all(g, rt, records)
+    # THEN the p95 (nearest rank: the 10th of 10) is 12 s and the guard rolled back
+    assert len(alerts) == 1
     assert (
-        len(alerts) == 1
-        and "llm_latency_ms 12000 (mean of 10 calls) > 10000" in rt.store.get(OVERRIDE_DOC)["reason"]
+        "llm_latency_p95_ms 12000 (p95 of 10 turns, 10 calls) > 10000" in rt.store.get(OVERRIDE_DOC)["reason"]
     )
+
+
+def test_given_one_slow_call_in_twenty_when_observed_then_the_p95_stays_below_the_limit(rt):
+    g = guard()
+    records = [llm_record(llm_ms=800) for _ in range(19)] + [llm_record(llm_ms=60_000)]
+    assert observe_all(g, rt, records) == []
+    (check,) = [c for c in guard_status(rt)["orgs"][ORG]["checks"] if c["name"] == "llm_latency_p95_ms"]
+    assert check["value"] == 800 and not check["tripped"]
+
+
+def test_given_a_turn_of_several_calls_when_its_latency_is_counted_then_it_is_per_call(rt):
+    g = guard()
+    observe_all(g, rt, [llm_record(llm_ms=16_000, calls=2) for _ in range(10)])  # 8 s a call
+    (check,) = [c for c in guard_status(rt)["orgs"][ORG]["checks"] if c["name"] == "llm_latency_p95_ms"]
+    assert check["value"] == 8_000 and check["enough_samples"] and not check["tripped"]
 
 
 def test_given_the_daily_budget_when_the_days_cost_exceeds_it_then_it_rolls_back_at_once(rt):
@@ -183,24 +183,79 @@ def test_given_a_throttle_when_records_arrive_quickly_then_the_window_is_read_at
     assert len(g.observe(rt, llm_record(block=True))) == 1
 
 
-def test_given_blocked_llm_turns_through_the_pipeline_when_the_observer_records_them_then_it_trips_and_recovers(
+def test_given_llm_errors_over_5_percent_when_20_turns_are_seen_then_it_rolls_back(rt):
+    g = guard()
+    alerts = observe_all(g, rt, [llm_record(errors=("llm_unavailable",) if i < 2 else ()) for i in range(20)])
+    assert len(alerts) == 1 and "llm_error_rate 0.100 (2/20) > 0.05" in rt.store.get(OVERRIDE_DOC)["reason"]
+
+
+def test_given_constitution_violations_over_5_percent_when_20_turns_are_seen_then_it_rolls_back(rt):
+    g = guard(block_rate_max=1.0)  # the violation's block would trip block_rate too: isolate the signal
+    violation = {"code": "constitution.permission_decision", "action": "block", "article": "4.4.2"}
+    records = [
+        llm_record(constitution_violations=[violation] if i < 2 else [], block=i < 2) for i in range(20)
+    ]
+    alerts = observe_all(g, rt, records)
+    assert len(alerts) == 1
+    assert "constitution_violation_rate 0.100 (2/20) > 0.05" in rt.store.get(OVERRIDE_DOC)["reason"]
+
+
+def test_given_user_caused_blocks_and_denials_when_observed_then_nothing_trips_and_they_show_as_excluded(rt):
+    # GIVEN 20 turns the policy blocked (dangerous operation, NG pattern) or the authorizer denied
+    g = guard()
+    records = (
+        [guard_record(block="danger.blocked_operation") for _ in range(10)]
+        + [guard_record(block="security.ng_pattern") for _ in range(5)]
+        + [guard_record(auth_result="denied", auth_reason="level.insufficient") for _ in range(5)]
+    )
+    # WHEN the guard counts them
+    alerts = observe_all(g, rt, records)
+    # THEN nothing trips, and the verdicts are counted apart
+    assert alerts == [] and rt.store.get(OVERRIDE_DOC) is None
+    group = guard_status(rt)["orgs"][ORG]
+    assert group["totals"]["blocks"] == 0 and group["tripped"] == []
+    assert (group["excluded"]["user_blocks"], group["excluded"]["denials"]) == (15, 5)
+
+
+def test_given_user_blocked_turns_through_the_pipeline_when_recorded_then_the_llm_arm_keeps_serving(
     tmp_path, scripted_llm, wall_clock
 ):
     # GIVEN the LLM arm serving everyone (canary 100 %) through the in-process pipeline
     rt = make_runtime(tmp_path, llm=scripted_llm, clock=wall_clock, brain_mode="canary", canary_percent=100)
     rt.rollback_guard = RollbackGuard(evaluate_every_seconds=0)  # thresholds from the flags document
-    # WHEN 20 turns ask for something the guardian blocks (the observer feeds the guard)
+    # WHEN 20 turns ask for something the policy forbids (a dangerous operation: the user's request)
     for i in range(20):
         send(rt, "山田さんの権限をレベル6に変更して", room=f"r{i}")
+    # THEN the guard counted them as user-caused and rolled nothing back
+    assert rt.store.get(OVERRIDE_DOC) is None
+    assert guard_status(rt)["orgs"][ORG]["excluded"]["user_blocks"] == 20
+    turn_id = send(rt, "田中さんにタスクを追加して", room="after")
+    record = rt.store.get(f"orgs/{ORG}/observability/{turn_id}")
+    assert (record["flags_arm"], record["flags_reason"]) == ("llm", "SPLIT")
+
+
+def test_given_a_failing_llm_through_the_pipeline_when_the_observer_records_it_then_it_trips_and_recovers(
+    tmp_path, wall_clock
+):
+    # GIVEN the LLM arm serving everyone through the in-process pipeline, and the LLM failing
+    llm = FailingLLM()
+    rt = make_runtime(tmp_path, llm=llm, clock=wall_clock, brain_mode="canary", canary_percent=100)
+    rt.rollback_guard = RollbackGuard(evaluate_every_seconds=0)
+    llm.failing = True
+    # WHEN 20 turns fail in the LLM (the observer feeds the guard)
+    for i in range(20):
+        send(rt, "田中さんにタスクを追加して", room=f"r{i}")
     # THEN the guard rolled the LLM arm back, and the next turn is served by legacy
-    assert rt.store.get(OVERRIDE_DOC)["author"] == AUTHOR
-    turn_id = send(rt, "おはよう", room="after-trip")
+    override = rt.store.get(OVERRIDE_DOC)
+    assert override["author"] == AUTHOR and "llm_error_rate 1.000 (20/20) > 0.05" in override["reason"]
+    llm.failing = False
+    turn_id = send(rt, "田中さんにタスクを追加して", room="after-trip")
     record = rt.store.get(f"orgs/{ORG}/observability/{turn_id}")
     assert (record["flags_arm"], record["flags_reason"]) == ("legacy", "OVERRIDE")
     assert [a["code"] for _, a in rt.store.query("alerts") if a.get("code") == ALERT_CODE] == [ALERT_CODE]
     # WHEN the override expires
     wall_clock.advance(minutes=121)
-    turn_id = send(rt, "おはよう", room="recovered")
+    turn_id = send(rt, "田中さんにタスクを追加して", room="recovered")
     # THEN the LLM arm serves again
     record = rt.store.get(f"orgs/{ORG}/observability/{turn_id}")
     assert (record["flags_arm"], record["flags_reason"]) == ("llm", "SPLIT")
