@@ -1,5 +1,6 @@
-"""Rollout of a new brain: shadow comparisons, the shadow report, the rollback guard and
-runtime flag overrides (``charter flags ...``, ``charter shadow ...``, ``charter guard ...``).
+"""Rollout of a new brain: shadow comparisons, the shadow report, the promotion gates, the
+rollback guard and runtime flag overrides (``charter flags ...``, ``charter shadow ...``,
+``charter gate ...``, ``charter guard ...``).
 
 Public surface::
 
@@ -7,6 +8,7 @@ Public surface::
     shared_lib.rollout.comparison  compare, store_comparison, on_shadow_candidate, on_served_turn
     shared_lib.rollout.report      build_report, load_comparisons, PromotionCriteria, parse_duration
     shared_lib.rollout.guard       RollbackGuard, guard_status
+    shared_lib.rollout.gates       shadow_gate, canary_gate, CanaryCriteria, promotion_step
 """
 
 from __future__ import annotations
