@@ -6,6 +6,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``policy``         ``charter policy check|validate``: the guardian and gate on a case
 ``tools``          ``charter tools list``: the registry as the LLM sees it
 ``rollout``        ``charter flags …``, ``charter shadow …``, ``charter guard …``
+``gates``          ``charter gate shadow|canary|promotion``: promotion gates over the store
 ``operations``     ``charter turns|replay|audit|cost|metrics|alerts|llm-calls|admin``
 =================  ===============================================================
 
@@ -26,13 +27,14 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from shared_lib.cli import operations, policy, rollout, tools
+from shared_lib.cli import gates, operations, policy, rollout, tools
 
 Register = Callable[[Any], None]
 PRODUCT_COMMANDS: tuple[Register, ...] = (
     policy.register,
     tools.register,
     rollout.register,
+    gates.register,
     operations.register,
 )
 

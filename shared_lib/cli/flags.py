@@ -1,13 +1,20 @@
-"""``charter flags validate / explain / show / seed / override / clear-override``.
+"""``charter flags validate / stage / promote / explain / show / seed / override / clear-override``.
 
-With no store configured, ``explain`` and ``show`` fall back to the repository's flags
-file and say so on stderr. Exit codes: 0 ok, 1 the live document is unusable, 2 bad
-input (an invalid flags file, a bad argument, no store where one is needed).
+``validate`` with no file checks every environment's file and the ladder between them;
+``stage`` and ``promote`` read and move one environment's file on the ladder
+(``shared_lib.flags.stages``): a promotion is a reviewed change to the file, which the
+pipeline applies after its gate (``charter gate promotion``).
+
+With no store configured, ``explain`` and ``show`` fall back to the development flags file
+and say so on stderr. Exit codes: 0 ok, 1 the live document is unusable or a file is off
+the ladder, 2 bad input (an invalid flags file, a bad argument, a refused step, no store
+where one is needed).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -15,9 +22,11 @@ from typing import Any
 
 from shared_lib.cli.console import duration_arg, err, json_text, live_store
 from shared_lib.cli.operations import store_options
-from shared_lib.errors import ConfigError
+from shared_lib.errors import ArgumentError, ConfigError
 from shared_lib.flags import (
+    ENVIRONMENTS,
     REPO_FLAGS_FILE,
+    STAGE_NAMES,
     FlagsDocument,
     FlagsOverride,
     FlagsProvider,
@@ -26,20 +35,97 @@ from shared_lib.flags import (
     load_flags_file,
     seed_flags,
 )
+from shared_lib.flags.stages import (
+    FLAGS_DIR,
+    RefusedStep,
+    env_flags_file,
+    ladder_findings,
+    moved_text,
+    plan_move,
+    stage_of,
+)
 from shared_lib.ids import utc_now
 from shared_lib.rollout.overrides import audit_entries, clear_override, write_override
 
 
 def _validate(args: argparse.Namespace) -> int:
-    path = Path(args.file)
+    """The files given, or every environment's file and the ladder between them."""
+    paths = [Path(f) for f in args.files] or [env_flags_file(env, Path(args.dir)) for env in ENVIRONMENTS]
+    docs: dict[str, FlagsDocument] = {}
+    for path in paths:
+        try:
+            doc = load_flags_file(path)
+        except ConfigError as exc:
+            err(str(exc))
+            return 2
+        stage = stage_of(doc)
+        docs[path.stem] = doc
+        print(
+            f"{path}: ok (version {doc.version}, stage {stage.name if stage else 'OFF THE LADDER'}, "
+            f"brain_mode {doc.brain_mode}, canary {doc.canary_percent:g} %, "
+            f"kill_switch {'on' if doc.kill_switch else 'off'})"
+        )
+    if args.files:
+        return 0
+    findings = ladder_findings(docs)
+    for finding in findings:
+        err(f"ladder: {finding}")
+    return 1 if findings else 0
+
+
+def _env_docs(directory: Path) -> dict[str, tuple[Path, str, FlagsDocument]]:
+    """Each environment's committed file: (path, text, document); absent files are left out."""
+    out = {}
+    for env in ENVIRONMENTS:
+        path = env_flags_file(env, directory)
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            out[env] = (path, text, load_flags_file(path))
+    return out
+
+
+def _stage(args: argparse.Namespace) -> int:
     try:
-        doc = load_flags_file(path)
-    except ConfigError as exc:
+        doc = load_flags_file(env_flags_file(args.env, Path(args.dir)))
+    except (ArgumentError, ConfigError) as exc:
         err(str(exc))
         return 2
+    stage = stage_of(doc)
+    if stage is None:
+        err(
+            f"{args.env}: off the ladder (brain_mode {doc.brain_mode}, canary_percent {doc.canary_percent:g})"
+        )
+        return 1
+    print(stage.name)
+    return 0
+
+
+def _promote(args: argparse.Namespace) -> int:
+    """Move one environment's file to the next stage (or ``--to``); print the diff."""
+    try:
+        found = _env_docs(Path(args.dir))
+        if args.env not in found:
+            raise ConfigError(f"{env_flags_file(args.env, Path(args.dir))}: no such file")
+        path, text, doc = found[args.env]
+        here, target = plan_move(args.env, doc, args.to, {env: d for env, (_, _, d) in found.items()})
+        new = moved_text(text, target, utc_now().date(), source=str(path))
+    except (ArgumentError, ConfigError, RefusedStep) as exc:
+        err(f"refused: {exc}".splitlines()[0])
+        return 2
+    sys.stdout.writelines(
+        difflib.unified_diff(
+            text.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path.name}", f"b/{path.name}"
+        )
+    )
+    gate = f"the {target.gate} gate" if target.rank > here.rank and target.gate else "no gate"
+    if args.dry_run:
+        print(
+            f"{args.env}: {here.name} -> {target.name} (dry run: nothing written; applying it needs {gate})"
+        )
+        return 0
+    path.write_text(new, encoding="utf-8")
     print(
-        f"{path}: ok (version {doc.version}, brain_mode {doc.brain_mode}, canary {doc.canary_percent:g} %, "
-        f"kill_switch {'on' if doc.kill_switch else 'off'})"
+        f"{args.env}: {here.name} -> {target.name} written to {path}; review and commit it (applying it needs {gate})"
     )
     return 0
 
@@ -195,9 +281,27 @@ def register(sub: Any) -> None:
     flags = sub.add_parser("flags", help="feature flags: validate, explain, show, seed, override")
     fsub = flags.add_subparsers(dest="flags_command", metavar="ACTION")
 
-    p = fsub.add_parser("validate", help="validate a flags file (exit 2 naming the bad field)")
-    p.add_argument("file", nargs="?", default=str(REPO_FLAGS_FILE))
+    p = fsub.add_parser(
+        "validate",
+        help="validate flags files (exit 2 naming the bad field); none given: every environment's and the ladder",
+    )
+    p.add_argument("files", nargs="*", metavar="FILE")
+    p.add_argument("--dir", default=str(FLAGS_DIR), help="the environments' files (default terraform/flags)")
     p.set_defaults(func=_validate)
+
+    p = fsub.add_parser("stage", help="the stage of an environment's committed flags file")
+    p.add_argument("--env", required=True, choices=ENVIRONMENTS)
+    p.add_argument("--dir", default=str(FLAGS_DIR), help="the environments' files (default terraform/flags)")
+    p.set_defaults(func=_stage)
+
+    p = fsub.add_parser(
+        "promote", help="move an environment's flags file one stage up the ladder (or --to); print the diff"
+    )
+    p.add_argument("--env", required=True, choices=ENVIRONMENTS)
+    p.add_argument("--to", choices=STAGE_NAMES, help="the stage (default: the next one)")
+    p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    p.add_argument("--dir", default=str(FLAGS_DIR), help="the environments' files (default terraform/flags)")
+    p.set_defaults(func=_promote)
 
     p = fsub.add_parser("explain", help="which arm a person gets, and why")
     p.add_argument("--org")

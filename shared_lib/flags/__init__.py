@@ -1,8 +1,10 @@
-"""Feature flags: one source (``terraform/flags/flags.json``), validated here.
+"""Feature flags: one file per environment (``terraform/flags/{dev,stg,prod}.json``), validated here.
 
-Terraform writes the file to the Firestore document ``config/flags`` (the whole file as
-the string field ``document_json``); the local stack seeds the emulator from the same
-file with ``seed_flags``. Runtime overrides (``config/flags_override``, written by the
+Terraform writes the environment's file to its Firestore document ``config/flags`` (the
+whole file as the string field ``document_json``); the local stack seeds the emulator from
+the development file with ``seed_flags``. Each file stands on a stage of the promotion
+ladder (``stages``: legacy → shadow → canary 10 → canary 50 → llm), environments in the
+order dev → stg → prod. Runtime overrides (``config/flags_override``, written by the
 rollback guard or an operator through ``shared_lib.rollout.overrides``) carry an expiry,
 an author and a reason, and win until they expire, so Terraform never fights them.
 
@@ -40,7 +42,8 @@ Evaluation is fail-safe: no valid document means the legacy arm, no shadow candi
 no tool execution by the LLM arm), reason ``ERROR``, and an alert.
 
 The package's modules: ``document`` (the schema, the file and its stored shape),
-``evaluation`` (buckets and the rules above), ``provider`` (the live, cached read).
+``evaluation`` (buckets and the rules above), ``provider`` (the live, cached read),
+``stages`` (the ladder, the environments' files, moving a file one stage).
 This module is their public surface.
 """
 
@@ -65,13 +68,26 @@ from shared_lib.flags.document import (
 )
 from shared_lib.flags.evaluation import Reason, bucket_fine, bucket_of, evaluate, shadow_sample_of
 from shared_lib.flags.provider import MAX_CACHE_SECONDS, AlertSink, FlagsProvider, FlagsSnapshot
+from shared_lib.flags.stages import (
+    ENVIRONMENTS,
+    LADDER,
+    STAGE_NAMES,
+    RefusedStep,
+    Stage,
+    env_flags_file,
+    stage_named,
+    stage_of,
+)
 
 __all__ = [
     "AUDIT_COLLECTION",
+    "ENVIRONMENTS",
     "FLAGS_DOC",
+    "LADDER",
     "MAX_CACHE_SECONDS",
     "OVERRIDE_DOC",
     "REPO_FLAGS_FILE",
+    "STAGE_NAMES",
     "AlertSink",
     "AutoApprove",
     "BrainMode",
@@ -81,9 +97,12 @@ __all__ = [
     "FlagsSnapshot",
     "OrgOverride",
     "Reason",
+    "RefusedStep",
     "RollbackGuardConfig",
+    "Stage",
     "bucket_fine",
     "bucket_of",
+    "env_flags_file",
     "evaluate",
     "flags_store_doc",
     "load_flags_file",
@@ -91,4 +110,6 @@ __all__ = [
     "parse_store_doc",
     "seed_flags",
     "shadow_sample_of",
+    "stage_named",
+    "stage_of",
 ]

@@ -1,8 +1,9 @@
 """The flags document: its schema, the file it comes from and its stored shape.
 
-One source, ``terraform/flags/flags.json``: Terraform writes it to the Firestore document
-``config/flags`` (the whole file as the string field ``document_json``, with its
-``sha256``); the local stack seeds the emulator from the same file with ``seed_flags``.
+One file per environment, ``terraform/flags/{dev,stg,prod}.json`` (``shared_lib.flags.stages``):
+Terraform writes the environment's file to its Firestore document ``config/flags`` (the whole
+file as the string field ``document_json``, with its ``sha256``); the local stack seeds the
+emulator from the development file (``REPO_FLAGS_FILE``) with ``seed_flags``.
 Runtime overrides (``config/flags_override``) carry an expiry, an author and a reason.
 Every failure to parse is a ``ConfigError`` naming the field.
 """
@@ -25,7 +26,9 @@ BrainMode = Literal["legacy", "shadow", "canary", "llm"]
 FLAGS_DOC = "config/flags"
 OVERRIDE_DOC = "config/flags_override"
 AUDIT_COLLECTION = "config_audit"
-REPO_FLAGS_FILE = Path(__file__).resolve().parents[2] / "terraform" / "flags" / "flags.json"
+# The development environment's file: what the local stack seeds, the local fallback and the
+# default of the commands that take a file. Each environment's file: ``stages.env_flags_file``.
+REPO_FLAGS_FILE = Path(__file__).resolve().parents[2] / "terraform" / "flags" / "dev.json"
 Percent = Annotated[float, Field(ge=0, le=100)]
 
 

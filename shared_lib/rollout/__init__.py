@@ -1,5 +1,6 @@
-"""Rollout of a new brain: shadow comparisons, the shadow report, the rollback guard and
-runtime flag overrides (``charter flags ...``, ``charter shadow ...``, ``charter guard ...``).
+"""Rollout of a new brain: shadow comparisons, the shadow report, the promotion gates, the
+rollback guard and runtime flag overrides (``charter flags ...``, ``charter shadow ...``,
+``charter gate ...``, ``charter guard ...``).
 
 Public surface::
 
@@ -10,6 +11,7 @@ Public surface::
     shared_lib.rollout.guard       RollbackGuard, guard_status
     shared_lib.rollout.causes      VERDICT_CAUSES, cause_of, record_signals (who caused a verdict)
     shared_lib.rollout.guard_window  window_status, decide (the guard's window per organisation)
+    shared_lib.rollout.gates       shadow_gate, canary_gate, CanaryCriteria, promotion_step
 """
 
 from __future__ import annotations

@@ -13,3 +13,6 @@ service_sizing = {}
 
 # Vault key generations, the encrypting one first (rotation: terraform/README.md).
 vault_key_generations = ["k1"]
+
+# This environment's flags file (stage of the promotion ladder: terraform/flags/, docs/ROLLOUT.md).
+flags_file = "../flags/dev.json"

@@ -182,7 +182,7 @@ variable "admin_invoker_members" {
 }
 
 variable "flags_file" {
-  description = "Flags JSON file written to Firestore config/flags; null = terraform/flags/flags.json."
+  description = "Flags JSON file written to Firestore config/flags: this environment's ../flags/<env>.json (set in <env>.tfvars)."
   type        = string
   default     = null
 }

@@ -1221,10 +1221,10 @@ def check_scheduler(root: Path) -> list[str]:
 
 
 def check_flags_document(root: Path) -> list[str]:
-    """config/flags holds the flags file as one string field, in shared_lib.flags' stored shape.
+    """config/flags holds the environment's flags file as one string field (shared_lib.flags' shape).
 
-    Fields: ``document_json`` (the file), ``version``, ``sha256`` (of the file) and
-    ``updated_by = "terraform"``.
+    The file is the one the environment names (``flags_file``, no default). Fields:
+    ``document_json`` (the file), ``version``, ``sha256`` (of the file) and ``updated_by = "terraform"``.
     """
     docs = blocks(root, type_="google_firestore_document")
     flags = [d for d in docs if d.body.get("collection") == "config" and d.body.get("document_id") == "flags"]
@@ -1238,17 +1238,21 @@ def check_flags_document(root: Path) -> list[str]:
         violations.append(f"{flags[0].address}: document_json must be the flags file text")
     if not re.search(r"sha256 = \{stringValue = sha256\(", fields) or '"terraform"' not in fields:
         violations.append(f"{flags[0].address}: sha256 must hash the file and updated_by be terraform")
-    variables = [
-        v
+    variables = {
+        name: body
         for p in tf_files(root)
         if p.parent == flags[0].path.parent
         for v in parse_hcl(p).get("variable", [])
-    ]
-    if not any("flags_file" in v for v in variables):
+        for name, body in v.items()
+    }
+    if "flags_file" not in variables:
         violations.append("modules/flags has no flags_file variable")
+    elif "default" in variables["flags_file"] or variables["flags_file"].get("nullable") is not False:
+        # one file per environment: no default another environment could fall back to
+        violations.append("modules/flags: flags_file must have no default and be nullable = false")
     expression = str(module_locals(flags[0].path.parent).get("flags_file"))
-    if "${path.module}/../../flags/flags.json" not in expression:
-        violations.append("flags_file must default to ${path.module}/../../flags/flags.json")
+    if expression != "${var.flags_file}":
+        violations.append(f"modules/flags: local.flags_file must be var.flags_file, is {expression}")
     return violations
 
 

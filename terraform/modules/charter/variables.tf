@@ -98,7 +98,7 @@ variable "admin_invoker_members" {
 }
 
 variable "flags_file" {
-  description = "Path of the flags JSON file; null = terraform/flags/flags.json."
+  description = "Path of the environment's flags JSON file (terraform/flags/<env>.json)."
   type        = string
   default     = null
 }

@@ -1,5 +1,7 @@
-# The feature-flag document config/flags, written from the one flags file (terraform/flags/flags.json,
-# validated by shared_lib's flags schema in the test suite).
+# The feature-flag document config/flags, written from the environment's own flags file
+# (terraform/flags/<env>.json, named by flags_file in <env>.tfvars; validated by shared_lib's flags
+# schema and the promotion ladder in the test suite). There is no default file: an environment that
+# names none fails the plan rather than getting another environment's stage.
 #
 # Encoding: Firestore `fields` need typed values ({"stringValue": ...}, {"mapValue": ...}); turning
 # arbitrary JSON into that form in HCL is fragile (numbers vs integers, empty lists, nulls). So the
@@ -9,7 +11,7 @@
 # reader rejects a document whose hash does not match) and `updated_by = "terraform"`.
 
 locals {
-  flags_file   = coalesce(var.flags_file, "${path.module}/../../flags/flags.json")
+  flags_file   = var.flags_file
   file_present = fileexists(local.flags_file)
   flags_text   = local.file_present ? file(local.flags_file) : ""
 }

@@ -9,7 +9,12 @@ variable "database_name" {
 }
 
 variable "flags_file" {
-  description = "Path of the flags JSON file; null means terraform/flags/flags.json (found from this module, whatever the root)."
+  description = "The environment's flags file, terraform/flags/<env>.json (relative to the root, terraform/envs: ../flags/<env>.json)."
   type        = string
-  default     = null
+  nullable    = false
+
+  validation {
+    condition     = can(regex("(^|/)flags/(dev|stg|prod)\\.json$", var.flags_file))
+    error_message = "flags_file must be one environment's file, terraform/flags/<dev|stg|prod>.json."
+  }
 }
