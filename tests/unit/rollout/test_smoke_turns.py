@@ -224,3 +224,18 @@ def test_the_revision_is_charter_revision_else_cloud_runs_k_revision_else_stable
     assert Settings.from_env({"CHARTER_REVISION": "candidate", "K_REVISION": "r"}).revision == "candidate"
     assert Settings.from_env({"K_REVISION": "charter-brain-c-1a2b3c4"}).revision == "charter-brain-c-1a2b3c4"
     assert Settings.from_env({}).revision == "stable"
+
+
+def test_a_smoke_set_naming_an_unknown_topic_or_clashing_with_a_chain_name_is_refused():
+    # GIVEN the topology file's data
+    from shared_lib.topology import Topology
+
+    data = TOPOLOGY.model_dump()
+    # WHEN the smoke set names a topic key that does not exist, or its prefix makes chain names
+    unknown = {**data, "smoke": {**data["smoke"], "topics": [*data["smoke"]["topics"], "nope"]}}
+    clash = {**data, "smoke": {**data["smoke"], "topic_prefix": "", "subscription_prefix": ""}}
+    # THEN loading it fails, naming the problem
+    with pytest.raises(ValueError, match="unknown topic keys"):
+        Topology.model_validate(unknown).check()
+    with pytest.raises(ValueError, match="clash"):
+        Topology.model_validate(clash).check()
