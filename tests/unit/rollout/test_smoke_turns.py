@@ -239,3 +239,20 @@ def test_a_smoke_set_naming_an_unknown_topic_or_clashing_with_a_chain_name_is_re
         Topology.model_validate(unknown).check()
     with pytest.raises(ValueError, match="clash"):
         Topology.model_validate(clash).check()
+
+
+def test_a_smoke_turn_its_channel_cannot_address_completes_unsent_but_a_user_turn_is_retried():
+    # GIVEN the real plain-HTTP channel client with no reply URL (as in a cloud environment)
+    rt = runtime(CHARTER_CHANNELS="clients")
+    assert rt.channel_secrets.http_reply_url is None
+    # WHEN a smoke turn and a normal turn arrive
+    _, smoke = post(rt, "こんにちは", smoke=True, event_id="nowhere-smoke")
+    _, normal = post(rt, "こんにちは", smoke=False, event_id="nowhere-user")
+    # THEN the smoke turn is recorded, unsent, without an error or a dead letter
+    record = rt.store.get(f"orgs/{ORG}/observability/{smoke['turn_ids'][0]}")
+    assert record is not None and record["smoke"] is True and record["response_sent"] is False
+    assert record["errors"] == []
+    dead = [a for t, _, a, _ in rt.bus.published if t == "deadletter"]  # type: ignore[attr-defined]
+    assert [a["turn_id"] for a in dead] == normal["turn_ids"]
+    # AND the user's turn kept today's behaviour: redelivered, then dead-lettered (and alerted)
+    assert rt.store.get(f"orgs/{ORG}/observability/{normal['turn_ids'][0]}") is None
