@@ -309,3 +309,19 @@ def test_decision_file_is_written_even_when_the_update_fails(cloud_run, tmp_path
     decision = json.loads((tmp_path / "d.json").read_text())
     assert code == 1 and decision["rollback"] is True and "HTTP 503" in decision["error"]
     assert decision["rolled_back"] == []
+
+
+def test_a_given_shift_time_wins_over_the_services_last_update(cloud_run, capsys):
+    # GIVEN a trip at 12:40, and the operator's word that the shift was at 12:30 (the services
+    # say 12:00, which would put the trip outside a 30 minute window)
+    store = tripped(SHIFT + timedelta(minutes=40))
+    # WHEN the check runs at 12:45 with --shifted-at
+    code = run(
+        ["--dry-run", "--shifted-at", "2026-03-01T12:30:00Z"], store, now=SHIFT + timedelta(minutes=45)
+    )
+    # THEN the trip is within the window after the given shift
+    assert code == 1 and "would roll back" in capsys.readouterr().out
+    # AND a shift time without a time zone is bad input
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["rollout", "rollback", "--shifted-at", "2026-03-01T12:30:00"])
+    assert exit_info.value.code == 2
