@@ -10,8 +10,10 @@ from typing import Any
 def _up(args: argparse.Namespace) -> int:
     from infra import local_stack
 
-    state = local_stack.up(fault_injection=args.fault_injection)
+    state = local_stack.up(fault_injection=args.fault_injection, candidates=args.candidates)
     print(f"local stack up: ingress {state['ingress_url']} (project {state['project']})")
+    if state.get("candidate_ingress_url"):
+        print(f"candidate ingress (smoke webhooks): {state['candidate_ingress_url']}")
     for note in state.get("notes", []):
         print(f"note: {note}")
     return 0
@@ -48,6 +50,11 @@ def register(sub: Any) -> None:
     lsub = local.add_subparsers(dest="local_command", required=True)
     up = lsub.add_parser("up", help="start everything and wait until healthy")
     up.add_argument("--fault-injection", action="store_true", help="let tests inject layer failures")
+    up.add_argument(
+        "--candidates",
+        action="store_true",
+        help="also a candidate process per target (CHARTER_REVISION=candidate) behind the smoke topics",
+    )
     up.set_defaults(func=_up)
     st = lsub.add_parser("status", help="health of every component and the ingress URL")
     st.add_argument("--json", action="store_true")

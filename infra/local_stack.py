@@ -7,6 +7,12 @@ seeds the flags and the demo directory; waits until everything is healthy. Each 
 is started in its own session and recorded (pid, port) in ``.charter/local/state.json``
 as soon as it starts, so ``down()`` stops exactly what was started, by pid, even after a
 failed start.
+
+The smoke twins of the topics always exist (a smoke turn must be publishable). With
+``candidates`` (``charter local up --candidates``, or ``infra.local_candidates.start`` on a
+running stack) a second, "candidate" process of each target runs with
+``CHARTER_REVISION=candidate`` and the smoke twins' subscriptions push to it, as they push to
+the candidate revisions' tag URLs in the cloud.
 """
 
 from __future__ import annotations
@@ -166,9 +172,15 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
 
 
 def up(
-    *, root: Path | None = None, fault_injection: bool = False, flags_ttl: float = 2.0, timeout: float = 120.0
+    *,
+    root: Path | None = None,
+    fault_injection: bool = False,
+    flags_ttl: float = 2.0,
+    timeout: float = 120.0,
+    candidates: bool = False,
 ) -> dict[str, Any]:
-    """Start everything; returns the state. Raises (after stopping what started) on failure."""
+    """Start everything (``candidates``: and a candidate process per target); returns the state.
+    Raises (after stopping what started) on failure."""
     paths = _paths(root)
     if load_state(root).get("components"):
         raise RuntimeError(
@@ -184,6 +196,10 @@ def up(
     _save(paths, state)
     try:
         _start_all(paths, state, timeout)
+        if candidates:
+            from infra import local_candidates
+
+            state = local_candidates.start(root=root, timeout=timeout)
     except BaseException:
         down(root=root)
         raise
@@ -240,32 +256,9 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float) -> None
     )
     for name in ("pubsub", "firestore", "fake_llm", "fake_channels"):
         _wait(state, name, timeout)
-    env = function_env(state)
+    env = function_env(state, {"CHARTER_REVISION": "stable"})
     for target, kind in _targets().items():
-        port = free_port()
-        _spawn(
-            paths,
-            state,
-            target,
-            [
-                sys.executable,
-                "-m",
-                "functions_framework",
-                "--source",
-                str(REPO / "functions" / "main.py"),
-                "--target",
-                target,
-                "--signature-type",
-                kind,
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-            ],
-            env,
-            port,
-            f"http://127.0.0.1:{port}",
-        )
+        spawn_function(paths, state, target, target, kind, env)
     os.environ.update(
         {
             "PUBSUB_EMULATOR_HOST": env["PUBSUB_EMULATOR_HOST"],
@@ -299,6 +292,16 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float) -> None
     )
 
 
+def spawn_function(
+    paths: StackPaths, state: dict[str, Any], name: str, target: str, kind: str, env: dict[str, str]
+) -> None:
+    """One functions-framework process of ``target`` on a free port, recorded as component ``name``."""
+    port = free_port()
+    command = [sys.executable, "-m", "functions_framework", "--source", str(REPO / "functions" / "main.py")]
+    command += ["--target", target, "--signature-type", kind, "--host", "127.0.0.1", "--port", str(port)]
+    _spawn(paths, state, name, command, env, port, f"http://127.0.0.1:{port}")
+
+
 def _wait(state: dict[str, Any], name: str, timeout: float) -> None:
     comp = state["components"][name]
     if not wait_port(comp["port"], timeout):
@@ -324,28 +327,33 @@ def _create_topology(state: dict[str, Any]) -> None:
 
     project = state["project"]
     pub, sub = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
-    for topic in TOPOLOGY.topics.values():
+    for topic in TOPOLOGY.topic_ids.values():  # the smoke twins too: a smoke turn must be publishable
         pub.create_topic(name=pub.topic_path(project, topic))
-    retry = TOPOLOGY.retry
-    dlq_topic = pub.topic_path(project, TOPOLOGY.topic("deadletter"))
     for name, s in TOPOLOGY.subscriptions.items():
         endpoint = state["components"].get(s.target, {}).get("url")
-        if endpoint is None:
-            continue
-        request: dict[str, Any] = {
-            "name": sub.subscription_path(project, name),
-            "topic": pub.topic_path(project, TOPOLOGY.topic(s.topic)),
-            "push_config": {"push_endpoint": f"{endpoint}/"},
-            "enable_message_ordering": s.ordered,
-            "ack_deadline_seconds": retry.ack_deadline_seconds,
-            "retry_policy": {"minimum_backoff": {"seconds": 1}, "maximum_backoff": {"seconds": 2}},
+        if endpoint is not None:
+            sub.create_subscription(request=subscription_request(project, name, s, endpoint))
+
+
+def subscription_request(project: str, name: str, s: Any, endpoint: str) -> dict[str, Any]:
+    """The emulator's create-subscription request of topology subscription ``s`` pushing to ``endpoint``."""
+    from shared_lib.topology import TOPOLOGY
+
+    retry = TOPOLOGY.retry
+    request: dict[str, Any] = {
+        "name": f"projects/{project}/subscriptions/{name}",
+        "topic": f"projects/{project}/topics/{TOPOLOGY.topic(s.topic)}",
+        "push_config": {"push_endpoint": f"{endpoint}/"},
+        "enable_message_ordering": s.ordered,
+        "ack_deadline_seconds": retry.ack_deadline_seconds,
+        "retry_policy": {"minimum_backoff": {"seconds": 1}, "maximum_backoff": {"seconds": 2}},
+    }
+    if s.dead_letter:
+        request["dead_letter_policy"] = {
+            "dead_letter_topic": f"projects/{project}/topics/{TOPOLOGY.topic('deadletter')}",
+            "max_delivery_attempts": retry.max_delivery_attempts,
         }
-        if s.dead_letter:
-            request["dead_letter_policy"] = {
-                "dead_letter_topic": dlq_topic,
-                "max_delivery_attempts": retry.max_delivery_attempts,
-            }
-        sub.create_subscription(request=request)
+    return request
 
 
 def _healthy(comp: dict[str, Any], name: str) -> bool:

@@ -16,6 +16,10 @@ chat (or, with a room other than the user, a group message mentioning the bot), 
 ``IngressConfig.orgs`` (ChatWork has no tenant field: map its room). Everything random
 (reply tokens, ``ts``, message ids) is derived from ``event_id``, so one event id always
 gives the same body: a redelivery.
+
+``smoke=True`` (``--smoke``) adds ``X-Charter-Smoke``, the body signed with the same secret
+(``shared_lib.rollout.smoke``): the ingress then makes the turn a smoke turn, which only the
+candidate revisions handle (``infra/smoke_runner.py`` drives one end to end).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import httpx
 from shared_lib.channels import chatwork, http, line, slack
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.ids import utc_now
+from shared_lib.rollout import smoke as smoke_header
 
 WEBHOOK_PATH = "/webhooks/{channel}"
 DEFAULT_BOTS = {"chatwork": "9000001", "slack": "UCHARTERBOT", "line": "Ucharterbot000000000000000000000"}
@@ -162,6 +167,7 @@ def build_request(
     bot_id: str | None = None,
     redelivery: bool = False,
     path_template: str = WEBHOOK_PATH,
+    smoke: bool = False,
 ) -> tuple[str, dict[str, str], bytes]:
     """``(path, headers, body)`` of one signed delivery of ``channel`` carrying ``text``.
 
@@ -201,6 +207,8 @@ def build_request(
     else:
         headers["X-Charter-Timestamp"] = str(ts)
         headers["X-Charter-Signature"] = http.sign(secret, str(ts), body)
+    if smoke:
+        headers["X-Charter-Smoke"] = smoke_header.sign(secret, body)
     return path_template.format(channel=channel), headers, body
 
 
@@ -243,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bot-id")
     parser.add_argument("--redelivery", action="store_true")
     parser.add_argument("--path", default=WEBHOOK_PATH, help="path template (default %(default)s)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a smoke turn: only candidate revisions handle it"
+    )
     args = parser.parse_args(argv)
     try:
         result = send(
@@ -256,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             bot_id=args.bot_id,
             redelivery=args.redelivery,
             path_template=args.path,
+            smoke=args.smoke,
             secrets=ChannelSecrets.from_env(os.environ),
         )
     except (ValueError, httpx.HTTPError) as exc:

@@ -223,10 +223,13 @@ def _channels(settings: Settings, secrets: ChannelSecrets) -> dict[str, Channel]
 
 
 def wire_inprocess(rt: Runtime) -> None:
-    """Subscribe every target to the in-process bus exactly as ``topology.json`` says."""
+    """Subscribe every target to the in-process bus exactly as ``topology.json`` says.
+
+    The smoke twins go to the same runners: in one process there is only one revision.
+    """
     from shared_lib.adapters.inproc_bus import InProcessBus
 
     if not isinstance(rt.bus, InProcessBus):
         raise TypeError("wire_inprocess needs the in-process bus")
-    for name, sub in TOPOLOGY.subscriptions.items():
+    for name, sub in TOPOLOGY.all_subscriptions.items():
         rt.bus.subscribe(sub.topic, runner(rt, sub.target).handle, name=name, dead_letter=sub.dead_letter)

@@ -5,8 +5,13 @@ test enforces it). Shared bookkeeping (``timings``, ``trail``, ``errors``, ``usa
 appended by every layer through the helpers here.
 
 On Pub/Sub the JSON body is the message data; the attributes carry ``turn_id``,
-``layer`` (the producer), ``schema_version``, ``step`` and ``traceparent``. A body over
-``MAX_INLINE_BYTES`` is stored in the store and the message carries a reference.
+``layer`` (the producer), ``schema_version``, ``step`` and ``traceparent`` (and ``smoke``
+on a smoke turn). A body over ``MAX_INLINE_BYTES`` is stored in the store and the message
+carries a reference.
+
+A smoke turn (``smoke``) comes from a signed smoke webhook at the candidate ingress and
+travels the smoke twins of the topics (``shared_lib.topology``), so only candidate
+revisions handle it; each layer's trail entry names the revision that ran it.
 """
 
 from __future__ import annotations
@@ -126,6 +131,7 @@ class TrailEntry(_Section):
     duration_ms: float = 0.0
     at: datetime = Field(default_factory=utc_now)
     detail: str = ""
+    revision: str = ""  # the revision that ran the layer (settings CHARTER_REVISION / K_REVISION)
 
 
 class Usage(_Section):
@@ -157,6 +163,8 @@ class Turn(BaseModel):
     step: int = Field(default=0, ge=0, le=20)
     created_at: datetime = Field(default_factory=utc_now)
     shadow: bool = False  # True on the candidate copy of shadow mode: dry-run everywhere
+    smoke: bool = False  # True on a smoke turn: published to the smoke topics (candidate revisions)
+    ingress_revision: str = ""  # the revision of the ingress that accepted the webhook
     traceparent: str = ""
 
     inbound: InboundMessage
@@ -195,6 +203,7 @@ class Turn(BaseModel):
         started: datetime,
         duration_ms: float,
         detail: str = "",
+        revision: str = "",
     ) -> None:
         key = layer if self.step == 0 else f"{layer}#{self.step}"
         self.timings[key] = LayerTiming(started_at=started, duration_ms=round(duration_ms, 3))
@@ -205,6 +214,7 @@ class Turn(BaseModel):
                 reason_code=reason_code,
                 duration_ms=round(duration_ms, 3),
                 detail=detail[:500],
+                revision=revision,
             )
         )
 
@@ -222,6 +232,8 @@ class Turn(BaseModel):
         }
         if self.traceparent:
             attrs["traceparent"] = self.traceparent
+        if self.smoke:
+            attrs["smoke"] = "1"
         return attrs
 
     def to_message(

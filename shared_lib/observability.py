@@ -64,6 +64,9 @@ class TrailRow(_Row):
     duration_ms: float = Field(default=0.0, description="Time spent in the layer.")
     at: datetime = Field(description="When the layer finished.")
     detail: str = Field(default="", description="Short detail (masked).")
+    revision: str = Field(
+        default="", description="Revision that ran the layer (K_REVISION / CHARTER_REVISION)."
+    )
 
 
 class ErrorRow(_Row):
@@ -169,6 +172,13 @@ class ObservabilityRecord(EventHeader):
     cost_usd: float = Field(default=0.0, description="Cost of the turn's LLM calls in USD.")
     errors: list[ErrorRow] = Field(default_factory=list, description="Errors recorded on the turn.")
     shadow: bool = Field(default=False, description="A shadow (dry-run) candidate, not the served turn.")
+    smoke: bool = Field(
+        default=False, description="A smoke turn run by the candidate revisions before promotion."
+    )
+    revisions: dict[str, str] = Field(
+        default_factory=dict,
+        description="Layer => revision that handled the turn (ingress, trail layers, observer).",
+    )
 
     @property
     def is_llm(self) -> bool:
@@ -199,8 +209,16 @@ def _total_ms(turn: Turn) -> float:
     return round(max(wall, processing), 3)
 
 
-def build_record(turn: Turn, *, recorded_at: datetime) -> ObservabilityRecord:
-    """The record of ``turn`` (masked). ``turn.shadow`` makes it a shadow-candidate record."""
+def _revisions(turn: Turn, observer_revision: str) -> dict[str, str]:
+    """Which revision ran each layer: the ingress's, each trail entry's, the recording observer's."""
+    found = {"ingress": turn.ingress_revision, **{e.layer: e.revision for e in turn.trail}}
+    found["observer"] = observer_revision
+    return {layer: revision for layer, revision in found.items() if revision}
+
+
+def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> ObservabilityRecord:
+    """The record of ``turn`` (masked). ``turn.shadow`` makes it a shadow-candidate record;
+    ``revision`` is the recording observer's."""
     s = Sanitizer.default()
     sec, p = turn.proposal, turn.proposal.proposal
     results = turn.execution.results
@@ -286,6 +304,7 @@ def build_record(turn: Turn, *, recorded_at: datetime) -> ObservabilityRecord:
                 duration_ms=e.duration_ms,
                 at=e.at,
                 detail=s.mask_text(e.detail),
+                revision=e.revision,
             )
             for e in turn.trail
         ],
@@ -304,6 +323,8 @@ def build_record(turn: Turn, *, recorded_at: datetime) -> ObservabilityRecord:
             for e in turn.errors
         ],
         shadow=turn.shadow,
+        smoke=turn.smoke,
+        revisions=_revisions(turn, revision),
     )
 
 

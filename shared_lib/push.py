@@ -84,7 +84,7 @@ def dead_letter_fallback(
 ) -> bool:
     """Count this failed delivery; on the last allowed attempt, dead-letter it ourselves."""
     subscription = _subscription(cloud_event, target)
-    if not rt.settings.deadletter_fallback or not TOPOLOGY.subscriptions[subscription].dead_letter:
+    if not rt.settings.deadletter_fallback or not TOPOLOGY.all_subscriptions[subscription].dead_letter:
         return False
     message_id = str(cloud_event.data["message"].get("messageId") or cloud_event["id"])
     key = hashlib.sha256(f"{target}:{message_id}:".encode() + data).hexdigest()[:40]
@@ -118,6 +118,6 @@ def dead_letter_fallback(
 def _subscription(cloud_event: Any, target: str) -> str:
     """The subscription that pushed this delivery (push bodies name it), else the target's first."""
     named = str((cloud_event.data or {}).get("subscription") or "").rsplit("/", 1)[-1]
-    if named in TOPOLOGY.subscriptions:
+    if named in TOPOLOGY.all_subscriptions:
         return named
     return next(n for n, s in TOPOLOGY.subscriptions.items() if s.target == target)

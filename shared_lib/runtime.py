@@ -32,6 +32,7 @@ from shared_lib.settings import Settings
 from shared_lib.telemetry.notify import Notifier
 from shared_lib.tools.registry import ToolRegistry
 from shared_lib.tools.task_backend import TaskBackend
+from shared_lib.topology import TOPOLOGY
 
 
 @dataclass
@@ -60,7 +61,8 @@ class Runtime:
     def emit_event(
         self, turn: Turn | None, kind: str, code: str, payload: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """An event for the observer (alerts, violations, LLM calls), published on ``turns.events``."""
+        """An event for the observer (alerts, violations, LLM calls), published on ``turns.events``
+        (its smoke twin for a smoke turn, so the candidate observer gets it)."""
         now = self.clock().isoformat()
         event = {
             "event_id": new_ulid(),
@@ -74,7 +76,7 @@ class Runtime:
             **(payload or {}),
         }
         self.bus.publish(
-            "events",
+            TOPOLOGY.route("events", smoke=turn is not None and turn.smoke),
             json.dumps(event, ensure_ascii=False, default=str).encode(),
             {"kind": "event", "event_kind": kind, "code": code},
             "",

@@ -46,12 +46,12 @@ class InProcessBus:
     def subscribe(
         self, topic_key: str, subscriber: Subscriber, *, name: str = "", dead_letter: bool = True
     ) -> None:
-        if topic_key not in self.topology.topics:
+        if topic_key not in self.topology.topic_ids:
             raise ValueError(f"unknown topic key {topic_key!r}")
         self._subs.setdefault(topic_key, []).append((name or f"{topic_key}-sub", subscriber, dead_letter))
 
     def publish(self, topic_key: str, data: bytes, attributes: dict[str, str], ordering_key: str = "") -> str:
-        if topic_key not in self.topology.topics:
+        if topic_key not in self.topology.topic_ids:
             raise ValueError(f"unknown topic key {topic_key!r}")
         with self._lock:
             self._counter += 1

@@ -29,7 +29,7 @@ class PubSubBus:
             batch_settings=pubsub_v1.types.BatchSettings(max_latency=0.001),
         )
         self._paths: dict[str, str] = {
-            key: self.publisher.topic_path(project, name) for key, name in topology.topics.items()
+            key: self.publisher.topic_path(project, name) for key, name in topology.topic_ids.items()
         }
 
     def topic_path(self, topic_key: str) -> str:

@@ -8,6 +8,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``rollout``        ``charter flags …``, ``charter shadow …``, ``charter guard …``
 ``gates``          ``charter gate shadow|canary|promotion``: promotion gates over the store
 ``operations``     ``charter turns|replay|audit|cost|metrics|alerts|llm-calls|admin``
+``revisions``      ``charter rollout rollback``: every layer back to its previous revision
 =================  ===============================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -27,7 +28,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from shared_lib.cli import gates, operations, policy, rollout, tools
+from shared_lib.cli import gates, operations, policy, revisions, rollout, tools
 
 Register = Callable[[Any], None]
 PRODUCT_COMMANDS: tuple[Register, ...] = (
@@ -36,6 +37,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     rollout.register,
     gates.register,
     operations.register,
+    revisions.register,
 )
 
 

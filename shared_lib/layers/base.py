@@ -2,8 +2,8 @@
 
 ``LayerRunner.handle(data, attributes)`` is what a push handler (functions-framework) or
 the in-process bus calls. It decodes the turn, claims ``(turn_id, layer, step)``, runs
-the layer, publishes the result with the conversation as ordering key, and completes the
-claim. Any exception propagates: the push handler answers 5xx and Pub/Sub redelivers,
+the layer, publishes the result with the conversation as ordering key (a smoke turn to the
+smoke twin of the topic: ``Topology.route``), and completes the claim. Any exception propagates: the push handler answers 5xx and Pub/Sub redelivers,
 then dead-letters.
 """
 
@@ -24,6 +24,7 @@ __all__ = ["DEFAULT", "FaultInjected", "Layer", "LayerRunner", "Outcome"]
 from shared_lib.envelope import Turn
 from shared_lib.errors import LayerRetry
 from shared_lib.logs import log_event
+from shared_lib.topology import TOPOLOGY
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -95,6 +96,7 @@ class LayerRunner:
             started=started,
             duration_ms=ms,
             detail=outcome.detail,
+            revision=self.rt.settings.revision,
         )
         log_event(
             "layer_done",
@@ -113,7 +115,10 @@ class LayerRunner:
         data, attrs = turn.to_message(
             self.layer.name, self.rt.store, blob_ttl_days=self.rt.settings.blob_ttl_days
         )
-        self.rt.bus.publish(topic, data, attrs, ordering_key=turn.conversation_key)
+        # a smoke turn goes to the twin topic: only the candidate revisions read it
+        self.rt.bus.publish(
+            TOPOLOGY.route(topic, smoke=turn.smoke), data, attrs, ordering_key=turn.conversation_key
+        )
 
     def _maybe_fail(self, turn: Turn) -> None:
         if self.rt.settings.fault_injection and f"[[fail:{self.layer.name}]]" in turn.inbound.text:

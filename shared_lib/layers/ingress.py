@@ -5,6 +5,9 @@ verification and normalisation (``shared_lib.channels.webhooks``), then ``accept
 dedupe on the provider's event id (a ``create`` in the store) and publish to
 ``turns.received`` with the conversation as ordering key. If publishing fails the dedupe
 record is removed and the provider gets a 503, so its retry is not lost.
+
+A delivery with a valid signed smoke header (``shared_lib.rollout.smoke``) becomes a smoke
+turn, published to the smoke twin of ``turns.received``; an invalid smoke header is a 401.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from shared_lib.envelope import Turn
 from shared_lib.inbound import InboundMessage
 from shared_lib.logs import log_event
+from shared_lib.rollout.smoke import SmokeSignatureError, is_smoke
+from shared_lib.topology import TOPOLOGY
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -37,21 +42,24 @@ def dedupe_path(msg: InboundMessage) -> str:
     return f"orgs/{msg.org_id}/webhook_events/{hashlib.sha256(key.encode()).hexdigest()[:40]}"
 
 
-def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "") -> str | None:
+def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "", smoke: bool = False) -> str | None:
     """Publish one inbound message as a new turn; ``None`` when it is a duplicate delivery."""
     path = dedupe_path(msg)
     now = rt.clock()
     turn = Turn.from_inbound(msg, traceparent=traceparent or new_traceparent())
+    turn.smoke, turn.ingress_revision = smoke, rt.settings.revision
     if not rt.store.create(path, {"turn_id": turn.turn_id, "at": now, "expires_at": now + DEDUPE_RETENTION}):
         log_event("webhook_duplicate", layer="ingress", channel=msg.channel, event_id=msg.event_id)
         return None
     try:
         data, attrs = turn.to_message("ingress", rt.store, blob_ttl_days=rt.settings.blob_ttl_days)
-        rt.bus.publish("received", data, attrs, ordering_key=turn.conversation_key)
+        rt.bus.publish(
+            TOPOLOGY.route("received", smoke=smoke), data, attrs, ordering_key=turn.conversation_key
+        )
     except Exception:
         rt.store.delete(path)
         raise
-    log_event("turn_received", turn=turn, layer="ingress", channel=msg.channel)
+    log_event("turn_received", turn=turn, layer="ingress", channel=msg.channel, smoke=smoke)
     return turn.turn_id
 
 
@@ -73,11 +81,23 @@ def handle_http(
             reason=outcome.rejection,
         )
         return outcome.status, outcome.body
+    try:
+        smoke = is_smoke(channel, headers, body, rt.channel_secrets)
+    except SmokeSignatureError:
+        log_event(
+            "webhook_rejected",
+            layer="ingress",
+            severity="WARNING",
+            channel=channel,
+            status=401,
+            reason="bad_smoke_signature",
+        )
+        return 401, {"ok": False, "error": "unauthorized"}
     traceparent = {k.lower(): v for k, v in headers.items()}.get("traceparent", "")
     turn_ids = []
     try:
         for msg in outcome.messages:
-            turn_id = accept(rt, msg, traceparent=traceparent)
+            turn_id = accept(rt, msg, traceparent=traceparent, smoke=smoke)
             if turn_id:
                 turn_ids.append(turn_id)
     except Exception as exc:

@@ -11,6 +11,11 @@ for (deterministic ids), the record streamed to ``turns.events`` for BigQuery (a
 once, like the BigQuery subscription itself) and the log lines behind the log-based
 metrics (``guardian_verdict``, ``tool_execution``). Rollout hooks (shadow comparison,
 rollback guard) never fail a recording: their errors are logged.
+
+A smoke turn (a synthetic turn run by the candidate revisions before a promotion) is recorded
+like any turn, with ``smoke`` and each layer's revision, and streamed to the smoke twin of
+``turns.events`` (so it stays out of BigQuery); the rollback guard, which judges the LLM arm
+on what users get, does not count it.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from shared_lib.rollout import comparison
 from shared_lib.sanitizer import Sanitizer
 from shared_lib.telemetry import alerts
 from shared_lib.telemetry.findings import findings_for
+from shared_lib.topology import TOPOLOGY
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -45,7 +51,7 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
     if existing is not None and int(existing.get("step", 0)) >= turn.step:
         log_event("turn_record_duplicate", turn=turn, layer="observer", step=turn.step)
         return False
-    record = build_record(turn, recorded_at=rt.clock())
+    record = build_record(turn, recorded_at=rt.clock(), revision=rt.settings.revision)
     _alert_on(rt, turn, record)
     _metric_lines(turn)
     stream(rt, record)
@@ -62,7 +68,8 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
             total_ms=record.total_duration_ms,
             cost_usd=record.cost_usd,
         )
-        _guard(rt, record, compared)  # the guard dedupes per record itself; it counts what is stored
+        if not turn.smoke:  # the guard dedupes per record itself; it counts what is stored
+            _guard(rt, record, compared)
     return written
 
 
@@ -79,14 +86,15 @@ def _write_once(txn: Transaction, path: str, record: ObservabilityRecord) -> boo
 
 def record_candidate(rt: Runtime, turn: Turn) -> bool:
     """A shadow candidate (dry run): stored beside the served record and compared with it."""
-    record = build_record(turn, recorded_at=rt.clock())
+    record = build_record(turn, recorded_at=rt.clock(), revision=rt.settings.revision)
     stream(rt, record)
     created = rt.store.create(
         collections.path("shadow_candidates", org=turn.org_id, id=f"{turn.turn_id}-{turn.step}"),
         record.store_doc(),
     )
     compared = _hook(rt, "on_shadow_candidate", turn)
-    _guard(rt, record, compared)
+    if not turn.smoke:
+        _guard(rt, record, compared)
     return created
 
 
@@ -94,7 +102,7 @@ def stream(rt: Runtime, record: ObservabilityRecord) -> None:
     """Publish the record on ``turns.events`` (the BigQuery subscription writes it to the table)."""
     data = json.dumps(record.model_dump(mode="json"), ensure_ascii=False).encode()
     rt.bus.publish(
-        "events",
+        TOPOLOGY.route("events", smoke=record.smoke),
         data,
         {"kind": "event", "event_kind": record.kind, "code": record.kind, "turn_id": record.turn_id or ""},
         "",

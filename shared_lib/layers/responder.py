@@ -4,6 +4,11 @@ Fixed templates (persona catalogue) answer confirm / block / deny / errors; tool
 are phrased by a second LLM call in the persona (response integration) when the LLM arm
 served the turn, else by a fixed template. The send receipt makes a redelivered
 responder never send twice; the channel gets the same idempotency key on a retry.
+
+A smoke turn (synthetic, run by the candidate revisions before a promotion) that its channel
+has nowhere to send (the plain-HTTP channel without a reply URL, as in a cloud environment)
+completes unsent rather than being retried into the dead-letter topic: everything up to the
+send ran, and the smoke test reads the record.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from shared_lib.idempotency import Claims, ClaimState
 from shared_lib.layers import confirmation
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.layers.context import append_history
+from shared_lib.logs import log_event
 from shared_lib.ports import OutboundReply
 from shared_lib.proposal import ClarificationProposal, TextResponseProposal
 
@@ -54,6 +60,8 @@ def _compose(turn: Turn, rt: Runtime) -> tuple[str, str]:
 
 # Longer than any redelivery of the turn (its layer claims live three days).
 SEND_RECEIPT_TTL = timedelta(days=30)
+# What a channel answers when it has no destination for a reply (not a failure of the send).
+NO_DESTINATION = frozenset({"no_reply_url", "callback_not_allowed"})
 
 
 def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
@@ -84,6 +92,10 @@ def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
         idempotency_key=key,
     )
     result = channel.send(reply)
+    if not result.ok and turn.smoke and result.error in NO_DESTINATION:
+        receipts.release(path)
+        log_event("smoke_reply_not_sent", turn=turn, layer="responder", reason=result.error)
+        return
     if not result.ok:
         turn.add_error(
             BrainError.of("send_error", result.error or f"status {result.status}", layer="responder")

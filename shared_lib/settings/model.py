@@ -115,6 +115,8 @@ class Settings(BaseSettings):
     deadletter_fallback: bool = _f(False, "CHARTER_DEADLETTER_FALLBACK")
     channels: Literal["clients", "recording"] = _f("clients", "CHARTER_CHANNELS")
     home: Path = _f(Path(".charter"), "CHARTER_HOME", doc="where the local stack and the demo leave settings")
+    # Cloud Run sets K_REVISION itself; the local stack's candidate processes set CHARTER_REVISION.
+    revision: str = _f("stable", "CHARTER_REVISION", "K_REVISION", doc="recorded per layer in the trail")
 
     # -- configuration files (defaults ship in the package)
     policy_file: Path | None = _f(None, "CHARTER_POLICY")
@@ -202,6 +204,11 @@ class Settings(BaseSettings):
     context_token_budget: int = _f(2000, "CHARTER_CONTEXT_TOKEN_BUDGET", targets=("context",), ge=100)
     context_source_timeout: float = _f(2.0, "CHARTER_CONTEXT_SOURCE_TIMEOUT", targets=("context",), gt=0)
     context_drop_order: str | None = _f(None, "CHARTER_CONTEXT_DROP_ORDER", targets=("context",))
+
+    # -- operators: revision rollback through the Cloud Run Admin API (shared_lib.rollout.revisions)
+    region: str | None = _f(None, "CHARTER_REGION", targets=(), doc="the Cloud Run region")
+    run_admin_base: str = _f("https://run.googleapis.com", "CHARTER_RUN_ADMIN_BASE", targets=())
+    run_admin_token: SecretStr | None = _f(None, "CHARTER_RUN_ADMIN_TOKEN", targets=(), doc="else metadata")
 
     # -- operators: the admin dashboard and alert notifications
     admin_token: SecretStr | None = _f(

@@ -311,7 +311,11 @@ def check_terraform_fmt(root: Path) -> list[str]:
 
 
 def check_topology_source(root: Path) -> list[str]:
-    """Topics, subscriptions, services and service accounts are ``for_each`` over topology.json."""
+    """Topics, subscriptions, services and service accounts are ``for_each`` over topology.json.
+
+    A ``for_each`` may go through a module local (the smoke twins: ``local.smoke_topics``); the
+    local's expression is read with it (``resolve_for_each_source``).
+    """
     violations = []
     topology_file = (root / TOPOLOGY).resolve()
     for path in tf_files(root):
@@ -337,11 +341,11 @@ def check_topology_source(root: Path) -> list[str]:
             violations += [
                 f"{b.address}: for_each is not {source}"
                 for b in found
-                if source not in str(b.body.get("for_each", ""))
+                if source not in resolve_for_each_source(b)
             ]
     for sub in blocks(root, type_="google_pubsub_subscription"):
-        if sub_blocks(sub.body, "push_config") and "topology.subscriptions" not in str(
-            sub.body.get("for_each")
+        if sub_blocks(sub.body, "push_config") and "topology.subscriptions" not in resolve_for_each_source(
+            sub
         ):
             violations.append(
                 f"{sub.address}: push subscriptions must be for_each over topology.subscriptions"
@@ -1413,8 +1417,10 @@ def check_cloudbuild(root: Path) -> list[str]:
         violations.append("lint step must run make lint")
     if "make test" not in text("test"):
         violations.append("test step must run make test")
-    if "infra.webhook_sender" not in text("smoke"):
-        violations.append("smoke step must send a signed webhook with infra.webhook_sender")
+    if "infra.smoke_runner" not in text("smoke"):
+        # the runner sends the signed smoke webhook (infra.webhook_sender) and checks every layer's
+        # revision in the turn's record (tests/static/revision_checks.py checks the rest)
+        violations.append("smoke step must run a signed smoke turn with infra.smoke_runner")
     if "candidate_percent=100" not in text("traffic"):
         violations.append("traffic step must move 100 % to the candidate")
     for flag_step in ("flags-shadow", "flags-canary"):

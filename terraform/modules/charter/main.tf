@@ -118,6 +118,7 @@ module "pubsub" {
 
   project_id                    = var.project_id
   service_urls                  = module.run_services.service_urls
+  candidate_urls                = module.run_services.candidate_tag_urls
   invoker_service_account_email = module.iam.pubsub_invoker_email
   pubsub_service_agent          = local.pubsub_service_agent
   bigquery_table                = module.bigquery.table

@@ -26,9 +26,17 @@ locals {
     admin        = ["events"]
   }
 
+  # A smoke turn (topology.json "smoke") travels the twins of the topics: each target may also
+  # publish to the twins of its own topics (keys smoke.<key>, modules/pubsub smoke.tf), nothing more.
+  smoke_publishes = {
+    for target, topics in local.publishes : target => [
+      for topic in topics : "${local.topology.smoke.topic_prefix}${topic}" if contains(local.topology.smoke.topics, topic)
+    ]
+  }
+
   publisher_grants = merge([
     for target, topics in local.publishes : {
-      for topic in topics : "${target}/${topic}" => { target = target, topic = topic }
+      for topic in concat(topics, local.smoke_publishes[target]) : "${target}/${topic}" => { target = target, topic = topic }
     }
   ]...)
 

@@ -12,6 +12,19 @@ locals {
   dead_lettered = { for name, sub in local.topology.subscriptions : name => sub if sub.dead_letter }
 
   bigquery_subscription_name = "${local.topology.bigquery.topic}-bigquery-sub"
+
+  # The smoke twins (topology.json "smoke", see smoke.tf): twin key => twin topic name, and per
+  # subscription on a twinned topic its twin (same target, ordering, dead letters) on the twin.
+  smoke = local.topology.smoke
+  smoke_topics = {
+    for key in local.smoke.topics : "${local.smoke.topic_prefix}${key}" => "${local.smoke.topic_prefix}${local.topology.topics[key]}"
+  }
+  smoke_subscriptions = {
+    for name, sub in local.topology.subscriptions : "${local.smoke.subscription_prefix}${name}" => merge(sub, {
+      topic = "${local.smoke.topic_prefix}${sub.topic}"
+    }) if contains(local.smoke.topics, sub.topic)
+  }
+  smoke_dead_lettered = { for name, sub in local.smoke_subscriptions : name => sub if sub.dead_letter }
 }
 
 resource "google_pubsub_topic" "this" {

@@ -8,6 +8,11 @@ variable "service_urls" {
   type        = map(string)
 }
 
+variable "candidate_urls" {
+  description = "Target => tag URL of the candidate revision (modules/run_services candidate_tag_urls): push endpoints of the smoke twins."
+  type        = map(string)
+}
+
 variable "invoker_service_account_email" {
   description = "Service account whose OIDC token every push subscription sends."
   type        = string

@@ -15,8 +15,13 @@
 #   candidate_tag = ""                      -> 100 % to the latest revision (first bootstrap).
 #   candidate_tag = T, candidate_percent = 0 -> new revision gets no traffic, reachable at its tag
 #                                             URL; stable_tag's revision keeps 100 %.
-#   candidate_tag = T, candidate_percent = 100 -> promoted.
+#   candidate_tag = T, candidate_percent = 100 -> promoted; stable_tag's revision stays tagged at
+#                                             0 %, so a revision rollback (charter rollout
+#                                             rollback) finds the previous revision in the traffic.
 # Revision names are immutable: any change of the service template needs a new candidate_tag.
+# Before promotion every layer's candidate is smoke-tested: the smoke twins of the Pub/Sub
+# subscriptions (modules/pubsub smoke.tf) push to candidate_tag_urls (outputs.tf), the tag URL
+# https://<candidate_tag>---<service host> that reaches the candidate revision without traffic.
 
 locals {
   topology = jsondecode(file("${path.module}/../../../shared_lib/topology.json"))
@@ -269,8 +274,10 @@ resource "google_cloud_run_v2_service" "this" {
     }
   }
 
+  # The revision that served before: the rest of the traffic while the candidate is below 100 %,
+  # then 0 % with its tag kept, as the target of a revision rollback.
   dynamic "traffic" {
-    for_each = local.candidate && var.candidate_percent < 100 ? [1] : []
+    for_each = local.candidate && var.stable_tag != "" && var.stable_tag != var.candidate_tag ? [1] : []
 
     content {
       type     = "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"

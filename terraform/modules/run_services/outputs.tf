@@ -17,6 +17,15 @@ output "candidate_urls" {
   }
 }
 
+output "candidate_tag_urls" {
+  description = "Target => https://<candidate_tag>---<service host>: the candidate revision's tag URL, computed from the tag (known before the revision serves; the smoke twins push here). The service URL without a candidate tag."
+  value = {
+    for target, service in google_cloud_run_v2_service.this : target => (
+      local.candidate ? "https://${var.candidate_tag}---${trimprefix(service.uri, "https://")}" : service.uri
+    )
+  }
+}
+
 output "sizing" {
   description = "Effective sizing per target."
   value       = local.sizing
