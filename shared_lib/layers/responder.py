@@ -4,6 +4,11 @@ Fixed templates (persona catalogue) answer confirm / block / deny / errors; tool
 are phrased by a second LLM call in the persona (response integration) when the LLM arm
 served the turn, else by a fixed template. The send receipt makes a redelivered
 responder never send twice; the channel gets the same idempotency key on a retry.
+
+Whatever composed it, a reply is ``Sanitizer.present``-ed before it is sent: placeholders of
+the user's own message become their values again, any other one becomes words — a user
+never reads ``[PHONE_1]``, and values of other turns or other people are never restored
+(an answer to a pending action restores nothing: its placeholders are the earlier turn's).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from shared_lib.layers.base import Layer, Outcome
 from shared_lib.layers.context import append_history
 from shared_lib.ports import OutboundReply
 from shared_lib.proposal import ClarificationProposal, TextResponseProposal
+from shared_lib.sanitizer import Sanitizer
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -97,6 +103,9 @@ def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
     kind, text = _compose(turn, rt)
+    # An answer to a pending action shows placeholders of an earlier message: none is this one's.
+    own = "" if turn.proposal.arm == "state" else turn.inbound.text
+    text = Sanitizer.default().present(text, own=own, language=turn.inbound.language)
     res = turn.response
     res.kind, res.text = kind, text  # type: ignore[assignment]
     if turn.shadow:

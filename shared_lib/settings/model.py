@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextvars import ContextVar
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -38,6 +39,7 @@ from shared_lib.errors import ConfigError
 # ``Settings.from_env(mapping)`` reads that mapping *instead of* the process environment.
 _EXPLICIT: ContextVar[Mapping[str, str] | None] = ContextVar("charter_settings_environ", default=None)
 
+RetentionDays = Annotated[int, Field(ge=1, le=3650)]
 Env = Literal["demo", "local", "test", "dev", "stg", "prod"]
 CLOUD_ENVS: frozenset[str] = frozenset({"dev", "stg", "prod"})
 LOCAL_ENVS: frozenset[str] = frozenset({"demo", "local", "test"})
@@ -203,6 +205,10 @@ class Settings(BaseSettings):
     context_source_timeout: float = _f(2.0, "CHARTER_CONTEXT_SOURCE_TIMEOUT", targets=("context",), gt=0)
     context_drop_order: str | None = _f(None, "CHARTER_CONTEXT_DROP_ORDER", targets=("context",))
 
+    # -- personal data (collections with ``retention: "org"``) is kept this long: JSON {org: days}
+    retention_days: RetentionDays = _f(365, "CHARTER_RETENTION_DAYS")
+    org_retention_days: dict[str, RetentionDays] = _f({}, "CHARTER_ORG_RETENTION_DAYS")
+
     # -- operators: the admin dashboard and alert notifications
     admin_token: SecretStr | None = _f(
         None,
@@ -317,6 +323,9 @@ class Settings(BaseSettings):
             raise ConfigError(f"invalid configuration: {_describe(exc)}") from exc
         finally:
             _EXPLICIT.reset(token)
+
+    def retention(self, org_id: str) -> timedelta:  # how long org_id's personal data is kept
+        return timedelta(days=self.org_retention_days.get(org_id, self.retention_days))
 
     @property
     def cloud(self) -> bool:
