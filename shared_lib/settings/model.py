@@ -180,6 +180,9 @@ class Settings(BaseSettings):
     http_webhook_secret: SecretStr | None = _f(
         None, "HTTP_WEBHOOK_SECRET", targets=("ingress", "responder"), deploy="secret"
     )
+    http_webhook_tenants: SecretStr | None = _f(  # JSON {org: [secrets]}: shared_lib.channels.secrets
+        None, "HTTP_WEBHOOK_TENANTS", targets=("ingress", "responder"), deploy="secret"
+    )
     chatwork_api_token: SecretStr | None = _f(
         None,
         "CHATWORK_API_TOKEN",

@@ -191,5 +191,9 @@ def test_the_handlers_got_the_real_values_and_the_store_keeps_them_masked(served
 
 def test_every_document_of_personal_data_expires_by_the_retention(served) -> None:
     _, store, _ = served
-    personal = {p: d for p, d in store.dump().items() if (e := of_path(p)) is not None and e.retention == "org"}
-    assert personal and [p for p, d in personal.items() if not isinstance(d.get("expires_at"), datetime)] == []
+    personal = {
+        p: d for p, d in store.dump().items() if (e := of_path(p)) is not None and e.retention == "org"
+    }
+    assert (
+        personal and [p for p, d in personal.items() if not isinstance(d.get("expires_at"), datetime)] == []
+    )
