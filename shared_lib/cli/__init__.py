@@ -7,6 +7,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``tools``          ``charter tools list``: the registry as the LLM sees it
 ``rollout``        ``charter flags …``, ``charter shadow …``, ``charter guard …``
 ``operations``     ``charter turns|replay|audit|cost|metrics|alerts|llm-calls|admin``
+``data``           ``charter data purge``: a person's data, deleted everywhere in the store
 =================  ===============================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -26,7 +27,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from shared_lib.cli import operations, policy, rollout, tools
+from shared_lib.cli import data, operations, policy, rollout, tools
 
 Register = Callable[[Any], None]
 PRODUCT_COMMANDS: tuple[Register, ...] = (
@@ -34,6 +35,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     tools.register,
     rollout.register,
     operations.register,
+    data.register,
 )
 
 
