@@ -31,6 +31,8 @@ from shared_lib import collections
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.errors import ConfigError
 from shared_lib.ports import Store
+from shared_lib.rollout.smoke import SMOKE_ORG
+from shared_lib.tools.directory import get_person, seed_directory
 
 # Every layer a served chat turn passes, in order: the ingress, the chain (trail), the observer.
 LAYERS = ("ingress", "context", "brain", "guardian", "authorizer", "executor", "responder", "observer")
@@ -72,6 +74,15 @@ def check_record(record: dict[str, Any], expected: str, layers: tuple[str, ...] 
     return problems
 
 
+SMOKE_USER = "smoke-test"
+
+
+def ensure_smoke_person(store: Store, org: str, user: str) -> None:
+    """The synthetic tenant's one person, level 1 (it may only greet), in the directory."""
+    if get_person(store, org, user) is None:
+        seed_directory(store, org, [{"user_id": user, "name": "スモークテスト", "level": 1}], {})
+
+
 def run_smoke(
     url: str,
     store: Store,
@@ -79,9 +90,9 @@ def run_smoke(
     expect: str,
     channel: str = "http",
     text: str = "こんにちは (smoke test)",
-    org: str = "default",
+    org: str = SMOKE_ORG,
     room: str = "smoke",
-    user: str = "smoke-test",
+    user: str = SMOKE_USER,
     event_id: str | None = None,
     secrets: ChannelSecrets | None = None,
     timeout: float = 120.0,
@@ -89,8 +100,14 @@ def run_smoke(
     sleep: Callable[[float], None] = time.sleep,
     client: httpx.Client | None = None,
 ) -> SmokeResult:
-    """Post one smoke webhook to ``url``, wait for its record in ``store``, check it."""
+    """Post one smoke webhook to ``url``, wait for its record in ``store``, check it.
+
+    The turn is a synthetic tenant's (``SMOKE_ORG``): its one person is written to the
+    directory first, because the ingress refuses a person its tenant does not have; the
+    webhook is signed with that tenant's credential (``HTTP_WEBHOOK_TENANTS``).
+    """
     result = SmokeResult()
+    ensure_smoke_person(store, org, user)
     answer = send(
         url,
         channel,
@@ -128,9 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--expect-revision", required=True, help="candidate tag (c-<sha>) or revision name")
     parser.add_argument("--channel", default="http", choices=sorted(DEFAULT_USERS))
     parser.add_argument("--text", default="こんにちは (smoke test)")
-    parser.add_argument("--org", default="default")
+    parser.add_argument("--org", default=SMOKE_ORG)
     parser.add_argument("--room", default="smoke")
-    parser.add_argument("--user", default="smoke-test")
+    parser.add_argument("--user", default=SMOKE_USER)
     parser.add_argument("--event-id")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the record")
     parser.add_argument("--store", dest="store_choice", help="firestore|FILE.sqlite (default: settings)")

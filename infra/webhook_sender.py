@@ -12,8 +12,11 @@ The deliveries are addressed to the bot so that the default ingress config answe
 ChatWork ``mention_to_me`` with a ``[To:bot]`` line, Slack ``app_mention``, LINE a 1:1
 chat (or, with a room other than the user, a group message mentioning the bot), HTTP
 ``addressed`` true. ``org`` goes where each provider names its tenant — Slack
-``team_id``, LINE ``destination``, HTTP ``org_id`` — and the ingress maps it with
-``IngressConfig.orgs`` (ChatWork has no tenant field: map its room). Everything random
+``team_id``, LINE ``destination`` — and the ingress maps it with ``IngressConfig.orgs``
+(ChatWork has no tenant field: map its room). A plain-HTTP delivery is signed with the
+organisation's own tenant secret (``HTTP_WEBHOOK_TENANTS``: the credential names the
+organisation) and names it in ``org_id``; only an organisation without a tenant secret falls
+back to ``HTTP_WEBHOOK_SECRET``, which the ingress accepts locally only. Everything random
 (reply tokens, ``ts``, message ids) is derived from ``event_id``, so one event id always
 gives the same body: a redelivery.
 
@@ -79,8 +82,10 @@ def _new_event_id(channel: str) -> str:
     return uuid.uuid4().hex
 
 
-def _first_secret(secrets: ChannelSecrets, channel: str) -> str:
-    active = secrets.webhook_secrets(channel)
+def _first_secret(secrets: ChannelSecrets, channel: str, org: str) -> str:
+    """The newest secret to sign with: a plain-HTTP organisation's own tenant secret first."""
+    tenant = secrets.http_tenants.get(org, ()) if channel == "http" else ()
+    active = tenant or secrets.webhook_secrets(channel)
     if not active:
         raise ValueError(f"no {channel} webhook secret configured to sign with")
     return active[0]
@@ -194,7 +199,7 @@ def build_request(
     else:
         payload = {"event_id": event_id, "org_id": org, "room_id": room_id, "user_id": user, "text": text}
     body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    secret = _first_secret(secrets, channel)
+    secret = _first_secret(secrets, channel, org)
     if channel == "chatwork":
         headers["X-ChatWorkWebhookSignature"] = chatwork.sign(secret, body)
     elif channel == "line":

@@ -2,7 +2,10 @@
 
 Each collection has a name, a document path template (collection ids literal, document
 ids ``{placeholders}``), the module that owns it, and the timestamp field Firestore's
-TTL policy deletes its documents by (``None``: they never expire). Code builds paths
+TTL policy deletes its documents by (``None``: they never expire). ``retention: "org"``
+marks personal data: its writers set the TTL field to the write time plus the
+organisation's retention (``Settings.retention``), so a document lives that long after
+its last change. Code builds paths
 from it; ``terraform/modules/firestore`` derives its TTL policies from the same file,
 one per collection group (the template's last collection id).
 
@@ -24,6 +27,7 @@ import re
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -41,9 +45,12 @@ class Collection(BaseModel):
     owner: str
     ttl_field: str | None
     description: str
+    retention: Literal["org"] | None = None
 
     @model_validator(mode="after")
     def _template_parses(self) -> Collection:
+        if self.retention is not None and self.ttl_field is None:
+            raise ValueError(f"{self.name}: a retention needs a ttl_field to expire by")
         parts = self.path.split("/")
         if len(parts) % 2 or any(not p for p in parts):
             raise ValueError(f"{self.name}: {self.path!r} is not a document path template")
@@ -156,6 +163,12 @@ def of_path(doc_path: str) -> Collection | None:
 
 def ttl_policies() -> dict[str, str]:
     return _CATALOGUE.ttl_policies()
+
+
+def retained(doc_path: str) -> bool:
+    """Whether ``doc_path`` is personal data kept for the organisation's retention."""
+    entry = of_path(doc_path)
+    return entry is not None and entry.retention == "org"
 
 
 def conversation_id(conversation_key: str) -> str:

@@ -208,7 +208,9 @@ def _llm(settings: Settings, store: Store, prices: PriceTable) -> LLM | None:
     if settings.llm_call_log:
         from shared_lib.telemetry.llm_calls import LLMCallLog
 
-        llm = LLMCallLog(llm, store, prices=prices, default_org=settings.org_default)
+        llm = LLMCallLog(
+            llm, store, prices=prices, default_org=settings.org_default, retention=settings.retention
+        )
     return llm
 
 

@@ -13,6 +13,22 @@ to it ("[EMAIL_1]"); only the executor may turn placeholders back into values
 'taro@example.com'
 >>> Sanitizer.default().mask_text("password: hunter2")
 'password: [SECRET_1]'
+
+At rest (seed 002 §7 applied to the store): every store writer keeps ``mask_stored`` text,
+whose placeholders carry no number (``[EMAIL]``): a stored text is fed back to a later
+turn's LLM, where a numbered placeholder would collide with the numbers of that turn's own
+vault. Identifiers (keys ``id``, ``*_id``, ``*_ids``, ``*_by``, ``by``, ``marker``,
+``recipients``) are left alone: an id is not personal text, and masking one would break it.
+
+>>> Sanitizer.default().mask_stored({"content": "mail taro@example.com", "user_id": "u-1"})
+{'content': 'mail [EMAIL]', 'user_id': 'u-1'}
+
+A reply (``present``) gives back only the recipient's own values — those of the message
+being answered, numbered as the brain numbered them — and shows every other placeholder,
+numbered or not, as words (``wording`` in the rules file): a user never reads ``[PHONE_1]``.
+
+>>> Sanitizer.default().present("[EMAIL_1] と [PHONE] ですね", own="taro@example.com", language="ja")
+'taro@example.com と （電話番号・非表示） ですね'
 """
 
 from __future__ import annotations
@@ -29,7 +45,11 @@ from shared_lib import config_files
 
 RULES_FILE = Path(__file__).parent / "config" / "sanitizer_rules.json"
 PLACEHOLDER = re.compile(r"\[([A-Z][A-Z_]*)_(\d+)\]")
+STORED_PLACEHOLDER = re.compile(r"\[([A-Z][A-Z_]*)\]")
 SECRET_GROUP = "secret"
+IDENTIFIER_KEY = re.compile(r"^(?:id|ids|by|marker|recipients)$|_(?:id|ids|by)$")
+_HIDDEN = {"ja": "（非表示）", "en": "(hidden)"}
+_CLIPPED = re.compile(r"\[([A-Z][A-Z_0-9]*)(?=…|\.\.\.|$)")
 
 
 class Rule(BaseModel):
@@ -50,17 +70,23 @@ class RuleSet(BaseModel):
     version: int
     description: str = ""
     rules: list[Rule]
+    wording: dict[str, dict[str, str]] = {}  # label -> language -> what a reply shows instead
 
 
 class Sanitizer:
-    def __init__(self, rules: list[Rule]) -> None:
+    def __init__(self, rules: list[Rule], wording: dict[str, dict[str, str]] | None = None) -> None:
         self.rules = rules
+        self.wording = wording or {}
         self._compiled = [(r, re.compile(r.pattern)) for r in rules]
+        labels = sorted({r.label for r in rules} | set(self.wording), key=len, reverse=True)
+        self._labels = labels
+        alternatives = "|".join(re.escape(label) for label in labels) or "(?!)"
+        self._any_placeholder = re.compile(rf"\[({alternatives})(?:_\d+)?\]")
 
     @classmethod
     def from_file(cls, path: Path | str) -> Sanitizer:
         data = RuleSet.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
-        return cls(data.rules)
+        return cls(data.rules, data.wording)
 
     @classmethod
     def default(cls) -> Sanitizer:
@@ -70,34 +96,77 @@ class Sanitizer:
     def mask(self, text: str, vault: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
         """Mask ``text``; ``vault`` (extended in place) keeps numbering and values consistent."""
         vault = {} if vault is None else vault
-        session = _Session(vault)
+        return self._apply(text, _Session(vault)), vault
+
+    def _apply(self, text: str, session: _Session) -> str:
         for rule, rx in self._compiled:
             text = rx.sub(partial(session.replace, label=rule.label), text)
-        return text, vault
+        return text
 
     def mask_text(self, text: str) -> str:
         return self.mask(text)[0]
 
-    def mask_obj(self, value: Any, vault: dict[str, str] | None = None) -> Any:
-        """Mask every string inside a JSON-like structure with one shared vault."""
+    def mask_obj(
+        self, value: Any, vault: dict[str, str] | None = None, *, keep_identifiers: bool = False
+    ) -> Any:
+        """Mask every string inside a JSON-like structure with one shared vault (with
+        ``keep_identifiers``, not those under identifier keys: see ``IDENTIFIER_KEY``)."""
         vault = {} if vault is None else vault
         if isinstance(value, str):
             return self.mask(value, vault)[0]
         if isinstance(value, dict):
-            return {k: self.mask_obj(v, vault) for k, v in value.items()}
+            return {
+                k: v
+                if keep_identifiers and isinstance(k, str) and IDENTIFIER_KEY.search(k)
+                else self.mask_obj(v, vault, keep_identifiers=keep_identifiers)
+                for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
-            return [self.mask_obj(v, vault) for v in value]
+            return [self.mask_obj(v, vault, keep_identifiers=keep_identifiers) for v in value]
         return value
 
     def contains_secret(self, text: str) -> bool:
         return self.mask_text(text) != text
 
+    def mask_stored(self, value: Any) -> Any:
+        """``value`` as a store keeps it: every string masked with unnumbered placeholders,
+        except under identifier keys (``IDENTIFIER_KEY``). Idempotent."""
+        if isinstance(value, str):
+            return self._apply(value, _Session({}, numbered=False))
+        if isinstance(value, dict):
+            return {
+                k: v if isinstance(k, str) and IDENTIFIER_KEY.search(k) else self.mask_stored(v)
+                for k, v in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return [self.mask_stored(v) for v in value]
+        return value
+
+    def present(self, text: str, *, own: str, language: str = "ja") -> str:
+        """A reply as the recipient may read it: the placeholders of ``own`` (the message being
+        answered, masked afresh: the numbering the brain used) restored, every other one in words."""
+        restored = unmask(text, self.mask(own)[1])
+        shown = self._any_placeholder.sub(lambda m: self.words(m.group(1), language), restored)
+        return _CLIPPED.sub(lambda m: self._clipped(m, language), shown)
+
+    def _clipped(self, m: re.Match[str], language: str) -> str:
+        """A placeholder cut short by a length limit (``[PHONE_…``), in words when it is one."""
+        stem = re.sub(r"_\d*$", "", m.group(1))
+        labels = [label for label in self._labels if len(stem) > 1 and label.startswith(stem)]
+        return self.words(labels[0], language) if labels else m.group(0)
+
+    def words(self, label: str, language: str = "ja") -> str:
+        """What a reply shows for a value it does not give back."""
+        shown = self.wording.get(label) or _HIDDEN
+        return shown.get(language) or shown.get("ja") or next(iter(shown.values()))
+
 
 class _Session:
     """One masking pass: reuses placeholders for values already in the vault."""
 
-    def __init__(self, vault: dict[str, str]) -> None:
+    def __init__(self, vault: dict[str, str], *, numbered: bool = True) -> None:
         self.vault = vault
+        self.numbered = numbered
         self.reverse = {v: k for k, v in vault.items()}
         self.counters: dict[str, int] = {}
         for key in vault:
@@ -116,8 +185,10 @@ class _Session:
         return self._placeholder(m.group(0), label)
 
     def _placeholder(self, original: str, label: str) -> str:
-        if PLACEHOLDER.fullmatch(original):
+        if PLACEHOLDER.fullmatch(original) or STORED_PLACEHOLDER.fullmatch(original):
             return original
+        if not self.numbered:
+            return f"[{label}]"
         if original in self.reverse:
             return self.reverse[original]
         self.counters[label] = self.counters.get(label, 0) + 1

@@ -28,7 +28,7 @@ USERS = {
     "chatwork": "200001",
     "slack": "UALICE0001",
     "line": "Ualice00000000000000000000000001",
-    "http": "u-bench",
+    "http": "u-suzuki",  # a person of the demo directory: the ingress refuses anyone else (403)
 }
 
 

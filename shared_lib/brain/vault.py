@@ -81,6 +81,7 @@ def store_vault(
             {
                 "ciphertext": cipher.encrypt(json.dumps(merged).encode()).decode(),
                 "count": len(merged),
+                "user_id": turn.user_id,  # whose values: ``charter data purge`` finds them
                 "created_at": now,
                 "expires_at": now + timedelta(minutes=ttl_minutes),
             },

@@ -5,6 +5,23 @@ checks size and schema, and normalises it to ``InboundMessage``s; ``dedupe_key``
 delivery for the ingress's exactly-once claim. Outbound, ``build_channels`` returns one
 ``Channel`` (``shared_lib.ports``) per provider.
 
+Hostile input (``webhooks`` lists every status):
+
+* **Who.** The organisation of a delivery comes from its credential (a plain-HTTP tenant's
+  secret, ``http``) or from the ingress mapping of the provider's own tenant ids (Slack
+  team, LINE destination, ChatWork room or account: ``IngressConfig.orgs``), never from
+  the message. A plain-HTTP body naming another organisation, or a person not in the
+  tenant's directory, is refused 403 and publishes nothing.
+* **What.** Each provider's ``Content-Type`` (415 otherwise), its schema (400), message
+  text without control characters (``base.clean_text``), identifiers without them (400).
+* **When (replays).** Slack and plain HTTP sign a timestamp: a delivery older than
+  ``replay_window_seconds`` (300 s) is refused 401. ChatWork and LINE sign none, so a
+  captured delivery stays valid; it is bounded by the event-id dedupe instead: the
+  ingress keeps one record per ``(channel, org, event id)`` for ``DEDUPE_WINDOW``
+  (365 days), so a replay inside the window is answered 200 and publishes no second turn,
+  and an event whose own signed time (ChatWork ``webhook_event_time``, LINE
+  ``timestamp``) is older than the window is refused 401 ``stale_event``.
+
 >>> from datetime import UTC, datetime
 >>> from shared_lib.channels import ChannelSecrets, IngressConfig, handle_webhook
 >>> handle_webhook("slack", "GET", {}, {}, b"", secrets=ChannelSecrets.local_defaults(),
@@ -12,7 +29,14 @@ delivery for the ingress's exactly-once claim. Outbound, ``build_channels`` retu
 405
 """
 
-from shared_lib.channels.base import BotIdentities, IngressConfig, OrgRouting, PayloadError, split_text
+from shared_lib.channels.base import (
+    DEDUPE_WINDOW,
+    BotIdentities,
+    IngressConfig,
+    OrgRouting,
+    PayloadError,
+    split_text,
+)
 from shared_lib.channels.clients import (
     ChatWorkChannel,
     ClientSettings,
@@ -25,6 +49,7 @@ from shared_lib.channels.secrets import DEFAULT_LOCAL_SECRETS, ChannelSecrets
 from shared_lib.channels.webhooks import WebhookOutcome, dedupe_key, handle_webhook
 
 __all__ = [
+    "DEDUPE_WINDOW",
     "DEFAULT_LOCAL_SECRETS",
     "BotIdentities",
     "ChannelSecrets",

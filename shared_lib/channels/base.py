@@ -1,13 +1,20 @@
-"""Shared pieces of the channel package: header access, HMAC checks, the ingress
+r"""Shared pieces of the channel package: header access, HMAC checks, the ingress
 configuration and the helpers every provider module uses to normalise a message.
 
 Errors::
 
     CharterError
     ├── ConfigError            ``CHARTER_INGRESS_CONFIG`` does not parse (raised at start-up)
-    └── PayloadError           a verified body that is not the provider's schema -> 400
+    └── PayloadError           a verified body we refuse: not the provider's schema -> 400,
+                               a tenant the credential or the mapping does not give -> 403,
+                               an event older than the dedupe window (a replay) -> 401
 
-``PayloadError`` never leaves ``handle_webhook``: it becomes a 400 outcome with its code.
+``PayloadError`` never leaves ``handle_webhook``: it becomes an outcome with its status and code.
+
+Text: ``clean_text`` drops NUL and every other control character but ``\n`` and ``\t``
+(``\r\n`` and ``\r`` become ``\n``) from message text and display names — stripped, not
+refused, because providers relay whatever a user pasted and the message still deserves an
+answer. Identifiers are not text: one with a control character or a ``/`` is refused (400).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,6 +36,10 @@ from shared_lib.errors import CharterError, ConfigError
 from shared_lib.inbound import MAX_TEXT_CHARS, ChannelName, InboundMessage
 
 REPLAY_WINDOW_SECONDS = 300
+# How long the ingress remembers a delivery's event id (its dedupe record): a replay inside
+# it is a duplicate; ChatWork and LINE events older than it are refused (see the package doc).
+DEDUPE_WINDOW = timedelta(days=365)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ASCII_INT = re.compile(r"^[0-9]{1,12}$")
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]")
 
@@ -82,7 +93,9 @@ class BotIdentities(BaseModel):
 
 
 class OrgRouting(BaseModel):
-    """Which organisation a delivery belongs to; anything unmapped goes to ``default_org``.
+    """Which organisation a delivery belongs to; anything unmapped goes to ``default_org``,
+    or — with ``refuse_unmapped`` — is refused (403 ``unknown_tenant``): a multi-tenant
+    deployment lists every tenant, and a workspace or channel it does not list gets no turn.
 
     ``chatwork_accounts`` maps the account that owns an account webhook (the bot's) to its
     organisation, so its keys are also treated as bot accounts.
@@ -94,6 +107,7 @@ class OrgRouting(BaseModel):
     chatwork_accounts: dict[str, OrgId] = Field(default_factory=dict)
     line_destinations: dict[str, OrgId] = Field(default_factory=dict)
     slack_teams: dict[str, OrgId] = Field(default_factory=dict)
+    refuse_unmapped: bool = False
 
 
 class IngressConfig(BaseModel):
@@ -122,6 +136,14 @@ class IngressConfig(BaseModel):
         """Whether an unaddressed message in this room is ignored."""
         rooms = next((r for name, r in self.room_overrides.items() if name == channel), {})
         return rooms.get(room_id, self.answer_only_when_addressed)
+
+    def org_for(self, mapped: str | None) -> str:
+        """The organisation of a delivery the mapping gave ``mapped`` (``None``: unmapped)."""
+        if mapped:
+            return mapped
+        if self.orgs.refuse_unmapped:
+            raise PayloadError("unknown_tenant", status=403)
+        return self.default_org
 
     def chatwork_bot_ids(self) -> frozenset[str]:
         ids = set(self.orgs.chatwork_accounts)
@@ -163,12 +185,13 @@ class IngressConfig(BaseModel):
 
 
 class PayloadError(CharterError):
-    """A verified body that is not the provider's schema (answered 400 with ``code``)."""
+    """A verified body we refuse (answered ``status``, 400 by default, with ``code``)."""
 
-    def __init__(self, code: str, errors: list[dict[str, str]] | None = None) -> None:
+    def __init__(self, code: str, errors: list[dict[str, str]] | None = None, *, status: int = 400) -> None:
         super().__init__(code)
         self.code = code
         self.errors = errors or []
+        self.status = status
 
     @classmethod
     def from_validation(cls, code: str, exc: ValidationError) -> PayloadError:
@@ -198,8 +221,26 @@ def _coerce_id(value: Any) -> Any:
     return str(value) if isinstance(value, int) else value
 
 
-ProviderId = Annotated[str, BeforeValidator(_coerce_id), Field(min_length=1, max_length=256)]
+ID_PATTERN = r"^[^/\x00-\x1f\x7f]+$"
+ProviderId = Annotated[
+    str, BeforeValidator(_coerce_id), Field(min_length=1, max_length=256, pattern=ID_PATTERN)
+]
 """A provider's identifier: providers send some ids as numbers, we keep them as strings."""
+
+
+def clean_text(text: str) -> str:
+    r"""``text`` without control characters but line breaks and tabs (see the module doc).
+
+    >>> clean_text("a\x00b\r\nc\td\x1b[31m")
+    'ab\nc\td[31m'
+    """
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def event_too_old(event_time: datetime | None, now: datetime) -> bool:
+    """True when a provider event is older than the dedupe window: a replay we no longer
+    remember, refused rather than served again."""
+    return event_time is not None and event_time < now - DEDUPE_WINDOW
 
 
 def detect_language(text: str) -> str:
@@ -213,7 +254,9 @@ def build_message(**fields: Any) -> InboundMessage:
     A field that breaks the model's limits (an id too long for us) is the sender's
     schema problem, so it becomes a ``PayloadError`` instead of an exception.
     """
-    text = str(fields.pop("text"))[:MAX_TEXT_CHARS]
+    text = clean_text(str(fields.pop("text")))[:MAX_TEXT_CHARS]
+    if fields.get("user_name") is not None:
+        fields["user_name"] = clean_text(str(fields["user_name"])).strip() or None
     fields.setdefault("language", detect_language(text))
     try:
         return InboundMessage(text=text, **fields)

@@ -2,7 +2,12 @@
 
 Signature: ``X-ChatWorkWebhookSignature`` (or the query parameter
 ``chatwork_webhook_signature``) is ``base64(HMAC-SHA256(key=base64decode(token), body))``.
-ChatWork signs no timestamp, so replays are stopped by the event-id dedupe only.
+ChatWork signs no timestamp header, so a captured delivery replays as long as its event id
+is remembered (the dedupe window, ``base.DEDUPE_WINDOW``): a replay inside it is a
+duplicate; one older than it (by the signed ``webhook_event_time``) is refused (401).
+
+Organisation: the room (``orgs.chatwork_rooms``) or the account webhook's owner
+(``orgs.chatwork_accounts``) — never the message text.
 
 Events: ``mention_to_me`` (account webhook: ``from_account_id``/``to_account_id``) and
 ``message_created`` (room webhook: ``account_id``) are answered; ``message_updated``
@@ -21,7 +26,7 @@ import base64
 import binascii
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -32,6 +37,8 @@ from shared_lib.channels.base import (
     ProviderId,
     ProviderResult,
     build_message,
+    clean_text,
+    event_too_old,
     hmac_sha256,
     matches_any,
 )
@@ -77,7 +84,7 @@ class ChatWorkPayload(BaseModel):
 
     webhook_setting_id: ProviderId | None = None
     webhook_event_type: str = Field(min_length=1, max_length=64)
-    webhook_event_time: int | None = None
+    webhook_event_time: int | None = Field(default=None, ge=0, le=10**11)
     webhook_event: dict[str, Any]  # validated as ``ChatWorkEvent`` only for the events we answer
 
 
@@ -144,13 +151,20 @@ def _ids(text: str) -> set[str]:
 
 
 def parse(
-    payload: dict[str, Any], headers: Mapping[str, str], config: IngressConfig, now: datetime
+    payload: dict[str, Any],
+    headers: Mapping[str, str],
+    config: IngressConfig,
+    now: datetime,
+    tenant: str | None = None,
 ) -> ProviderResult:
     """Normalise one verified ChatWork delivery (one event per delivery)."""
     try:
         data = ChatWorkPayload.model_validate(payload)
     except ValidationError as exc:
         raise PayloadError.from_validation("invalid_chatwork_payload", exc) from exc
+    when = data.webhook_event_time
+    if event_too_old(datetime.fromtimestamp(when, UTC) if when is not None else None, now):
+        raise PayloadError("stale_event", status=401)
     kind = data.webhook_event_type
     if kind == "message_updated":
         return ProviderResult(ignored=["edited_message"])
@@ -166,7 +180,7 @@ def parse(
     sender = event.sender or ""
     if sender in bots:
         return ProviderResult(ignored=["own_message"])
-    text, addressed_ids = strip_addressing(event.body)
+    text, addressed_ids = strip_addressing(clean_text(event.body))
     if not text:
         return ProviderResult(ignored=["empty_text"])
     routing = config.orgs
@@ -175,7 +189,7 @@ def parse(
     )
     message = build_message(
         channel="chatwork",
-        org_id=org or config.default_org,
+        org_id=config.org_for(org),
         room_id=event.room_id,
         user_id=sender,
         text=text,

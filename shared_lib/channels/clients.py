@@ -215,7 +215,7 @@ class HttpChannel(ReplyClient):
         parts = split_text(reply.text, self.limit)
         if url is None or not parts:
             return self._not_ready(missing if url is None else "empty_text")
-        secret = next(iter(self._secrets.webhook_secrets("http")), None)
+        secret = self._secrets.reply_secret(reply.org_id)  # the organisation's own, newest first
         for delivered, part in enumerate(parts):
             key = reply.idempotency_key if len(parts) == 1 else f"{reply.idempotency_key}:{delivered + 1}"
             body = json.dumps(

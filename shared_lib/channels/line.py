@@ -1,7 +1,12 @@
 """LINE Messaging API webhooks: verification, payload schema and normalisation.
 
 Signature: ``X-Line-Signature`` is ``base64(HMAC-SHA256(key=channel secret, body))``.
-LINE signs no timestamp; replays are stopped by the ``webhookEventId`` dedupe.
+LINE signs no timestamp header, so a captured delivery replays as long as its
+``webhookEventId`` is remembered (the dedupe window, ``base.DEDUPE_WINDOW``): a replay
+inside it is a duplicate; an event older than it (by its signed ``timestamp``) is
+refused (401).
+
+Organisation: ``destination`` (the bot) through ``orgs.line_destinations`` — never the text.
 
 A delivery carries ``destination`` (the bot's user id) and zero or more ``events`` (the
 console's "Verify" button sends none). Text messages are answered; other event types
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -29,6 +34,8 @@ from shared_lib.channels.base import (
     ProviderId,
     ProviderResult,
     build_message,
+    clean_text,
+    event_too_old,
     hmac_sha256,
     matches_any,
 )
@@ -74,7 +81,7 @@ class LineDeliveryContext(_Model):
 class LineEvent(_Model):
     type: str = Field(min_length=1, max_length=64)
     mode: str | None = None
-    timestamp: int | None = None
+    timestamp: int | None = Field(default=None, ge=0, le=10**14)  # milliseconds
     webhook_event_id: ProviderId = Field(alias="webhookEventId")
     delivery_context: LineDeliveryContext = Field(
         default_factory=LineDeliveryContext, alias="deliveryContext"
@@ -162,6 +169,7 @@ def _normalise(event: LineEvent, destination: str, config: IngressConfig, now: d
     if source.user_id in bots:
         return ProviderResult(ignored=["own_message"])
     text, mentioned = _without_bot_mentions(content.text, content.mention, bots)
+    text = clean_text(text).strip()
     if not text:
         return ProviderResult(ignored=["empty_text"])
     room = source.group_id or source.room_id or source.user_id
@@ -174,7 +182,7 @@ def _normalise(event: LineEvent, destination: str, config: IngressConfig, now: d
         handle["room_id"] = source.room_id
     message = build_message(
         channel="line",
-        org_id=config.orgs.line_destinations.get(destination, config.default_org),
+        org_id=config.org_for(config.orgs.line_destinations.get(destination)),
         room_id=room,
         user_id=source.user_id,
         text=text,
@@ -189,13 +197,21 @@ def _normalise(event: LineEvent, destination: str, config: IngressConfig, now: d
 
 
 def parse(
-    payload: dict[str, Any], headers: Mapping[str, str], config: IngressConfig, now: datetime
+    payload: dict[str, Any],
+    headers: Mapping[str, str],
+    config: IngressConfig,
+    now: datetime,
+    tenant: str | None = None,
 ) -> ProviderResult:
     """Normalise every event of one verified LINE delivery."""
     try:
         data = LinePayload.model_validate(payload)
     except ValidationError as exc:
         raise PayloadError.from_validation("invalid_line_payload", exc) from exc
+    for event in data.events:
+        sent = datetime.fromtimestamp(event.timestamp / 1000, UTC) if event.timestamp is not None else None
+        if event_too_old(sent, now):
+            raise PayloadError("stale_event", status=401)
     result = ProviderResult()
     if not data.events:
         result.ignored.append("no_events")

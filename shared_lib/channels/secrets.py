@@ -7,7 +7,8 @@ Webhook secrets verify what the providers send us; API tokens authenticate our r
 | ``CHATWORK_WEBHOOK_TOKEN``  | the webhook token ChatWork shows (base64; the HMAC key decoded) |
 | ``LINE_CHANNEL_SECRET``     | the LINE channel secret                                         |
 | ``SLACK_SIGNING_SECRET``    | the Slack app's signing secret                                  |
-| ``HTTP_WEBHOOK_SECRET``     | our own plain-HTTP channel's shared secret                      |
+| ``HTTP_WEBHOOK_SECRET``     | plain HTTP: signs replies; authenticates inbound only locally   |
+| ``HTTP_WEBHOOK_TENANTS``    | plain HTTP: JSON ``{"org": ["secret", ...]}``, per organisation |
 | ``CHATWORK_API_TOKEN``      | ``X-ChatWorkToken`` for replies                                 |
 | ``LINE_CHANNEL_ACCESS_TOKEN`` | bearer token for LINE replies and pushes                      |
 | ``SLACK_BOT_TOKEN``         | bearer token (``xoxb-...``) for ``chat.postMessage``            |
@@ -15,9 +16,11 @@ Webhook secrets verify what the providers send us; API tokens authenticate our r
 | ``CHARTER_HTTP_REPLY_URL``  | where the plain-HTTP channel posts replies without a callback   |
 | ``CHARTER_HTTP_CALLBACK_HOSTS`` | hosts a plain-HTTP ``callback_url`` may point to (comma list) |
 
-Rotation: each webhook secret variable may be a comma-separated list. While a secret is
+Rotation: each webhook secret variable may be a comma-separated list (a tenant's list in
+``HTTP_WEBHOOK_TENANTS``: a JSON list, or the same comma-separated text). While a secret is
 rotated both the old and the new one are listed, and a request signed with any of them
-is accepted.
+is accepted. One secret never belongs to two tenants (``ConfigError``): the credential
+names the organisation (``shared_lib.channels.http``).
 
 Fail closed: ``DEFAULT_LOCAL_SECRETS`` fill a *missing* variable only when
 ``CHARTER_ENV`` is ``local``, ``test``, ``demo`` or unset. Any other value (``prod``,
@@ -32,6 +35,8 @@ published defaults is dropped as if it were missing.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -50,6 +55,7 @@ DEFAULT_LOCAL_SECRETS: Mapping[str, str] = MappingProxyType(
         "LINE_CHANNEL_SECRET": "charter-local-line-channel-secret",
         "SLACK_SIGNING_SECRET": "charter-local-slack-signing-secret",
         "HTTP_WEBHOOK_SECRET": "charter-local-http-webhook-secret",
+        "HTTP_WEBHOOK_TENANTS": '{"demo": ["charter-local-http-demo-tenant-secret"]}',
         "CHATWORK_API_TOKEN": "charter-local-chatwork-api-token",
         "LINE_CHANNEL_ACCESS_TOKEN": "charter-local-line-channel-access-token",
         "SLACK_BOT_TOKEN": "xoxb-charter-local-slack-bot-token",
@@ -74,8 +80,41 @@ WEBHOOK_SECRET_VARIABLES: Mapping[str, str] = MappingProxyType(
 )
 
 
+_ORG = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+
 def _split_list(raw: str | None) -> tuple[str, ...]:
     return tuple(item.strip() for item in (raw or "").split(",") if item.strip())
+
+
+def parse_tenants(raw: str | None) -> dict[str, tuple[str, ...]]:
+    """``HTTP_WEBHOOK_TENANTS`` as organisation -> secrets; ``ConfigError`` when malformed.
+
+    >>> parse_tenants('{"acme": ["new", "old"], "globex": "g1"}')
+    {'acme': ('new', 'old'), 'globex': ('g1',)}
+    """
+    if not (raw or "").strip():
+        return {}
+    try:
+        data = json.loads(raw or "")
+    except ValueError as exc:
+        raise ConfigError(f"HTTP_WEBHOOK_TENANTS is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError('HTTP_WEBHOOK_TENANTS must be a JSON object {"org": ["secret", ...]}')
+    tenants: dict[str, tuple[str, ...]] = {}
+    owner: dict[str, str] = {}
+    for org, value in data.items():
+        items = _split_list(value) if isinstance(value, str) else value
+        if not _ORG.match(str(org)) or not isinstance(items, list | tuple):
+            raise ConfigError(f"HTTP_WEBHOOK_TENANTS: {org!r} needs an organisation id and a list of secrets")
+        values = tuple(str(v).strip() for v in items if isinstance(v, str) and v.strip())
+        for secret in values:
+            if owner.setdefault(secret, org) != org:
+                raise ConfigError(
+                    f"HTTP_WEBHOOK_TENANTS: one secret is given to {owner[secret]!r} and {org!r}"
+                )
+        tenants[org] = values
+    return tenants
 
 
 def _check_url(name: str, value: str) -> str:
@@ -97,6 +136,7 @@ class ChannelSecrets:
     line_channel_secrets: tuple[str, ...] = field(default=(), repr=False)
     slack_signing_secrets: tuple[str, ...] = field(default=(), repr=False)
     http_webhook_secrets: tuple[str, ...] = field(default=(), repr=False)
+    http_tenants: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     chatwork_api_token: str | None = field(default=None, repr=False)
     line_channel_access_token: str | None = field(default=None, repr=False)
     slack_bot_token: str | None = field(default=None, repr=False)
@@ -110,6 +150,12 @@ class ChannelSecrets:
     def is_local(self) -> bool:
         """True on a laptop, in tests and in the demo; False in every deployed environment."""
         return self.environment in LOCAL_ENVIRONMENTS
+
+    def reply_secret(self, org_id: str) -> str | None:
+        """The secret that signs a plain-HTTP reply to ``org_id``: its newest tenant secret,
+        else ``HTTP_WEBHOOK_SECRET`` (the receiver of that organisation verifies it)."""
+        own = self.http_tenants.get(org_id) or self.http_webhook_secrets
+        return own[0] if own else None
 
     def webhook_secrets(self, channel: str) -> tuple[str, ...]:
         """The active webhook secrets of ``channel`` (empty: every request is rejected)."""
@@ -150,6 +196,16 @@ class ChannelSecrets:
         def base(name: str) -> str:
             return _check_url(name, (settings.raw(name) or "").strip() or DEFAULT_API_BASES[name])
 
+        tenants = parse_tenants(settings.raw("HTTP_WEBHOOK_TENANTS"))
+        if local and not tenants:
+            tenants = parse_tenants(DEFAULT_LOCAL_SECRETS["HTTP_WEBHOOK_TENANTS"])
+        if not local:
+            published_tenants = {
+                s
+                for values in parse_tenants(DEFAULT_LOCAL_SECRETS["HTTP_WEBHOOK_TENANTS"]).values()
+                for s in values
+            }
+            tenants = {org: tuple(v for v in vs if v not in published_tenants) for org, vs in tenants.items()}
         reply_url = (settings.http_reply_url or "").strip()
         return cls(
             environment=environment,
@@ -157,6 +213,7 @@ class ChannelSecrets:
             line_channel_secrets=secrets("LINE_CHANNEL_SECRET"),
             slack_signing_secrets=secrets("SLACK_SIGNING_SECRET"),
             http_webhook_secrets=secrets("HTTP_WEBHOOK_SECRET"),
+            http_tenants=MappingProxyType({org: vs for org, vs in tenants.items() if vs}),
             chatwork_api_token=token("CHATWORK_API_TOKEN"),
             line_channel_access_token=token("LINE_CHANNEL_ACCESS_TOKEN"),
             slack_bot_token=token("SLACK_BOT_TOKEN"),

@@ -17,6 +17,10 @@ mentions become ``@U1``; ``<#C1|general>`` ``#general``; ``<!here>`` ``@here``; 
 Threads: ``thread_id`` is the event's ``thread_ts``. The reply handle answers in that
 thread, or starts one under a channel message; direct messages are answered inline.
 Retries carry ``X-Slack-Retry-Num``, which sets ``is_redelivery``.
+
+Organisation: the workspace (``team_id``) through ``orgs.slack_teams`` — never the text.
+Only the Events API (``application/json``) is served; interactivity payloads
+(``application/x-www-form-urlencoded``) are not, and are answered 415.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from shared_lib.channels.base import (
     matches_any,
     timestamp_fresh,
 )
+from shared_lib.channels.base import clean_text as without_controls
 from shared_lib.channels.secrets import ChannelSecrets
 
 SIGNATURE_HEADER = "x-slack-signature"
@@ -131,7 +136,7 @@ def clean_text(text: str, bot_ids: set[str]) -> tuple[str, bool]:
 
     plain = _ANGLE.sub(resolve, text)
     plain = plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-    return re.sub(r"[ \t]{2,}", " ", plain).strip(), mentioned
+    return re.sub(r"[ \t]{2,}", " ", without_controls(plain)).strip(), mentioned
 
 
 def _bot_ids(envelope: SlackEnvelope, config: IngressConfig) -> set[str]:
@@ -163,7 +168,11 @@ def _ignore_reason(event: SlackEvent, bots: set[str], config: IngressConfig) -> 
 
 
 def parse(
-    payload: dict[str, Any], headers: Mapping[str, str], config: IngressConfig, now: datetime
+    payload: dict[str, Any],
+    headers: Mapping[str, str],
+    config: IngressConfig,
+    now: datetime,
+    tenant: str | None = None,
 ) -> ProviderResult:
     """Normalise one verified Slack delivery (or answer its ``url_verification``)."""
     try:
@@ -201,7 +210,7 @@ def parse(
     team = envelope.team_id or event.team or ""
     message = build_message(
         channel="slack",
-        org_id=config.orgs.slack_teams.get(team, config.default_org),
+        org_id=config.org_for(config.orgs.slack_teams.get(team)),
         room_id=event.channel,
         thread_id=event.thread_ts,
         user_id=event.user,

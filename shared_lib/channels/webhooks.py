@@ -6,13 +6,21 @@ The checks run in this order, and each stops the request:
  404   ``unknown_channel``             not one of chatwork, line, slack, http
  405   ``method_not_allowed``          anything but POST
  413   ``body_too_large``              ``Content-Length`` first, then the real length
+ 415   ``unsupported_media_type``      not the provider's ``Content-Type`` (below)
  401   ``missing_signature`` ...       the provider's signature (before any parsing)
  400   ``malformed_json`` ...          not JSON, or not the provider's schema
+ 403   ``org_mismatch`` ...            an organisation the credential or mapping does not give
+ 401   ``stale_event``                 a ChatWork/LINE event older than the dedupe window
  200   —                               messages to publish and/or ignored reasons
 =====  ==============================  ==========================================
 
+Content types: every provider posts JSON — ``application/json`` (a ``charset`` parameter,
+if any, must be ``utf-8``): Slack's Events API (interactivity, form-encoded, is not
+served), LINE, ChatWork and our plain HTTP. Anything else, or none, is 415 with
+``{"ok": false, "error": "unsupported_media_type", "expected": [...]}``.
+
 A 401 answers only ``{"ok": false, "error": "unauthorized"}``; the precise reason
-(``bad_signature``, ``stale_timestamp``, ``no_secret_configured``) is in
+(``bad_signature``, ``stale_timestamp``, ``stale_event``, ``no_secret_configured``) is in
 ``WebhookOutcome.rejection`` for the logs. A 400 names the offending fields.
 
 >>> from datetime import UTC, datetime
@@ -41,22 +49,54 @@ from shared_lib.inbound import InboundMessage
 Verifier = Callable[
     [Mapping[str, str], Mapping[str, str], bytes, ChannelSecrets, datetime, IngressConfig], str | None
 ]
-Parser = Callable[[dict[str, Any], Mapping[str, str], IngressConfig, datetime], ProviderResult]
+Authenticator = Callable[
+    [Mapping[str, str], Mapping[str, str], bytes, ChannelSecrets, datetime, IngressConfig],
+    http.Authentication,
+]
+Parser = Callable[[dict[str, Any], Mapping[str, str], IngressConfig, datetime, str | None], ProviderResult]
 _CONTENT_LENGTH = re.compile(r"^[0-9]{1,20}$")
+JSON_TYPES = frozenset({"application/json"})
+
+
+def _by_mapping(verify: Verifier) -> Authenticator:
+    """A provider whose organisation comes from the ingress mapping: the signature names none."""
+
+    def authenticate(*args: Any) -> http.Authentication:
+        return http.Authentication(rejection=verify(*args))
+
+    return authenticate
 
 
 @dataclass(frozen=True)
 class Provider:
-    verify: Verifier
+    authenticate: Authenticator
     parse: Parser
+    content_types: frozenset[str] = JSON_TYPES
 
 
 PROVIDERS: Mapping[str, Provider] = {
-    "chatwork": Provider(chatwork.verify, chatwork.parse),
-    "line": Provider(line.verify, line.parse),
-    "slack": Provider(slack.verify, slack.parse),
-    "http": Provider(http.verify, http.parse),
+    "chatwork": Provider(_by_mapping(chatwork.verify), chatwork.parse),
+    "line": Provider(_by_mapping(line.verify), line.parse),
+    "slack": Provider(_by_mapping(slack.verify), slack.parse),
+    "http": Provider(http.authenticate, http.parse),
 }
+
+
+def media_type_accepted(header: str, accepted: frozenset[str]) -> bool:
+    """Whether a ``Content-Type`` is one of ``accepted`` (parameters ignored but ``charset=utf-8``).
+
+    >>> media_type_accepted("application/json; charset=UTF-8", JSON_TYPES)
+    True
+    >>> media_type_accepted("text/plain", JSON_TYPES), media_type_accepted("application/json; charset=latin-1", JSON_TYPES)
+    (False, False)
+    """
+    kind, *params = [part.strip().lower() for part in header.split(";")]
+    if kind not in accepted:
+        return False
+    charsets = [
+        p.partition("=")[2].strip().strip('"') for p in params if p.partition("=")[0].strip() == "charset"
+    ]
+    return all(c in ("utf-8", "utf8") for c in charsets)
 
 
 class WebhookOutcome(BaseModel):
@@ -131,9 +171,14 @@ def handle_webhook(
     declared = _declared_length(lower)
     if (declared is not None and declared > config.max_body_bytes) or len(body) > config.max_body_bytes:
         return WebhookOutcome.reject(413, "body_too_large")
-    rejection = provider.verify(lower, query, body, secrets, now, config)
-    if rejection is not None:
-        return WebhookOutcome.reject(401, rejection)
+    if not media_type_accepted(lower.get("content-type", ""), provider.content_types):
+        outcome = WebhookOutcome.reject(415, "unsupported_media_type")
+        return outcome.model_copy(
+            update={"body": {**outcome.body, "expected": sorted(provider.content_types)}}
+        )
+    auth = provider.authenticate(lower, query, body, secrets, now, config)
+    if auth.rejection is not None:
+        return WebhookOutcome.reject(401, auth.rejection)
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError):
@@ -141,9 +186,9 @@ def handle_webhook(
     if not isinstance(payload, dict):
         return WebhookOutcome.reject(400, "not_a_json_object")
     try:
-        result = provider.parse(payload, lower, config, now)
+        result = provider.parse(payload, lower, config, now, auth.org)
     except PayloadError as exc:
-        return WebhookOutcome.reject(400, exc.code, errors=exc.errors)
+        return WebhookOutcome.reject(exc.status, exc.code, errors=exc.errors)
     kept: list[InboundMessage] = []
     for msg in result.messages:
         if not msg.addressed and config.only_when_addressed(msg.channel, msg.room_id):

@@ -9,6 +9,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``gates``          ``charter gate shadow|canary|promotion``: promotion gates over the store
 ``operations``     ``charter turns|replay|audit|cost|metrics|alerts|llm-calls|admin``
 ``revisions``      ``charter rollout rollback``: every layer back to its previous revision
+``data``           ``charter data purge``: a person's data, deleted everywhere in the store
 =================  ===============================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -28,7 +29,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from shared_lib.cli import gates, operations, policy, revisions, rollout, tools
+from shared_lib.cli import data, gates, operations, policy, revisions, rollout, tools
 
 Register = Callable[[Any], None]
 PRODUCT_COMMANDS: tuple[Register, ...] = (
@@ -38,6 +39,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     gates.register,
     operations.register,
     revisions.register,
+    data.register,
 )
 
 

@@ -2,9 +2,16 @@
 
 Messages live at ``orgs/{org}/conversations/{id}/messages/{turn}-{step}-{in|out}`` (the
 id derives from the turn, so appending twice writes one message); the conversation
-document ``orgs/{org}/conversations/{id}`` may carry a ``summary``. The conversation id
-hashes the conversation key, which itself names the organisation, and every path is
-under ``orgs/{org}/``: two organisations never share a history.
+document ``orgs/{org}/conversations/{id}`` names whose conversation it is (``user_id``,
+``room_id``, ``conversation_key``: how ``charter data purge`` finds a person's history)
+and may carry a ``summary``. The conversation id hashes the conversation key, which itself
+names the organisation, and every path is under ``orgs/{org}/``: two organisations never
+share a history.
+
+Text is stored masked (``Sanitizer.mask_stored``): whatever the user typed or the reply
+gave back, the history keeps ``[EMAIL]``, never the address — on a blocked turn too. With
+``expires_at`` (the organisation's retention) both documents expire by the catalogue's
+TTL policy, counted from the last message.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from typing import Any
 
 from shared_lib.collections import conversation_id
 from shared_lib.ports import Store
+from shared_lib.sanitizer import Sanitizer
 
 MAX_STORED_CHARS = 8000
 
@@ -41,16 +49,25 @@ def append_message(
     text: str,
     at: datetime,
     user_id: str,
+    room_id: str = "",
+    expires_at: datetime | None = None,
 ) -> None:
-    """Idempotent append (``set`` on an id derived from the turn)."""
+    """Idempotent append (``set`` on an id derived from the turn); the text is stored masked."""
+    expiry = {"expires_at": expires_at} if expires_at is not None else {}
+    store.set(
+        conversation_path(org_id, conversation_key),
+        {"user_id": user_id, "room_id": room_id, "conversation_key": conversation_key, "at": at, **expiry},
+        merge=True,
+    )
     store.set(
         f"{history_path(org_id, conversation_key)}/{message_id}",
         {
             "role": role,
-            "text": text[:MAX_STORED_CHARS],
+            "text": Sanitizer.default().mask_stored(text[:MAX_STORED_CHARS]),
             "at": at,
             "user_id": user_id,
             "seq": _order_key(at, message_id),
+            **expiry,
         },
     )
 

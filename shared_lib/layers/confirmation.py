@@ -27,6 +27,7 @@ from shared_lib.policy.effective import Policy
 from shared_lib.policy.guardian import proposal_hash
 from shared_lib.policy.teachings import valid_teachings
 from shared_lib.proposal import Proposal, ToolCallProposal
+from shared_lib.sanitizer import Sanitizer
 from shared_lib.state import gate, session
 from shared_lib.state.answers import is_urgent, read_answer
 
@@ -200,6 +201,7 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
     covers = [str(c) for c in g.details.get("covers") or [g.reason_code]]
     reasons = list(dict.fromkeys([*(str(s) for s in g.details.get("satisfied") or []), *covers]))
     if not turn.shadow:
+        stored = _at_rest(turn, root)
         session.set_pending(
             rt.store,
             turn.org_id,
@@ -209,12 +211,9 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
                 "user_id": turn.user_id,
                 "room_id": turn.room_id,
                 "turn_id": turn.turn_id,
-                "proposal": turn.proposal.proposal.model_dump(mode="json"),
+                **stored,
                 "tool_name": root.tool_calls[0].tool_name,
-                "parameters": dict(root.tool_calls[0].parameters),
-                "summary": gate.summary(root),
-                "question": gate.summary(root),
-                "params_hash": proposal_hash(turn.proposal.proposal),
+                "params_hash": proposal_hash(Proposal.model_validate(stored["proposal"])),
                 "policy_version": g.details.get("policy_version") or policy.version,
                 "reasons": reasons,
                 "reason_code": g.reason_code,
@@ -223,14 +222,36 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
                 "confirmations_required": 2 if g.double_confirmation else 1,
                 "confirmations_received": 0,
                 "confirmation_type": _confirmation_type(g.reason_code),
-                "original_message": turn.inbound.text[:1000],
-                "original_reasoning": root.reasoning_text()[:1000],
                 "confidence": root.confidence.overall,
             },
             now,
             config=cfg.confirmation,
         )
     return gate.compose(rt.persona, g, root, policy, approval_id=approval_id)
+
+
+def _at_rest(turn: Turn, root: ToolCallProposal) -> dict[str, Any]:
+    """The pending action as the session stores it, masked. The action itself keeps numbered
+    placeholders of the user's own message, whose values this turn's vault keeps (both arms)
+    so the executor restores them on approval; identifiers stay as they are. The texts that
+    are only shown (a reminder, the next turn's context) keep unnumbered ones."""
+    s = Sanitizer.default()
+    assert turn.proposal.proposal is not None
+    action = {
+        "proposal": turn.proposal.proposal.model_dump(mode="json"),
+        "parameters": dict(root.tool_calls[0].parameters),
+    }
+    shown = {
+        "summary": gate.summary(root),
+        "question": gate.summary(root),
+        "original_message": turn.inbound.text[:1000],
+        "original_reasoning": root.reasoning_text()[:1000],
+    }
+    masked: dict[str, Any] = {
+        **s.mask_obj(action, s.mask(turn.inbound.text)[1], keep_identifiers=True),
+        **s.mask_stored(shown),
+    }
+    return masked
 
 
 def after_reply(turn: Turn, rt: Runtime) -> None:

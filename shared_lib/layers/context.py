@@ -25,7 +25,9 @@ __all__ = ["LAYER", "append_history", "history_path", "run"]
 
 
 def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -> None:
-    """Conversation memory: idempotent append (the id derives from the turn)."""
+    """Conversation memory: idempotent append (the id derives from the turn), kept masked
+    for the organisation's retention."""
+    now = rt.clock()
     append_message(
         scoped(rt.store, turn.org_id),
         turn.org_id,
@@ -33,8 +35,10 @@ def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -
         f"{turn.turn_id}-{turn.step}-{suffix}",
         role=role,
         text=text,
-        at=rt.clock(),
+        at=now,
         user_id=turn.user_id,
+        room_id=turn.room_id,
+        expires_at=now + rt.settings.retention(turn.org_id),
     )
 
 

@@ -46,7 +46,9 @@ def _skip_reason(turn: Turn) -> str | None:
 
 
 def executor_for(rt: Runtime) -> ToolExecutor:
-    return ToolExecutor(rt.store, rt.registry, tasks=rt.task_backend, clock=rt.clock)
+    return ToolExecutor(
+        rt.store, rt.registry, tasks=rt.task_backend, clock=rt.clock, retention=rt.settings.retention
+    )
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:

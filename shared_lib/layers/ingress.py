@@ -8,6 +8,10 @@ record is removed and the provider gets a 503, so its retry is not lost.
 
 A delivery with a valid signed smoke header (``shared_lib.rollout.smoke``) becomes a smoke
 turn, published to the smoke twin of ``turns.received``; an invalid smoke header is a 401.
+
+A plain-HTTP message is its tenant's person or nothing: ``user_id`` must be in the
+organisation's directory (``orgs/{org}/users``), else the delivery is refused 403
+``unknown_user`` and no turn is published; the display name is the directory's.
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from shared_lib.channels import DEDUPE_WINDOW
 from shared_lib.envelope import Turn
+from shared_lib.errors import CharterError
 from shared_lib.inbound import InboundMessage
 from shared_lib.logs import log_event
 from shared_lib.rollout.smoke import SmokeSignatureError, is_smoke
+from shared_lib.tools.directory import get_person
 from shared_lib.topology import TOPOLOGY
 
 if TYPE_CHECKING:
@@ -29,8 +36,9 @@ if TYPE_CHECKING:
 
 
 # How long a dedupe record outlives its delivery. A fixed span, not "the same date next
-# year": ``replace(year=...)`` has no 29 February to land on three years in four.
-DEDUPE_RETENTION = timedelta(days=365)
+# year": ``replace(year=...)`` has no 29 February to land on three years in four. It is the
+# window that bounds ChatWork and LINE replays (``shared_lib.channels``).
+DEDUPE_RETENTION: timedelta = DEDUPE_WINDOW
 
 
 def new_traceparent() -> str:
@@ -61,6 +69,20 @@ def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "", smoke: bo
         raise
     log_event("turn_received", turn=turn, layer="ingress", channel=msg.channel, smoke=smoke)
     return turn.turn_id
+
+
+class UnknownPerson(CharterError):
+    """A plain-HTTP message from someone the tenant's directory does not have (403)."""
+
+
+def _directory_person(rt: Runtime, msg: InboundMessage) -> InboundMessage:
+    """``msg`` with its sender checked against the organisation's directory (plain HTTP)."""
+    if msg.channel != "http":
+        return msg  # the provider names its own users; the mapping names the organisation
+    person = get_person(rt.store, msg.org_id, msg.user_id)
+    if person is None:
+        raise UnknownPerson("unknown_user")
+    return msg.model_copy(update={"user_name": person.name})
 
 
 def handle_http(
@@ -96,7 +118,22 @@ def handle_http(
     traceparent = {k.lower(): v for k, v in headers.items()}.get("traceparent", "")
     turn_ids = []
     try:
-        for msg in outcome.messages:
+        messages = [_directory_person(rt, msg) for msg in outcome.messages]
+    except UnknownPerson as exc:
+        log_event(
+            "webhook_rejected",
+            layer="ingress",
+            severity="WARNING",
+            channel=channel,
+            status=403,
+            reason=str(exc),
+        )
+        return 403, {"ok": False, "error": str(exc)}
+    except Exception as exc:
+        log_event("directory_unavailable", layer="ingress", severity="ERROR", error=str(exc))
+        return 503, {"error": "temporarily_unavailable"}
+    try:
+        for msg in messages:
             turn_id = accept(rt, msg, traceparent=traceparent, smoke=smoke)
             if turn_id:
                 turn_ids.append(turn_id)

@@ -16,6 +16,9 @@ A smoke turn (a synthetic turn run by the candidate revisions before a promotion
 like any turn, with ``smoke`` and each layer's revision, and streamed to the smoke twin of
 ``turns.events`` (so it stays out of BigQuery); the rollback guard, which judges the LLM arm
 on what users get, does not count it.
+
+At rest: records are masked (``build_record``), events are stored ``mask_stored``, and
+records and dead-lettered turns carry ``expires_at`` = the organisation's retention.
 """
 
 from __future__ import annotations
@@ -56,7 +59,8 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
     _metric_lines(turn)
     stream(rt, record)
     compared = _hook(rt, "on_served_turn", turn)
-    written = rt.store.run_transaction(lambda txn: _write_once(txn, path, record))
+    doc = {**record.store_doc(), "expires_at": rt.clock() + rt.settings.retention(turn.org_id)}
+    written = rt.store.run_transaction(lambda txn: _write_once(txn, path, record.step, doc))
     if written:
         log_event(
             "turn_recorded",
@@ -73,13 +77,13 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
     return written
 
 
-def _write_once(txn: Transaction, path: str, record: ObservabilityRecord) -> bool:
+def _write_once(txn: Transaction, path: str, step: int, doc: dict[str, Any]) -> bool:
     current = txn.get(path)
     if current is None:
-        txn.create(path, record.store_doc())
+        txn.create(path, doc)
         return True
-    if int(current.get("step", 0)) < record.step:  # a later step of a multi-step turn supersedes
-        txn.set(path, record.store_doc())
+    if int(current.get("step", 0)) < step:  # a later step of a multi-step turn supersedes
+        txn.set(path, doc)
         return True
     return False
 
@@ -90,7 +94,7 @@ def record_candidate(rt: Runtime, turn: Turn) -> bool:
     stream(rt, record)
     created = rt.store.create(
         collections.path("shadow_candidates", org=turn.org_id, id=f"{turn.turn_id}-{turn.step}"),
-        record.store_doc(),
+        {**record.store_doc(), "expires_at": rt.clock() + rt.settings.retention(turn.org_id)},
     )
     compared = _hook(rt, "on_shadow_candidate", turn)
     if not turn.smoke:
@@ -212,6 +216,7 @@ def record_event(rt: Runtime, payload: dict[str, Any]) -> bool:
     """An event from ``turns.events`` (or ``Runtime.emit_event``); alerts are delivered."""
     org = str(payload.get("org_id") or "default")
     event_id = str(payload.get("event_id"))
+    payload = Sanitizer.default().mask_stored(payload)
     created = rt.store.create(f"orgs/{org}/events/{event_id}", payload)
     if payload.get("kind") == "alert":
         alert_created = rt.store.create(f"{alerts.ALERTS}/{event_id}", payload)
@@ -242,6 +247,8 @@ def record_dead_letter(rt: Runtime, data: bytes, attributes: dict[str, str]) -> 
         "conversation_key": turn.conversation_key if turn else None,
         "input_message": s.mask_text(turn.inbound.text) if turn else None,
     }
+    if turn is not None:
+        doc["expires_at"] = rt.clock() + rt.settings.retention(org)
     created = rt.store.create(f"orgs/{org}/failures/{turn_id}-{layer}-{step}", doc)
     if created:
         log_event(

@@ -9,6 +9,11 @@ A smoke turn (synthetic, run by the candidate revisions before a promotion) that
 has nowhere to send (the plain-HTTP channel without a reply URL, as in a cloud environment)
 completes unsent rather than being retried into the dead-letter topic: everything up to the
 send ran, and the smoke test reads the record.
+
+Whatever composed it, a reply is ``Sanitizer.present``-ed before it is sent: placeholders of
+the user's own message become their values again, any other one becomes words — a user
+never reads ``[PHONE_1]``, and values of other turns or other people are never restored
+(an answer to a pending action restores nothing: its placeholders are the earlier turn's).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from shared_lib.layers.context import append_history
 from shared_lib.logs import log_event
 from shared_lib.ports import OutboundReply
 from shared_lib.proposal import ClarificationProposal, TextResponseProposal
+from shared_lib.sanitizer import Sanitizer
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -109,6 +115,9 @@ def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
     kind, text = _compose(turn, rt)
+    # An answer to a pending action shows placeholders of an earlier message: none is this one's.
+    own = "" if turn.proposal.arm == "state" else turn.inbound.text
+    text = Sanitizer.default().present(text, own=own, language=turn.inbound.language)
     res = turn.response
     res.kind, res.text = kind, text  # type: ignore[assignment]
     if turn.shadow:

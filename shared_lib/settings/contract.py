@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from shared_lib.settings.model import ALL, Settings, _meta
+from shared_lib.settings.fields import ALL, _meta
+from shared_lib.settings.model import Settings
 
 
 def fields_for(target: str) -> dict[str, dict[str, Any]]:

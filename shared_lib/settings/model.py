@@ -25,46 +25,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextvars import ContextVar
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
-from pydantic_settings.sources.utils import parse_env_vars
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from shared_lib.errors import ConfigError
+from shared_lib.settings.fields import _f, _MappingSource, _meta, _names
 
 # ``Settings.from_env(mapping)`` reads that mapping *instead of* the process environment.
 _EXPLICIT: ContextVar[Mapping[str, str] | None] = ContextVar("charter_settings_environ", default=None)
 
+RetentionDays = Annotated[int, Field(ge=1, le=3650)]
 Env = Literal["demo", "local", "test", "dev", "stg", "prod"]
 CLOUD_ENVS: frozenset[str] = frozenset({"dev", "stg", "prod"})
 LOCAL_ENVS: frozenset[str] = frozenset({"demo", "local", "test"})
-ALL = "*"
 LLM_TARGETS = ("brain", "brain_shadow", "responder")
 VAULT_TARGETS = ("brain", "brain_shadow", "executor")
 ALERT_TARGETS = ("observer", "admin")
-
-
-def _f(
-    default: Any,
-    *names: str,
-    targets: tuple[str, ...] = (ALL,),
-    deploy: Literal["env", "secret"] | None = None,
-    required: bool = False,
-    doc: str = "",
-    **constraints: Any,
-) -> Any:
-    """A settings field read from ``names`` (the first set wins), with its deploy metadata."""
-    alias: str | AliasChoices = names[0] if len(names) == 1 else AliasChoices(*names)
-    return Field(
-        default,
-        validation_alias=alias,
-        description=doc,
-        json_schema_extra={"env": names[0], "targets": list(targets), "deploy": deploy, "required": required},
-        **constraints,
-    )
 
 
 class Settings(BaseSettings):
@@ -180,6 +160,9 @@ class Settings(BaseSettings):
     http_webhook_secret: SecretStr | None = _f(
         None, "HTTP_WEBHOOK_SECRET", targets=("ingress", "responder"), deploy="secret"
     )
+    http_webhook_tenants: SecretStr | None = _f(  # JSON {org: [secrets]}: shared_lib.channels.secrets
+        None, "HTTP_WEBHOOK_TENANTS", targets=("ingress", "responder"), deploy="secret"
+    )
     chatwork_api_token: SecretStr | None = _f(
         None,
         "CHATWORK_API_TOKEN",
@@ -209,6 +192,9 @@ class Settings(BaseSettings):
     region: str | None = _f(None, "CHARTER_REGION", targets=(), doc="the Cloud Run region")
     run_admin_base: str = _f("https://run.googleapis.com", "CHARTER_RUN_ADMIN_BASE", targets=())
     run_admin_token: SecretStr | None = _f(None, "CHARTER_RUN_ADMIN_TOKEN", targets=(), doc="else metadata")
+    # -- personal data (collections with ``retention: "org"``) is kept this long: JSON {org: days}
+    retention_days: RetentionDays = _f(365, "CHARTER_RETENTION_DAYS")
+    org_retention_days: dict[str, RetentionDays] = _f({}, "CHARTER_ORG_RETENTION_DAYS")
 
     # -- operators: the admin dashboard and alert notifications
     admin_token: SecretStr | None = _f(
@@ -325,6 +311,9 @@ class Settings(BaseSettings):
         finally:
             _EXPLICIT.reset(token)
 
+    def retention(self, org_id: str) -> timedelta:  # how long org_id's personal data is kept
+        return timedelta(days=self.org_retention_days.get(org_id, self.retention_days))
+
     @property
     def cloud(self) -> bool:
         return self.env in CLOUD_ENVS
@@ -351,31 +340,6 @@ class Settings(BaseSettings):
                 value = "********" if value.get_secret_value() else None
             out[_meta(info)["env"]] = str(value) if isinstance(value, Path) else value
         return out
-
-
-class _MappingSource(EnvSettingsSource):
-    """The environment source, reading a given mapping instead of ``os.environ``."""
-
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
-        self._environ = environ
-        super().__init__(settings_cls)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return parse_env_vars(
-            self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
-        )
-
-
-def _names(info: FieldInfo) -> list[str]:
-    alias = info.validation_alias
-    if isinstance(alias, AliasChoices):
-        return [str(c) for c in alias.choices]
-    return [str(alias)] if alias else []
-
-
-def _meta(info: FieldInfo) -> dict[str, Any]:
-    extra = info.json_schema_extra
-    return dict(extra) if isinstance(extra, dict) else {}
 
 
 _BY_ENV: dict[str, str] = {_meta(info)["env"]: name for name, info in Settings.model_fields.items()}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -116,6 +116,7 @@ class LLMCallLog:
         sanitizer: Sanitizer | None = None,
         clock: Callable[[], datetime] = utc_now,
         default_org: str = "default",
+        retention: Callable[[str], timedelta] | None = None,
     ) -> None:
         self.inner = inner
         self.store = store
@@ -124,6 +125,7 @@ class LLMCallLog:
         self.sanitizer = sanitizer or Sanitizer.default()
         self.clock = clock
         self.default_org = default_org
+        self.retention = retention  # org -> how long its entries are kept (collection ``llm_calls``)
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         t0 = time.perf_counter()
@@ -203,7 +205,10 @@ class LLMCallLog:
     ) -> None:
         try:
             entry = self._entry(request, response, latency_ms, status, error)
-            self.store.set(f"orgs/{entry.org_id}/llm_calls/{entry.call_id}", entry.model_dump(mode="python"))
+            doc = entry.model_dump(mode="python")
+            if self.retention is not None:
+                doc["expires_at"] = entry.at + self.retention(entry.org_id)
+            self.store.set(f"orgs/{entry.org_id}/llm_calls/{entry.call_id}", doc)
         except Exception as exc:  # the log is evidence, not a gate: the call's answer still goes back
             log_event(
                 "llm_call_log_failed", layer="llm", severity="ERROR", error=f"{type(exc).__name__}: {exc}"

@@ -16,6 +16,11 @@ The receipt ``orgs/{org}/receipts/{turn}-{step}-{index}`` names the effect of on
 * **dry runs** (shadow mode) validate and preview: the task backend refuses changes,
   there is no transaction, and no receipt is written.
 
+At rest (``shared_lib.tools.at_rest``): the handler's writes and the receipt's ``request``
+and ``result`` are stored masked; the caller gets the handler's own result on the first
+run and the stored (masked) one on a replay. A receipt names its ``user_id`` so a person's
+receipts can be purged.
+
 Handlers always read through an organisation-scoped, read-only view of the store; the
 transaction is their only way to write (so a write cannot escape its receipt).
 
@@ -41,6 +46,8 @@ from shared_lib import collections
 from shared_lib.errors import LayerRetry, StoreUnavailable
 from shared_lib.idempotency import Claims, ClaimState
 from shared_lib.ports import Store, Transaction
+from shared_lib.sanitizer import Sanitizer
+from shared_lib.tools.at_rest import AtRestTransaction
 from shared_lib.tools.registry import ToolContext, ToolInputError, ToolRegistry, ToolSpec
 from shared_lib.tools.scoped import CrossOrgAccess, WriteRefused, scoped
 from shared_lib.tools.task_backend import (
@@ -87,6 +94,12 @@ class CallOutcome:
         return cls(ok=False, result=result or {}, error_code=code, message=message, details=details)
 
 
+def _stored(data: dict[str, Any]) -> dict[str, Any]:
+    """A request or result as a receipt keeps it (masked)."""
+    masked: dict[str, Any] = Sanitizer.default().mask_stored(data)
+    return masked
+
+
 def receipt_path(org_id: str, call_id: str) -> str:
     return collections.path("receipts", org=org_id, id=call_id)
 
@@ -112,12 +125,19 @@ class ToolExecutor:
     """Runs calls against a registry, a store and a task backend, each effect exactly once."""
 
     def __init__(
-        self, store: Store, registry: ToolRegistry, *, tasks: TaskBackend, clock: Callable[[], datetime]
+        self,
+        store: Store,
+        registry: ToolRegistry,
+        *,
+        tasks: TaskBackend,
+        clock: Callable[[], datetime],
+        retention: Callable[[str], timedelta] | None = None,
     ) -> None:
         self.store = store
         self.registry = registry
         self.tasks = tasks
         self.clock = clock
+        self.retention = retention  # org -> how long its personal data is kept
 
     def execute(self, req: CallRequest) -> CallOutcome:
         spec = self.registry.get(req.tool_name)
@@ -211,19 +231,24 @@ class ToolExecutor:
     ) -> CallOutcome:
         path = receipt_path(req.org_id, req.call_id)
         abandoned = threading.Event()
+        retention = self.retention(req.org_id) if self.retention else None
+        fresh: dict[str, Any] = {}
 
         def effect(txn: Transaction) -> dict[str, Any]:
-            data = spec.handler(params, ctx, txn)
+            data = spec.handler(params, ctx, AtRestTransaction(txn, now=ctx.now, retention=retention))
             if abandoned.is_set():  # the caller gave up: commit nothing
                 raise ToolTimeout("abandoned")
-            return data
+            fresh["result"] = data
+            return _stored(data)
 
         receipts = self._receipts(writable)
-        data, replayed = run_with_timeout(
-            lambda: receipts.run_once(path, effect, now=ctx.now, fields={"tool": spec.name, "at": ctx.now}),
+        fields = {"tool": spec.name, "at": ctx.now, "user_id": req.user_id}
+        stored, replayed = run_with_timeout(
+            lambda: receipts.run_once(path, effect, now=ctx.now, fields=fields),
             spec.timeout_seconds,
             abandoned.set,
         )
+        data = stored if replayed else fresh["result"]
         return CallOutcome(ok=True, result=data, receipt_id=req.call_id, replayed=replayed)
 
     def _lease(self, spec: ToolSpec) -> timedelta:
@@ -233,13 +258,13 @@ class ToolExecutor:
         self, spec: ToolSpec, params: BaseModel, req: CallRequest, ctx: ToolContext, writable: Store
     ) -> CallOutcome:
         path = receipt_path(req.org_id, req.call_id)
-        request = params.model_dump(mode="json")
+        request = _stored(params.model_dump(mode="json"))
         receipts = self._receipts(writable)
         claim = receipts.claim(
             path,
             now=ctx.now,
             lease=self._lease(spec),
-            fields={"tool": spec.name, "at": ctx.now, "request": request},
+            fields={"tool": spec.name, "at": ctx.now, "request": request, "user_id": req.user_id},
         )
         if claim.state is ClaimState.COMPLETED:
             return CallOutcome(ok=True, result=claim.result, receipt_id=req.call_id, replayed=True)
@@ -253,7 +278,10 @@ class ToolExecutor:
             data = spec.handler(params, run_ctx, None)
             now = self.clock()
             receipts.complete(
-                path, now=now, result=data, fields={"tool": spec.name, "at": now, "request": request}
+                path,
+                now=now,
+                result=_stored(data),
+                fields={"tool": spec.name, "at": now, "request": request, "user_id": req.user_id},
             )
             return data
 

@@ -86,6 +86,7 @@ SECRET_IDS: dict[str, str] = {
     "LINE_CHANNEL_SECRET": "line-channel-secret",
     "SLACK_SIGNING_SECRET": "slack-signing-secret",
     "HTTP_WEBHOOK_SECRET": "http-webhook-secret",
+    "HTTP_WEBHOOK_TENANTS": "http-webhook-tenants",
     "CHATWORK_API_TOKEN": "chatwork-api-token",
     "LINE_CHANNEL_ACCESS_TOKEN": "line-channel-access-token",
     "SLACK_BOT_TOKEN": "slack-bot-token",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -107,3 +108,58 @@ def test_given_the_packaged_rules_then_every_pattern_compiles_and_names_are_uniq
     data = json.loads(RULES_FILE.read_text(encoding="utf-8"))
     names = [r["name"] for r in data["rules"]]
     assert len(names) == len(set(names)) and len(Sanitizer.from_file(RULES_FILE).rules) == len(names)
+
+
+# -- at rest and in replies ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_given_a_secret_when_stored_then_an_unnumbered_placeholder_takes_its_place(kind):
+    stored = S.mask_stored(f"これは{SECRETS[kind]}です")
+    assert SECRETS[kind] not in stored and re.fullmatch(r"これは\[[A-Z_]+\]です", stored)
+    assert S.mask_stored(stored) == stored  # idempotent: a stored text stored again is unchanged
+
+
+def test_given_a_document_when_stored_then_identifiers_are_kept_and_text_is_masked():
+    # GIVEN ids that look like phone numbers (a LINE user id, a hex id) beside free text
+    doc = {
+        "content": "電話は 090-1234-5678",
+        "user_id": "U0123456789abcdef0123456789abcdef",
+        "created_by": "U0312345678f",
+        "recipients": ["U09012345678"],
+        "marker": "c0901234567a",
+        "nested": [{"note": "a@example.com", "task_ids": ["t-09012345678"]}],
+    }
+    # THEN only the free text is masked
+    assert S.mask_stored(doc) == {
+        **doc,
+        "content": "電話は [PHONE]",
+        "nested": [{"note": "[EMAIL]", "task_ids": ["t-09012345678"]}],
+    }
+
+
+def test_given_a_reply_then_only_the_recipients_own_values_come_back_and_the_rest_is_words():
+    own = "私のメールは taro@example.com です"
+    reply = "[EMAIL_1] に送ります。[EMAIL_2] と [PHONE] と [PHONE_1] は表示しません"
+    assert S.present(reply, own=own, language="ja") == (
+        "taro@example.com に送ります。（メールアドレス・非表示） と （電話番号・非表示） と "
+        "（電話番号・非表示） は表示しません"
+    )
+    assert S.present("call [PHONE_1]", own="", language="en") == "call (phone number, hidden)"
+
+
+def test_given_a_placeholder_cut_by_a_length_limit_then_it_is_words_too():
+    assert S.present("番号は [ID_…」", own="", language="ja") == "番号は （個人番号・非表示）…」"
+    assert S.present("end [PHONE_", own="", language="ja") == "end （電話番号・非表示）"
+    assert S.present("[TODO…] と [A…", own="", language="ja") == "[TODO…] と [A…"
+
+
+def test_given_ordinary_brackets_in_a_reply_then_they_are_left_alone():
+    text = "[info]会議[/info] [To:123] [EMAIL_1 [DRAFT]"
+    assert S.present(text, own="", language="ja") == text
+
+
+def test_given_the_packaged_rules_then_every_label_has_japanese_and_english_words():
+    wording = Sanitizer.from_file(RULES_FILE).wording
+    assert {r.label for r in S.rules} <= set(wording)
+    assert all(set(words) == {"ja", "en"} for words in wording.values())

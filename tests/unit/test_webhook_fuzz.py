@@ -1,13 +1,16 @@
-"""Fuzzing handle_webhook: whatever arrives, it never raises, never answers 5xx, and never
-publishes a message without a valid signature."""
+"""Fuzzing handle_webhook: whatever arrives, it never raises, never answers 5xx, never
+publishes a message without a valid signature and the provider's Content-Type, never lets a
+control character into a message's text, and never lets a plain-HTTP tenant act for another
+organisation."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from infra.webhook_sender import build_request
@@ -74,6 +77,10 @@ PAYLOADS = st.dictionaries(PROVIDER_KEYS, JSON_VALUES, max_size=8)
 
 
 def sign(channel: str, body: bytes) -> dict[str, str]:
+    return {"Content-Type": "application/json"} | _signature(channel, body)
+
+
+def _signature(channel: str, body: bytes) -> dict[str, str]:
     stamp = str(int(NOW.timestamp()))
     secret = SECRETS.webhook_secrets(channel)[0]
     return {
@@ -177,3 +184,74 @@ def test_any_single_byte_change_to_a_signed_body_is_rejected(channel, text, posi
         channel, "POST", headers, {}, tampered, secrets=SECRETS, config=IngressConfig(), now=NOW
     )
     assert (outcome.status, outcome.messages) == (401, [])
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@FUZZ
+@given(
+    channel=st.sampled_from(CHANNELS),
+    text=st.text(min_size=1, max_size=80),
+    content_type=st.text(max_size=40)
+    | st.sampled_from(["text/plain", "application/x-www-form-urlencoded", ""]),
+)
+def test_a_signed_delivery_of_another_media_type_is_415_and_publishes_nothing(channel, text, content_type):
+    # GIVEN a valid signed delivery whose Content-Type is anything but JSON
+    assume(content_type.split(";")[0].strip().lower() != "application/json")
+    _, headers, body = build_request(channel, text, event_id="E1", secrets=SECRETS, now=NOW)
+    headers["Content-Type"] = content_type
+    outcome = handle_webhook(
+        channel, "POST", headers, {}, body, secrets=SECRETS, config=IngressConfig(), now=NOW
+    )
+    # THEN it is refused before anything is read
+    assert (outcome.status, outcome.messages) == (415, [])
+
+
+@FUZZ
+@given(
+    channel=st.sampled_from(CHANNELS),
+    text=st.text(st.characters(codec="utf-8"), min_size=1, max_size=200)
+    | st.lists(
+        st.sampled_from(["a", "あ", "\x00", "\r", "\n", "\t", "\x1b", "\x7f", "\x85", " "]), max_size=30
+    ).map("".join),
+)
+def test_no_control_character_but_line_breaks_and_tabs_reaches_a_message(channel, text):
+    _, headers, body = build_request(channel, text, event_id="E1", secrets=SECRETS, now=NOW)
+    outcome = handle_webhook(
+        channel, "POST", headers, {}, body, secrets=SECRETS, config=IngressConfig(), now=NOW
+    )
+    check(outcome)
+    assert all(not CONTROL.search(m.text) and m.text.strip() for m in outcome.messages)
+
+
+TENANTS = ChannelSecrets.from_env(
+    {"CHARTER_ENV": "prod", "HTTP_WEBHOOK_TENANTS": '{"acme": ["acme-secret"]}'}
+)
+
+
+@FUZZ
+@given(
+    org=st.none() | st.text(max_size=20) | st.sampled_from(["acme", "globex", "default", "ACME", "acme "]),
+    user=st.text(min_size=1, max_size=20),
+)
+def test_a_tenant_never_acts_for_another_organisation(org, user):
+    # GIVEN acme's credential and a body naming any organisation (or none)
+    payload = {"event_id": "e", "room_id": "r", "user_id": user, "text": "hi"}
+    if org is not None:
+        payload["org_id"] = org
+    body = json.dumps(payload).encode()
+    stamp = str(int(NOW.timestamp()))
+    headers = {
+        "Content-Type": "application/json",
+        "X-Charter-Timestamp": stamp,
+        "X-Charter-Signature": http.sign("acme-secret", stamp, body),
+    }
+    outcome = handle_webhook(
+        "http", "POST", headers, {}, body, secrets=TENANTS, config=IngressConfig(), now=NOW
+    )
+    # THEN it is refused, or it is acme's
+    check(outcome)
+    assert all(m.org_id == "acme" for m in outcome.messages)
+    if org not in (None, "acme"):
+        assert outcome.status in (400, 403) and outcome.messages == []

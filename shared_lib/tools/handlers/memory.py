@@ -3,7 +3,8 @@ asked Charter to remember (``orgs/{org}/memories``, visible to that person only)
 keyword search over the company's knowledge (``orgs/{org}/knowledge``).
 
 Preferences are memories with ``category = "preference"``; the Context Builder reads them
-as the user's preferences.
+as the user's preferences. Memories are stored masked (``shared_lib.tools.at_rest``): a
+phone number or a password the user asked to keep is remembered as ``[PHONE]``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from shared_lib.ports import Store, Transaction
+from shared_lib.sanitizer import Sanitizer
 from shared_lib.tools.handlers.base import Params, doc_id, pick_one, preview, require_text, writer
 from shared_lib.tools.matching import score, terms
 from shared_lib.tools.normalize import DocId, clean_text
@@ -48,10 +50,11 @@ class SaveMemoryParams(Params):
 def save_memory(p: SaveMemoryParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     content = require_text(p.content, "content")
     subject = clean_text(p.subject) if p.subject else None
+    stored = Sanitizer.default().mask_stored(content)  # what the store holds of it
     same = [
         mid
         for mid, d in own_memories(ctx.store, ctx.org_id, ctx.user_id, p.category)
-        if d.get("content") == content
+        if d.get("content") == stored
     ]
     if same:  # already remembered: no second copy
         return {"memory_id": same[0], "content": content, "category": p.category, "already_saved": True}

@@ -142,6 +142,7 @@ locals {
       LINE_CHANNEL_SECRET    = "line-channel-secret"
       SLACK_SIGNING_SECRET   = "slack-signing-secret"
       HTTP_WEBHOOK_SECRET    = "http-webhook-secret"
+      HTTP_WEBHOOK_TENANTS   = "http-webhook-tenants"
     }
     context = {
       CHATWORK_API_TOKEN = "chatwork-api-token"
@@ -165,7 +166,8 @@ locals {
       CHATWORK_API_TOKEN        = "chatwork-api-token"
       LINE_CHANNEL_ACCESS_TOKEN = "line-channel-access-token"
       SLACK_BOT_TOKEN           = "slack-bot-token"
-      HTTP_WEBHOOK_SECRET       = "http-webhook-secret" # signs replies of the plain-HTTP channel
+      HTTP_WEBHOOK_SECRET       = "http-webhook-secret"  # signs replies of the plain-HTTP channel
+      HTTP_WEBHOOK_TENANTS      = "http-webhook-tenants" # ... with the organisation's own secret
     }
     # observer and admin deliver alerts, to a ChatWork room among others (CHARTER_ALERT_ROOM)
     observer = {

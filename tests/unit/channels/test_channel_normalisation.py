@@ -14,6 +14,7 @@ from shared_lib.channels.chatwork import strip_addressing
 from shared_lib.channels.slack import clean_text
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
+SENT_AT = int(NOW.timestamp())  # the provider's (signed) event time
 LOCAL = ChannelSecrets.local_defaults()
 CONFIG = IngressConfig.model_validate(
     {
@@ -41,6 +42,7 @@ def only_message(channel: str, payload: dict[str, Any], config: IngressConfig = 
         },
         "http": lambda: {"X-Charter-Timestamp": stamp, "X-Charter-Signature": http.sign(secret, stamp, body)},
     }[channel]()
+    signed["Content-Type"] = "application/json"
     outcome = handle_webhook(
         channel, "POST", signed | (headers or {}), {}, body, secrets=LOCAL, config=config, now=NOW
     )
@@ -81,7 +83,7 @@ def test_chatwork_mention_to_me_normalises_every_field():
     payload = {
         "webhook_setting_id": "5",
         "webhook_event_type": "mention_to_me",
-        "webhook_event_time": 1,
+        "webhook_event_time": SENT_AT,
         "webhook_event": {
             "from_account_id": 123,
             "to_account_id": 9000001,
@@ -109,7 +111,7 @@ def test_chatwork_mention_to_me_normalises_every_field():
 
 
 def test_chatwork_room_message_is_addressed_only_with_a_to_tag_for_the_bot():
-    base = {"webhook_setting_id": "5", "webhook_event_type": "message_created", "webhook_event_time": 1}
+    base = {"webhook_setting_id": "5", "webhook_event_type": "message_created", "webhook_event_time": SENT_AT}
     event = {"account_id": 123, "room_id": 999, "message_id": "1", "send_time": 1, "update_time": 0}
     to_bot = only_message(
         "chatwork", base | {"webhook_event": event | {"body": "[To:9000001]Charterさん\nhi"}}
@@ -150,7 +152,7 @@ def line_event(source: dict[str, Any], message: dict[str, Any], **extra: Any) ->
             {
                 "type": "message",
                 "mode": "active",
-                "timestamp": 1,
+                "timestamp": SENT_AT * 1000,
                 "webhookEventId": "01HZEVENT",
                 "deliveryContext": {"isRedelivery": True},
                 "replyToken": "reply-token-1",

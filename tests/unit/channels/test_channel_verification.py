@@ -33,6 +33,8 @@ def deliver(
     now: datetime = NOW,
     query: dict[str, str] | None = None,
 ):
+    # every provider posts JSON (415 otherwise: test_channel_webhooks); the signature is what varies here
+    headers = {"Content-Type": "application/json", **headers}
     return handle_webhook(
         channel, "POST", headers, query or {}, body, secrets=secrets, config=IngressConfig(), now=now
     )

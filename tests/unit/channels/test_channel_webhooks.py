@@ -21,6 +21,7 @@ from shared_lib.channels import (
 )
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
+SENT_AT = int(NOW.timestamp())  # the provider's (signed) event time
 LOCAL = ChannelSecrets.local_defaults()
 CHANNELS = ["chatwork", "line", "slack", "http"]
 BOT = {"chatwork": "9000001", "slack": "UBOT", "line": "Ubot"}
@@ -48,7 +49,7 @@ def deliver(
     extra_headers: dict[str, str] | None = None,
 ):
     body = payload if isinstance(payload, bytes) else json.dumps(payload, ensure_ascii=False).encode()
-    headers = sign(channel, body) | (extra_headers or {})
+    headers = {"Content-Type": "application/json"} | sign(channel, body) | (extra_headers or {})
     return handle_webhook(
         channel, method, headers, {}, body, secrets=LOCAL, config=config or IngressConfig(), now=NOW
     )
@@ -114,7 +115,7 @@ def test_body_at_exactly_the_limit_passes_the_size_check():
     outcome = handle_webhook(
         "line",
         "POST",
-        {"Content-Length": "100"},
+        {"Content-Length": "100", "Content-Type": "application/json"},
         {},
         body,
         secrets=LOCAL,
@@ -255,7 +256,7 @@ def chatwork_event(kind: str, body: str, sender: str = "200001", **extra: Any) -
     return {
         "webhook_setting_id": "1",
         "webhook_event_type": kind,
-        "webhook_event_time": 1,
+        "webhook_event_time": SENT_AT,
         "webhook_event": event | extra,
     }
 
@@ -268,7 +269,7 @@ def line_event(**fields: Any) -> dict[str, Any]:
     event = {
         "type": "message",
         "mode": "active",
-        "timestamp": 1,
+        "timestamp": SENT_AT * 1000,
         "webhookEventId": "01EV",
         "deliveryContext": {"isRedelivery": False},
         "replyToken": "rt",

@@ -27,6 +27,7 @@ from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.composition import LAYERS
 from shared_lib.envelope import Turn
 from shared_lib.runtime import Runtime
+from shared_lib.tools.directory import seed_directory
 from shared_lib.topology import TOPOLOGY
 
 SOURCE = str(Path(__file__).resolve().parents[3] / "functions" / "main.py")
@@ -72,6 +73,8 @@ def published_since(start: int) -> list[Message]:
 
 
 def webhook(text: str = TEXT) -> tuple[str, dict[str, str], bytes]:
+    # the plain-HTTP sender must be a person of the organisation's directory (else 403)
+    seed_directory(push.get_runtime().store, "default", [{"user_id": "user-1", "name": "試験太郎"}], {})
     return build_request("http", text, secrets=ChannelSecrets.from_env(os.environ))
 
 

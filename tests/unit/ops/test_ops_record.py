@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
-from ops_fakes import ORG, TASK_DONE, send
+from ops_fakes import ORG, TASK_DONE, make_runtime, send
 
 from shared_lib.envelope import Turn
 from shared_lib.layers import observer
@@ -193,3 +194,32 @@ def test_a_failing_rollout_hook_never_costs_the_record(rt, monkeypatch):
     # WHEN a turn completes THEN it is recorded all the same
     turn_id = send(rt, TASK_DONE)
     assert queries.find_record(rt.store, turn_id, org=ORG) is not None
+
+
+def test_records_expire_by_the_organisations_retention(clock):
+    # GIVEN an organisation that keeps personal data 30 days
+    rt = make_runtime(clock=clock, env={"CHARTER_ORG_RETENTION_DAYS": json.dumps({ORG: 30})})
+    # WHEN a turn is recorded
+    turn_id = send(rt, TASK_DONE)
+    # THEN its record and its history expire 30 days from now
+    assert rt.store.get(f"orgs/{ORG}/observability/{turn_id}")["expires_at"] == clock() + timedelta(days=30)
+    history = [d for p, d in rt.store.dump().items() if "/messages/" in p]
+    assert history and {d["expires_at"] for d in history} == {clock() + timedelta(days=30)}
+
+
+def test_an_event_is_stored_masked(rt):
+    # GIVEN an event whose message quotes personal data (an alert about a failed call, say)
+    payload = {
+        "event_id": "ev-1",
+        "kind": "alert",
+        "code": "send_error",
+        "org_id": ORG,
+        "turn_id": "T-09012345678",
+        "message": "send to taro@example.com failed",
+    }
+    # WHEN the observer records it
+    observer.record_event(rt, payload)
+    # THEN the stored event and alert keep the masked text and the ids as they were
+    for path in (f"orgs/{ORG}/events/ev-1", "alerts/ev-1"):
+        stored = rt.store.get(path)
+        assert stored["message"] == "send to [EMAIL] failed" and stored["turn_id"] == "T-09012345678"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import flask
 import httpx
 
-from infra.smoke_runner import LAYERS, check_record, run_smoke
+from infra.smoke_runner import LAYERS, SMOKE_ORG, SMOKE_USER, check_record, ensure_smoke_person, run_smoke
 from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.layers.ingress import handle_http
 from shared_lib.runtime import Runtime
@@ -72,7 +72,8 @@ def test_a_record_that_is_not_smoke_or_misses_a_layer_fails():
 def test_no_record_within_the_timeout_fails():
     # GIVEN an ingress whose chain is not wired: the turn is accepted but nobody records it
     rt = build_runtime({"CHARTER_ENV": "test", "CHARTER_LLM": "none", "CHARTER_CHANNELS": "recording"})
-    _, client = ingress_client("candidate")
+    ingress_rt, client = ingress_client("candidate")
+    ensure_smoke_person(ingress_rt.store, SMOKE_ORG, SMOKE_USER)  # the tenant the ingress knows
     slept: list[float] = []
     # WHEN the runner waits on a store that never gets the record
     result = run_smoke(

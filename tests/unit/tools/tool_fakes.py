@@ -83,10 +83,15 @@ def make_executor(
     tasks: TaskBackend | None = None,
     clock: Clock | None = None,
     registry: ToolRegistry | None = None,
+    retention: timedelta | None = None,
 ) -> ToolExecutor:
     clk = clock or Clock()
     return ToolExecutor(
-        store, registry or builtin_registry(), tasks=tasks or StoreTaskBackend(store, clock=clk), clock=clk
+        store,
+        registry or builtin_registry(),
+        tasks=tasks or StoreTaskBackend(store, clock=clk),
+        clock=clk,
+        retention=(lambda org: retention) if retention is not None else None,
     )
 
 

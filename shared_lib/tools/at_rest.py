@@ -1,0 +1,54 @@
+"""What a handler writes, as the store keeps it: masked, and expiring where it is personal data.
+
+Handlers write only through the transaction the executor gives them, so this one wrapper is
+where the sanitiser's rules meet every tool effect in the store (memories, store tasks,
+goals, announcements, ...): each document is ``Sanitizer.mask_stored`` before it is written,
+and a document of a collection with ``retention: "org"`` gets ``expires_at`` = now + the
+organisation's retention. The handler itself keeps the real values (restored from the
+vault by the executor) for what leaves the store: a task sent to ChatWork carries them.
+
+>>> from datetime import UTC, datetime, timedelta
+>>> from shared_lib.adapters.memory_store import MemoryStore
+>>> store, now = MemoryStore(), datetime(2026, 1, 1, tzinfo=UTC)
+>>> store.run_transaction(lambda txn: AtRestTransaction(txn, now=now, retention=timedelta(days=30)).set(
+...     "orgs/o/memories/m1", {"content": "電話は 090-1234-5678", "user_id": "u1"}))
+>>> doc = store.get("orgs/o/memories/m1")
+>>> doc["content"], doc["expires_at"] - now
+('電話は [PHONE]', datetime.timedelta(days=30))
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from shared_lib import collections
+from shared_lib.ports import Doc, Transaction
+from shared_lib.sanitizer import Sanitizer
+
+
+def at_rest(path: str, data: Doc, *, now: datetime, retention: timedelta | None) -> Doc:
+    """``data`` masked, with the retention's ``expires_at`` when ``path`` is personal data."""
+    stored: Doc = Sanitizer.default().mask_stored(data)
+    entry = collections.of_path(path)
+    if retention is not None and entry is not None and entry.retention == "org" and entry.ttl_field:
+        stored[entry.ttl_field] = now + retention
+    return stored
+
+
+class AtRestTransaction:
+    """A ``Transaction`` whose writes are stored ``at_rest``; reads and deletes pass through."""
+
+    def __init__(self, txn: Transaction, *, now: datetime, retention: timedelta | None) -> None:
+        self._txn, self._now, self._retention = txn, now, retention
+
+    def get(self, path: str) -> Doc | None:
+        return self._txn.get(path)
+
+    def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
+        self._txn.set(path, at_rest(path, data, now=self._now, retention=self._retention), merge=merge)
+
+    def create(self, path: str, data: Doc) -> None:
+        self._txn.create(path, at_rest(path, data, now=self._now, retention=self._retention))
+
+    def delete(self, path: str) -> None:
+        self._txn.delete(path)
