@@ -184,7 +184,9 @@ def _guard_explain(args: argparse.Namespace) -> int:
     t = view["thresholds"]
     print(
         "thresholds: "
-        + ", ".join(f"{name} > {t[field]:g}" for name, field in _LIMITS)
+        + ", ".join(
+            f"{name} > {t[field]:g}" if t[field] is not None else f"{name} off" for name, field in _LIMITS
+        )
         + f"; min samples: turns {t['min_turns']}, tool calls {t['min_tool_calls']}, LLM calls "
         f"{t['min_llm_calls']}, comparisons {t['min_comparisons']}; global at {t['global_trip_orgs']} "
         f"organisations or {t['global_trip_share']:.0%} of the active ones"

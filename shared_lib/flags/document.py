@@ -57,7 +57,10 @@ class RollbackGuardConfig(BaseModel):
     block_rate_max: float = Field(default=0.10, ge=0, le=1)
     llm_error_rate_max: float = Field(default=0.05, ge=0, le=1)
     constitution_violation_rate_max: float = Field(default=0.05, ge=0, le=1)
-    shadow_disagreement_rate_max: float = Field(default=0.5, ge=0, le=1)
+    # Off by default: disagreement with the served arm is the promotion gate's evidence (`charter
+    # gate shadow`), not harm done to users; tripping on it in shadow mode would stop the very
+    # comparisons the gate needs. Counted and explained either way; set a rate to make it trip.
+    shadow_disagreement_rate_max: float | None = Field(default=None, ge=0, le=1)
     llm_latency_ms_max: float = Field(default=10_000, gt=0)
     # Seed §15.1 says ¥5,000 a day; prices are in US dollars (about ¥145 to the dollar).
     daily_cost_budget_usd: float = Field(default=35.0, gt=0)

@@ -234,7 +234,8 @@ class RollbackGuard:
             "served": False,
             "kind": "comparison",
             "comparisons": 1,
-            "disagreements": 0 if comparison.get("all_agree") else 1,
+            # a different decision (intent or tool), not different wording of the same one
+            "disagreements": 1 if {"intent", "tool"} & set(comparison.get("mismatches") or []) else 0,
             "mismatches": list(comparison.get("mismatches") or []),
             "expires_at": now + KEEP,
         }

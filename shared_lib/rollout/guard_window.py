@@ -70,22 +70,26 @@ def p95(values: list[float]) -> float | None:
 
 
 def _check(
-    name: str, value: float | None, limit: float, enough: bool, shown: str, limit_shown: str
+    name: str, value: float | None, limit: float | None, enough: bool, shown: str, limit_shown: str
 ) -> dict[str, Any]:
+    """One check; a ``limit`` of ``None`` is reported but never trips (a signal switched off)."""
     return {
         "name": name,
         "value": value,
         "limit": limit,
         "enough_samples": enough,
-        "tripped": enough and value is not None and value > limit,
+        "tripped": enough and value is not None and limit is not None and value > limit,
         "reason": f"{name} {shown if value is not None else 'n/a'} > {limit_shown}",
     }
 
 
-def _rate(name: str, part: float, whole: float, limit: float, minimum: int, unit: str = "") -> dict[str, Any]:
+def _rate(
+    name: str, part: float, whole: float, limit: float | None, minimum: int, unit: str = ""
+) -> dict[str, Any]:
     value = part / whole if whole else None
+    shown_limit = "off" if limit is None else f"{limit:g}"
     return _check(
-        name, value, limit, whole >= minimum, f"{value or 0:.3f} ({part:.0f}/{whole:.0f}{unit})", f"{limit:g}"
+        name, value, limit, whole >= minimum, f"{value or 0:.3f} ({part:.0f}/{whole:.0f}{unit})", shown_limit
     )
 
 

@@ -210,16 +210,44 @@ def test_given_an_organisation_already_rolled_back_when_it_trips_again_then_noth
 
 
 def comparison(org: str, n: int, *, agree: bool | None) -> dict:
-    return {"turn_id": f"C-{org}-{n}", "org_id": org, "candidate_arm": "llm", "all_agree": agree}
+    # agreeing still differs in wording (parameters); disagreeing is another decision (intent, tool)
+    mismatches = [] if agree is None else (["parameters"] if agree else ["intent", "tool", "parameters"])
+    return {
+        "turn_id": f"C-{org}-{n}",
+        "org_id": org,
+        "candidate_arm": "llm",
+        "all_agree": False if agree is not None else None,
+        "mismatches": mismatches,
+    }
 
 
 def legacy_served(org: str, n: int) -> dict:
     return {"turn_id": f"C-{org}-{n}", "org_id": org, "flags_arm": "legacy", "arm": "legacy"}
 
 
-def test_given_shadow_comparisons_when_the_candidate_disagrees_too_often_then_that_organisation_trips(rt):
-    # GIVEN acme in shadow: served by legacy, an LLM candidate compared with each turn
+def test_given_shadow_disagreement_by_default_then_it_is_counted_but_trips_nothing(rt):
+    # GIVEN the default thresholds: disagreement is the promotion gate's evidence, not harm
     g = guard()
+    observe_all(g, rt, healthy("beta"))
+    # WHEN acme's candidate decides differently on every one of 30 turns
+    alerts = [
+        a
+        for n in range(30)
+        for a in g.observe(rt, legacy_served("acme", n), comparison("acme", n, agree=False))
+    ]
+    # THEN nothing trips (shadow mode keeps collecting), and the disagreement is reported
+    assert alerts == [] and rt.store.get(OVERRIDE_DOC) is None
+    checks = {c["name"]: c for c in guard_status(rt)["orgs"]["acme"]["checks"]}
+    assert (
+        checks["shadow_disagreement_rate"]["value"] == 1.0
+        and not checks["shadow_disagreement_rate"]["tripped"]
+    )
+
+
+def test_given_shadow_comparisons_when_the_candidate_disagrees_too_often_then_that_organisation_trips(rt):
+    # GIVEN acme in shadow: served by legacy, an LLM candidate compared with each turn, and an
+    # operator who made disagreement a rollback signal (off by default)
+    g = guard(shadow_disagreement_rate_max=0.5)
     observe_all(g, rt, healthy("beta") + healthy("gamma"))
     alerts = []
     for n in range(20):
