@@ -97,6 +97,8 @@ def test_given_an_empty_environment_when_gated_then_exit_2_saying_there_is_no_da
 def test_given_no_store_when_gated_then_exit_2(monkeypatch, tmp_path, capsys):
     # GIVEN no store named anywhere (no --store, no settings, nothing left by the stack or demo)
     monkeypatch.setenv("CHARTER_HOME", str(tmp_path / "home"))
+    for var in ("CHARTER_STORE", "CHARTER_STORE_PATH", "FIRESTORE_EMULATOR_HOST", "PUBSUB_EMULATOR_HOST"):
+        monkeypatch.delenv(var, raising=False)  # an earlier test's emulator stays exported
     # WHEN a gate runs THEN exit 2 with one line
     assert main(["gate", "shadow"]) == 2
     err = capsys.readouterr().err
