@@ -5,6 +5,12 @@ the in-process bus calls. It decodes the turn, claims ``(turn_id, layer, step)``
 the layer, publishes the result with the conversation as ordering key, and completes the
 claim. Any exception propagates: the push handler answers 5xx and Pub/Sub redelivers,
 then dead-letters.
+
+Crashes (``shared_lib.idempotency``): the claim's short lease is renewed by a heartbeat
+while the layer runs; a delivery that finds the claim held waits for the holder to finish
+or for its lease to lapse (the holder died) instead of spending a delivery attempt; only
+the holder releases or completes. The layer runs under the turn's budget (its absolute
+``deadline``, stamped at ingress), which bounds every LLM call (``callctx.remaining``).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from shared_lib import idempotency
-from shared_lib.callctx import call_context
+from shared_lib.callctx import call_context, turn_budget
 from shared_lib.decisions import DEFAULT, Outcome
 
 __all__ = ["DEFAULT", "FaultInjected", "Layer", "LayerRunner", "Outcome"]
@@ -64,20 +70,29 @@ class LayerRunner:
             turn.org_id, turn.turn_id, self.layer.name, turn.step, shadow=turn.shadow
         )
         claims = idempotency.layer_claims(rt.store)
-        claim = claims.claim(path, now=rt.clock(), lease=timedelta(seconds=rt.settings.lease_seconds))
+        lease = timedelta(seconds=rt.settings.lease_seconds)
+        claim = claims.await_claim(path, clock=rt.clock, lease=lease, wait=idempotency.claim_wait(lease))
         if claim.state is idempotency.ClaimState.COMPLETED:
             log_event("duplicate_delivery", turn=turn, layer=self.layer.name)
             return "duplicate"
         if claim.state is idempotency.ClaimState.BUSY:
             raise LayerRetry(f"{self.layer.name}: turn {turn.turn_id} is being processed")
-        try:
-            outcome = self.run(turn)
-            self.forward(turn, outcome)
-        except Exception:
-            claims.release(path)
-            raise
+        if claim.took_over:
+            log_event("claim_taken_over", turn=turn, layer=self.layer.name, attempts=claim.attempts)
+        beat = idempotency.Heartbeat(claims, path, holder=claim.holder, lease=lease, clock=rt.clock)
+        with beat, turn_budget(turn.deadline, rt.clock()):
+            try:
+                outcome = self.run(turn)
+                self.forward(turn, outcome)
+            except Exception:
+                claims.release(path, holder=claim.holder)
+                raise
         now = rt.clock()
-        claims.complete(path, now=now, result={"outcome": outcome.outcome}, fields={"completed_at": now})
+        result = {"outcome": outcome.outcome}
+        if not claims.complete(
+            path, now=now, result=result, fields={"completed_at": now}, holder=claim.holder
+        ):
+            log_event("claim_superseded", turn=turn, layer=self.layer.name, lost_lease=beat.lost)
         return outcome.outcome
 
     def run(self, turn: Turn) -> Outcome:
