@@ -11,6 +11,12 @@ while the layer runs; a delivery that finds the claim held waits for the holder 
 or for its lease to lapse (the holder died) instead of spending a delivery attempt; only
 the holder releases or completes. The layer runs under the turn's budget (its absolute
 ``deadline``, stamped at ingress), which bounds every LLM call (``callctx.remaining``).
+A step taken over more often than Pub/Sub delivers a message (every holder died while
+working on it: a poison message) raises ``CrashLoop``, which dead-letters it.
+
+With ``CHARTER_FAULT_INJECTION`` a turn's text may ask a layer to fail (``[[fail:LAYER]]``,
+before claiming) or to stall a few seconds while it holds its claim (``[[stall:LAYER]]``,
+so a test can kill the worker mid-step).
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ from shared_lib import idempotency
 from shared_lib.callctx import call_context, turn_budget
 from shared_lib.decisions import DEFAULT, Outcome
 
-__all__ = ["DEFAULT", "FaultInjected", "Layer", "LayerRunner", "Outcome"]
+__all__ = ["DEFAULT", "CrashLoop", "FaultInjected", "Layer", "LayerRunner", "Outcome"]
 from shared_lib.envelope import Turn
-from shared_lib.errors import LayerRetry
+from shared_lib.errors import CharterError, LayerRetry
 from shared_lib.logs import log_event
+from shared_lib.topology import TOPOLOGY
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -53,6 +60,13 @@ class Layer:
 
 class FaultInjected(RuntimeError):
     """Raised only when CHARTER_FAULT_INJECTION is on and the turn asks for it (tests)."""
+
+
+class CrashLoop(CharterError):
+    """Every holder of this step died while working on it, as often as Pub/Sub delivers a message."""
+
+
+STALL_SECONDS = 3.0
 
 
 class LayerRunner:
@@ -79,9 +93,12 @@ class LayerRunner:
             raise LayerRetry(f"{self.layer.name}: turn {turn.turn_id} is being processed")
         if claim.took_over:
             log_event("claim_taken_over", turn=turn, layer=self.layer.name, attempts=claim.attempts)
+            if claim.attempts > TOPOLOGY.retry.max_delivery_attempts:  # kept held: a poison step stays so
+                raise CrashLoop(f"{self.layer.name}: turn {turn.turn_id} started {claim.attempts - 1} times")
         beat = idempotency.Heartbeat(claims, path, holder=claim.holder, lease=lease, clock=rt.clock)
         with beat, turn_budget(turn.deadline, rt.clock()):
             try:
+                self._maybe_stall(turn)
                 outcome = self.run(turn)
                 self.forward(turn, outcome)
             except Exception:
@@ -129,6 +146,10 @@ class LayerRunner:
             self.layer.name, self.rt.store, blob_ttl_days=self.rt.settings.blob_ttl_days
         )
         self.rt.bus.publish(topic, data, attrs, ordering_key=turn.conversation_key)
+
+    def _maybe_stall(self, turn: Turn) -> None:
+        if self.rt.settings.fault_injection and f"[[stall:{self.layer.name}]]" in turn.inbound.text:
+            time.sleep(STALL_SECONDS)
 
     def _maybe_fail(self, turn: Turn) -> None:
         if self.rt.settings.fault_injection and f"[[fail:{self.layer.name}]]" in turn.inbound.text:
