@@ -97,6 +97,15 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def process_alive(pid: int) -> bool:
+    """Whether the one process ``pid`` runs (not a zombie); ``pid_alive`` asks about its group."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
 def _reap(pid: int) -> None:
     """Collect ``pid`` if it is an exited child of this process (a zombie still answers signals)."""
     with contextlib.suppress(ChildProcessError, OSError):

@@ -361,12 +361,16 @@ def _wait(state: dict[str, Any], name: str, timeout: float) -> None:
 
 def _seed(state: dict[str, Any]) -> None:
     from shared_lib.adapters.firestore_store import FirestoreStore
-    from shared_lib.demo_data import seed_demo_directory
+    from shared_lib.demo_data import DEMO_ORG, DEPARTMENTS, PEOPLE
     from shared_lib.flags import FLAGS_DOC, flags_store_doc, load_flags_file
+    from shared_lib.tools.directory import seed_directory
 
     store = FirestoreStore(project=state["project"])
     store.set(FLAGS_DOC, flags_store_doc(load_flags_file()))
-    seed_demo_directory(store)
+    people = PEOPLE
+    if state.get("chatwork_tasks"):  # ChatWork assigns tasks to account ids (integers)
+        people = [{**person, "chatwork_account_id": str(3_000_001 + i)} for i, person in enumerate(PEOPLE)]
+    seed_directory(store, DEMO_ORG, people, DEPARTMENTS)
 
 
 def _create_topology(state: dict[str, Any]) -> None:
