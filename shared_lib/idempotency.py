@@ -49,8 +49,10 @@ still held: with a 60 s lease every redelivery within the minute found it BUSY, 
 
 The budgets nest: heartbeat (lease / 3) < lease (10 s) < claim wait (12 s) < the turn's
 budget (``CHARTER_TURN_BUDGET_SECONDS``, 45 s from ingress, which bounds every LLM call and
-its retries) < the push timeout (50 s) < the ack deadline (60 s). A delivery therefore
-answers before its ack deadline, so Pub/Sub does not deliver it again while it still works.
+its retries) < the push timeout (50 s) < the ack deadline (60 s). Waiting spends the same
+budget, so a delivery takes at most max(claim wait, budget) plus its non-LLM work: it answers
+before its ack deadline, and Pub/Sub does not deliver it again while it still works
+(``tests/static/test_crash_budgets.py`` holds the numbers to this).
 """
 
 from __future__ import annotations
