@@ -148,7 +148,8 @@ class Soak:
         finally:
             self.done.set()
             watcher.join(timeout=30)
-            _post(self.llm_url + "/_admin/scenario", json.dumps({"rules": []}))
+            with contextlib.suppress(OSError):  # a stack stopped under us (SIGTERM) has nothing to reset
+                _post(self.llm_url + "/_admin/scenario", json.dumps({"rules": []}))
         return self.report()
 
     def _send(self, ts: TurnState) -> None:
