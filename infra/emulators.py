@@ -11,6 +11,7 @@ also stops the Java process gcloud spawns.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -79,6 +80,7 @@ def stop_pid(pid: int, grace: float = 5.0) -> None:
             os.kill(pid, sig)
         end = time.monotonic() + wait
         while time.monotonic() < end:
+            _reap(pid)
             try:
                 os.killpg(pid, 0)
             except ProcessLookupError:
@@ -87,11 +89,55 @@ def stop_pid(pid: int, grace: float = 5.0) -> None:
 
 
 def pid_alive(pid: int) -> bool:
+    _reap(pid)
     try:
         os.killpg(pid, 0)
         return True
     except (ProcessLookupError, PermissionError):
         return False
+
+
+def process_alive(pid: int) -> bool:
+    """Whether the one process ``pid`` runs (not a zombie); ``pid_alive`` asks about its group."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def _reap(pid: int) -> None:
+    """Collect ``pid`` if it is an exited child of this process (a zombie still answers signals)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from ``/proc``): a gunicorn arbiter's workers."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ")"
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and int(fields[1]) == pid:
+            children.append(int(entry.name))
+    return sorted(children)
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by ``pid`` at once (a crash, not a shutdown) and wait for it."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    end = time.monotonic() + 10.0
+    while time.monotonic() < end and pid_alive(pid):
+        time.sleep(0.05)
 
 
 def stop_on_sigterm(stop: Callable[[], object]) -> None:

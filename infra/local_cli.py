@@ -1,4 +1,4 @@
-"""``charter local up|status|down``: the local stack (see ``infra/local_stack.py``)."""
+"""``charter local up|status|restart|down``: the local stack (see ``infra/local_stack.py``)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,29 @@ def _status(args: argparse.Namespace) -> int:
     if st.get("admin_url"):
         print(f"admin:   {st['admin_url']}")
     for name, c in st["components"].items():
-        print(f"  {name:<14} pid {c['pid']:<8} port {c['port']:<6} {'healthy' if c['healthy'] else 'DOWN'}")
+        workers = ",".join(str(w) for w in c.get("workers", []) if w != c["pid"]) or "-"
+        health = "healthy" if c["healthy"] else "DOWN"
+        print(f"  {name:<14} pid {c['pid']:<8} workers {workers:<14} port {c['port']:<6} {health}")
     return 0 if st["running"] else 1
+
+
+def _restart(args: argparse.Namespace) -> int:
+    from infra import local_stack
+
+    if not local_stack.load_state().get("components"):
+        print("local stack: not running")
+        return 1
+    try:
+        comp = local_stack.restart(args.component, hard=args.kill)
+    except (KeyError, ValueError) as exc:
+        print(f"charter local restart: {exc.args[0] if exc.args else exc}")
+        return 2
+    except RuntimeError as exc:
+        print(f"charter local restart: {exc}")
+        return 1
+    workers = ", ".join(str(w) for w in local_stack.workers(comp))
+    print(f"restarted {args.component}: pid {comp['pid']} (workers {workers}) on port {comp['port']}")
+    return 0
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -59,4 +80,8 @@ def register(sub: Any) -> None:
     st = lsub.add_parser("status", help="health of every component and the ingress URL")
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=_status)
+    rs = lsub.add_parser("restart", help="replace one layer (or fake) as `up` started it: same port and env")
+    rs.add_argument("component", help="a target of topology.json (context, brain, ...) or a fake")
+    rs.add_argument("--kill", action="store_true", help="SIGKILL the old processes at once (a crash)")
+    rs.set_defaults(func=_restart)
     lsub.add_parser("down", help="stop every process of the stack by pid").set_defaults(func=_down)

@@ -4,9 +4,20 @@
 channel APIs and one functions-framework process per target of ``topology.json``;
 creates every topic and push subscription (ordering, dead-letter policy, retry policy);
 seeds the flags and the demo directory; waits until everything is healthy. Each process
-is started in its own session and recorded (pid, port) in ``.charter/local/state.json``
-as soon as it starts, so ``down()`` stops exactly what was started, by pid, even after a
-failed start.
+is started in its own session and recorded (pid, port, command) in
+``.charter/local/state.json`` as soon as it starts, so ``down()`` stops exactly what was
+started, by pid, even after a failed start.
+
+A function's recorded pid is functions-framework's gunicorn arbiter; the layer's code runs
+in its worker (``status()`` lists them: ``workers``). ``restart(name)`` replaces one
+component the way ``up()`` started it: the same command, port and environment (kept in
+``function.env.json``, readable by the owner only), a new process group.
+
+Dead letters: the emulator is given only what it handles. A dead-letter policy on an
+ordered subscription wedges it (after the last attempt of such a message it stops
+delivering to every subscription, a NullPointerException in its log), so ordered
+subscriptions get none here; the functions dead-letter those messages themselves
+(``CHARTER_DEADLETTER_FALLBACK``, ``shared_lib.push``).
 
 The smoke twins of the topics always exist (a smoke turn must be publishable). With
 ``candidates`` (``charter local up --candidates``, or ``infra.local_candidates.start`` on a
@@ -27,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.emulators import free_port, pid_alive, stop_pid, wait_port
+from infra.emulators import child_pids, free_port, kill_group, pid_alive, stop_pid, wait_port
 from shared_lib.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,9 +47,10 @@ REPO = Path(__file__).resolve().parent.parent
 STATE_DIR = Path(os.environ.get("CHARTER_LOCAL_DIR") or Settings.from_env().home / "local").resolve()
 PROJECT = "charter-local"
 EMULATOR_NOTES = [
-    "The Pub/Sub emulator ignores dead-letter policies on subscriptions with message ordering (every chain "
-    "subscription): the functions count failed deliveries and dead-letter a message themselves after "
-    "max_delivery_attempts of topology.json (CHARTER_DEADLETTER_FALLBACK=1). In the cloud Pub/Sub's own policy applies.",
+    "The Pub/Sub emulator cannot dead-letter subscriptions with message ordering (every chain subscription; "
+    "a policy there wedges it), so they get none: the functions count failed deliveries and dead-letter a "
+    "message themselves after max_delivery_attempts of topology.json (CHARTER_DEADLETTER_FALLBACK=1). "
+    "In the cloud Pub/Sub's own policy applies.",
     "Push subscriptions here carry no OIDC token (the cloud's do), and the Firestore emulator applies no TTL "
     "policy: expired claims and receipts stay until the emulator stops.",
 ]
@@ -55,6 +67,11 @@ class StackPaths:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+    @property
+    def function_env(self) -> Path:
+        """The functions' environment, so ``restart`` starts one exactly as ``up`` did."""
+        return self.root / "function.env.json"
 
     @property
     def settings(self) -> Path:
@@ -98,7 +115,7 @@ def _spawn(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    state["components"][name] = {"pid": proc.pid, "port": port, "url": url}
+    state["components"][name] = {"pid": proc.pid, "port": port, "url": url, "cmd": cmd}
     _save(paths, state)
 
 
@@ -167,6 +184,10 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
             env[var] = os.environ[var]
     if state.get("fault_injection"):
         env["CHARTER_FAULT_INJECTION"] = "1"
+    if "fake_chatwork" in c:  # tasks live in (fake) ChatWork: the executor's effects are external
+        env["CHARTER_TASK_BACKEND"] = "chatwork"
+        env["CHATWORK_TASKS_API_BASE"] = f"{c['fake_chatwork']['url']}/v2"
+    env.update(state.get("extra_env") or {})
     env.update(extra or {})
     return env
 
@@ -178,9 +199,15 @@ def up(
     flags_ttl: float = 2.0,
     timeout: float = 120.0,
     candidates: bool = False,
+    chatwork_tasks: bool = False,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Start everything (``candidates``: and a candidate process per target); returns the state.
-    Raises (after stopping what started) on failure."""
+    """Start everything; returns the state. Raises (after stopping what started) on failure.
+
+    ``candidates`` also starts a candidate process per target (smoke turns reach only those);
+    ``chatwork_tasks`` also starts the fake ChatWork task API and keeps tasks there
+    (``CHARTER_TASK_BACKEND=chatwork``); ``extra_env`` goes to every function.
+    """
     paths = _paths(root)
     if load_state(root).get("components"):
         raise RuntimeError(
@@ -192,6 +219,8 @@ def up(
         "fault_injection": fault_injection,
         "flags_ttl": flags_ttl,
         "started_at": time.time(),
+        "chatwork_tasks": chatwork_tasks,
+        "extra_env": dict(extra_env or {}),
     }
     _save(paths, state)
     try:
@@ -254,9 +283,32 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float) -> None
         fc,
         f"http://127.0.0.1:{fc}",
     )
-    for name in ("pubsub", "firestore", "fake_llm", "fake_channels"):
+    fakes = ["pubsub", "firestore", "fake_llm", "fake_channels"]
+    if state.get("chatwork_tasks"):
+        cw = free_port()
+        _spawn(
+            paths,
+            state,
+            "fake_chatwork",
+            [
+                sys.executable,
+                "-m",
+                "infra.fake_chatwork",
+                "--port",
+                str(cw),
+                "--token",
+                "local-chatwork-token",
+            ],
+            base_env,
+            cw,
+            f"http://127.0.0.1:{cw}",
+        )
+        fakes.append("fake_chatwork")
+    for name in fakes:
         _wait(state, name, timeout)
     env = function_env(state, {"CHARTER_REVISION": "stable"})
+    paths.function_env.touch(mode=0o600)
+    paths.function_env.write_text(json.dumps(env))
     for target, kind in _targets().items():
         spawn_function(paths, state, target, target, kind, env)
     os.environ.update(
@@ -297,9 +349,25 @@ def spawn_function(
 ) -> None:
     """One functions-framework process of ``target`` on a free port, recorded as component ``name``."""
     port = free_port()
-    command = [sys.executable, "-m", "functions_framework", "--source", str(REPO / "functions" / "main.py")]
-    command += ["--target", target, "--signature-type", kind, "--host", "127.0.0.1", "--port", str(port)]
-    _spawn(paths, state, name, command, env, port, f"http://127.0.0.1:{port}")
+    _spawn(paths, state, name, _function_cmd(target, kind, port), env, port, f"http://127.0.0.1:{port}")
+
+
+def _function_cmd(target: str, kind: str, port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "functions_framework",
+        "--source",
+        str(REPO / "functions" / "main.py"),
+        "--target",
+        target,
+        "--signature-type",
+        kind,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
 
 
 def _wait(state: dict[str, Any], name: str, timeout: float) -> None:
@@ -312,12 +380,16 @@ def _wait(state: dict[str, Any], name: str, timeout: float) -> None:
 
 def _seed(state: dict[str, Any]) -> None:
     from shared_lib.adapters.firestore_store import FirestoreStore
-    from shared_lib.demo_data import seed_demo_directory
+    from shared_lib.demo_data import DEMO_ORG, DEPARTMENTS, PEOPLE
     from shared_lib.flags import FLAGS_DOC, flags_store_doc, load_flags_file
+    from shared_lib.tools.directory import seed_directory
 
     store = FirestoreStore(project=state["project"])
     store.set(FLAGS_DOC, flags_store_doc(load_flags_file()))
-    seed_demo_directory(store)
+    people = PEOPLE
+    if state.get("chatwork_tasks"):  # ChatWork assigns tasks to account ids (integers)
+        people = [{**person, "chatwork_account_id": str(3_000_001 + i)} for i, person in enumerate(PEOPLE)]
+    seed_directory(store, DEMO_ORG, people, DEPARTMENTS)
 
 
 def _create_topology(state: dict[str, Any]) -> None:
@@ -348,7 +420,7 @@ def subscription_request(project: str, name: str, s: Any, endpoint: str) -> dict
         "ack_deadline_seconds": retry.ack_deadline_seconds,
         "retry_policy": {"minimum_backoff": {"seconds": 1}, "maximum_backoff": {"seconds": 2}},
     }
-    if s.dead_letter:
+    if s.dead_letter and not s.ordered:  # ordered ones: the functions' fallback (module docstring)
         request["dead_letter_policy"] = {
             "dead_letter_topic": f"projects/{project}/topics/{TOPOLOGY.topic('deadletter')}",
             "max_delivery_attempts": retry.max_delivery_attempts,
@@ -359,12 +431,13 @@ def subscription_request(project: str, name: str, s: Any, endpoint: str) -> dict
 def _healthy(comp: dict[str, Any], name: str) -> bool:
     if not pid_alive(comp["pid"]):
         return False
-    if name in ("ingress", "admin", "fake_llm", "fake_channels"):
+    if name in ("ingress", "admin", "fake_llm", "fake_channels", "fake_chatwork"):
         path = {
             "ingress": "/healthz",
             "admin": "/healthz",
             "fake_llm": "/_admin/health",
             "fake_channels": "/_admin/health",
+            "fake_chatwork": "/_admin/health",
         }[name]
         try:
             with urllib.request.urlopen(comp["url"] + path, timeout=10) as resp:
@@ -385,7 +458,14 @@ def _until_healthy(comp: dict[str, Any], name: str, timeout: float) -> bool:
 
 def status(root: Path | None = None) -> dict[str, Any]:
     state = load_state(root)
-    comps = {name: {**c, "healthy": _healthy(c, name)} for name, c in state.get("components", {}).items()}
+    comps = {
+        name: {
+            **{k: v for k, v in c.items() if k != "cmd"},
+            "healthy": _healthy(c, name),
+            "workers": workers(c),
+        }
+        for name, c in state.get("components", {}).items()
+    }
     return {
         "running": bool(comps) and all(c["healthy"] for c in comps.values()),
         "project": state.get("project"),
@@ -396,6 +476,49 @@ def status(root: Path | None = None) -> dict[str, Any]:
     }
 
 
+def workers(comp: dict[str, Any]) -> list[int]:
+    """The pids doing a component's work: a function's gunicorn workers (children of the
+    recorded arbiter), an emulator's JVM under gcloud; the recorded pid when it has none."""
+    pid = int(comp["pid"])
+    if not pid_alive(pid):
+        return []
+    return child_pids(pid) or [pid]
+
+
+def restart(
+    name: str, *, root: Path | None = None, hard: bool = False, timeout: float = 90.0
+) -> dict[str, Any]:
+    """Replace one component as ``up`` started it: same command, port and environment, new pid.
+
+    ``hard`` SIGKILLs the old process group at once (a crash); otherwise it is stopped as
+    ``down`` stops it. Returns the component's new record once it is healthy again.
+    """
+    paths = _paths(root)
+    state = load_state(root)
+    comp = state.get("components", {}).get(name)
+    if comp is None:
+        raise KeyError(f"no component {name!r} in {paths.state}")
+    if name in ("pubsub", "firestore"):
+        raise ValueError(f"{name} keeps the stack's messages and documents: restart the stack instead")
+    if "cmd" not in comp:
+        raise ValueError(f"{name} was started by an older `charter local up`: restart the stack")
+    if hard:
+        kill_group(int(comp["pid"]))
+    else:
+        stop_pid(int(comp["pid"]))
+    if name in _targets():
+        env = json.loads(paths.function_env.read_text())
+    else:
+        env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
+    _spawn(paths, state, name, list(comp["cmd"]), env, int(comp["port"]), str(comp["url"]))
+    fresh = state["components"][name]
+    if not wait_port(fresh["port"], timeout) or not _until_healthy(fresh, name, timeout):
+        raise RuntimeError(
+            f"{name} did not come back on port {fresh['port']} (see {paths.logs / (name + '.log')})"
+        )
+    return dict(fresh)
+
+
 def down(root: Path | None = None) -> list[str]:
     """Stop every recorded process by pid (functions first, emulators last)."""
     paths = _paths(root)
@@ -404,6 +527,6 @@ def down(root: Path | None = None) -> list[str]:
     for name, comp in reversed(list(state.get("components", {}).items())):
         stop_pid(int(comp["pid"]))
         stopped.append(name)
-    for path in (paths.state, paths.settings):
+    for path in (paths.state, paths.settings, paths.function_env):
         path.unlink(missing_ok=True)
     return stopped

@@ -5,16 +5,22 @@ call log, log lines written without a turn) reads ``current()``. A context varia
 threads and nested contexts (the shadow layer runs candidate layers inside its own run)
 each see their own value.
 
->>> current() is None
-True
+The runner also binds the turn's budget (``turn_budget``): ``remaining()`` is what is left
+of it in seconds, on the monotonic clock of this process (the absolute deadline is read
+against the runtime's clock once, when the layer starts), or ``None`` outside a budget.
+
+>>> current() is None, remaining() is None
+(True, True)
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -56,3 +62,24 @@ def call_context(turn: Turn, layer: str = "") -> Iterator[CallContext]:
         yield ctx
     finally:
         _current.reset(token)
+
+
+# The monotonic instant the current turn's budget runs out (``None``: no budget bound).
+_budget_until: ContextVar[float | None] = ContextVar("charter_turn_budget", default=None)
+
+
+@contextmanager
+def turn_budget(deadline: datetime | None, now: datetime) -> Iterator[None]:
+    """Bind the turn's absolute ``deadline`` (``now`` is the runtime's clock) for the block."""
+    until = None if deadline is None else time.monotonic() + (deadline - now).total_seconds()
+    token = _budget_until.set(until)
+    try:
+        yield
+    finally:
+        _budget_until.reset(token)
+
+
+def remaining() -> float | None:
+    """Seconds left of the current turn's budget (zero or less: spent); ``None`` without one."""
+    until = _budget_until.get()
+    return None if until is None else until - time.monotonic()

@@ -166,6 +166,10 @@ class Turn(BaseModel):
     smoke: bool = False  # True on a smoke turn: published to the smoke topics (candidate revisions)
     ingress_revision: str = ""  # the revision of the ingress that accepted the webhook
     traceparent: str = ""
+    # When the turn's budget (CHARTER_TURN_BUDGET_SECONDS from ingress) runs out; every LLM
+    # call is bounded by it, and a spent budget gets the persona's degraded reply. ``None``
+    # (a turn published before deadlines existed): no bound.
+    deadline: datetime | None = None
 
     inbound: InboundMessage
     flags: FlagsSection = Field(default_factory=FlagsSection)
@@ -182,7 +186,9 @@ class Turn(BaseModel):
     trail: list[TrailEntry] = Field(default_factory=list)
 
     @classmethod
-    def from_inbound(cls, inbound: InboundMessage, *, traceparent: str = "") -> Turn:
+    def from_inbound(
+        cls, inbound: InboundMessage, *, traceparent: str = "", deadline: datetime | None = None
+    ) -> Turn:
         return cls(
             conversation_key=inbound.conversation_key,
             org_id=inbound.org_id,
@@ -191,6 +197,7 @@ class Turn(BaseModel):
             channel=inbound.channel,
             inbound=inbound,
             traceparent=traceparent,
+            deadline=deadline,
         )
 
     # -- bookkeeping every layer may do -------------------------------------------------

@@ -24,12 +24,41 @@ Every record carries ``ttl_field`` (``expires_at``) for the store's TTL policy.
 >>> first.state, claims.claim("orgs/a/idempotency/t1", now=now, lease=timedelta(seconds=30)).state
 (<ClaimState.ACQUIRED: 'acquired'>, <ClaimState.BUSY: 'busy'>)
 >>> claims.complete("orgs/a/idempotency/t1", now=now, result={"outcome": "ok"})
+True
 >>> claims.claim("orgs/a/idempotency/t1", now=now, lease=timedelta(seconds=30)).result
 {'outcome': 'ok'}
+
+**Layer claims and crashes** (the numbers: ``topology.json`` ``retry``, Terraform's push
+timeout, ``Settings``). Pub/Sub counts every push that is not answered 2xx in time as a
+delivery attempt (5 of them, backoff 1-60 s, then the dead-letter topic); a killed worker
+costs one. What must not cost more is the redelivery that finds the dead worker's claim
+still held: with a 60 s lease every redelivery within the minute found it BUSY, answered
+5xx and spent another attempt, so one crash dead-lettered the turn. Hence:
+
+* a **short lease renewed by a heartbeat** (``Heartbeat``: every ``lease / 3``, 10 s by
+  default): a live worker keeps its claim however long it works, a dead one's claim lapses
+  within ``lease`` of its last beat;
+* a held claim is **waited for, not refused** (``await_claim``): the redelivery keeps its
+  push open, polling, until the holder completes (answered 2xx, a duplicate), the lease
+  lapses (taken over, the step runs again: a crash costs exactly the killed attempt) or
+  ``claim_wait(lease)`` = ``lease`` + 2 s has passed (then ``LayerRetry``: a live holder is
+  still working, and that holder acknowledges the message itself);
+* only the **holder** renews, releases or completes: a worker whose claim was taken over
+  cannot delete or overwrite the new holder's claim. It may still publish its result; the
+  next layer's claim absorbs the duplicate, and effects sit behind their own receipts.
+
+The budgets nest: heartbeat (lease / 3) < lease (10 s) < claim wait (12 s) < the turn's
+budget (``CHARTER_TURN_BUDGET_SECONDS``, 45 s from ingress, which bounds every LLM call and
+its retries) < the push timeout (50 s) < the ack deadline (60 s). Waiting spends the same
+budget, so a delivery takes at most max(claim wait, budget) plus its non-LLM work: it answers
+before its ack deadline, and Pub/Sub does not deliver it again while it still works
+(``tests/static/test_crash_budgets.py`` holds the numbers to this).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,9 +67,12 @@ from enum import Enum
 from typing import Any
 
 from shared_lib import collections
+from shared_lib.logs import log_event
 from shared_lib.ports import Doc, Store, Transaction
 
 CLAIM_TTL = timedelta(days=3)
+# How much longer than a lease a redelivery waits for a held claim: a poll and clock skew.
+CLAIM_WAIT_SLACK = timedelta(seconds=2)
 # Reserved fields of a claim record; a family's own ``fields`` must not use them.
 _RESERVED = frozenset({"status", "attempts", "lease_until", "holder", "result"})
 
@@ -123,10 +155,64 @@ class Claims:
         return self.store.run_transaction(_txn)
 
     def complete(
-        self, path: str, *, now: datetime, result: dict[str, Any] | None = None, fields: Doc | None = None
-    ) -> None:
-        """Record the claim completed (replacing the in-progress record) with its ``result``."""
-        self.store.set(path, self._completed(now, result, fields))
+        self,
+        path: str,
+        *,
+        now: datetime,
+        result: dict[str, Any] | None = None,
+        fields: Doc | None = None,
+        holder: str | None = None,
+    ) -> bool:
+        """Record the claim completed (replacing the in-progress record) with its ``result``.
+
+        With ``holder``, only while that holder's claim is the record: ``False`` (nothing
+        written) when another delivery took it over or it is completed already.
+        """
+        record = self._completed(now, result, fields)
+        if holder is None:
+            self.store.set(path, record)
+            return True
+
+        def _txn(txn: Transaction) -> bool:
+            doc = txn.get(path)
+            if doc is not None and (doc.get("status") == self.completed or doc.get("holder") != holder):
+                return False
+            txn.set(path, record)
+            return True
+
+        return self.store.run_transaction(_txn)
+
+    def await_claim(
+        self,
+        path: str,
+        *,
+        clock: Callable[[], datetime],
+        lease: timedelta,
+        wait: timedelta,
+        fields: Doc | None = None,
+        poll: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> Claim:
+        """``claim``, but a claim another delivery holds is polled for up to ``wait``.
+
+        Returns as soon as the claim is ACQUIRED (free, or its lease lapsed: the holder died)
+        or COMPLETED; BUSY only when ``wait`` is spent, or at once when the held lease runs
+        beyond it (no renewing holder leaves it that long: a record of an older release).
+        """
+        patience = wait.total_seconds()
+        give_up = monotonic() + patience
+        while True:
+            now = clock()
+            claim = self.claim(path, now=now, lease=lease, fields=fields)
+            if claim.state is not ClaimState.BUSY:
+                return claim
+            left = give_up - monotonic()
+            lease_until = claim.record.get("lease_until")
+            lapses_in = (lease_until - now).total_seconds() if isinstance(lease_until, datetime) else 0.0
+            if left <= 0 or lapses_in > patience:
+                return claim
+            sleep(max(0.01, min(poll, left)))
 
     def release(self, path: str, *, holder: str | None = None) -> None:
         """Give the claim up so the next claimant starts at once (only ``holder``'s, when given)."""
@@ -212,6 +298,75 @@ def claim_path(org_id: str, turn_id: str, layer: str, step: int, *, shadow: bool
 
 def layer_claims(store: Store) -> Claims:
     return Claims(store, ttl=CLAIM_TTL)
+
+
+def claim_wait(lease: timedelta) -> timedelta:
+    """How long a redelivery waits for a held layer claim: long enough for a dead holder's lease."""
+    return lease + CLAIM_WAIT_SLACK
+
+
+class Heartbeat:
+    """Renews a held claim every ``lease / 3`` on a daemon thread while the block runs.
+
+    ``lost`` turns true when a renewal finds the claim no longer ours (taken over after a
+    stall longer than the lease); the work goes on, its result is a harmless duplicate.
+
+    >>> from datetime import UTC, datetime
+    >>> from shared_lib.adapters.memory_store import MemoryStore
+    >>> claims, now = layer_claims(MemoryStore()), datetime(2026, 1, 1, tzinfo=UTC)
+    >>> held = claims.claim("orgs/a/idempotency/t1", now=now, lease=timedelta(seconds=9))
+    >>> beat = Heartbeat(claims, "orgs/a/idempotency/t1", holder=held.holder, lease=timedelta(seconds=9),
+    ...                  clock=lambda: now + timedelta(seconds=5))
+    >>> beat.beat(), claims.store.get("orgs/a/idempotency/t1")["lease_until"] == now + timedelta(seconds=14)
+    (True, True)
+    """
+
+    def __init__(
+        self,
+        claims: Claims,
+        path: str,
+        *,
+        holder: str,
+        lease: timedelta,
+        clock: Callable[[], datetime],
+        interval: float | None = None,
+    ) -> None:
+        self.claims, self.path, self.holder, self.lease, self.clock = claims, path, holder, lease, clock
+        self.interval = interval if interval is not None else max(lease.total_seconds() / 3, 0.05)
+        self.lost = False
+        self.beats = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def beat(self) -> bool:
+        """Renew once; ``False`` once the claim is no longer this holder's."""
+        if self.lost:
+            return False
+        try:
+            held = self.claims.renew(self.path, now=self.clock(), lease=self.lease, holder=self.holder)
+        except Exception as exc:  # a store hiccup: the next beat tries again, within the lease
+            log_event("claim_renew_failed", layer="claims", severity="WARNING", error=type(exc).__name__)
+            return True
+        self.beats += 1
+        if not held:
+            self.lost = True
+            log_event("claim_lost", layer="claims", severity="WARNING", path=self.path)
+        return held
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            if not self.beat():
+                return
+
+    def __enter__(self) -> Heartbeat:
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat {self.path}", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.interval + 5)
 
 
 def acquire(store: Store, path: str, *, now: datetime, lease: timedelta) -> ClaimState:

@@ -2,14 +2,17 @@
 the decoding of Pub/Sub push deliveries (CloudEvents).
 
 A layer error propagates, so functions-framework answers 500 and Pub/Sub redelivers
-(then dead-letters). ``LayerRetry`` (another delivery holds the claim) does the same.
+(then dead-letters). ``LayerRetry`` (another delivery held the claim longer than it could
+wait) does the same.
 
 The Pub/Sub emulator never dead-letters a subscription with message ordering (checked
 on gcloud 528: after ``max_delivery_attempts`` it silently stops delivering). With
 ``CHARTER_DEADLETTER_FALLBACK=1`` (the local stack sets it) the handler counts failed
 deliveries of a message in the store and, on the last allowed attempt, publishes it to
 ``turns.deadletter`` itself with the attributes Pub/Sub would add, then acknowledges it.
-In the cloud the setting stays off and Pub/Sub's own dead-letter policy applies.
+A worker killed mid-step answers nothing, so nothing counts that delivery here; the layer
+claim does (each takeover is one more start of the step): ``CrashLoop`` is dead-lettered
+at once. In the cloud the setting stays off and Pub/Sub's own dead-letter policy applies.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from shared_lib import collections
 from shared_lib.composition import build_runtime, runner
 from shared_lib.errors import EnvelopeError, LayerRetry
 from shared_lib.idempotency import Claims
+from shared_lib.layers.base import CrashLoop
 from shared_lib.logs import log_event
 from shared_lib.runtime import Runtime
 from shared_lib.topology import TOPOLOGY
@@ -69,7 +73,7 @@ def run_target(target: str, cloud_event: Any) -> str:
             turn_id=attributes.get("turn_id"),
         )
         if not isinstance(exc, LayerRetry) and dead_letter_fallback(
-            rt, target, cloud_event, data, attributes
+            rt, target, cloud_event, data, attributes, last=isinstance(exc, CrashLoop)
         ):
             return "dead_lettered"
         raise
@@ -80,9 +84,9 @@ DELIVERY_ATTEMPTS_TTL = timedelta(days=8)
 
 
 def dead_letter_fallback(
-    rt: Runtime, target: str, cloud_event: Any, data: bytes, attributes: dict[str, str]
+    rt: Runtime, target: str, cloud_event: Any, data: bytes, attributes: dict[str, str], *, last: bool = False
 ) -> bool:
-    """Count this failed delivery; on the last allowed attempt, dead-letter it ourselves."""
+    """Count this failed delivery; on the last allowed attempt (or ``last``), dead-letter it ourselves."""
     subscription = _subscription(cloud_event, target)
     if not rt.settings.deadletter_fallback or not TOPOLOGY.all_subscriptions[subscription].dead_letter:
         return False
@@ -93,7 +97,7 @@ def dead_letter_fallback(
     # Each failed delivery takes the leaseless claim over: its attempt count is the count.
     counter = Claims(rt.store, ttl=DELIVERY_ATTEMPTS_TTL)
     attempts = counter.claim(path, now=now, lease=timedelta(0), fields={"target": target, "at": now}).attempts
-    if attempts < TOPOLOGY.retry.max_delivery_attempts:
+    if attempts < TOPOLOGY.retry.max_delivery_attempts and not last:
         return False
     rt.bus.publish(
         "deadletter",

@@ -11,6 +11,12 @@ interrupted streams, with exponential backoff and jitter; a ``retry-after``
 gives up, an ``LLMError`` with a catalogue code is raised: ``rate_limit``,
 ``api_timeout`` or ``llm_unavailable``.
 
+**Bounded by the turn's budget** (``callctx.remaining``, set by the layer runner): a call
+with its retries never runs past ``min(max_elapsed, what is left of the turn)``. Each
+attempt's HTTP timeout is cut to what is left (a stalled attempt used to run the whole
+``CHARTER_LLM_TIMEOUT`` however late it was), no backoff sleeps past it, and a call made
+with nothing left fails at once with ``api_timeout``.
+
 **Streaming** (seed 000 §6.7.6): with ``LLMRequest.stream`` the answer is read as SSE.
 A stream cut before ``message_stop`` is *salvaged* when it carries no tool call and at
 least one text block arrived complete (the complete blocks are the answer, the cut one
@@ -31,6 +37,7 @@ import tenacity
 from pydantic import BaseModel, ConfigDict, Field
 from tenacity.stop import stop_base
 
+from shared_lib.callctx import remaining
 from shared_lib.errors import CharterError, LLMError
 from shared_lib.logs import log_event
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
@@ -100,16 +107,22 @@ class AnthropicLLM:
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
         self.policy = policy or RetryPolicy(max_retries=max_retries)
+        self.timeout = timeout
         self._sleep = sleep
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         t0 = time.perf_counter()
         tally = _Tally()
+        left = remaining()
+        if left is not None and left <= 0:
+            raise LLMError("api_timeout", "turn budget spent before the call")
+        limit = self.policy.max_elapsed if left is None else min(self.policy.max_elapsed, left)
+        end = time.monotonic() + limit
         try:
-            for attempt in self._retrying(request):
+            for attempt in self._retrying(request, limit):
                 with attempt:
                     tally.attempts += 1
-                    response = self._once(request, tally)
+                    response = self._once(request, tally, end)
         except Exception as exc:
             error = to_llm_error(exc)
             if error is None:
@@ -125,7 +138,7 @@ class AnthropicLLM:
         )
 
     # -- the policy ---------------------------------------------------------------------
-    def _retrying(self, request: LLMRequest) -> tenacity.Retrying:
+    def _retrying(self, request: LLMRequest, limit: float) -> tenacity.Retrying:
         policy = self.policy
 
         def wait(state: tenacity.RetryCallState) -> float:
@@ -148,7 +161,8 @@ class AnthropicLLM:
         return tenacity.Retrying(
             stop=tenacity.stop_any(
                 tenacity.stop_after_attempt(policy.max_retries + 1),
-                tenacity.stop_after_delay(policy.max_elapsed),
+                tenacity.stop_after_delay(limit),
+                tenacity.stop_before_delay(limit),  # no backoff that would end past the limit
                 _RetryAfterTooLong(policy.max_retry_after),
             ),
             wait=wait,
@@ -159,8 +173,11 @@ class AnthropicLLM:
         )
 
     # -- one attempt --------------------------------------------------------------------
-    def _once(self, request: LLMRequest, tally: _Tally) -> LLMResponse:
-        kwargs = _kwargs(request)
+    def _once(self, request: LLMRequest, tally: _Tally, end: float) -> LLMResponse:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise LLMError("api_timeout", "turn budget spent between attempts")
+        kwargs = {**_kwargs(request), "timeout": min(self.timeout, left)}
         if not request.stream:
             return _response(self.client.messages.create(**kwargs))
         with self.client.messages.stream(**kwargs) as stream:

@@ -8,6 +8,10 @@
 
 Every call is handed to ``record`` as soon as it returns (token accounting per call),
 so calls made before a failure are never lost. Works with any ``LLM`` port.
+
+No call starts once the turn's budget is spent (``callctx.remaining``): ``LLMError``
+``api_timeout``, which every caller answers with the persona's degraded text. (The
+Anthropic adapter also bounds each call and its retries by what is left.)
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shared_lib.callctx import remaining
+from shared_lib.errors import LLMError
 from shared_lib.ports import LLM, LLMRequest, LLMResponse
 
 Recorder = Callable[[LLMRequest, LLMResponse], object]
@@ -31,10 +37,18 @@ class Completion:
         return self.response.stop_reason == "max_tokens"
 
 
+def within_budget(llm: LLM, request: LLMRequest) -> LLMResponse:
+    """``llm.complete(request)`` unless the turn's budget is spent (then ``api_timeout``)."""
+    left = remaining()
+    if left is not None and left <= 0:
+        raise LLMError("api_timeout", f"turn budget spent ({request.call_type} call not made)")
+    return llm.complete(request)
+
+
 def complete(
     llm: LLM, request: LLMRequest, *, max_continuations: int, cap: int, record: Recorder
 ) -> Completion:
-    response = llm.complete(request)
+    response = within_budget(llm, request)
     record(request, response)
     done = Completion(response)
     current = request
@@ -45,7 +59,7 @@ def complete(
             current = current.model_copy(
                 update={"call_type": "continuation", "max_tokens": min(cap, current.max_tokens * 2)}
             )
-            response = llm.complete(current)
+            response = within_budget(llm, current)
             record(current, response)
             done.response = response
             continue
@@ -56,7 +70,7 @@ def complete(
                 "messages": [*request.messages, {"role": "assistant", "content": prefill}],
             }
         )
-        response = llm.complete(follow)
+        response = within_budget(llm, follow)
         record(follow, response)
         rest = [b for b in response.content if b.get("type") != "text"]
         done.response = response.model_copy(

@@ -5,6 +5,18 @@ the in-process bus calls. It decodes the turn, claims ``(turn_id, layer, step)``
 the layer, publishes the result with the conversation as ordering key (a smoke turn to the
 smoke twin of the topic: ``Topology.route``), and completes the claim. Any exception propagates: the push handler answers 5xx and Pub/Sub redelivers,
 then dead-letters.
+
+Crashes (``shared_lib.idempotency``): the claim's short lease is renewed by a heartbeat
+while the layer runs; a delivery that finds the claim held waits for the holder to finish
+or for its lease to lapse (the holder died) instead of spending a delivery attempt; only
+the holder releases or completes. The layer runs under the turn's budget (its absolute
+``deadline``, stamped at ingress), which bounds every LLM call (``callctx.remaining``).
+A step taken over more often than Pub/Sub delivers a message (every holder died while
+working on it: a poison message) raises ``CrashLoop``, which dead-letters it.
+
+With ``CHARTER_FAULT_INJECTION`` a turn's text may ask a layer to fail (``[[fail:LAYER]]``,
+before claiming) or to stall a few seconds while it holds its claim (``[[stall:LAYER]]``,
+so a test can kill the worker mid-step).
 """
 
 from __future__ import annotations
@@ -17,12 +29,12 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from shared_lib import idempotency
-from shared_lib.callctx import call_context
+from shared_lib.callctx import call_context, turn_budget
 from shared_lib.decisions import DEFAULT, Outcome
 
-__all__ = ["DEFAULT", "FaultInjected", "Layer", "LayerRunner", "Outcome"]
+__all__ = ["DEFAULT", "CrashLoop", "FaultInjected", "Layer", "LayerRunner", "Outcome"]
 from shared_lib.envelope import Turn
-from shared_lib.errors import LayerRetry
+from shared_lib.errors import CharterError, LayerRetry
 from shared_lib.logs import log_event
 from shared_lib.topology import TOPOLOGY
 
@@ -50,6 +62,13 @@ class FaultInjected(RuntimeError):
     """Raised only when CHARTER_FAULT_INJECTION is on and the turn asks for it (tests)."""
 
 
+class CrashLoop(CharterError):
+    """Every holder of this step died while working on it, as often as Pub/Sub delivers a message."""
+
+
+STALL_SECONDS = 3.0
+
+
 class LayerRunner:
     def __init__(self, layer: Layer, runtime: Runtime) -> None:
         self.layer = layer
@@ -65,20 +84,32 @@ class LayerRunner:
             turn.org_id, turn.turn_id, self.layer.name, turn.step, shadow=turn.shadow
         )
         claims = idempotency.layer_claims(rt.store)
-        claim = claims.claim(path, now=rt.clock(), lease=timedelta(seconds=rt.settings.lease_seconds))
+        lease = timedelta(seconds=rt.settings.lease_seconds)
+        claim = claims.await_claim(path, clock=rt.clock, lease=lease, wait=idempotency.claim_wait(lease))
         if claim.state is idempotency.ClaimState.COMPLETED:
             log_event("duplicate_delivery", turn=turn, layer=self.layer.name)
             return "duplicate"
         if claim.state is idempotency.ClaimState.BUSY:
             raise LayerRetry(f"{self.layer.name}: turn {turn.turn_id} is being processed")
-        try:
-            outcome = self.run(turn)
-            self.forward(turn, outcome)
-        except Exception:
-            claims.release(path)
-            raise
+        if claim.took_over:
+            log_event("claim_taken_over", turn=turn, layer=self.layer.name, attempts=claim.attempts)
+            if claim.attempts > TOPOLOGY.retry.max_delivery_attempts:  # kept held: a poison step stays so
+                raise CrashLoop(f"{self.layer.name}: turn {turn.turn_id} started {claim.attempts - 1} times")
+        beat = idempotency.Heartbeat(claims, path, holder=claim.holder, lease=lease, clock=rt.clock)
+        with beat, turn_budget(turn.deadline, rt.clock()):
+            try:
+                self._maybe_stall(turn)
+                outcome = self.run(turn)
+                self.forward(turn, outcome)
+            except Exception:
+                claims.release(path, holder=claim.holder)
+                raise
         now = rt.clock()
-        claims.complete(path, now=now, result={"outcome": outcome.outcome}, fields={"completed_at": now})
+        result = {"outcome": outcome.outcome}
+        if not claims.complete(
+            path, now=now, result=result, fields={"completed_at": now}, holder=claim.holder
+        ):
+            log_event("claim_superseded", turn=turn, layer=self.layer.name, lost_lease=beat.lost)
         return outcome.outcome
 
     def run(self, turn: Turn) -> Outcome:
@@ -119,6 +150,10 @@ class LayerRunner:
         self.rt.bus.publish(
             TOPOLOGY.route(topic, smoke=turn.smoke), data, attrs, ordering_key=turn.conversation_key
         )
+
+    def _maybe_stall(self, turn: Turn) -> None:
+        if self.rt.settings.fault_injection and f"[[stall:{self.layer.name}]]" in turn.inbound.text:
+            time.sleep(STALL_SECONDS)
 
     def _maybe_fail(self, turn: Turn) -> None:
         if self.rt.settings.fault_injection and f"[[fail:{self.layer.name}]]" in turn.inbound.text:

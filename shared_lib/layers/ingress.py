@@ -54,7 +54,8 @@ def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "", smoke: bo
     """Publish one inbound message as a new turn; ``None`` when it is a duplicate delivery."""
     path = dedupe_path(msg)
     now = rt.clock()
-    turn = Turn.from_inbound(msg, traceparent=traceparent or new_traceparent())
+    budget = timedelta(seconds=rt.settings.turn_budget_seconds)
+    turn = Turn.from_inbound(msg, traceparent=traceparent or new_traceparent(), deadline=now + budget)
     turn.smoke, turn.ingress_revision = smoke, rt.settings.revision
     if not rt.store.create(path, {"turn_id": turn.turn_id, "at": now, "expires_at": now + DEDUPE_RETENTION}):
         log_event("webhook_duplicate", layer="ingress", channel=msg.channel, event_id=msg.event_id)

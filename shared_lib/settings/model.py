@@ -85,7 +85,10 @@ class Settings(BaseSettings):
     org_default: str = _f("default", "CHARTER_DEFAULT_ORG")
     flags_document: str = _f("config/flags", "CHARTER_FLAGS_DOCUMENT", deploy="env", required=True)
     flags_ttl_seconds: float = _f(10.0, "CHARTER_FLAGS_TTL", ge=0)
-    lease_seconds: int = _f(60, "CHARTER_LEASE_SECONDS", ge=1)
+    # A layer claim's lease, renewed every third of it while the layer works; the turn's budget,
+    # ingress to reply, bounds every LLM call (both nest inside the push timeout: idempotency.py).
+    lease_seconds: int = _f(10, "CHARTER_LEASE_SECONDS", ge=1)
+    turn_budget_seconds: float = _f(45.0, "CHARTER_TURN_BUDGET_SECONDS", targets=("ingress",), gt=0)
     max_steps: int = _f(3, "CHARTER_MAX_STEPS", ge=1, le=10)
     max_turn_seconds: float = _f(120.0, "CHARTER_MAX_TURN_SECONDS", gt=0)
     blob_ttl_days: int = _f(7, "CHARTER_BLOB_TTL_DAYS", ge=1)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from infra.emulators import pid_alive
+from infra.emulators import pid_alive, process_alive
 
 
 @pytest.mark.e2e
@@ -30,6 +30,29 @@ def test_up_status_down_leaves_no_process(tmp_path):
         assert {"pubsub", "firestore", "ingress", "observer", "fake_llm", "fake_channels"} <= set(
             status["components"]
         )
+        # the layers' code runs in gunicorn workers under the recorded arbiter: status names them
+        guardian = status["components"]["guardian"]
+        assert guardian["workers"] and guardian["pid"] not in guardian["workers"]
+        # WHEN one layer is restarted as after a crash
+        rs = subprocess.run(
+            [*cli, "restart", "guardian", "--kill"], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert rs.returncode == 0, rs.stdout + rs.stderr
+        after = json.loads(
+            subprocess.run(
+                [*cli, "status", "--json"], env=env, capture_output=True, text=True, timeout=60
+            ).stdout
+        )
+        # THEN it runs again on the same port with new processes, and the old ones are gone
+        again = after["components"]["guardian"]
+        assert after["running"] and again["port"] == guardian["port"] and again["healthy"]
+        assert again["pid"] != guardian["pid"] and not set(again["workers"]) & set(guardian["workers"])
+        assert not pid_alive(guardian["pid"]) and not any(process_alive(w) for w in guardian["workers"])
+        pids.append(again["pid"])
+        bad = subprocess.run(
+            [*cli, "restart", "no-such-layer"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert bad.returncode == 2 and "no-such-layer" in bad.stdout
     finally:
         down = subprocess.run([*cli, "down"], env=env, capture_output=True, text=True, timeout=120)
     assert down.returncode == 0

@@ -202,3 +202,16 @@ def test_a_familys_status_words_are_its_own(store: Store):
     sends.complete(PATH, now=NOW, fields={"provider_message_id": "m1"})
     assert sends.claim(PATH, now=NOW, lease=timedelta(0)).state is ClaimState.COMPLETED
     assert Claims(store, ttl=TTL).claim(PATH, now=NOW, lease=LEASE).state is ClaimState.ACQUIRED
+
+
+def test_complete_by_a_stale_holder_keeps_the_current_holders_claim(claims: Claims, store: Store):
+    # GIVEN a worker whose lease expired and whose claim another delivery took over
+    stale = claims.claim(PATH, now=NOW, lease=LEASE)
+    current = claims.claim(PATH, now=NOW + LEASE, lease=LEASE)
+    # WHEN the stale worker finishes and completes with its token
+    assert claims.complete(PATH, now=NOW + LEASE, result={"outcome": "stale"}, holder=stale.holder) is False
+    # THEN the current holder's claim is untouched, and only it completes the claim
+    stored = store.get(PATH)
+    assert stored is not None and stored["status"] == "in_progress" and stored["holder"] == current.holder
+    assert claims.complete(PATH, now=NOW + LEASE, result={"outcome": "ok"}, holder=current.holder) is True
+    assert claims.claim(PATH, now=NOW + LEASE, lease=LEASE).result == {"outcome": "ok"}

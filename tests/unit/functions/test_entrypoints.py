@@ -14,6 +14,7 @@ import hmac
 import json
 import os
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +297,25 @@ def test_with_the_deadletter_fallback_a_push_whose_data_is_not_base64_is_still_5
     statuses = [post_binary("context", body, event_id=str(n)).status_code for n in range(attempts + 1)]
     assert statuses == [500] * (attempts + 1)
     assert published_since(0) == []
+
+
+def test_with_the_deadletter_fallback_a_step_whose_every_holder_died_is_dead_lettered_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # GIVEN the local stack's fallback, and a guardian step that Pub/Sub delivered as often as it
+    # may, each time to a worker that was killed holding the claim (nothing answered: nothing counted)
+    monkeypatch.setenv("CHARTER_DEADLETTER_FALLBACK", "1")
+    delivery, _ = walk_to("guardian")
+    store = runtime().store
+    _, data, attributes, _ = delivery
+    turn = Turn.from_message(data, attributes, store)
+    path = idempotency.claim_path(turn.org_id, turn.turn_id, "guardian", turn.step)
+    dead = {"status": "in_progress", "attempts": TOPOLOGY.retry.max_delivery_attempts, "holder": "killed"}
+    store.set(path, {**dead, "lease_until": runtime().clock() - timedelta(seconds=1)})
+    start = len(runtime().bus.published)
+    # WHEN it is delivered once more
+    response = post_binary("guardian", push_body(delivery))
+    # THEN that delivery dead-letters it (and acknowledges) instead of starting the step again
+    assert response.status_code == 200
+    [(topic, _, dl_attributes, _)] = published_since(start)
+    assert topic == "deadletter" and dl_attributes["turn_id"] == turn.turn_id

@@ -1,0 +1,43 @@
+"""The process helpers of the local stack (``infra.emulators``): a function's workers are the
+children of the recorded arbiter, and a crash is a SIGKILL of its whole process group."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from infra.emulators import child_pids, kill_group, pid_alive, process_alive
+
+# A parent that starts a child and waits: the shape of gunicorn's arbiter and its worker.
+PARENT = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+
+
+def test_the_workers_of_a_process_are_its_children_and_a_group_kill_ends_them_all():
+    # GIVEN a process group like a function's: a parent (the arbiter) and its child (the worker)
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], start_new_session=True)
+    try:
+        children: list[int] = []
+        for _ in range(200):
+            children = child_pids(parent.pid)
+            if children:
+                break
+            time.sleep(0.05)  # the parent is still starting its child
+        # THEN the child is found by its parent pid
+        assert len(children) == 1 and process_alive(children[0]) and pid_alive(parent.pid)
+        # WHEN the group is killed as in a crash
+        kill_group(parent.pid)
+        # THEN parent and child are gone
+        assert not pid_alive(parent.pid)
+        assert not process_alive(parent.pid) and not process_alive(children[0])
+    finally:
+        kill_group(parent.pid)
+
+
+def test_a_process_without_children_has_no_workers():
+    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        assert child_pids(lone.pid) == []
+    finally:
+        kill_group(lone.pid)
+    assert not process_alive(lone.pid)
