@@ -42,9 +42,19 @@ def _loopback(address: object) -> bool:
     return isinstance(address, str | bytes)  # unix sockets
 
 
+UNIT = Path(__file__).resolve().parent / "unit"
+
+
 @pytest.fixture(autouse=True)
-def _no_network_and_clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _no_network_and_clean_env(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[None]:
     saved = dict(os.environ)
+    if UNIT in Path(str(request.node.path)).parents:
+        # unit tests do no I/O: the emulators a session fixture of another folder exported
+        # (the whole suite runs e2e and integration first) must not reach them
+        for var in ("FIRESTORE_EMULATOR_HOST", "PUBSUB_EMULATOR_HOST", "CHARTER_STORE", "CHARTER_BUS"):
+            monkeypatch.delenv(var, raising=False)
 
     def guarded_connect(self: socket.socket, address: object) -> object:
         if not _loopback(address):
