@@ -115,6 +115,12 @@ class Claims:
     def claim(self, path: str, *, now: datetime, lease: timedelta, fields: Doc | None = None) -> Claim:
         """Take the claim at ``path`` unless it is completed or its lease is held."""
         extra = self._fields(fields)
+        # The common case is a first delivery: one ``create`` (a write that fails if the
+        # document exists) acquires it in one round trip. Only a record already there (a
+        # redelivery, a crash, a race lost) needs the transaction's read-then-write.
+        fresh = self._acquired(None, extra, now, lease, uuid.uuid4().hex)
+        if self.store.create(path, fresh):
+            return Claim(ClaimState.ACQUIRED, fresh, holder=str(fresh["holder"]))
 
         def _txn(txn: Transaction) -> Claim:
             doc = txn.get(path)
@@ -123,24 +129,27 @@ class Claims:
                     return Claim(ClaimState.COMPLETED, doc)
                 if self._held(doc, now):
                     return Claim(ClaimState.BUSY, doc)
-            holder = uuid.uuid4().hex
-            record = {
-                **(doc or {}),
-                **extra,
-                "status": self.in_progress,
-                "attempts": int((doc or {}).get("attempts", 0)) + 1,
-                "holder": holder,
-                self.ttl_field: now + self.ttl,
-            }
-            record.pop("lease_until", None)
-            if lease > timedelta(0):
-                record["lease_until"] = now + lease
-            # ``set`` after the read: the transaction, not ``create``, settles a race (on
-            # Firestore the loser is aborted and retried, then sees the winner's record).
+            record = self._acquired(doc, extra, now, lease, uuid.uuid4().hex)
+            # ``set`` after the read: the transaction settles a race (on Firestore the loser
+            # is aborted and retried, then sees the winner's record).
             txn.set(path, record)
-            return Claim(ClaimState.ACQUIRED, record, took_over=doc is not None, holder=holder)
+            return Claim(ClaimState.ACQUIRED, record, took_over=doc is not None, holder=str(record["holder"]))
 
         return self.store.run_transaction(_txn)
+
+    def _acquired(self, doc: Doc | None, extra: Doc, now: datetime, lease: timedelta, holder: str) -> Doc:
+        record = {
+            **(doc or {}),
+            **extra,
+            "status": self.in_progress,
+            "attempts": int((doc or {}).get("attempts", 0)) + 1,
+            "holder": holder,
+            self.ttl_field: now + self.ttl,
+        }
+        record.pop("lease_until", None)
+        if lease > timedelta(0):
+            record["lease_until"] = now + lease
+        return record
 
     def renew(self, path: str, *, now: datetime, lease: timedelta, holder: str) -> bool:
         """Extend the lease to ``now + lease``; ``False`` (nothing written) unless ``holder`` holds it."""
@@ -162,14 +171,19 @@ class Claims:
         result: dict[str, Any] | None = None,
         fields: Doc | None = None,
         holder: str | None = None,
+        held_until: datetime | None = None,
     ) -> bool:
         """Record the claim completed (replacing the in-progress record) with its ``result``.
 
         With ``holder``, only while that holder's claim is the record: ``False`` (nothing
-        written) when another delivery took it over or it is completed already.
+        written) when another delivery took it over or it is completed already. That check
+        is a transaction, unless ``held_until`` (the lease the holder last wrote) still runs
+        beyond ``now`` by ``CLAIM_WAIT_SLACK``: then no claimant can have taken it over
+        (taking over needs the lease lapsed on the claimant's clock, skew within the slack)
+        and one plain write completes it.
         """
         record = self._completed(now, result, fields)
-        if holder is None:
+        if holder is None or (held_until is not None and held_until - CLAIM_WAIT_SLACK > now):
             self.store.set(path, record)
             return True
 
@@ -330,10 +344,13 @@ class Heartbeat:
         lease: timedelta,
         clock: Callable[[], datetime],
         interval: float | None = None,
+        held_until: datetime | None = None,
     ) -> None:
         self.claims, self.path, self.holder, self.lease, self.clock = claims, path, holder, lease, clock
         self.interval = interval if interval is not None else max(lease.total_seconds() / 3, 0.05)
         self.lost = False
+        # the lease this holder last wrote (at the claim, then at each renewal); None once lost
+        self.held_until: datetime | None = held_until
         self.beats = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -342,14 +359,17 @@ class Heartbeat:
         """Renew once; ``False`` once the claim is no longer this holder's."""
         if self.lost:
             return False
+        now = self.clock()
         try:
-            held = self.claims.renew(self.path, now=self.clock(), lease=self.lease, holder=self.holder)
+            held = self.claims.renew(self.path, now=now, lease=self.lease, holder=self.holder)
         except Exception as exc:  # a store hiccup: the next beat tries again, within the lease
             log_event("claim_renew_failed", layer="claims", severity="WARNING", error=type(exc).__name__)
             return True
         self.beats += 1
-        if not held:
-            self.lost = True
+        if held:
+            self.held_until = now + self.lease
+        else:
+            self.lost, self.held_until = True, None
             log_event("claim_lost", layer="claims", severity="WARNING", path=self.path)
         return held
 

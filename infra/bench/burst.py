@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,6 +56,7 @@ MIX: tuple[tuple[str, str, int], ...] = (
     ("memory", "覚えておいて：私はコーヒーはブラック派", 0),
     ("announce", "全員に明日の全体会議は10時からとアナウンスして", 2),
 )
+NOT_FUNCTIONS = ("pubsub", "firestore", "fake_llm", "fake_channels")
 WRITE_TOOLS = {"chatwork_task_create": "tasks", "save_memory": "memories", "announce": "announcements"}
 
 
@@ -241,10 +244,36 @@ def resident_memory(state: dict[str, Any]) -> dict[str, float]:
     """MiB resident per function target: its process and every descendant (gunicorn workers)."""
     out = {}
     for name, comp in state["components"].items():
-        if name in ("pubsub", "firestore", "fake_llm", "fake_channels"):
+        if name in NOT_FUNCTIONS:
             continue
         out[name] = round(sum(_rss_kib(pid) for pid in _tree(int(comp["pid"]))) / 1024, 1)
     return out
+
+
+def cpu_seconds(state: dict[str, Any]) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each component's process tree, and the bench's own."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {
+        name: sum(_cpu_ticks(pid) for pid in _tree(int(comp["pid"]))) / tick
+        for name, comp in state["components"].items()
+    }
+    own = os.times()
+    out["bench (senders)"] = own.user + own.system
+    return out
+
+
+def cpu_per_turn(before: dict[str, float], after: dict[str, float], turns: int) -> dict[str, float]:
+    """CPU milliseconds per turn each component spent during the burst, largest first."""
+    spent = {name: (after[name] - before.get(name, 0.0)) * 1000 / max(1, turns) for name in after}
+    return {name: round(ms, 1) for name, ms in sorted(spent.items(), key=lambda kv: -kv[1])}
+
+
+def _cpu_ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
 
 
 def _tree(pid: int) -> list[int]:
@@ -267,6 +296,40 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
+class Profiler:
+    """``py-spy record`` on every function's worker while the burst runs (``--profile DIR``).
+
+    Writes ``DIR/{target}.txt`` (collapsed stacks: one line a stack, its sample count last),
+    summarised by ``infra.bench.profile``. Sampling costs CPU of its own: a profiled burst's
+    figures are not the benchmark's.
+    """
+
+    def __init__(self, state: dict[str, Any], directory: Path, rate: int = 50) -> None:
+        self.procs: list[subprocess.Popen[bytes]] = []
+        directory.mkdir(parents=True, exist_ok=True)
+        spy = str(Path(sys.executable).with_name("py-spy"))
+        for name, comp in state["components"].items():
+            if name in NOT_FUNCTIONS:
+                continue
+            for pid in local_stack.workers(comp):
+                out = directory / f"{name}.txt"
+                cmd = [spy, "record", "-p", str(pid), "-f", "raw", "-r", str(rate), "-o", str(out)]
+                self.procs.append(
+                    subprocess.Popen(
+                        [*cmd, "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                    )
+                )
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 def floor(directory: Path, turns: int, conversations: int, seq: int) -> dict[str, Any]:
     cmd = [sys.executable, str(directory / "run.py"), "--hops", "8", "--burst", str(turns)]
     cmd += ["--keys", str(conversations), "--seq", str(max(seq, 10))]
@@ -281,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--senders", type=int, default=16)
     p.add_argument("--sequential", type=int, default=0, help="also M sequential turns of the same mix")
     p.add_argument("--floor", type=Path, help="shared/bench/chain_floor: run its burst in the same run")
+    p.add_argument("--profile", type=Path, help="py-spy every function worker during the burst into DIR")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     report: dict[str, Any] = {"turns": a.turns, "conversations": a.conversations, "senders": a.senders}
@@ -297,7 +361,16 @@ def main(argv: list[str] | None = None) -> int:
             f"burst: {a.turns} turns over {a.conversations} conversations, {a.senders} senders…",
             file=sys.stderr,
         )
-        report["product"] = burst(stack, a.turns, a.conversations, a.senders)
+        cpu_before = cpu_seconds(state)
+        profiler = Profiler(state, a.profile) if a.profile else None
+        try:
+            report["product"] = burst(stack, a.turns, a.conversations, a.senders)
+        finally:
+            if profiler:
+                profiler.stop()
+        report["product"]["cpu_ms_per_turn"] = cpu_per_turn(
+            cpu_before, cpu_seconds(state), report["product"]["replied_turns"]
+        )
         report["product"]["duplicate_effects"] = duplicate_effects(effects_before, effect_counts(state))
         report["product"]["rss_mib"] = resident_memory(state)
         if a.sequential:

@@ -69,6 +69,7 @@ def _print(report: dict[str, Any]) -> None:
         "degraded_replies",
         "lost",
         "duplicate_replies",
+        "resent_replies",
         "duplicate_turns",
         "duplicate_effects",
         "effect_turns",

@@ -12,7 +12,8 @@
 * **LLM faults**: the fake Anthropic server's scenario (``infra.soak.plan``).
 
 Counted at the end: replies per turn at the fake channel server (the HTTP channel's body
-names the turn), ChatWork task creations at the fake ChatWork server and memories in
+names the turn and the reply's Idempotency-Key: a reply under a second key is a duplicate; the
+same key again is a resend, which the plain-HTTP receiver drops by its key), ChatWork task creations at the fake ChatWork server and memories in
 Firestore per turn tag (duplicate effects), dead letters (the observer's failure records).
 """
 
@@ -62,6 +63,7 @@ class TurnState:
     accepted_at: float | None = None
     answered_at: float | None = None
     replies: list[str] = field(default_factory=list)
+    reply_keys: list[str] = field(default_factory=list)  # the Idempotency-Key of each reply
     send_attempts: int = 0
     given_up: bool = False  # never accepted by ingress
     released: bool = False
@@ -226,6 +228,7 @@ class Soak:
                     self.foreign_replies += 1
                     continue
                 ts.replies.append(str(call.get("text", "")))
+                ts.reply_keys.append(str(body.get("idempotency_key", "")))
                 if ts.answered_at is None:
                     ts.answered_at = now
             self._release(ts)
@@ -331,7 +334,16 @@ class Soak:
             "degraded_replies": sum(1 for t in answered if t.replies[0] in degraded_texts),
             "lost": len(lost),
             "lost_turns": [t.turn_id for t in lost][:20],
-            "duplicate_replies": sum(len(t.replies) - 1 for t in answered),
+            # a reply under a key of its own: a receiver that dedupes by Idempotency-Key shows it too
+            "duplicate_replies": sum(len(set(t.reply_keys)) - 1 for t in answered),
+            # the same reply sent again under the same key (a responder killed between its send
+            # and its send receipt): the plain-HTTP contract has the receiver drop it by the key
+            "resent_replies": sum(len(t.reply_keys) - len(set(t.reply_keys)) for t in answered),
+            "repeated_reply_turns": [
+                {"turn_id": t.turn_id, "keys": t.reply_keys, "texts": [r[:60] for r in t.replies]}
+                for t in answered
+                if len(t.replies) > 1
+            ][:20],
             "duplicate_turns": sum(len(t.redelivery_turn_ids) for t in self.turns),
             "foreign_replies": self.foreign_replies,
             "duplicate_effects": duplicate_effects,

@@ -16,6 +16,7 @@ order and the token budget decide what the model sees.
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -169,7 +170,9 @@ class ContextBuilder:
         pool = ThreadPoolExecutor(max_workers=len(specs), thread_name_prefix="context")
         started = time.monotonic()
         futures: dict[str, Future[tuple[Any, float]]] = {
-            s.name: pool.submit(self._timed, s, request) for s in specs
+            # each source sees the turn's call context (log lines, budget) like the layer itself
+            s.name: pool.submit(contextvars.copy_context().run, self._timed, s, request)
+            for s in specs
         }
         values: dict[str, Any] = {}
         records: dict[str, SourceRecord] = {}

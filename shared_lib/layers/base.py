@@ -25,7 +25,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from shared_lib import idempotency
@@ -95,7 +95,15 @@ class LayerRunner:
             log_event("claim_taken_over", turn=turn, layer=self.layer.name, attempts=claim.attempts)
             if claim.attempts > TOPOLOGY.retry.max_delivery_attempts:  # kept held: a poison step stays so
                 raise CrashLoop(f"{self.layer.name}: turn {turn.turn_id} started {claim.attempts - 1} times")
-        beat = idempotency.Heartbeat(claims, path, holder=claim.holder, lease=lease, clock=rt.clock)
+        lease_until = claim.record.get("lease_until")
+        beat = idempotency.Heartbeat(
+            claims,
+            path,
+            holder=claim.holder,
+            lease=lease,
+            clock=rt.clock,
+            held_until=lease_until if isinstance(lease_until, datetime) else None,
+        )
         with beat, turn_budget(turn.deadline, rt.clock()):
             try:
                 self._maybe_stall(turn)
@@ -107,7 +115,12 @@ class LayerRunner:
         now = rt.clock()
         result = {"outcome": outcome.outcome}
         if not claims.complete(
-            path, now=now, result=result, fields={"completed_at": now}, holder=claim.holder
+            path,
+            now=now,
+            result=result,
+            fields={"completed_at": now},
+            holder=claim.holder,
+            held_until=beat.held_until,
         ):
             log_event("claim_superseded", turn=turn, layer=self.layer.name, lost_lease=beat.lost)
         return outcome.outcome

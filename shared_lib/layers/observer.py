@@ -60,7 +60,10 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
     stream(rt, record)
     compared = _hook(rt, "on_served_turn", turn)
     doc = {**record.store_doc(), "expires_at": rt.clock() + rt.settings.retention(turn.org_id)}
-    written = rt.store.run_transaction(lambda txn: _write_once(txn, path, record.step, doc))
+    # the first record of a turn is one ``create``; a later step (or a race) needs the read
+    written = (existing is None and rt.store.create(path, doc)) or rt.store.run_transaction(
+        lambda txn: _write_once(txn, path, record.step, doc)
+    )
     if written:
         log_event(
             "turn_recorded",

@@ -1,0 +1,186 @@
+"""Round trips per hop: what each layer asks of Firestore and Pub/Sub for one turn of the mix.
+
+The burst's mix (``infra.bench.burst.MIX``, with its confirmations) runs in-process over the
+same code the functions run, with a store and a bus that count: per target (the function
+that handled the delivery; ``ingress`` for the webhook's own work), store operations by
+kind and the Firestore RPCs they cost (a read, a write, a query: one RPC each; a
+transaction: begin and commit, plus the reads inside it), publishes and their bytes.
+Counts, not times: the same on every machine, so they explain the burst's CPU per hop.
+
+    python -m infra.bench.hops [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextvars
+import json
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from shared_lib.ports import Doc, Store, Transaction
+
+_target: contextvars.ContextVar[str] = contextvars.ContextVar("bench_target", default="ingress")
+# Firestore RPCs of one store operation (a transaction's reads are counted as reads)
+RPCS = {"get": 1, "set": 1, "create": 1, "delete": 1, "query": 1, "transaction": 2}
+
+
+class CountingStore:
+    """A ``Store`` that counts each operation against the target handling the delivery."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.ops: defaultdict[str, Counter[str]] = defaultdict(Counter)
+
+    def _count(self, op: str) -> None:
+        self.ops[_target.get()][op] += 1
+
+    def get(self, path: str) -> Doc | None:
+        self._count("get")
+        return self.inner.get(path)
+
+    def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
+        self._count("set")
+        self.inner.set(path, data, merge=merge)
+
+    def create(self, path: str, data: Doc) -> bool:
+        self._count("create")
+        return self.inner.create(path, data)
+
+    def delete(self, path: str) -> None:
+        self._count("delete")
+        self.inner.delete(path)
+
+    def query(self, collection: str, **kw: Any) -> Any:
+        self._count("query")
+        return self.inner.query(collection, **kw)
+
+    def run_transaction(self, fn: Callable[[Transaction], Any]) -> Any:
+        self._count("transaction")
+        store = self
+
+        def counted(txn: Transaction) -> Any:
+            class _Txn:
+                def get(self, path: str) -> Doc | None:
+                    store._count("get")
+                    return txn.get(path)
+
+                def __getattr__(self, name: str) -> Any:  # writes ride on the commit
+                    return getattr(txn, name)
+
+            return fn(_Txn())  # type: ignore[arg-type]
+
+        return self.inner.run_transaction(counted)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def count(turns: int = 0) -> dict[str, Any]:
+    """Run the mix once (or ``turns`` turns of it) in-process and count per target."""
+    from infra.bench.burst import MIX
+    from infra.fake_llm.server import FakeAnthropicServer
+    from shared_lib.adapters.memory_store import MemoryStore
+    from shared_lib.composition import build_runtime, runner
+    from shared_lib.demo_data import DEMO_ORG, seed_demo_directory
+    from shared_lib.inbound import InboundMessage
+    from shared_lib.layers.ingress import accept
+    from shared_lib.topology import TOPOLOGY
+
+    texts = [t for _, text, confirmations in MIX for t in [text] + ["はい"] * confirmations]
+    texts = texts if not turns else [texts[i % len(texts)] for i in range(turns)]
+    store = CountingStore(MemoryStore())
+    published: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    with FakeAnthropicServer() as server:
+        env = {
+            "CHARTER_ENV": "test",
+            "CHARTER_CHANNELS": "recording",
+            "ANTHROPIC_BASE_URL": server.url,
+            "ANTHROPIC_API_KEY": "bench",
+        }
+        rt = build_runtime(env, store=store)  # type: ignore[arg-type]
+        bus = rt.bus
+        publish = bus.publish
+
+        def counted_publish(topic: str, data: bytes, attrs: dict[str, str], ordering_key: str = "") -> str:
+            published[_target.get()]["publishes"] += 1
+            published[_target.get()]["bytes"] += len(data)
+            return publish(topic, data, attrs, ordering_key)
+
+        bus.publish = counted_publish  # type: ignore[method-assign]
+        for name, sub in TOPOLOGY.all_subscriptions.items():
+            handler = runner(rt, sub.target).handle
+
+            def as_target(data: bytes, attrs: dict[str, str], _h: Any = handler, _t: str = sub.target) -> str:
+                token = _target.set(_t)
+                try:
+                    return str(_h(data, attrs))
+                finally:
+                    _target.reset(token)
+
+            bus.subscribe(sub.topic, as_target, name=name, dead_letter=sub.dead_letter)  # type: ignore[attr-defined]
+        seed_demo_directory(store)  # type: ignore[arg-type]
+        store.ops.clear()
+        for i, text in enumerate(texts):
+            accept(
+                rt,
+                InboundMessage(
+                    channel="http",
+                    org_id=DEMO_ORG,
+                    room_id="bench-hops",
+                    user_id="u-suzuki",
+                    text=text,
+                    message_id=f"m{i}",
+                    event_id=f"hops-{time.time_ns()}-{i}",
+                    received_at=datetime.now(UTC),
+                ),
+            )
+    n = len(texts)
+    targets = sorted(set(store.ops) | set(published), key=lambda t: (t != "ingress", t))
+    per: dict[str, dict[str, float]] = {}
+    for target in targets:
+        ops = store.ops[target]
+        row = {op: round(c / n, 2) for op, c in sorted(ops.items())}
+        row["firestore_rpcs"] = round(sum(RPCS[op] * c for op, c in ops.items()) / n, 2)
+        row["publishes"] = round(published[target]["publishes"] / n, 2)
+        row["published_bytes"] = round(published[target]["bytes"] / max(1, published[target]["publishes"]))
+        per[target] = row
+    return {
+        "turns": n,
+        "per_turn": per,
+        "firestore_rpcs_per_turn": round(sum(r["firestore_rpcs"] for r in per.values()), 1),
+        "publishes_per_turn": round(sum(r["publishes"] for r in per.values()), 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m infra.bench.hops", description=__doc__.split("\n")[0])
+    p.add_argument("--turns", type=int, default=0, help="turns of the mix (default: the mix once)")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    report = count(a.turns)
+    if a.json:
+        print(json.dumps(report, ensure_ascii=False))
+        return 0
+    print(f"per turn, averaged over {report['turns']} turns of the mix")
+    print(
+        f"{'target':13} {'rpcs':>6} {'get':>5} {'set':>5} {'create':>6} {'query':>5} {'txn':>5} {'pub':>4} {'bytes':>6}"
+    )
+    for target, row in report["per_turn"].items():
+        print(
+            f"{target:13} {row['firestore_rpcs']:6.2f} {row.get('get', 0):5.2f} {row.get('set', 0):5.2f}"
+            f" {row.get('create', 0):6.2f} {row.get('query', 0):5.2f} {row.get('transaction', 0):5.2f}"
+            f" {row['publishes']:4.2f} {row['published_bytes']:6d}"
+        )
+    print(
+        f"total: {report['firestore_rpcs_per_turn']} Firestore RPCs, {report['publishes_per_turn']} publishes a turn"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""Round trips per hop (``infra.bench.hops``): counted, not timed, so a regression shows here.
+
+The counts are the whole mix of the burst benchmark (tool calls, confirmations, memory,
+small talk, greetings) run in-process over the code the functions run."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.bench.hops import count
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    return count()
+
+
+def test_a_deciding_layer_costs_its_claim_and_its_completion_only(report):
+    # guardian and the shadow brain read nothing of their own: a create and a set a turn
+    for target in ("guardian", "brain_shadow"):
+        assert report["per_turn"][target]["firestore_rpcs"] == 2.0, report["per_turn"][target]
+        assert report["per_turn"][target].get("transaction", 0) == 0
+
+
+def test_every_chained_layer_publishes_once_a_turn(report):
+    for target in (
+        "ingress",
+        "context",
+        "brain",
+        "guardian",
+        "authorizer",
+        "executor",
+        "responder",
+        "observer",
+    ):
+        assert report["per_turn"][target]["publishes"] == 1.0, target
+
+
+def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
+    # 78 before the claims took one write each way (``docs``: infra/bench/README.md)
+    assert report["turns"] == 8
+    assert report["firestore_rpcs_per_turn"] <= 48, report["per_turn"]
