@@ -387,16 +387,3 @@ class Heartbeat:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.interval + 5)
-
-
-def acquire(store: Store, path: str, *, now: datetime, lease: timedelta) -> ClaimState:
-    return layer_claims(store).claim(path, now=now, lease=lease).state
-
-
-def complete(store: Store, path: str, *, now: datetime, summary: dict[str, Any] | None = None) -> None:
-    layer_claims(store).complete(path, now=now, result=summary or None, fields={"completed_at": now})
-
-
-def release(store: Store, path: str) -> None:
-    """Give the claim up after a failure so the redelivery can work at once."""
-    layer_claims(store).release(path)

@@ -30,6 +30,7 @@ from shared_lib.prices import PriceTable
 from shared_lib.rollout.guard import RollbackGuard
 from shared_lib.settings import Settings
 from shared_lib.telemetry.notify import Notifier
+from shared_lib.tools.directory import PersonCache
 from shared_lib.tools.registry import ToolRegistry
 from shared_lib.tools.task_backend import TaskBackend
 from shared_lib.topology import TOPOLOGY
@@ -56,6 +57,8 @@ class Runtime:
     rollback_guard: RollbackGuard
     vault: MultiFernet | None
     notifiers: list[Notifier] = field(default_factory=list)
+    # the ingress's directory lookups (a person found is remembered briefly: fast acknowledgements)
+    people: PersonCache = field(default_factory=PersonCache)
     clock: Callable[[], datetime] = utc_now
 
     def emit_event(

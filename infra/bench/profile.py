@@ -1,9 +1,10 @@
 """Where a burst's CPU goes per function: a summary of ``burst --profile DIR``'s py-spy samples.
 
-Each ``DIR/{target}.txt`` holds collapsed stacks (``frame;frame;… count``). A sample is put
-in the bucket of the innermost frame that names one (the Firestore client, the Pub/Sub
-client, gRPC, pydantic, JSON, logging, the HTTP server, the LLM client, …), else
-"charter code"; the charter function it ran under is the innermost ``shared_lib`` frame.
+Each ``DIR/{target}.txt`` holds collapsed stacks (``frame;frame;… count``). A sample whose
+innermost frame waits (a lock, a queue, a selector) is "waiting": py-spy counts a thread
+that is about to block. Any other sample is put in the bucket of the innermost frame that
+names one (the Firestore client, the Pub/Sub client, gRPC, pydantic, JSON, logging, the
+HTTP server, the LLM client, …), else "charter code"; the charter function it ran under is the innermost ``shared_lib`` frame.
 
     python -m infra.bench.profile DIR [--top 8] [--json]
 """
@@ -22,17 +23,18 @@ from typing import Any
 BUCKETS: tuple[tuple[str, str], ...] = (
     ("firestore client", r"google/cloud/firestore"),
     ("pub/sub client", r"google/cloud/pubsub"),
-    ("grpc", r"/grpc/|grpc_status|google/api_core"),
+    ("grpc", r"(^|/)grpc/|grpc_status|google/api_core"),
     ("protobuf", r"google/protobuf|proto/(marshal|message)"),
-    ("pydantic", r"/pydantic(_core)?/"),
-    ("json", r"/json/"),
-    ("logging", r"/logging/|shared_lib/logs\.py"),
-    ("llm client (anthropic, httpx)", r"/anthropic/|/httpx/|/httpcore/|/h11/"),
-    ("http server (gunicorn, flask, werkzeug)", r"/gunicorn/|/flask/|/werkzeug/|functions_framework"),
-    ("crypto", r"/cryptography/|hmac\.py|hashlib"),
+    ("pydantic", r"(^|/)pydantic(_core)?/"),
+    ("json", r"(^|/)json/"),
+    ("logging", r"(^|/)logging/|shared_lib/logs\.py"),
+    ("llm client (anthropic, httpx)", r"(^|/)(anthropic|httpx2?|httpcore2?|h11)/"),
+    ("http server (gunicorn, flask, werkzeug)", r"(^|/)(gunicorn|flask|werkzeug|functions_framework)/"),
+    ("crypto", r"(^|/)cryptography/|hmac\.py|hashlib"),
     ("ssl, sockets", r"ssl\.py|socket\.py|selectors\.py"),
-    ("threads", r"threading\.py|concurrent/futures"),
 )
+# a sample whose innermost frame waits (a lock, a queue, a selector, an idle pool thread)
+WAITING = re.compile(r"threading\.py|selectors\.py|queue\.py|concurrent/futures/thread\.py")
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^:]*)(?::(?P<line>\d+))?\)$")
 
 
@@ -56,7 +58,9 @@ def summarise(path: Path, top: int = 8) -> dict[str, Any]:
         total += count
         frames = _frames(stack)
         bucket = "charter code"
-        for _func, file in reversed(frames):
+        if frames and WAITING.search(frames[-1][1]):
+            bucket = "waiting (locks, queues, selectors)"
+        for _func, file in reversed(frames if bucket == "charter code" else []):
             hit = next((name for name, pattern in BUCKETS if re.search(pattern, file)), None)
             if hit:
                 bucket = hit

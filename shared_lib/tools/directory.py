@@ -9,7 +9,11 @@ candidates as options, never a guess.
 
 from __future__ import annotations
 
+import threading
+import time
 import unicodedata
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -53,6 +57,46 @@ class Person(BaseModel):
 def get_person(store: Store, org_id: str, user_id: str) -> Person | None:
     doc = store.get(f"orgs/{org_id}/users/{user_id}")
     return Person.model_validate({**doc, "user_id": user_id}) if doc else None
+
+
+class PersonCache:
+    """``get_person`` for the ingress's acknowledgement path: a person found is remembered.
+
+    A webhook from a known person then costs no directory read before the provider gets its
+    answer. Only a person found is kept (``ttl`` seconds, at most ``size`` people, the
+    oldest dropped first): someone just added to the directory is accepted at once; someone
+    removed is still accepted at the door for at most ``ttl`` seconds, and every layer that
+    decides (the authorization gate, the tools) reads the directory itself.
+
+    >>> from shared_lib.adapters.memory_store import MemoryStore
+    >>> store = MemoryStore(); cache = PersonCache(ttl=30)
+    >>> cache.get(store, "acme", "u1") is None
+    True
+    >>> store.set("orgs/acme/users/u1", {"name": "鈴木"}); cache.get(store, "acme", "u1").name
+    '鈴木'
+    """
+
+    def __init__(self, ttl: float = 30.0, size: int = 4096, monotonic: Callable[[], float] = time.monotonic):
+        self.ttl, self.size, self.monotonic = ttl, size, monotonic
+        self._people: OrderedDict[tuple[str, str], tuple[float, Person]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, store: Store, org_id: str, user_id: str) -> Person | None:
+        key, now = (org_id, user_id), self.monotonic()
+        with self._lock:
+            hit = self._people.get(key)
+            if hit is not None and now - hit[0] < self.ttl:
+                return hit[1]
+        person = get_person(store, org_id, user_id)
+        with self._lock:
+            if person is None:
+                self._people.pop(key, None)
+            else:
+                self._people[key] = (now, person)
+                self._people.move_to_end(key)
+                while len(self._people) > self.size:
+                    self._people.popitem(last=False)
+        return person
 
 
 def list_people(store: Store, org_id: str) -> list[Person]:

@@ -93,14 +93,13 @@ def test_idempotency_claims_behave_the_same(store: Store):
     now = datetime.now(UTC)
     path = idempotency.claim_path("a", "T1", "brain", 0)
     lease = timedelta(seconds=30)
-    assert idempotency.acquire(store, path, now=now, lease=lease) is idempotency.ClaimState.ACQUIRED
-    assert idempotency.acquire(store, path, now=now, lease=lease) is idempotency.ClaimState.BUSY
-    assert (
-        idempotency.acquire(store, path, now=now + timedelta(minutes=1), lease=lease)
-        is idempotency.ClaimState.ACQUIRED
-    )
-    idempotency.complete(store, path, now=now)
-    assert idempotency.acquire(store, path, now=now, lease=lease) is idempotency.ClaimState.COMPLETED
+    claims = idempotency.layer_claims(store)
+    assert claims.claim(path, now=now, lease=lease).state is idempotency.ClaimState.ACQUIRED
+    assert claims.claim(path, now=now, lease=lease).state is idempotency.ClaimState.BUSY
+    later = claims.claim(path, now=now + timedelta(minutes=1), lease=lease)
+    assert later.state is idempotency.ClaimState.ACQUIRED and later.took_over and later.attempts == 2
+    claims.complete(path, now=now)
+    assert claims.claim(path, now=now, lease=lease).state is idempotency.ClaimState.COMPLETED
 
 
 def test_datetimes_round_trip_aware_and_compare_in_queries(store: Store):

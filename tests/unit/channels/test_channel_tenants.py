@@ -178,6 +178,30 @@ def test_anyone_else_is_403_and_no_turn_is_published(rt, secret, fields, error):
     assert rt.store.query("orgs/acme/webhook_events") == []  # no dedupe record: nothing was accepted
 
 
+def test_a_known_person_is_remembered_briefly_and_a_new_one_is_accepted_at_once(rt):
+    # GIVEN a person the ingress has just looked up
+    assert post(rt, "acme-new", http_body(event_id="k1"))[0] == 200
+    # WHEN the directory changes under it: the person renamed, a second person added
+    seed_directory(rt.store, "acme", [{"user_id": "u1", "name": "鈴木改", "level": 2}], {})
+    seed_directory(rt.store, "acme", [{"user_id": "u2", "name": "佐藤花子", "level": 2}], {})
+    # THEN the next webhook of the known person is acknowledged from memory (its old name)
+    assert post(rt, "acme-new", http_body(event_id="k2"))[0] == 200
+    # AND the new person is accepted at once: a person not found is never remembered
+    assert post(rt, "acme-new", http_body(event_id="k3", user_id="u2"))[0] == 200
+    names = [json.loads(data)["inbound"]["user_name"] for _, data, _, _ in rt.bus.published]
+    assert names == ["鈴木一郎", "鈴木一郎", "佐藤花子"]
+    # AND once the memory is older than its ttl the directory is read again
+    rt.people.ttl = 0
+    assert post(rt, "acme-new", http_body(event_id="k4"))[0] == 200
+    assert json.loads(rt.bus.published[-1][1])["inbound"]["user_name"] == "鈴木改"
+
+
+def test_a_person_unknown_a_moment_ago_is_accepted_once_added(rt):
+    assert post(rt, "acme-new", http_body(event_id="n1", user_id="u3"))[0] == 403
+    seed_directory(rt.store, "acme", [{"user_id": "u3", "name": "高橋", "level": 2}], {})
+    assert post(rt, "acme-new", http_body(event_id="n2", user_id="u3"))[0] == 200
+
+
 # ------------------------------------------------------------------------- the other providers
 
 MAPPED = IngressConfig.model_validate(
