@@ -31,6 +31,7 @@ re-raised so the layer is redelivered (receipts make that safe).
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import threading
 from collections.abc import Callable
@@ -107,7 +108,7 @@ def receipt_path(org_id: str, call_id: str) -> str:
 def run_with_timeout(fn: Callable[[], T], timeout: float, on_abandon: Callable[[], None] | None = None) -> T:
     """``fn()`` on a worker thread; ``ToolTimeout`` if it is not done in ``timeout`` seconds."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tool")
-    future = pool.submit(fn)
+    future = pool.submit(contextvars.copy_context().run, fn)  # the turn's call context goes along
     pool.shutdown(wait=False)
     try:
         return future.result(timeout=timeout)

@@ -22,6 +22,16 @@ def test_a_deciding_layer_costs_its_claim_and_its_completion_only(report):
         assert report["per_turn"][target].get("transaction", 0) == 0
 
 
+def test_accepting_a_webhook_costs_its_dedupe_record_and_its_publish(report):
+    # the directory lookup before it is remembered (Runtime.people; not counted in-process)
+    assert report["per_turn"]["ingress"] == {
+        "create": 1.0,
+        "firestore_rpcs": 1.0,
+        "publishes": 1.0,
+        "published_bytes": report["per_turn"]["ingress"]["published_bytes"],
+    }
+
+
 def test_every_chained_layer_publishes_once_a_turn(report):
     for target in (
         "ingress",
