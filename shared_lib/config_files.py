@@ -1,8 +1,8 @@
 """Which configuration files this process uses (the packaged defaults unless overridden).
 
 The files are data the whole process shares (policy, persona, prices, tool catalogue, brain
-configuration, masking rules), read by loaders deep in the house that have no runtime at
-hand (the sanitizer masks log lines, for one). The settings name overrides
+configuration, masking rules, routing rules), read by loaders deep in the house that have no
+runtime at hand (the sanitizer masks log lines, for one). The settings name overrides
 (``CHARTER_POLICY``, ``CHARTER_PERSONA``, …); the composition root applies them once per
 process with ``configure``; every loader asks ``current()``. Nothing here reads the
 environment.
@@ -24,6 +24,7 @@ class ConfigFiles:
     tools: Path | None = None
     brain: Path | None = None
     sanitizer_rules: Path | None = None
+    routing: Path | None = None
 
     @classmethod
     def of(cls, settings: Settings) -> ConfigFiles:
@@ -34,6 +35,7 @@ class ConfigFiles:
             tools=settings.tools_file,
             brain=settings.brain_config_file,
             sanitizer_rules=settings.sanitizer_rules_file,
+            routing=settings.routing_file,
         )
 
 

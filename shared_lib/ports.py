@@ -76,7 +76,9 @@ class Bus(Protocol):
 
 class LLMRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    call_type: Literal["proposal", "integration", "self_critique", "shadow", "continuation"] = "proposal"
+    call_type: Literal["proposal", "integration", "self_critique", "shadow", "continuation", "routing"] = (
+        "proposal"
+    )
     model: str
     max_tokens: int = Field(default=1024, ge=1, le=64000)
     system: list[dict[str, Any]] = Field(default_factory=list)

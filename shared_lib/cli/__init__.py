@@ -10,6 +10,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``operations``     ``charter turns|replay|audit|cost|metrics|alerts|llm-calls|admin``
 ``revisions``      ``charter rollout rollback``: every layer back to its previous revision
 ``data``           ``charter data purge``: a person's data, deleted everywhere in the store
+``routing``        ``charter route "TEXT"``: the route the router gives a text (no turn run)
 =================  ===============================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -29,7 +30,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from shared_lib.cli import data, gates, operations, policy, revisions, rollout, tools
+from shared_lib.cli import data, gates, operations, policy, revisions, rollout, routing, tools
 
 Register = Callable[[Any], None]
 PRODUCT_COMMANDS: tuple[Register, ...] = (
@@ -40,6 +41,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     operations.register,
     revisions.register,
     data.register,
+    routing.register,
 )
 
 

@@ -108,6 +108,7 @@ class Settings(BaseSettings):
     tools_file: Path | None = _f(None, "CHARTER_TOOLS_FILE")
     brain_config_file: Path | None = _f(None, "CHARTER_BRAIN_CONFIG")
     sanitizer_rules_file: Path | None = _f(None, "CHARTER_SANITIZER_RULES")
+    routing_file: Path | None = _f(None, "CHARTER_ROUTING")
 
     # -- the LLM
     llm: Literal["anthropic", "none"] = _f("anthropic", "CHARTER_LLM", targets=LLM_TARGETS)

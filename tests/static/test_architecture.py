@@ -46,7 +46,9 @@ FLOORS: dict[str, int] = {
         1,
     ),
     **dict.fromkeys(("adapters", "flags", "channels"), 2),
-    **dict.fromkeys(("tools", "policy", "state", "context", "rollout", "telemetry", "demo_data"), 3),
+    **dict.fromkeys(
+        ("tools", "policy", "state", "context", "rollout", "telemetry", "demo_data", "routing"), 3
+    ),
     "runtime": 4,
     "brain": 5,
     "layers": 6,
