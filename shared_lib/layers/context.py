@@ -10,8 +10,9 @@ Then the router (seed 003, ``shared_lib.routing``) decides the input's route wit
 conversation's ``local_only`` (the session document's; no classifier in this layer, so an
 input neither a command nor a rule decides is CHAT ``fallback``) and records it on
 ``turn.route``. ``/local`` and ``/cloud`` are stored in the session (``set_local_only``,
-idempotent). A session the context could not read counts as local-only: a ``/local`` that
-cannot be read must not let a request reach the cloud (the legacy brain answers).
+idempotent). A session source that failed or timed out is read once more directly; a session
+the context cannot read at all counts as local-only: a ``/local`` that cannot be read must not
+let a request reach the cloud (the legacy brain answers).
 """
 
 from __future__ import annotations
@@ -105,8 +106,13 @@ def _stored_local_only(turn: Turn, rt: Runtime, built: BuiltContext) -> bool:
     read = built.records.get("session")
     if read is None:  # a builder without the session source: read it here
         return bool(load_session(rt.store, turn.org_id, turn.conversation_key, rt.clock()).get("local_only"))
-    if read.status != "ok":
-        return True
+    if read.status != "ok":  # timed out or failed under the sources' deadline: read it once more
+        try:
+            return bool(
+                load_session(rt.store, turn.org_id, turn.conversation_key, rt.clock()).get("local_only")
+            )
+        except Exception:  # unknown: a /local that cannot be read must not let a request reach the cloud
+            return True
     return bool(turn.context.session.get("local_only"))
 
 

@@ -205,3 +205,50 @@ def test_given_local_only_turns_then_no_reply_shows_an_internal_name():
     for reply in replies:
         assert reply.strip()
         assert not any(word in reply for word in INTERNAL), reply
+
+
+def _failing_session_source(chain: Chain) -> None:
+    from dataclasses import replace
+
+    from shared_lib.context.sources import default_sources
+
+    def broken(_request: Any) -> Any:
+        raise TimeoutError("session source too slow")
+
+    chain.rt.context_builder.sources = [
+        replace(s, fetch=broken) if s.name == "session" else s for s in default_sources()
+    ]
+
+
+def test_a_session_source_that_fails_is_read_once_more_so_a_slow_read_does_not_change_the_brain():
+    # GIVEN a conversation that never said /local, and a session source that fails (as under load)
+    chain = Chain()
+    _failing_session_source(chain)
+    # WHEN a question arrives
+    _, record, calls = chain.say(QUESTION)
+    # THEN the direct read finds no /local: the LLM arm answers as usual
+    assert calls > 0 and record["route"]["local_only"] is False
+
+
+def test_a_local_conversation_whose_session_source_fails_stays_local():
+    chain = Chain()
+    chain.say("/local")
+    _failing_session_source(chain)
+    _, record, calls = chain.say(QUESTION)
+    assert calls == 0 and record["route"]["local_only"] is True
+
+
+def test_a_session_that_cannot_be_read_at_all_counts_as_local_only(monkeypatch: pytest.MonkeyPatch):
+    # GIVEN the session can be read neither by the source nor directly (the store is down for it)
+    chain = Chain()
+    _failing_session_source(chain)
+    import shared_lib.layers.context as context_layer
+
+    def down(*_a: Any, **_k: Any) -> Any:
+        raise ConnectionError("store unavailable")
+
+    monkeypatch.setattr(context_layer, "load_session", down)
+    # WHEN a question arrives
+    _, record, calls = chain.say(QUESTION)
+    # THEN nothing reaches the cloud: a /local that cannot be read is assumed
+    assert calls == 0 and record["route"]["local_only"] is True
