@@ -1,7 +1,8 @@
 """Which turn the current code is working for, without threading it through every call.
 
 The layer runner wraps each layer in ``call_context(turn)``; anything below it (the LLM
-call log, log lines written without a turn) reads ``current()``. A context variable, so
+call log, the local-only guard of the LLM port, log lines written without a turn) reads
+``current()``. A context variable, so
 threads and nested contexts (the shadow layer runs candidate layers inside its own run)
 each see their own value.
 
@@ -36,6 +37,7 @@ class CallContext:
     shadow: bool
     conversation_key: str
     traceparent: str
+    local_only: bool = False  # the turn is local-only (/local): no cloud LLM may be called
 
 
 _current: ContextVar[CallContext | None] = ContextVar("charter_call_context", default=None)
@@ -56,6 +58,7 @@ def call_context(turn: Turn, layer: str = "") -> Iterator[CallContext]:
         shadow=turn.shadow,
         conversation_key=turn.conversation_key,
         traceparent=turn.traceparent,
+        local_only=turn.route.local_only,
     )
     token = _current.set(ctx)
     try:

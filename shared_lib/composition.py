@@ -3,7 +3,8 @@
 The only module besides ``shared_lib.settings`` that looks at the process environment
 (``build_runtime()`` with no mapping reads it through the settings model). It picks the
 adapters the settings name (Firestore / SQLite / memory store, Pub/Sub / in-process bus,
-the Anthropic client, the channel clients or recording ones), builds every service once
+the Anthropic client behind the local-only guard, the channel clients or recording ones),
+builds every service once
 (policy, context builder, task backend, notifiers, ingress configuration, rollback guard,
 vault cipher), applies the process-wide configuration (configuration files, log format),
 and wires the layers: ``runner(rt, target)`` and ``wire_inprocess(rt)`` follow the same
@@ -33,6 +34,7 @@ from shared_lib.policy.config import load_policy_config
 from shared_lib.ports import LLM, Bus, Channel, Store
 from shared_lib.prices import PriceTable
 from shared_lib.rollout.guard import RollbackGuard
+from shared_lib.routing.guard import LocalOnlyGuard
 from shared_lib.runtime import Runtime
 from shared_lib.settings import Settings
 from shared_lib.telemetry.notify import build_notifiers
@@ -62,8 +64,10 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
     store = overrides.pop("store", None) or _store(settings)
     clock = overrides.get("clock")
     prices = overrides.pop("prices", None) or PriceTable.load()
-    # an injected LLM is used exactly as given
+    # an injected LLM is used as given, behind the local-only guard like a built one
     llm = overrides.pop("llm") if "llm" in overrides else _llm(settings, store, prices)
+    if llm is not None and not isinstance(llm, LocalOnlyGuard):
+        llm = LocalOnlyGuard(llm)  # every outbound request is checked against /local
     secrets = overrides.pop("channel_secrets", None) or ChannelSecrets.from_settings(settings)
     channels = overrides.pop("channels", None) or _channels(settings, secrets)
     services: dict[str, Any] = {

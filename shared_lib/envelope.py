@@ -75,6 +75,28 @@ class ContextSection(_Section):
     token_estimate: int = 0
 
 
+class RouteSection(_Section):
+    """The router's decision on this input (seed 003), set by the context layer.
+
+    ``route`` is a ``shared_lib.routing.Route`` value; ``source`` is empty when no router ran
+    (an envelope of an earlier version). ``local_only`` is the conversation's state after this
+    input (``/local`` sets it, ``/cloud`` clears it): while it holds no cloud LLM is called.
+    ``text`` is the input after its leading commands (``None``: it had none); the brain reads
+    it (``Turn.brain_text``) so command words never reach a model as instructions.
+    """
+
+    route: str = "CHAT"
+    source: str = ""
+    confidence: float = 0.0
+    reason: str = ""
+    rule_id: str | None = None
+    local_only: bool = False
+    refused: str | None = None
+    guidance: str | None = None
+    commands: list[str] = Field(default_factory=list)
+    text: str | None = None
+
+
 class ConstitutionViolation(_Section):
     article: str
     code: str
@@ -174,6 +196,7 @@ class Turn(BaseModel):
     inbound: InboundMessage
     flags: FlagsSection = Field(default_factory=FlagsSection)
     context: ContextSection = Field(default_factory=ContextSection)
+    route: RouteSection = Field(default_factory=RouteSection)
     proposal: ProposalSection = Field(default_factory=ProposalSection)
     guardian: Verdict | None = None
     authorization: AuthDecision | None = None
@@ -199,6 +222,12 @@ class Turn(BaseModel):
             traceparent=traceparent,
             deadline=deadline,
         )
+
+    def brain_text(self) -> str:
+        """What the brain answers: the input after its leading commands (the input when none,
+        or when nothing follows them)."""
+        rest = self.route.text
+        return rest if rest is not None and rest.strip() else self.inbound.text
 
     # -- bookkeeping every layer may do -------------------------------------------------
     def record(
@@ -293,7 +322,7 @@ def blob_path(turn: Turn, layer: str) -> str:
 # Which top-level fields each layer may change (besides the shared bookkeeping).
 SHARED_FIELDS = frozenset({"timings", "trail", "errors", "usage"})
 LAYER_SECTIONS: dict[str, frozenset[str]] = {
-    "context": frozenset({"context", "flags"}),
+    "context": frozenset({"context", "flags", "route"}),
     "brain": frozenset({"proposal"}),
     "guardian": frozenset({"guardian"}),
     "authorizer": frozenset({"authorization"}),

@@ -85,6 +85,17 @@ class ViolationRow(_Row):
     action: str = Field(description="block, suggest or retry.")
 
 
+class RouteRow(_Row):
+    initial_route: str = Field(description="Route the router decided for the input (seed 003).")
+    source: str = Field(description="What decided it: command, rules, classifier or fallback.")
+    confidence: float = Field(default=0.0, description="1.0 for a command or a rule, 0.0 for a fallback.")
+    reason: str = Field(default="", description="Why (masked).")
+    rule_id: str | None = Field(default=None, description="Rule of the dictionary that matched.")
+    local_only: bool = Field(default=False, description="The turn was local-only (/local): no cloud LLM.")
+    refused: str | None = Field(default=None, description="What the router refused (code_needs_cloud).")
+    commands: list[str] = Field(default_factory=list, description="Leading commands of the input.")
+
+
 class ObservabilityRecord(EventHeader):
     """One turn, recorded once. Field names follow seed 000 §9.1.1 where it names them."""
 
@@ -178,6 +189,9 @@ class ObservabilityRecord(EventHeader):
     revisions: dict[str, str] = Field(
         default_factory=dict,
         description="Layer => revision that handled the turn (ingress, trail layers, observer).",
+    )
+    route: RouteRow | None = Field(
+        default=None, description="The router's decision (router.decision; none before the router)."
     )
 
     @property
@@ -325,6 +339,23 @@ def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> Ob
         shadow=turn.shadow,
         smoke=turn.smoke,
         revisions=_revisions(turn, revision),
+        route=_route(turn, s),
+    )
+
+
+def _route(turn: Turn, s: Sanitizer) -> RouteRow | None:
+    r = turn.route
+    if not r.source:  # no router ran (an envelope of an earlier version)
+        return None
+    return RouteRow(
+        initial_route=r.route,
+        source=r.source,
+        confidence=r.confidence,
+        reason=s.mask_text(r.reason),
+        rule_id=r.rule_id,
+        local_only=r.local_only,
+        refused=r.refused,
+        commands=list(r.commands),
     )
 
 

@@ -90,6 +90,7 @@ def _llm_serves(turn: Turn) -> bool:
     arm = turn.flags.shadow_candidate_arm if turn.shadow else turn.flags.arm
     return (
         not turn.flags.kill_switch
+        and not turn.route.local_only  # a local-only turn is phrased by the templates
         and arm == "llm"
         and turn.proposal.arm not in ("legacy", "kill_switch", "fast_path")
     )
@@ -99,7 +100,7 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
     assert rt.llm is not None
     cfg, s = load_brain_config(), Sanitizer.default()
     vault: dict[str, str] = {}
-    user = s.mask(turn.inbound.text, vault)[0]
+    user = s.mask(turn.brain_text(), vault)[0]
     results = s.mask_obj([{"tool": r.tool_name, "result": r.result} for r in turn.execution.results], vault)
     prompt = rt.persona.prompt(
         "integration", user_message=user, results=json.dumps(results, ensure_ascii=False, default=str)

@@ -40,7 +40,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     sec = turn.proposal
     doc = flags_document(rt)
     key = (
-        fast_path.match(turn.inbound.text, cfg) if turn.step == 0 and (doc is None or doc.fast_path) else None
+        fast_path.match(turn.brain_text(), cfg) if turn.step == 0 and (doc is None or doc.fast_path) else None
     )
     if key:
         sec.arm = "fast_path"

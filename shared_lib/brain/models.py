@@ -41,7 +41,7 @@ def tool_words(rt: Runtime, cfg: BrainConfig) -> set[str]:
 
 
 def is_simple(turn: Turn, rt: Runtime, cfg: BrainConfig) -> bool:
-    text = turn.inbound.text.strip()
+    text = turn.brain_text().strip()
     return (
         len(text) <= cfg.models.simple_max_chars
         and turn.step == 0

@@ -43,7 +43,7 @@ def assemble(
     turn: Turn, *, persona: Persona, registry: ToolRegistry, now: datetime, sanitizer: Sanitizer | None = None
 ) -> Prompt:
     sanitizer = sanitizer or Sanitizer.default()
-    user_text, user_vault = sanitizer.mask(turn.inbound.text)
+    user_text, user_vault = sanitizer.mask(turn.brain_text())
     working = dict(user_vault)  # same value, same placeholder; context-only entries stay here
     context, _ = sanitizer.mask(render_context(turn, now), working)
     system = [stable_system(persona), {"type": "text", "text": context}]

@@ -74,7 +74,7 @@ def critique(
     text = persona.prompt(
         "self_critique",
         persona=persona.name,
-        user_message=s.mask_text(turn.inbound.text),
+        user_message=s.mask_text(turn.brain_text()),
         output_type=root.output_type,
         tools=json.dumps(s.mask_obj(tools), ensure_ascii=False),
         reasoning=s.mask_text(root.reasoning_text()),

@@ -3,8 +3,14 @@ proposal (LLM arm, ``shared_lib.brain.llm_arm``; or the legacy keyword brain). I
 proposes; it decides nothing.
 
 Arms: ``kill_switch`` (fixed message), ``state`` (an answer to a pending confirmation,
-seed §5.1.7), ``fast_path`` (a trivial greeting, no LLM call), ``llm``, ``legacy`` (the
-control arm, and the fallback when no LLM is configured).
+seed §5.1.7), ``fast_path`` (a trivial greeting, or the router's fixed answer: no LLM
+call), ``llm``, ``legacy`` (the control arm, and the fallback when no LLM is configured).
+
+The router's decision (``turn.route``, seed 003) comes first after the kill switch: an input
+of only ``/local`` or ``/cloud`` is confirmed, and CODE refused while local-only is answered
+with the way out (``/cloud``), both from the persona's catalogue; a local-only turn never
+takes the LLM arm (the legacy brain answers until a local LLM peer exists). The brain reads
+the input after its leading commands (``Turn.brain_text``).
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                 rt.persona.message("kill_switch"), "緊急停止中のため固定メッセージで応答する"
             )
             return Outcome("kill_switch", reason_code="flags.KILL_SWITCH")
+        if routed := _route_answer(turn, rt):
+            return routed
         if not turn.shadow and confirmation.handle_pending_answer(turn, rt):
             return Outcome("pending_answer", reason_code=f"approval.{'set' if sec.approval else 'none'}")
         arm = (
@@ -45,22 +53,49 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
             if turn.shadow and turn.flags.shadow_candidate_arm
             else turn.flags.arm
         )
-        if arm == "llm" and rt.llm is not None:
+        if arm == "llm" and rt.llm is not None and not turn.route.local_only:
             return llm_arm.run(turn, rt)
         sec.arm = "legacy"
-        sec.proposal = legacy.propose(turn.inbound.text, registry=rt.registry, persona=rt.persona)
+        sec.proposal = legacy.propose(turn.brain_text(), registry=rt.registry, persona=rt.persona)
         if sec.proposal.tool_calls:
             _keep_own_values(turn, rt)
-        reason = "legacy" if arm == "legacy" else "legacy.no_llm"
+        if turn.route.local_only:
+            reason = "route.local_only"
+        else:
+            reason = "legacy" if arm == "legacy" else "legacy.no_llm"
         return Outcome("proposed", reason_code=reason, detail=sec.proposal.output_type)
     finally:
         sec.duration_ms = round((time.perf_counter() - t0) * 1000, 3)
 
 
+# Why the brain answers from the catalogue, by persona message (recorded as the reasoning).
+_ROUTE_ANSWERS = {
+    "route.code_local_only": "ローカル限定中にコーディングを求められたので、実行せず解除方法（/cloud）を案内する",
+    "route.local_on": "ローカル限定モードに切り替えたことを伝える（LLMは呼ばない）",
+    "route.local_off": "ローカル限定モードを解除したことを伝える（LLMは呼ばない）",
+}
+
+
+def _route_answer(turn: Turn, rt: Runtime) -> Outcome | None:
+    """A catalogue answer to what the router decided, or ``None`` when the brain proposes."""
+    r = turn.route
+    if r.refused == "code_needs_cloud" and r.guidance:
+        key = r.guidance
+    elif r.text is not None and not r.text.strip() and {"/local", "/cloud"} & set(r.commands):
+        key = "route.local_on" if r.local_only else "route.local_off"
+    else:
+        return None
+    if not rt.persona.has(key):  # a persona without it: the brain answers (no LLM while local-only)
+        return None
+    turn.proposal.arm = "fast_path"
+    turn.proposal.proposal = fixed_text(rt.persona.message(key), _ROUTE_ANSWERS.get(key, key))
+    return Outcome("routed", reason_code=key, detail=r.route)
+
+
 def _keep_own_values(turn: Turn, rt: Runtime) -> None:
     """The legacy arm proposes with the user's real values; a confirmation stores its pending
     action masked (``confirmation``), so the vault keeps them for the executor, as the LLM arm's does."""
-    entries = Sanitizer.default().mask(turn.inbound.text)[1]
+    entries = Sanitizer.default().mask(turn.brain_text())[1]
     try:
         ttl = load_brain_config().vault.ttl_minutes
         store_vault(rt.store, turn, entries, now=rt.clock(), ttl_minutes=ttl, cipher=rt.vault)

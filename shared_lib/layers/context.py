@@ -5,6 +5,14 @@ are read concurrently through ``shared_lib.context``; a failing source degrades 
 context (``memory_access_error``, proceed without it) instead of failing the turn; the
 built context is recorded on ``turn.context``. The inbound message is then appended to
 the conversation history (conversation memory; the responder appends the reply).
+
+Then the router (seed 003, ``shared_lib.routing``) decides the input's route with the
+conversation's ``local_only`` (the session document's; no classifier in this layer, so an
+input neither a command nor a rule decides is CHAT ``fallback``) and records it on
+``turn.route``. ``/local`` and ``/cloud`` are stored in the session (``set_local_only``,
+idempotent). A session source that failed or timed out is read once more directly; a session
+the context cannot read at all counts as local-only: a ``/local`` that cannot be read must not
+let a request reach the cloud (the legacy brain answers).
 """
 
 from __future__ import annotations
@@ -12,16 +20,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shared_lib.context import ContextInput, record, summary_line
+from shared_lib.context.builder import BuiltContext
 from shared_lib.context.history import append_message, history_path
-from shared_lib.envelope import Turn
+from shared_lib.envelope import RouteSection, Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
+from shared_lib.logs import log_event
+from shared_lib.routing import decide
+from shared_lib.routing.commands import split_commands
+from shared_lib.state.session import load_session, set_local_only
 from shared_lib.tools.scoped import scoped
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
-__all__ = ["LAYER", "append_history", "history_path", "run"]
+__all__ = ["LAYER", "append_history", "history_path", "route", "run"]
 
 
 def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -> None:
@@ -77,10 +90,71 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         turn.add_error(BrainError.of("db_connection_error", "every context source failed", layer="context"))
     if turn.step == 0 and not turn.shadow:
         append_history(rt, turn, "user", turn.inbound.text, "in")
+    route(turn, rt, stored=_stored_local_only(turn, rt, built))
+    r = turn.route
     outcome = "degraded" if built.degraded else "ok"
     return Outcome(
-        outcome, reason_code=f"flags.{flags.reason}", detail=f"arm={flags.arm} {summary_line(built)}"
+        outcome,
+        reason_code=f"flags.{flags.reason}",
+        detail=f"arm={flags.arm} route={r.route}/{r.source} local_only={int(r.local_only)} "
+        f"{summary_line(built)}",
     )
+
+
+def _stored_local_only(turn: Turn, rt: Runtime, built: BuiltContext) -> bool:
+    """The session's ``local_only`` before this input; ``True`` when the session source failed."""
+    read = built.records.get("session")
+    if read is None:  # a builder without the session source: read it here
+        return bool(load_session(rt.store, turn.org_id, turn.conversation_key, rt.clock()).get("local_only"))
+    if read.status != "ok":  # timed out or failed under the sources' deadline: read it once more
+        try:
+            return bool(
+                load_session(rt.store, turn.org_id, turn.conversation_key, rt.clock()).get("local_only")
+            )
+        except Exception:  # unknown: a /local that cannot be read must not let a request reach the cloud
+            return True
+    return bool(turn.context.session.get("local_only"))
+
+
+def route(turn: Turn, rt: Runtime, *, stored: bool) -> None:
+    """The router's decision on the input (``stored``: the conversation was local-only before
+    it), recorded on ``turn.route``; a ``/local`` or ``/cloud`` is kept in the session."""
+    text = turn.inbound.text
+    decision = decide(text, local_only=stored, classify=None)
+    commands = split_commands(text)
+    turn.route = RouteSection(
+        route=decision.primary_route.value,
+        source=decision.source,
+        confidence=decision.confidence,
+        reason=decision.reason,
+        rule_id=decision.rule_id,
+        local_only=decision.flags.local_only,
+        refused=decision.flags.refused,
+        guidance=decision.guidance,
+        commands=list(decision.commands),
+        text=commands.rest if commands.tokens else None,
+    )
+    log_event(
+        "router.decision",
+        turn=turn,
+        layer="context",
+        initial_route=turn.route.route,
+        source=turn.route.source,
+        confidence=turn.route.confidence,
+        local_only=turn.route.local_only,
+        refused=turn.route.refused,
+        rule_id=turn.route.rule_id,
+    )
+    if commands.local_only is not None and not turn.shadow:
+        set_local_only(
+            rt.store,
+            turn.org_id,
+            turn.conversation_key,
+            commands.local_only,
+            rt.clock(),
+            turn_id=turn.turn_id,
+            at=turn.created_at,
+        )
 
 
 LAYER = Layer("context", "contextualized", run)

@@ -50,6 +50,8 @@ def skip_reason(turn: Turn, rt: Runtime) -> str | None:
     if turn.step > 0:
         return "later_step"
     if not candidate_expected(turn):
+        if turn.route.local_only and turn.flags.shadow_candidate_arm and not turn.context.pending_action:
+            return "local_only"
         return "pending_action" if turn.context.pending_action else "off"
     if turn.flags.shadow_candidate_arm == "llm" and rt.llm is None:
         return "llm_unconfigured"

@@ -63,6 +63,7 @@ def trail(
         + (f"  (degraded: {', '.join(r.context_degraded)})" if r.context_degraded else ""),
         f"  flags      arm {r.flags_arm} ({r.flags_reason}), flags {r.flags_version or '-'}, bucket {r.bucket}"
         + ("  KILL SWITCH" if r.kill_switch else ""),
+        _route_line(r),
         "",
         "  trail:",
     ]
@@ -122,6 +123,19 @@ def trail(
         )
         out.append(f"  shadow     {comparison.get('candidate_arm')} candidate: {verdict}")
     return "\n".join(out)
+
+
+def _route_line(r: ObservabilityRecord) -> str:
+    d = r.route
+    if d is None:
+        return "  route      -"
+    return (
+        f"  route      {d.initial_route} by {d.source} ({d.rule_id or d.reason or '-'}), "
+        f"confidence {d.confidence:.2f}"
+        + ("  LOCAL ONLY" if d.local_only else "")
+        + (f"  refused {d.refused}" if d.refused else "")
+        + (f"  commands {' '.join(d.commands)}" if d.commands else "")
+    )
 
 
 def replay_report(rep: ReplayReport) -> str:

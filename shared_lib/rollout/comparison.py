@@ -204,6 +204,7 @@ def candidate_expected(turn: Turn) -> bool:
         turn.flags.shadow_candidate_arm is not None
         and not turn.flags.kill_switch
         and not turn.context.pending_action
+        and not turn.route.local_only  # a local-only turn has no LLM candidate (seed 003 /local)
     )
 
 

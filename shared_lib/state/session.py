@@ -6,6 +6,8 @@ One document per conversation, ``orgs/{org}/sessions/{id}``::
     pending_action  the action awaiting the user's answer (approval id, proposing user,
                     proposal, parameters hash, policy version, reasons, confirmations)
     last_intent, last_tool_called, last_error, error_count, updated_at, expires_at
+    local_only      /local set it, /cloud cleared it (seed 003): no cloud LLM while true;
+                    local_only_set_by names the turn that set it (turn_id, at)
 
 A session lives 30 minutes from its last update and a pending action 10 minutes from
 its creation (policy ``confirmation``). Expiry is automatic: an expired session or
@@ -274,3 +276,33 @@ def finish_turn(
         return {**new, "mode": "normal", "error_count": 0}
 
     _change(store, org_id, conversation_key, now, change, config)
+
+
+def set_local_only(
+    store: Store,
+    org_id: str,
+    conversation_key: str,
+    local_only: bool,
+    now: datetime,
+    *,
+    turn_id: str,
+    at: datetime,
+    config: Confirmation | None = None,
+) -> bool:
+    """Record ``/local`` (``True``) or ``/cloud`` (``False``) of turn ``turn_id`` (received ``at``).
+
+    Idempotent under redelivery: the turn that already set it writes nothing again, and a turn
+    older than the one that set it last never overrides it. ``False`` when nothing was written.
+    The setting lives as long as the session (its TTL from the last update).
+    """
+
+    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
+        setter = doc.get("local_only_set_by") or {}
+        if setter.get("turn_id") == turn_id:
+            return None
+        previous = setter.get("at")
+        if isinstance(previous, datetime) and previous > at:
+            return None
+        return {**doc, "local_only": local_only, "local_only_set_by": {"turn_id": turn_id, "at": at}}
+
+    return _change(store, org_id, conversation_key, now, change, config)
