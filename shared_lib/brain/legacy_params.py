@@ -1,6 +1,7 @@
 """Rule-based parameter extraction of the legacy brain, keyed by parameter *name*.
 
-Each rule recognises one kind of value in the message (a person, a date, a quoted or
+Each rule recognises one kind of value in the message (a person, a date — found by
+``shared_lib.dates``, the reader the executor and the guardian use —, a quoted or
 colon-separated content, "全員", a level, a percentage). Only fields the tool declares
 are filled; the tool's own model then decides whether the result is usable. Every value
 comes from the user's message (``parameter_sources`` = ``user_message``), except the
@@ -16,14 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from shared_lib.dates import find
 from shared_lib.tools.registry import ToolSpec
 
 _NAME = re.compile(r"([一-龥々ァ-ヴー]{1,8})(?:さん|くん|様|君)")
 _SELF = ("自分", "私", "俺", "僕", "わたし")
-_DATE = re.compile(
-    r"\d{4}[-/年]\d{1,2}[-/月]\d{1,2}日?|\d{1,2}[/月]\d{1,2}日?|(?:今週|来週|再来週)?[月火水木金土日]曜日?"
-    r"|明後日|あさって|明日|あした|今日|本日|月末"
-)
 _QUOTED = re.compile(r"[「『]([^」』]+)[」』]")
 _LEVEL = re.compile(r"(?:レベル|level)\s*(\d)", re.IGNORECASE)
 _PERCENT = re.compile(r"(\d{1,3})\s*[%％]")
@@ -42,8 +40,8 @@ def _person(text: str) -> str | None:
 
 
 def _date(text: str) -> str | None:
-    m = _DATE.search(text)
-    return m.group(0) if m else None
+    """The first date expression as written (``shared_lib.dates``); the tool reads it whole."""
+    return find(text)
 
 
 def _content(text: str) -> str:
@@ -61,7 +59,11 @@ def _task_body(text: str) -> str | None:
     name = _NAME.search(rest)
     if name:
         rest = rest[name.end() :]
-    rest = re.sub(f"(?:{_DATE.pattern})(?:までに|まで|中に|中|に)?", "", rest)
+    for _ in range(3):  # the date expressions (and their までに) are not the body
+        said = find(rest)
+        if not said:
+            break
+        rest = re.sub(re.escape(said) + "(?:までに|まで|中に|中|に)?", "", rest, count=1)
     rest = _TAIL.sub("", rest)
     for _ in range(3):
         rest = _FILLER.sub("", rest.strip())

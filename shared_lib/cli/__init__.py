@@ -11,6 +11,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``revisions``      ``charter rollout rollback``: every layer back to its previous revision
 ``data``           ``charter data purge``: a person's data, deleted everywhere in the store
 ``routing``        ``charter route "TEXT"``: the route the router gives a text (no turn run)
+``dates``          ``charter dates parse "TEXT" --now T``: how the one date reader reads a text
 =================  ===============================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -30,7 +31,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from shared_lib.cli import data, gates, operations, policy, revisions, rollout, routing, tools
+from shared_lib.cli import data, dates, gates, operations, policy, revisions, rollout, routing, tools
 
 Register = Callable[[Any], None]
 PRODUCT_COMMANDS: tuple[Register, ...] = (
@@ -42,6 +43,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     revisions.register,
     data.register,
     routing.register,
+    dates.register,
 )
 
 

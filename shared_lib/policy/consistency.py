@@ -3,8 +3,11 @@
 Fixable inconsistencies are corrected by fixed rules (``consistency.fixes``): strings
 trimmed, duplicate list entries removed, amounts written as text made numbers, absolute
 dates written another way made ISO. Unfixable ones (an impossible date, an unreadable or
-negative amount, a range that ends before it starts) need the user. Dates are read in the
-policy's time zone; before today is ``date.past``, beyond the horizon ``date.far_future``.
+negative amount, a range that ends before it starts) need the user. Dates are read by the
+one reader (``shared_lib.dates``, whole value) in the policy's time zone, so 「来週金曜」
+「月末」「12/5」 are checked too; before today is ``date.past`` (a year-less date already past
+is this year's, shown to the user, never moved to next year), beyond the horizon
+``date.far_future``.
 
 >>> from datetime import date
 >>> cfg = load_policy_config()

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 
+from shared_lib.dates import display_date
 from shared_lib.decisions import Verdict
 from shared_lib.policy.consistency import check_call
 from shared_lib.policy.effective import Policy
@@ -169,12 +170,16 @@ def consistency(s: Subject, p: Policy, now: datetime) -> Iterator[Verdict]:
     if problems:
         yield p.verdict("consistency.unfixable", problem="、".join(problems), details={"problems": problems})
     for c in checks:
-        for key, day in c.past:
-            yield p.verdict("date.past", date=day.isoformat(), details={"key": key, "date": day.isoformat()})
+        for key, day in c.past:  # the reading, shown, never moved (「11月20日（金）」)
+            yield p.verdict(
+                "date.past",
+                date=display_date(day, today=today),
+                details={"key": key, "date": day.isoformat()},
+            )
         for key, day, days in c.far:
             yield p.verdict(
                 "date.far_future",
-                date=day.isoformat(),
+                date=display_date(day, today=today),
                 days=days,
                 details={"key": key, "date": day.isoformat(), "days": days},
             )

@@ -15,23 +15,13 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 
+from shared_lib.dates import DateError, Reading, at_midnight, read_or_error
+
 _NUMBER = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
-_RELATIVE_DAYS = {
-    "一昨日": -2,
-    "おととい": -2,
-    "昨日": -1,
-    "きのう": -1,
-    "今日": 0,
-    "本日": 0,
-    "きょう": 0,
-    "明日": 1,
-    "あした": 1,
-    "明後日": 2,
-    "あさって": 2,
-}
+_ANY_DAY = date(2000, 1, 3)  # for questions of form only: whether a value is a date at all
 _ISO = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})")
 _SLASH = re.compile(r"^(\d{4})[/.年](\d{1,2})[/.月](\d{1,2})日?$")
 
@@ -62,26 +52,41 @@ def as_number(value: Any) -> float | None:
     return float(text) * scale if _NUMBER.match(text.strip()) else None
 
 
+def _whole(value: str, today: date) -> Reading | DateError:
+    try:
+        return read_or_error(value, at_midnight(today), whole=True)
+    except DateError as exc:
+        return exc
+
+
 def is_calendar_date_text(value: Any) -> bool:
-    """Looks like an absolute date (so an impossible one is an inconsistency, not noise)."""
+    """Looks like a date (so an impossible one is an inconsistency, not noise): an absolute
+    date, or any date expression the reader recognises but whose day does not exist."""
     if not isinstance(value, str):
         return False
     text = unicodedata.normalize("NFKC", value).strip()
-    return bool(_ISO.match(text) or _SLASH.match(text))
+    if _ISO.match(text) or _SLASH.match(text):
+        return True
+    found = _whole(text, _ANY_DAY)
+    return found.code != "date.unreadable" if isinstance(found, DateError) else found.date is not None
 
 
 def read_date(value: Any, today: date) -> date | None:
-    """An absolute or simple relative date; ``None`` when it cannot be read or does not exist."""
+    """A date as ``shared_lib.dates`` reads the whole value (a range gives its last day);
+    ``None`` when it cannot be read or does not exist. A year-less date already past is this
+    year's (past), never next year's."""
     if isinstance(value, datetime):
         return value.date()
     if isinstance(value, date):
         return value
     if not isinstance(value, str):
         return None
-    text = unicodedata.normalize("NFKC", value).strip()
-    if text in _RELATIVE_DAYS:
-        return today + timedelta(days=_RELATIVE_DAYS[text])
-    m = _ISO.match(text) or _SLASH.match(text)
+    found = _whole(value, today)
+    if isinstance(found, Reading):
+        return found.deadline
+    if found.code != "date.unreadable":
+        return None
+    m = _ISO.match(unicodedata.normalize("NFKC", value).strip())  # an ISO datetime with an offset
     if not m:
         return None
     try:
@@ -91,17 +96,17 @@ def read_date(value: Any, today: date) -> date | None:
 
 
 def iso_date_text(value: Any) -> str | None:
-    """``YYYY-MM-DD`` for an absolute date written another way ("2025/1/5"); else ``None``."""
+    """``YYYY-MM-DD`` for an absolute date with its year written another way ("2025/1/5",
+    「２０２５年１月５日(日)」); else ``None``. Relative and year-less expressions stay as said
+    (the executor reads them with the same reader), and so does anything ambiguous."""
     if not isinstance(value, str):
         return None
-    text = unicodedata.normalize("NFKC", value).strip()
-    m = _SLASH.match(text)
-    if not m:
+    found = _whole(value, _ANY_DAY)
+    if not isinstance(found, Reading) or found.date is None:
         return None
-    try:
-        return date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isoformat()
-    except ValueError:
+    if found.kind != "absolute" or not found.year_said or found.time is not None or found.ambiguous:
         return None
+    return found.date.isoformat()
 
 
 def recipients(value: Any, all_values: Iterable[str]) -> tuple[bool, int]:

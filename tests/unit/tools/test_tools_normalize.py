@@ -43,9 +43,13 @@ from shared_lib.tools.registry import ToolInputError
         ("3月5日", "2026-03-05"),
         ("3/5(木)", "2026-03-05"),
         ("１月３１日", "2026-01-31"),
-        ("1/5", "2027-01-05"),  # a month/day that has passed this year means next year
+        ("5/5", "2026-05-05"),
         ("30日", "2026-01-30"),
-        ("15日", "2026-02-15"),
+        # the nearest 3rd: next month's (6 days) rather than this month's (25 days ago)
+        ("3日", "2026-02-03"),
+        ("今週中", "2026-01-30"),
+        ("週明け", "2026-02-02"),
+        ("3/5〜3/7", "2026-03-07"),  # a range's deadline is its last day
         ("来月10日", "2026-02-10"),
     ],
 )
@@ -61,7 +65,7 @@ def test_given_late_evening_utc_when_normalised_then_the_japanese_calendar_day_i
     assert normalize_date("明日", late) == "2026-01-30"
 
 
-@pytest.mark.parametrize("expr", ["いつか", "2026-02-30", "13/40", "きのう"])
+@pytest.mark.parametrize("expr", ["いつか", "2026-02-30", "13/40", "きのう", "明日の件"])
 def test_given_a_date_that_cannot_be_read_or_does_not_exist_when_normalised_then_it_is_an_input_error(expr):
     with pytest.raises(ToolInputError) as err:
         normalize_date(expr, NOW)
@@ -72,6 +76,14 @@ def test_given_a_deadline_in_the_past_when_normalised_then_it_is_refused_unless_
     with pytest.raises(ToolInputError, match="過去"):
         normalize_date("2026-01-01", NOW)
     assert normalize_date("2026-01-01", NOW, allow_past=True) == "2026-01-01"
+
+
+@pytest.mark.parametrize(("expr", "shown"), [("1/5", "1月5日（月）"), ("15日", "1月15日（木）")])
+def test_given_a_year_less_date_already_past_when_normalised_then_it_is_refused_not_moved(expr, shown):
+    # seed 000: a past date is never silently moved (it used to become 2027-01-05 / 2026-02-15)
+    with pytest.raises(ToolInputError, match=f"{shown}.*過去"):
+        normalize_date(expr, NOW)
+    assert normalize_date(expr, NOW, allow_past=True) == {"1/5": "2026-01-05", "15日": "2026-01-15"}[expr]
 
 
 def test_given_no_date_when_normalised_then_none_stays_none():
@@ -89,13 +101,18 @@ def test_given_no_date_when_normalised_then_none_stays_none():
         ("午後3時", "15:00"),
         ("午前10時15分", "10:15"),
         ("１８：００", "18:00"),
+        ("3時半", "15:30"),  # working hours: a bare 1–7 is the afternoon
+        ("午前3時半", "03:30"),
+        ("03:30", "03:30"),
+        ("夕方", "17:00"),
+        ("正午", "12:00"),
     ],
 )
 def test_given_a_time_expression_when_normalised_then_it_is_hh_mm(expr, expected):
     assert normalize_time(expr) == expected
 
 
-@pytest.mark.parametrize("expr", ["25:00", "夕方", "12:75"])
+@pytest.mark.parametrize("expr", ["25:00", "いつか", "12:75", "午前15時"])
 def test_given_an_impossible_time_when_normalised_then_it_is_an_input_error(expr):
     with pytest.raises(ToolInputError):
         normalize_time(expr)

@@ -1,0 +1,157 @@
+"""``read``: the one reader of date and time expressions (see the package docstring)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from zoneinfo import ZoneInfo
+
+from shared_lib.dates.days import ATOMS, BARE_DAY, RANGE_SEP, Part, Reader, checked
+from shared_lib.dates.model import JST, DateError, Kind, Reading, fold
+from shared_lib.dates.times import TIME_ATOMS, TimePart, read_time
+
+# what a parameter value may carry after its expression: 「明日まで」「3/5(木)に」「15時頃」
+_TAIL = re.compile(
+    r"\s?(?:までに|まで|迄に|迄|中に|頃まで|頃|ごろ|くらい|ぐらい|に|締め切り|締切|期限)?[\s。.!！]*"
+)
+_JOIN = re.compile(r"\s?(?:の|T|\s)?\s?")
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    start: int
+    end: int
+    part: Part | None
+    time: TimePart | None
+
+
+def _longest(
+    atoms: tuple[tuple[re.Pattern[str], Reader], ...], text: str, pos: int
+) -> tuple[re.Match[str], Reader] | None:
+    best: tuple[re.Match[str], Reader] | None = None
+    for pattern, reader in atoms:
+        m = pattern.match(text, pos)
+        if m and m.end() > m.start() and (best is None or m.end() > best[0].end()):
+            best = (m, reader)
+    return best
+
+
+def _time_at(text: str, pos: int) -> re.Match[str] | None:
+    found = [m for p in TIME_ATOMS if (m := p.match(text, pos)) and m.end() > m.start()]
+    return max(found, key=lambda m: m.end()) if found else None
+
+
+def _range_end(text: str, pos: int, start: Part, today: date) -> tuple[date, int] | None:
+    sep = RANGE_SEP.match(text, pos)
+    if not sep:
+        return None
+    hit = _longest(ATOMS, text, sep.end())
+    if hit is not None:
+        m, reader = hit
+        if reader.__name__ == "_month_day":  # a year-less end follows the start's year
+            end = checked(start.date.year, int(m[1]), int(m[2]), m[0])
+            if end.month < start.date.month:  # 「12/28〜1/5」 crosses the year end
+                end = checked(start.date.year + 1, int(m[1]), int(m[2]), m[0])
+        elif reader.__name__ == "_day_only" and not m[1]:  # 「3/5〜7日」: the start's month
+            end = checked(start.date.year, start.date.month, int(m[2]), m[0])
+        else:
+            end = reader(m, today).date
+        stop = m.end()
+    elif (bare := BARE_DAY.match(text, sep.end())) and start.kind == "absolute":
+        end, stop = checked(start.date.year, start.date.month, int(bare[1]), bare[0]), bare.end()
+    else:
+        return None
+    if end < start.date:
+        raise DateError("date.range_reversed", "範囲の終わりが始まりより前です", expression=text[pos:stop])
+    return end, stop
+
+
+def _scan_at(text: str, pos: int, today: date) -> _Found | None:
+    """The longest date (and range, and time) expression starting at ``pos``, or a time alone."""
+    hit = _longest(ATOMS, text, pos)
+    if hit is None:
+        t = _time_at(text, pos)
+        return _Found(pos, t.end(), None, read_time(t)) if t else None
+    m, reader = hit
+    part, end = reader(m, today), m.end()
+    if ranged := _range_end(text, end, part, today):
+        part = Part(part.date, ranged[0], "range", part.note, part.year_said)
+        end = ranged[1]
+    joined = _JOIN.match(text, end)
+    t = _time_at(text, joined.end()) if joined else None
+    return _Found(pos, t.end() if t else end, part, read_time(t) if t else None)
+
+
+def _zone_today(now: datetime, tz: ZoneInfo) -> datetime:
+    return now.astimezone(tz) if now.tzinfo else now.replace(tzinfo=tz)
+
+
+def _reading(text: str, found: _Found, now: datetime) -> Reading:
+    part, tpart = found.part, found.time
+    day, end = (part.date, part.end) if part else (None, None)
+    at = tpart.time if tpart else None
+    last = end or day
+    is_past = last is not None and (
+        last < now.date() or (last == now.date() and at is not None and at < now.time())
+    )
+    notes = [n for n in (part.note if part else None, tpart.note if tpart else None) if n]
+    kind: Kind = part.kind if part else "time"
+    return Reading(
+        date=day,
+        time=at,
+        end_date=end,
+        is_past=is_past,
+        ambiguous=bool(notes),
+        ambiguity="；".join(notes) or None,
+        expression=text[found.start : found.end].strip(),
+        kind=kind,
+        year_said=bool(part and part.year_said),
+    )
+
+
+def read_or_error(text: str, now: datetime, tz: ZoneInfo = JST, *, whole: bool = False) -> Reading:
+    """Like ``read``, but a text that is not read raises ``DateError`` with its ``code``:
+    ``date.unreadable`` (no expression; with ``whole``, not only one) or ``date.nonexistent``,
+    ``time.nonexistent``, ``date.range_reversed`` (an expression naming what does not exist)."""
+    local = _zone_today(now, tz)
+    folded = fold(text)
+    if whole:
+        pos = len(folded) - len(folded.lstrip())
+        found = _scan_at(folded, pos, local.date())
+        tail = _TAIL.fullmatch(folded, found.end) if found else None
+        if found is None or tail is None:
+            raise DateError("date.unreadable", f"日付「{text.strip()}」を解釈できません", expression=text)
+        return _reading(text, found, local)
+    for pos in range(len(folded)):
+        if found := _scan_at(folded, pos, local.date()):
+            return _reading(text, found, local)
+    raise DateError("date.unreadable", f"「{text.strip()}」に日付や時刻がありません", expression=text)
+
+
+def read(text: str, now: datetime, tz: ZoneInfo = JST, *, whole: bool = False) -> Reading | None:
+    """The first date/time expression in ``text`` (``whole``: the text must be one expression,
+    with at most a tolerated tail such as までに), read against ``now`` in ``tz``; else ``None``."""
+    try:
+        return read_or_error(text, now, tz, whole=whole)
+    except DateError:
+        return None
+
+
+def find(text: str) -> str | None:
+    """The first date expression of ``text`` as written (no clock needed: the syntax decides)."""
+    folded = fold(text)
+    probe = datetime(2000, 1, 3, 12, tzinfo=JST)
+    for pos in range(len(folded)):
+        try:
+            found = _scan_at(folded, pos, probe.date())
+        except DateError as exc:  # names a day that does not exist: still an expression
+            return exc.expression.strip() or None
+        if found and found.part:
+            return text[found.start : found.end].strip()
+    return None
+
+
+def at_midnight(day: date, tz: ZoneInfo = JST) -> datetime:
+    """The start of ``day`` in ``tz`` (callers that only know today's date)."""
+    return datetime.combine(day, time(0, 0), tzinfo=tz)

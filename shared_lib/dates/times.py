@@ -1,0 +1,74 @@
+"""Time expressions: 「15:30」「15時半」「午後3時」「正午」「夕方」.
+
+Working hours are 9:00–18:00 (``model.WORK_START``/``WORK_END``). An hour of 1–7 said without
+午前/午後 (and not written ``03:30``) is read in the afternoon, the one that falls in or
+next to working hours — 「3時半」 is 15:30 — and marked ambiguous; 8–12 stay as said.
+Words: 正午/昼/お昼 12:00, 朝一 9:00 (the start of work), 定時 18:00 (its end), 午前中 12:00
+(a deadline "by noon"); approximate ones, marked ambiguous: 朝 9:00, 夕方 17:00, 夜 19:00.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import time
+
+from shared_lib.dates.model import DateError
+
+
+@dataclass(frozen=True, slots=True)
+class TimePart:
+    time: time
+    note: str | None = None
+
+
+_WORDS: dict[str, tuple[int, str | None]] = {
+    "正午": (12, None),
+    "お昼": (12, None),
+    "昼": (12, None),
+    "朝一": (9, None),
+    "朝イチ": (9, None),
+    "朝いち": (9, None),
+    "定時": (18, None),
+    "午前中": (12, None),
+    "朝": (9, "「朝」は9時と読みました（おおよその時刻）"),
+    "夕方": (17, "「夕方」は17時と読みました（おおよその時刻）"),
+    "夜": (19, "「夜」は19時と読みました（おおよその時刻）"),
+}
+_PM = ("午後", "夜", "夕方", "pm", "PM")
+_AM = ("午前", "朝", "am", "AM")
+CLOCK = re.compile(
+    r"(?<![\d:/.])(午前|午後|朝|夜|夕方|am|AM|pm|PM)?\s?(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?!\d)"
+)
+HOURS = re.compile(r"(?<![\d:/.])(午前|午後|朝|夜|夕方)?(\d{1,2})時(?:(\d{1,2})分|(半))?(?!間)")
+WORD = re.compile("|".join(sorted(_WORDS, key=len, reverse=True)) + r"(?!食|ご飯|ごはん)")
+
+
+def _hour(prefix: str | None, hour: int, minute: int, padded: bool, said: str) -> TimePart:
+    if minute > 59 or hour > 23 or (prefix in _AM + _PM and hour > 12):
+        raise DateError("time.nonexistent", f"存在しない時刻です: {said}", expression=said)
+    note = None
+    if prefix in _PM and hour < 12:
+        hour += 12
+    elif prefix in _AM and hour == 12:
+        hour = 0
+    elif prefix is None and 1 <= hour <= 7 and not padded:
+        hour += 12
+        note = (
+            f"午前・午後の指定がないため業務時間として{hour}時{f'{minute}分' if minute else ''}と読みました"
+        )
+    return TimePart(time(hour, minute), note)
+
+
+def read_time(m: re.Match[str]) -> TimePart:
+    """The time of a match of ``CLOCK``, ``HOURS`` or ``WORD``."""
+    if m.re is WORD:
+        hour, note = _WORDS[m[0]]
+        return TimePart(time(hour, 0), note)
+    if m.re is CLOCK:
+        return _hour(m[1], int(m[2]), int(m[3]), m[2].startswith("0") and len(m[2]) == 2, m[0])
+    minute = 30 if m[4] else int(m[3] or 0)
+    return _hour(m[1], int(m[2]), minute, m[2].startswith("0") and len(m[2]) == 2, m[0])
+
+
+TIME_ATOMS = (CLOCK, HOURS, WORD)

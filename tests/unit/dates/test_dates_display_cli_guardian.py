@@ -1,0 +1,141 @@
+"""Display of readings, ``charter dates parse``, and the guardian seeing what the reader reads."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, time
+
+import pytest
+
+from shared_lib.brain.legacy_params import extract
+from shared_lib.cli import main
+from shared_lib.dates import JST, display_date, display_reading, display_time, find, read
+from shared_lib.policy.guardian import evaluate
+from shared_lib.policy.values import is_calendar_date_text, iso_date_text, read_date
+from shared_lib.tools.builtin import builtin_registry
+from tests.unit.policy.policy_fakes import tool_call
+
+NOW = datetime(2026, 11, 24, 10, 0, tzinfo=JST)  # a Tuesday morning in Tokyo
+
+
+@pytest.mark.parametrize(
+    ("day", "weekday", "expected"),
+    [
+        (date(2026, 11, 25), True, "11月25日（水）"),
+        (date(2026, 11, 20), True, "11月20日（金）"),
+        (date(2026, 11, 29), True, "11月29日（日）"),
+        (date(2026, 1, 5), False, "1月5日"),
+    ],
+)
+def test_a_date_is_shown_in_japanese_with_full_width_parentheses(day, weekday, expected):
+    assert display_date(day, with_weekday=weekday) == expected
+
+
+def test_the_year_is_shown_only_when_it_is_not_this_year():
+    assert display_date(date(2027, 1, 5), today=date(2026, 12, 31)) == "2027年1月5日（火）"
+    assert display_date(date(2026, 12, 5), today=date(2026, 12, 31)) == "12月5日（土）"
+
+
+@pytest.mark.parametrize(
+    ("at", "expected"), [(time(15, 30), "15時30分"), (time(15, 0), "15時"), (time(9, 5), "9時5分")]
+)
+def test_a_time_is_shown_in_japanese(at, expected):
+    assert display_time(at) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("来週金曜の午後3時半", "12月4日（金）15時30分"),
+        ("12/5〜12/7", "12月5日（土）〜12月7日（月）"),
+        ("3時", "15時"),
+        ("1/5", "2027年1月5日（火）"),
+    ],
+)
+def test_a_reading_is_shown_whole(text, expected):
+    reading = read(text, NOW)
+    assert reading is not None
+    assert display_reading(reading, today=NOW.date()) == expected
+
+
+def test_find_gives_the_first_date_expression_as_written_without_a_clock():
+    assert find("田中さんに見積書を１２月５日（土）までに") == "１２月５日（土）"
+    assert find("明日の件") == "明日"
+    assert find("よろしく") is None
+
+
+def test_the_legacy_brain_takes_its_dates_from_the_reader():
+    spec = builtin_registry().get("chatwork_task_create")
+    params, _ = extract(spec, "田中さんに請求書の確認を来週金曜までにお願い")
+    assert params["limit_date"] == "来週金曜" and params["body"] == "請求書の確認"
+    params, _ = extract(spec, "田中さんに請求書の確認を週明けまでにお願い")
+    assert params["limit_date"] == "週明け" and params["body"] == "請求書の確認"
+
+
+def test_the_guardian_values_read_whole_values_with_the_reader():
+    today = NOW.date()
+    assert read_date("来週金曜", today) == date(2026, 12, 4)
+    assert read_date("月末", today) == date(2026, 11, 30)
+    assert read_date("12/5", today) == date(2026, 12, 5)
+    assert read_date("11/20", today) == date(2026, 11, 20)  # past, never 2027-11-20
+    assert read_date("2026-12-05T10:00:00+09:00", today) == date(2026, 12, 5)
+    assert read_date("明日の件", today) is None
+    assert iso_date_text("２０２６年１２月５日") == "2026-12-05"
+    assert iso_date_text("12/5") is None  # a year-less date stays as said
+    assert is_calendar_date_text("2/30") and is_calendar_date_text("2026-02-30")
+    assert not is_calendar_date_text("いつか")
+
+
+def test_given_a_task_due_11_20_proposed_on_11_24_then_the_guardian_confirms_showing_the_reading():
+    # GIVEN a task proposal whose deadline, without a year, is four days ago
+    proposal = tool_call(
+        "chatwork_task_create", {"body": "見積書作成", "assignee_name": "田中", "limit_date": "11/20"}
+    )
+    # WHEN the guardian judges it on 2026-11-24
+    verdict = evaluate(proposal, registry=builtin_registry(), now=NOW)
+    # THEN it is a confirmation about the past date, showing the reading in Japanese
+    assert (verdict.action, verdict.reason_code) == ("confirm", "date.past")
+    assert "11月20日（金）" in verdict.message
+    assert verdict.details["date"] == "2026-11-20"  # not 2027-11-20
+    assert not verdict.modified_parameters
+
+
+@pytest.mark.parametrize(
+    ("said", "code"), [("来週金曜", "pass"), ("月末", "pass"), ("先週金曜", "date.past")]
+)
+def test_the_guardian_checks_relative_expressions_it_used_to_skip(said, code):
+    proposal = tool_call("create_event", {"date": said})
+    verdict = evaluate(proposal, registry=builtin_registry(), now=NOW)
+    assert verdict.reason_code == code
+
+
+def test_cli_prints_the_reading_as_json(capsys):
+    assert main(["dates", "parse", "11/20までに", "--now", "2026-11-24T10:00", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {
+        "date": "2026-11-20",
+        "time": None,
+        "end_date": None,
+        "is_past": True,
+        "ambiguous": False,
+        "ambiguity": None,
+        "expression": "11/20",
+        "kind": "absolute",
+        "display": "11月20日（金）",
+    }
+
+
+def test_cli_prints_aligned_lines_with_the_display_form(capsys):
+    assert main(["dates", "parse", "3時半", "--now", "2026-11-24T01:00:00+00:00"]) == 0
+    out = capsys.readouterr().out
+    for line in ("date        null", "time        15:30", "ambiguous   yes", "display     15時30分"):
+        assert line in out
+
+
+def test_cli_exit_codes_tell_not_read_from_bad_usage(capsys):
+    assert main(["dates", "parse", "よろしく", "--now", "2026-11-24T10:00"]) == 1
+    assert main(["dates", "parse", "2/30", "--now", "2026-11-24T10:00", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["code"] == "date.nonexistent"
+    assert main(["dates", "parse", "明日の件", "--now", "2026-11-24T10:00", "--whole"]) == 1
+    assert main(["dates", "parse", "明日", "--now", "yesterday"]) == 2
+    assert main(["dates", "parse", "明日", "--now", "2026-11-24T10:00", "--tz", "Mars/Olympus"]) == 2
