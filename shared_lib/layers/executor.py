@@ -87,6 +87,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                 conversation_key=turn.conversation_key,
                 call_id=call_id(turn, index),
                 dry_run=turn.shadow,
+                confirmed=_confirmed(turn),
             )
         )
         if outcome.error_code:
@@ -119,6 +120,14 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         "executed" if ok else "failed",
         reason_code="ok" if failed is None else failed.error_code or "",
         detail=f"calls={len(sec.results)} replayed={sum(r.replayed for r in sec.results)}",
+    )
+
+
+def _confirmed(turn: Turn) -> frozenset[str]:
+    """The guardian's reasons the user approved for the action being run (seed 000 §5.1.7)."""
+    approval = turn.proposal.approval or {}
+    return (
+        frozenset(str(r) for r in approval.get("reasons") or []) if approval.get("approved") else frozenset()
     )
 
 

@@ -76,6 +76,7 @@ class CallRequest:
     conversation_key: str
     call_id: str  # ``{turn_id}-{step}-{index}``
     dry_run: bool = False
+    confirmed: frozenset[str] = frozenset()  # reason codes the user approved for this action
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,7 @@ class ToolExecutor:
             dry_run=req.dry_run,
             conversation_key=req.conversation_key,
             tasks=DryRunTaskBackend(tasks) if req.dry_run else tasks,
+            confirmed=req.confirmed,
         )
 
     def _run(self, spec: ToolSpec, params: BaseModel, req: CallRequest) -> CallOutcome:

@@ -27,7 +27,20 @@ from pydantic import Field
 from shared_lib.dates import JST, WEEKDAYS, DateError, display_date, read_or_error
 from shared_lib.tools.registry import ToolInputError
 
-__all__ = ["JST", "WEEKDAYS", "DocId", "clean_text", "normalize_date", "normalize_time", "today_jst"]
+__all__ = [
+    "JST",
+    "PAST_DATE",
+    "WEEKDAYS",
+    "DocId",
+    "clean_text",
+    "normalize_date",
+    "normalize_time",
+    "today_jst",
+]
+
+# The guardian's reason code for a date in the past (``policy.reasons``): when the user answered
+# 「はい」 to it, the handler takes the date as said (``ToolContext.confirmed``).
+PAST_DATE = "date.past"
 
 # Ids the LLM may pass (task, goal, memory, user, department): never a path.
 DocId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_\-]+$")]

@@ -47,6 +47,8 @@ class ToolContext:
     document ids and provider markers from it, so a replay names the same effect.
     ``recovering`` is set when an earlier attempt of the same call may have reached an
     external provider: the handler must look for that effect before creating it again.
+    ``confirmed`` holds the guardian's reason codes the user answered 「はい」 to for this very
+    action (``date.past``: a date in the past is what the user meant, so it is not refused).
     """
 
     store: Store
@@ -59,6 +61,7 @@ class ToolContext:
     conversation_key: str = ""
     tasks: TaskBackend | None = None
     recovering: bool = False
+    confirmed: frozenset[str] = frozenset()
 
     @property
     def task_backend(self) -> TaskBackend:

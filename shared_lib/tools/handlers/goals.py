@@ -19,7 +19,7 @@ from shared_lib.ports import Transaction
 from shared_lib.tools.directory import department_members
 from shared_lib.tools.handlers.base import Params, doc_id, pick_one, preview, require_text, writer
 from shared_lib.tools.handlers.tasks import team_department
-from shared_lib.tools.normalize import DocId, normalize_date
+from shared_lib.tools.normalize import PAST_DATE, DocId, normalize_date
 from shared_lib.tools.registry import ToolContext, ToolInputError
 from shared_lib.tools.task_backend import IN_QUERY_LIMIT
 
@@ -70,7 +70,9 @@ def goal_registration(p: GoalRegistrationParams, ctx: ToolContext, txn: Transact
         "title": p.title and require_text(p.title, "title"),
         "why": p.why and require_text(p.why, "why"),
         "how": p.how and require_text(p.how, "how"),
-        "deadline": normalize_date(p.deadline, ctx.now, field="deadline"),
+        "deadline": normalize_date(
+            p.deadline, ctx.now, field="deadline", allow_past=PAST_DATE in ctx.confirmed
+        ),
     }
     spath = session_path(ctx.org_id, ctx.conversation_key or f"{ctx.org_id}/{ctx.room_id}/{ctx.user_id}")
     reader = txn if txn is not None else ctx.store
