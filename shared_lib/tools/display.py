@@ -130,3 +130,13 @@ def _result_value(registry: ToolRegistry, tool: str, key: str, value: Any, today
         return value
     label = registry.value_label(tool, key, value)
     return label if label is not None else show_plain(value, today=today)
+
+
+def name_tools(registry: ToolRegistry, text: str) -> str:
+    """Free text (the proposer's reasoning shown in a confirmation) with every registered tool
+    name written as a user reads it: 「save_memory を使う」 → 「「記憶の保存」を使う」."""
+    names = sorted(registry.names(), key=len, reverse=True)
+    if not names or not text:
+        return text
+    pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, names)) + r")(?![A-Za-z0-9_])")
+    return pattern.sub(lambda m: f"「{registry.display_name(m.group(1))}」", text)
