@@ -5,12 +5,16 @@ so the operator commands can read the demo's records afterwards, the real Anthro
 pointed at Claude when ``ANTHROPIC_API_KEY`` is set, else at the built-in scripted model (the
 fake Anthropic server on 127.0.0.1). ``--stack`` sends the same conversation as signed
 webhooks to the running local stack and reads the records back from the emulator.
+
+The demo fails (exit 1) when a reply is missing or shows what a user must never read
+(``leaks``): a mask placeholder (「[PHONE_1]」), an internal tool or parameter name, an ISO date.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from contextlib import ExitStack
@@ -23,6 +27,18 @@ from shared_lib.inbound import InboundMessage
 from shared_lib.ports import Store
 
 _NAMES = {p["user_id"]: p["name"] for p in PEOPLE}
+_PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_]*(?:_\d+)?\]")
+_ISO_DATE = re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)")
+
+
+def leaks(reply: str) -> list[str]:
+    """What a reply shows that no user may read: placeholders, internal names, ISO dates."""
+    from shared_lib.tools.builtin import builtin_registry
+
+    registry = builtin_registry()
+    internal = {spec.name for spec in registry} | {f for spec in registry for f in spec.params.model_fields}
+    words = set(re.findall(r"[A-Za-z][A-Za-z0-9_]*", reply))
+    return [*_PLACEHOLDER.findall(reply), *sorted(words & internal), *_ISO_DATE.findall(reply)]
 
 
 def turn_summary(record: dict[str, Any], speaker: str, text: str) -> dict[str, Any]:
@@ -177,7 +193,10 @@ def _stack(args: argparse.Namespace) -> list[dict[str, Any]]:
 def _run(args: argparse.Namespace) -> int:
     turns = _stack(args) if args.stack else _embedded(args)
     failed = [t for t in turns if not t.get("reply")]
-    return 1 if failed else 0
+    leaked = {t["turn_id"]: found for t in turns if (found := leaks(str(t.get("reply") or "")))}
+    for turn_id, found in leaked.items():
+        print(f"turn {turn_id}: the reply shows {', '.join(found)}", file=sys.stderr)
+    return 1 if failed or leaked else 0
 
 
 def register(sub: Any) -> None:

@@ -23,9 +23,17 @@ vault. Identifiers (keys ``id``, ``*_id``, ``*_ids``, ``*_by``, ``by``, ``marker
 >>> Sanitizer.default().mask_stored({"content": "mail taro@example.com", "user_id": "u-1"})
 {'content': 'mail [EMAIL]', 'user_id': 'u-1'}
 
-A reply (``present``) gives back only the recipient's own values — those of the message
-being answered, numbered as the brain numbered them — and shows every other placeholder,
-numbered or not, as words (``wording`` in the rules file): a user never reads ``[PHONE_1]``.
+A reply (``present``) gives back only the recipient's own values and shows every other
+placeholder, numbered or not, as words (``wording`` in the rules file); a placeholder of a
+label no rule has (an LLM's own ``[NAME_1]``) reads 「（伏せた情報）」: a user never reads
+``[PHONE_1]``. The rule of whose value is whose: the only values a reply restores are those
+of the message being answered (masked afresh with the same rules, so numbered as the brain
+numbered them), because the recipient is the person who wrote it. A value from an earlier
+turn, from a store (kept unnumbered, ``[EMAIL]``), from another person or from a tool result
+is never restored by a reply, even when a placeholder of the same shape names it — only the
+executor restores parameters, from the vault of the turn that asked. ``present`` is called
+at one place, the responder, right before the channel send, on every reply whatever
+composed it (the LLM's text, a template filled from a tool result, a confirmation).
 
 >>> Sanitizer.default().present("[EMAIL_1] と [PHONE] ですね", own="taro@example.com", language="ja")
 'taro@example.com と （電話番号・非表示） ですね'
@@ -49,6 +57,7 @@ STORED_PLACEHOLDER = re.compile(r"\[([A-Z][A-Z_]*)\]")
 SECRET_GROUP = "secret"
 IDENTIFIER_KEY = re.compile(r"^(?:id|ids|by|marker|recipients)$|_(?:id|ids|by)$")
 _HIDDEN = {"ja": "（非表示）", "en": "(hidden)"}
+_WITHHELD = {"ja": "（伏せた情報）", "en": "(withheld)"}
 _CLIPPED = re.compile(r"\[([A-Z][A-Z_0-9]*)(?=…|\.\.\.|$)")
 
 
@@ -147,7 +156,8 @@ class Sanitizer:
         answered, masked afresh: the numbering the brain used) restored, every other one in words."""
         restored = unmask(text, self.mask(own)[1])
         shown = self._any_placeholder.sub(lambda m: self.words(m.group(1), language), restored)
-        return _CLIPPED.sub(lambda m: self._clipped(m, language), shown)
+        unknown = PLACEHOLDER.sub(lambda m: _WITHHELD.get(language, _WITHHELD["ja"]), shown)
+        return _CLIPPED.sub(lambda m: self._clipped(m, language), unknown)
 
     def _clipped(self, m: re.Match[str], language: str) -> str:
         """A placeholder cut short by a length limit (``[PHONE_…``), in words when it is one."""

@@ -361,7 +361,15 @@ def propose(text: str) -> JSON:
 
 # --------------------------------------------------------------------------- response integration
 
+# by internal name and by the display name the charter hands the phrasing step
 _TOOL_OPENINGS: dict[str, str] = {
+    "タスクの作成": "タスクを作成したウル！",
+    "タスクの完了": "タスクを完了にしたウル！",
+    "タスクの確認": "タスクを確認したウル！",
+    "記憶の保存": "しっかり覚えたウル！",
+    "アナウンスの送信": "アナウンスを送ったウル！",
+    "権限の変更": "権限を変更したウル！",
+    "全社員の一覧の確認": "社員の一覧を確認したウル！",
     "chatwork_task_create": "タスクを作成したウル！",
     "chatwork_task_complete": "タスクを完了にしたウル！",
     "chatwork_task_search": "タスクを確認したウル！",

@@ -4,12 +4,15 @@
 turn are phrased by a second LLM call in the persona (3-5 sentences, masked results,
 the same cached prefix as the proposal call); failures, legacy turns and a failed
 phrasing call use the persona's fixed templates (``done_<tool>``, the error catalogue).
-A handler's data never reaches the user unformatted.
+A handler's data never reaches the user unformatted: both ways read the result as a user
+does (``tools.display.shown_result``: 「11月25日（水）」 for a date, 「好み」 for ``preference``),
+the tool by its display name, a parameter a failure names by its label (「担当者」).
 """
 
 from __future__ import annotations
 
 import json
+from datetime import date
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +27,8 @@ from shared_lib.errors import CATALOGUE, BrainError, LLMError
 from shared_lib.persona import Persona
 from shared_lib.ports import LLMRequest
 from shared_lib.sanitizer import Sanitizer
+from shared_lib.tools.display import labels_text, shown_result
+from shared_lib.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -37,7 +42,7 @@ def integrate(turn: Turn, rt: Runtime) -> str:
         return error_text(rt.persona, "execution_error")
     failed = [r for r in results if not r.ok]
     if failed:
-        return failure_text(rt.persona, failed[0])
+        return failure_text(rt.persona, failed[0], rt.registry)
     if _llm_serves(turn) and rt.llm is not None:
         try:
             text = _llm_phrase(turn, rt)
@@ -46,7 +51,8 @@ def integrate(turn: Turn, rt: Runtime) -> str:
             text = ""
         if text:
             return text
-    return "\n".join(done_text(rt.persona, r) for r in results)
+    today = rt.clock().astimezone(rt.policy.zone).date()
+    return "\n".join(done_text(rt.persona, r, rt.registry, today=today) for r in results)
 
 
 def error_text(persona: Persona, code: str, **values: object) -> str:
@@ -58,23 +64,39 @@ def error_text(persona: Persona, code: str, **values: object) -> str:
     return persona.message(fallback)
 
 
-def failure_text(persona: Persona, result: ToolResult) -> str:
+def failure_text(persona: Persona, result: ToolResult, registry: ToolRegistry | None = None) -> str:
     if result.error_code == "validation_error":
-        detail = str(result.result.get("detail", ""))
-        options = result.result.get("options") or []
-        return persona.message(
-            "validation_error", detail=detail + (f"（{'／'.join(map(str, options))}）" if options else "")
-        )
+        return persona.message("validation_error", detail=_invalid_detail(result, registry or ToolRegistry()))
     return error_text(persona, result.error_code or "execution_error")
 
 
-def done_text(persona: Persona, result: ToolResult) -> str:
-    """Fixed template ``done_<tool>`` filled from the result (lists become bullet lines)."""
+def _invalid_detail(result: ToolResult, registry: ToolRegistry) -> str:
+    """What to fix, naming parameters by their labels: the model's failed fields (「担当者、期限」),
+    or the handler's sentence with the field it names (``title が空です``) labelled."""
+    data, tool = result.result, result.tool_name
+    named = [str(f).split(":", 1)[0].split(".", 1)[0] for f in data.get("fields") or []]
+    if named:
+        return f"{labels_text(registry, tool, named)}が足りないか、読み取れなかった"
+    detail = str(data.get("detail", ""))
+    field = data.get("field")
+    if field and str(field) in detail:
+        detail = detail.replace(str(field), registry.parameter_label(tool, str(field)))
+    options = data.get("options") or []
+    return detail + (f"（{'／'.join(map(str, options))}）" if options else "")
+
+
+def done_text(
+    persona: Persona, result: ToolResult, registry: ToolRegistry | None = None, *, today: date | None = None
+) -> str:
+    """Fixed template ``done_<tool>`` filled from the result as a user reads it (lists become
+    bullet lines); a tool without one is named by its display name."""
+    reg = registry or ToolRegistry()
     key = f"done_{result.tool_name}"
     if not persona.has(key):
-        return persona.message("tool_done", tool=result.tool_name)
-    values: dict[str, Any] = dict(result.result)
-    for value in result.result.values():
+        return persona.message("tool_done", tool=reg.display_name(result.tool_name))
+    shown: dict[str, Any] = shown_result(reg, result.tool_name, dict(result.result), today=today)
+    values = dict(shown)
+    for value in shown.values():
         if isinstance(value, list):
             values["items"] = "".join(f"\n- {_line(v)}" for v in value[:20])
     return persona.message(key, **values)
@@ -101,7 +123,15 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
     cfg, s = load_brain_config(), Sanitizer.default()
     vault: dict[str, str] = {}
     user = s.mask(turn.brain_text(), vault)[0]
-    results = s.mask_obj([{"tool": r.tool_name, "result": r.result} for r in turn.execution.results], vault)
+    today = rt.clock().astimezone(rt.policy.zone).date()
+    shown = [
+        {
+            "tool": rt.registry.display_name(r.tool_name),
+            "result": shown_result(rt.registry, r.tool_name, r.result, today=today),
+        }
+        for r in turn.execution.results
+    ]
+    results = s.mask_obj(shown, vault)
     prompt = rt.persona.prompt(
         "integration", user_message=user, results=json.dumps(results, ensure_ascii=False, default=str)
     )

@@ -23,6 +23,7 @@ from shared_lib.brain.config import BrainConfig, load_brain_config
 from shared_lib.brain.legacy_params import extract
 from shared_lib.persona import Persona
 from shared_lib.proposal import Proposal
+from shared_lib.tools.display import labels_text
 from shared_lib.tools.registry import ToolRegistry, ToolSpec
 
 CLEAR_LEAD = 2
@@ -69,7 +70,7 @@ def propose(
         best.spec.params.model_validate(params)
     except ValidationError as exc:
         missing = sorted({str(e["loc"][0]) for e in exc.errors() if e["loc"]})
-        return _need_detail(best, missing, persona)
+        return _need_detail(best, missing, persona, registry)
     confidence = round(min(0.85, 0.5 + 0.03 * best.score), 2)
     return Proposal.model_validate(
         {
@@ -102,8 +103,9 @@ def _tie(best: Scored, other: Scored, persona: Persona) -> Proposal:
     )
 
 
-def _need_detail(best: Scored, missing: list[str], persona: Persona) -> Proposal:
+def _need_detail(best: Scored, missing: list[str], persona: Persona, registry: ToolRegistry) -> Proposal:
     field = "、".join(missing) or "必要な情報"
+    shown = labels_text(registry, best.spec.name, missing) or "必要な情報"
     return Proposal.model_validate(
         {
             "output_type": "clarification_needed",
@@ -112,7 +114,9 @@ def _need_detail(best: Scored, missing: list[str], persona: Persona) -> Proposal
                 "possible_interpretations": [f"{best.spec.name} を使いたい（{field} が不足）"],
             },
             "confidence": {"overall": 0.45},
-            "clarification_question": persona.message("legacy_need_detail", tool=best.spec.name, field=field),
+            "clarification_question": persona.message(
+                "legacy_need_detail", tool=registry.display_name(best.spec.name), field=shown
+            ),
         }
     )
 

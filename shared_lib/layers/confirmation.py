@@ -185,6 +185,7 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
     cfg = rt.policy
     policy = Policy.build(cfg, rt.registry, valid_teachings(turn.context.teachings))
     now, key = rt.clock(), turn.conversation_key
+    today = now.astimezone(cfg.zone).date()
     stage_id = g.details.get("approval_id")
     if (
         g.details.get("stage") == 2
@@ -196,12 +197,12 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
             )
         )
     ):
-        return gate.compose(rt.persona, g, root, policy, approval_id=str(stage_id), stage=2)
+        return gate.compose(rt.persona, g, root, policy, approval_id=str(stage_id), stage=2, today=today)
     approval_id = new_short_id("ap")
     covers = [str(c) for c in g.details.get("covers") or [g.reason_code]]
     reasons = list(dict.fromkeys([*(str(s) for s in g.details.get("satisfied") or []), *covers]))
     if not turn.shadow:
-        stored = _at_rest(turn, root)
+        stored = _at_rest(turn, root, gate.summary(root, rt.registry, today=today))
         session.set_pending(
             rt.store,
             turn.org_id,
@@ -227,10 +228,10 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
             now,
             config=cfg.confirmation,
         )
-    return gate.compose(rt.persona, g, root, policy, approval_id=approval_id)
+    return gate.compose(rt.persona, g, root, policy, approval_id=approval_id, today=today)
 
 
-def _at_rest(turn: Turn, root: ToolCallProposal) -> dict[str, Any]:
+def _at_rest(turn: Turn, root: ToolCallProposal, summary: str) -> dict[str, Any]:
     """The pending action as the session stores it, masked. The action itself keeps numbered
     placeholders of the user's own message, whose values this turn's vault keeps (both arms)
     so the executor restores them on approval; identifiers stay as they are. The texts that
@@ -242,8 +243,8 @@ def _at_rest(turn: Turn, root: ToolCallProposal) -> dict[str, Any]:
         "parameters": dict(root.tool_calls[0].parameters),
     }
     shown = {
-        "summary": gate.summary(root),
-        "question": gate.summary(root),
+        "summary": summary,
+        "question": summary,
         "original_message": turn.inbound.text[:1000],
         "original_reasoning": root.reasoning_text()[:1000],
     }

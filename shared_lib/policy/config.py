@@ -19,13 +19,22 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from shared_lib import config_files
 from shared_lib.errors import ConfigError
 from shared_lib.policy.reasons import GUARDIAN_REASONS, PART_MESSAGES
 from shared_lib.policy.teachings import Teaching
 from shared_lib.policy.values import checked_regexes
+from shared_lib.tools.registry import UNKNOWN_PARAMETER, UNKNOWN_TOOL, ToolRegistry
 
 POLICY_FILE = Path(__file__).resolve().parent.parent / "config" / "policy.json"
 Risk = Literal["none", "low", "medium", "high", "critical"]
@@ -160,6 +169,19 @@ class Confirmation(_Cfg):
     filler_words: list[str] = Field(default_factory=list)
 
 
+class Display(_Cfg):
+    """What a user reads for the names a message carries that no tool declares: parameter keys
+    only the policy knows (``start_date``, ``amount``) and the names of its patterns."""
+
+    parameters: dict[str, str] = Field(default_factory=dict)
+    patterns: dict[str, str] = Field(default_factory=dict)
+
+
+UNKNOWN_PATTERN = "送れない内容"
+# message values that carry an internal name: what each is shown as
+_PARAMETER_VALUES = ("key", "start", "end")
+
+
 class PolicyConfig(_Cfg):
     version: Annotated[int, Field(ge=1)]
     description: str = ""
@@ -174,6 +196,10 @@ class PolicyConfig(_Cfg):
     authorization: Authorization
     confirmation: Confirmation = Field(default_factory=Confirmation)
     messages: dict[str, str]
+    display: Display = Field(default_factory=Display)
+    # the registry's names (``with_registry``): a message shows 「アナウンスの送信」, never announce
+    _tools: dict[str, str] | None = PrivateAttr(default=None)
+    _labels: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("timezone")
     @classmethod
@@ -195,13 +221,39 @@ class PolicyConfig(_Cfg):
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
 
+    def with_registry(self, registry: ToolRegistry | None) -> PolicyConfig:
+        """This configuration whose messages name tools and parameters as the registry shows them."""
+        copy = self.model_copy()
+        if registry is not None:
+            copy._tools = {spec.name: registry.display_name(spec.name) for spec in registry}
+            copy._labels = registry.labels()
+        return copy
+
     def message(self, code: str, **values: Any) -> str:
-        """The catalogue message of ``code`` with ``{placeholders}`` filled (missing ones empty)."""
-        return self.messages.get(code, code).format_map(_Blank({k: _show(v) for k, v in values.items()}))
+        """The catalogue message of ``code`` with ``{placeholders}`` filled (missing ones empty);
+        ``tool``, ``key``/``start``/``end``, ``fields`` and ``pattern`` as a user reads them."""
+        shown = {k: _show(self._displayed(k, v)) for k, v in values.items()}
+        return self.messages.get(code, code).format_map(_Blank(shown))
+
+    def _displayed(self, key: str, value: Any) -> Any:
+        if key == "tool" and self._tools is not None:
+            return self._tools.get(str(value), UNKNOWN_TOOL)
+        if key in _PARAMETER_VALUES:
+            return self.label(str(value))
+        if key == "fields":
+            return "、".join(dict.fromkeys(self.label(f) for f in str(value).split("、") if f))
+        if key == "pattern":
+            return self.display.patterns.get(str(value), UNKNOWN_PATTERN)
+        return value
+
+    def label(self, param: str) -> str:
+        """A parameter key as a user reads it: the registry's label, else the policy's own."""
+        return self._labels.get(param) or self.display.parameters.get(param) or UNKNOWN_PARAMETER
 
     def decision_data(self) -> dict[str, Any]:
-        """What decisions depend on (the policy version hashes this): not messages nor answer words."""
-        return self.model_dump(mode="json", exclude={"description", "messages", "confirmation"})
+        """What decisions depend on (the policy version hashes this): not messages, display
+        names nor answer words."""
+        return self.model_dump(mode="json", exclude={"description", "messages", "display", "confirmation"})
 
 
 class _Blank(dict[str, str]):

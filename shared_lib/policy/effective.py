@@ -64,7 +64,7 @@ class Policy:
         )
         digest = hashlib.sha256(body.encode()).hexdigest()[:12]
         return cls(
-            config=cfg,
+            config=cfg.with_registry(registry),  # its messages name tools as a user reads them
             registry=registry,
             teachings=(*cfg.teachings, *extra),
             version=f"{cfg.version}-{digest}",

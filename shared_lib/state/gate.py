@@ -9,47 +9,50 @@ choices and the approval id. Every sentence comes from the persona's templates.
 
 from __future__ import annotations
 
-import json
+from datetime import date
 from typing import Any
 
 from shared_lib.decisions import Verdict
 from shared_lib.persona import Persona
 from shared_lib.policy.effective import Policy
 from shared_lib.proposal import ToolCallProposal
+from shared_lib.tools.display import name_tools, parameter_lines
+from shared_lib.tools.registry import ToolRegistry
 
-MAX_VALUE_CHARS = 200
 GENERIC = "confirmation.requested"
 
 
-def show(value: Any) -> str:
-    if isinstance(value, list):
-        text = "、".join(show(v) for v in value)
-    elif isinstance(value, dict):
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    else:
-        text = str(value)
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
-
-
-def preview(root: ToolCallProposal, modified: dict[str, Any] | None = None) -> str:
-    """Exactly what will run: each call and each parameter (corrections as ``old → new``)."""
+def preview(
+    root: ToolCallProposal,
+    registry: ToolRegistry | None,
+    modified: dict[str, Any] | None = None,
+    *,
+    today: date | None = None,
+) -> str:
+    """Exactly what will run, as a user reads it: each call by its display name and each
+    parameter by its label (「担当者: 田中太郎」; corrections as ``old → new``)."""
+    reg = registry or ToolRegistry()
     lines = []
     single = len(root.tool_calls) == 1
     for call in root.tool_calls:
-        lines.append(f"・{call.tool_name}")
+        lines.append(f"・{reg.display_name(call.tool_name)}")
         params = dict(call.parameters)
         fixed = modified if (single and modified) else params
-        for key in sorted(set(params) | set(fixed)):
-            old, new = params.get(key), fixed.get(key)
-            shown = show(new) if old == new else f"{show(old)} → {show(new)}"
-            lines.append(f"  - {key}: {shown}")
+        shown = parameter_lines(reg, call.tool_name, fixed, today=today, before=params)
+        lines += [f"  - {line}" for line in shown]
     return "\n".join(lines)
 
 
-def summary(root: ToolCallProposal) -> str:
-    """One line per call, for reminders."""
+def summary(root: ToolCallProposal, registry: ToolRegistry | None, *, today: date | None = None) -> str:
+    """One line per call, for reminders: 「タスクの作成（担当者: 田中太郎、期限: 11月25日（水））」."""
+    reg = registry or ToolRegistry()
     return "\n".join(
-        f"{c.tool_name}: " + "、".join(f"{k}={show(v)}" for k, v in c.parameters.items())
+        reg.display_name(c.tool_name)
+        + (
+            f"（{'、'.join(parameter_lines(reg, c.tool_name, c.parameters, today=today))}）"
+            if c.parameters
+            else ""
+        )
         for c in root.tool_calls
     )
 
@@ -62,6 +65,7 @@ def compose(
     *,
     approval_id: str,
     stage: int = 1,
+    today: date | None = None,
 ) -> str:
     concerns = [str(c) for c in verdict.details.get("concerns") or [verdict.message]]
     codes = [str(c) for c in verdict.details.get("covers") or []]
@@ -71,7 +75,9 @@ def compose(
     values: dict[str, object] = {
         "reason": concerns[0],
         "approval_id": approval_id,
-        "preview": preview(root, modified if isinstance(modified, dict) else None),
+        "preview": preview(
+            root, policy.registry, modified if isinstance(modified, dict) else None, today=today
+        ),
     }
     if stage >= 2:
         return persona.message("confirm_gate_second", **values)
@@ -81,19 +87,20 @@ def compose(
         impact.append(
             persona.message(
                 "gate_impact_writes" if writes else "gate_impact_reads",
-                tool=call.tool_name,
+                tool=policy.registry.display_name(call.tool_name) if policy.registry else "",
                 description=description,
             )
         )
     if any(policy.irreversible(call.tool_name) for call in root.tool_calls):
         impact.append(persona.message("gate_irreversible"))
     impact += [persona.message("gate_impact_concern", concern=c) for c in concerns[1:]]
-    alternatives = "／".join(root.reasoning.alternatives_considered) or persona.message(
+    reg = policy.registry or ToolRegistry()
+    alternatives = name_tools(reg, "／".join(root.reasoning.alternatives_considered)) or persona.message(
         "gate_no_alternatives"
     )
     values.update(
-        intent=root.reasoning.intent_understanding,
-        rationale=root.reasoning.tool_selection_reason,
+        intent=name_tools(reg, root.reasoning.intent_understanding or ""),
+        rationale=name_tools(reg, root.reasoning.tool_selection_reason or ""),
         impact="\n".join(impact),
         alternatives=alternatives,
     )

@@ -1,7 +1,9 @@
 """The registry as data: ``config/tools.json`` entries bound to code by handler name.
 
 The file holds what product people change (descriptions, trigger examples, keywords,
-minimum level, danger class, confirmation, enabled, timeout); the code holds what must
+minimum level, danger class, confirmation, enabled, timeout, and what a user reads: the
+tool's ``display_name``, a Japanese label per parameter in ``parameter_display`` and, for
+enumerated values a user may see, ``value_display``); the code holds what must
 be fixed logic (the parameter model and the handler), registered in ``HANDLERS`` under
 the entry's ``handler`` key — the seed's ``SYSTEM_CAPABILITIES`` + ``HANDLERS`` split
 (seed 000 §7.1b). ``CHARTER_TOOLS_FILE`` points at another file.
@@ -38,6 +40,11 @@ class CapabilityEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{1,63}$")]
+    display_name: Annotated[str, Field(min_length=1, max_length=40)]
+    parameter_display: dict[str, Annotated[str, Field(min_length=1, max_length=40)]] = Field(
+        default_factory=dict
+    )
+    value_display: dict[str, dict[str, Annotated[str, Field(min_length=1)]]] = Field(default_factory=dict)
     handler: Annotated[str, Field(min_length=1)]
     description: Annotated[str, Field(min_length=1, max_length=1024)]
     trigger_examples: list[Annotated[str, Field(min_length=1)]]
@@ -85,6 +92,9 @@ def bind(entry: CapabilityEntry, handlers: Mapping[str, Binding]) -> ToolSpec:
         keywords=tuple(entry.keywords),
         timeout_seconds=entry.timeout_seconds,
         effect=entry.effect,
+        display_name=entry.display_name,
+        parameter_display=dict(entry.parameter_display),
+        value_display={k: dict(v) for k, v in entry.value_display.items()},
     )
 
 

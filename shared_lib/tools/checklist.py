@@ -3,7 +3,9 @@
 ``registry_problems(registry)`` lists what is missing for each registered tool: 3–5
 trigger examples, a minimum level, a danger class, a parameter model (pydantic, unknown
 keys forbidden, every field described), a callable handler, keywords for the legacy
-brain, a valid Anthropic ``input_schema``, and agreement with the seed's tables
+brain, a valid Anthropic ``input_schema``, what a user reads instead of internal names (a
+``display_name``, a label for every field of the parameter model, a label for every value
+of an enumerated field), and agreement with the seed's tables
 (``TOOL_REQUIRED_LEVELS`` of §6.4.4, ``DANGEROUS_OPERATIONS`` of §5.3). The unit test
 asserts the built-in registry has none; ``charter tools check`` prints them.
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import get_args
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -73,6 +75,38 @@ def _params_problems(spec: ToolSpec) -> list[Problem]:
     return out
 
 
+def _literal_values(annotation: Any) -> list[Any]:
+    """Every value of the ``Literal`` types inside an annotation (``Literal["all"] | list[str]``)."""
+    if get_origin(annotation) is Literal:
+        return list(get_args(annotation))
+    return [v for arg in get_args(annotation) for v in _literal_values(arg)]
+
+
+def display_problems(spec: ToolSpec) -> list[Problem]:
+    """What a user would read as an internal name: a tool, field or enumerated value without a label."""
+    out = []
+    if not spec.display_name.strip():
+        out.append(Problem(spec.name, "display.name_missing", "no display_name"))
+    model = spec.params
+    if not (inspect.isclass(model) and issubclass(model, BaseModel)):
+        return out
+    for name, info in model.model_fields.items():
+        if not spec.parameter_display.get(name, "").strip():
+            out.append(Problem(spec.name, "display.parameter_missing", f"parameter {name!r} has no label"))
+        shown = spec.value_display.get(name, {})
+        for value in _literal_values(info.annotation):
+            if not shown.get(value, "").strip():
+                out.append(
+                    Problem(spec.name, "display.value_missing", f"value {value!r} of {name!r} has no label")
+                )
+    for name in [*spec.parameter_display, *spec.value_display]:
+        if name not in model.model_fields:
+            out.append(
+                Problem(spec.name, "display.unknown_parameter", f"label for unknown parameter {name!r}")
+            )
+    return out
+
+
 def spec_problems(spec: ToolSpec) -> list[Problem]:
     out: list[Problem] = []
 
@@ -107,6 +141,7 @@ def spec_problems(spec: ToolSpec) -> list[Problem]:
     )
     if spec.params is not None:
         out += _params_problems(spec)
+        out += display_problems(spec)
     else:
         out.append(Problem(spec.name, "params.missing", "no parameter model"))
     if spec.name in SEED_REQUIRED_LEVELS:

@@ -72,9 +72,7 @@ def normalize_date(
     today = today_jst(now)
     if result < today and not allow_past:
         shown = display_date(result, today=today)
-        raise ToolInputError(
-            f"期限「{said}」は{shown}（{result.isoformat()}）で、過去の日付です", field=field
-        )
+        raise ToolInputError(f"期限「{said}」は{shown}で、過去の日付です", field=field)
     return result.isoformat()
 
 

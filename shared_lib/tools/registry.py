@@ -37,6 +37,8 @@ DangerAction = Literal["confirm", "block"]
 # the task backend (in the transaction when the backend is the store, external otherwise)
 Effect = Literal["read", "store", "tasks"]
 DEFAULT_MIN_LEVEL = 2  # seed 000 §6.4.4: tools without an entry need level 2
+UNKNOWN_TOOL = "その操作"
+UNKNOWN_PARAMETER = "指定した内容"
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,10 @@ class ToolSpec:
     timeout_seconds: float = 10.0
     tags: tuple[str, ...] = field(default_factory=tuple)
     effect: Effect | None = None
+    # what a user reads (seed 000 §7.1b tool definitions as data): never the names above
+    display_name: str = ""
+    parameter_display: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    value_display: dict[str, dict[str, str]] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         # ``writes`` and ``effect`` say the same thing; either may be given.
@@ -153,3 +159,30 @@ class ToolRegistry:
     def min_level(self, name: str) -> int:
         spec = self._specs.get(name)
         return spec.min_level if spec else DEFAULT_MIN_LEVEL
+
+    def display_name(self, name: str) -> str:
+        """The tool as a user reads it (「タスクの作成」); an unknown tool is 「その操作」."""
+        spec = self._specs.get(name)
+        return spec.display_name if spec and spec.display_name else UNKNOWN_TOOL
+
+    def parameter_label(self, tool: str, param: str) -> str:
+        """A parameter as a user reads it (「担当者」): the tool's label, else another tool's
+        label of the same name, else 「指定した内容」 — never the internal name."""
+        spec = self._specs.get(tool)
+        if spec and param in spec.parameter_display:
+            return spec.parameter_display[param]
+        return self.labels().get(param, UNKNOWN_PARAMETER)
+
+    def labels(self) -> dict[str, str]:
+        """Every parameter label of every tool by parameter name (the first tool's wins)."""
+        out: dict[str, str] = {}
+        for spec in self._specs.values():
+            for param, label in spec.parameter_display.items():
+                out.setdefault(param, label)
+        return out
+
+    def value_label(self, tool: str, param: str, value: object) -> str | None:
+        """An enumerated internal value as a user reads it (``preference`` → 「好み」), or ``None``."""
+        spec = self._specs.get(tool)
+        table = spec.value_display.get(param, {}) if spec else {}
+        return table.get(value) if isinstance(value, str) else None

@@ -88,7 +88,8 @@ def test_given_a_legacy_turn_when_integrating_then_the_tools_fixed_template_is_f
     llm = FakeLLM()
     reply = integrate(executed(DONE, arm="legacy"), runtime(llm))
     assert (
-        reply == "田中さんにタスク「見積書を作成」を作成したウル🐺（期限: 2026-02-01）" and llm.requests == []
+        reply == "田中さんにタスク「見積書を作成」を作成したウル🐺（期限: 2月1日（日））"
+        and llm.requests == []
     )
 
 

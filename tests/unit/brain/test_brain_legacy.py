@@ -74,7 +74,8 @@ def test_given_a_negative_keyword_when_scored_then_the_other_intent_wins():
 def test_given_missing_required_parameters_when_proposed_then_it_asks_for_them():
     proposal = propose("タスク追加して")
     assert isinstance(proposal.root, ClarificationProposal)
-    assert "assignee_name" in proposal.root.clarification_question and proposal.confidence < 0.5
+    question = proposal.root.clarification_question
+    assert "担当者" in question and "assignee_name" not in question and proposal.confidence < 0.5
 
 
 def test_given_no_keyword_when_proposed_then_a_small_talk_text_with_its_own_confidence():

@@ -44,15 +44,17 @@ def test_the_gate_message_carries_the_five_points_and_numbered_choices(pipe):
     # THEN the message shows intent, rationale, impact, alternatives and exactly what changes
     for part in (
         "好みを覚えてほしいという依頼だと理解した",
-        "好みの記録なので save_memory を使う",
+        "好みの記録なので 「記憶の保存」 を使う",
         "【影響】",
         "何もしないで会話だけ返す",
-        "・save_memory",
-        "content: コーヒーはブラック派",
+        "・記憶の保存",
+        "覚える内容: コーヒーはブラック派",
         "1. はい",
         "2. いいえ",
     ):
         assert part in reply
+    # AND no internal tool or parameter name reaches the user (issue 18)
+    assert "save_memory" not in reply and "content:" not in reply
     pending = pipe.session()["pending_action"]
     assert f"確認ID: {pending['approval_id']}" in reply
     assert pipe.session()["mode"] == "confirmation_pending"
@@ -82,7 +84,7 @@ def test_another_intent_gets_the_reminder_and_the_action_waits(pipe):
     pipe.say(ASK)
     reply = pipe.say("今日の予定教えて")
     assert "さっきの確認がまだ終わってない" in reply and "今日の予定教えて" in reply
-    assert "save_memory" in reply
+    assert "記憶の保存" in reply and "save_memory" not in reply
     assert pipe.proposed_for == [ASK]  # the brain was not asked about the new intent
     assert pipe.session()["mode"] == "confirmation_pending"
     pipe.say("1")

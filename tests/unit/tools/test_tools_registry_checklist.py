@@ -131,3 +131,49 @@ def test_given_a_disabled_entry_when_loaded_then_it_is_registered_but_not_enable
 def test_given_every_bound_handler_then_each_is_used_by_exactly_one_entry():
     entries = json.loads(TOOLS_FILE.read_text(encoding="utf-8"))["tools"]
     assert sorted(e["handler"] for e in entries) == sorted(HANDLERS)
+
+
+def test_given_every_registered_tool_then_it_and_every_field_of_its_parameter_model_read_in_japanese():
+    # GIVEN whatever the built-in registry holds (a tool added later is covered too)
+    registry = builtin_registry()
+    for spec in registry:
+        # THEN the tool and each parameter have a label that is not the internal name
+        assert spec.display_name and spec.display_name != spec.name, spec.name
+        assert registry.display_name(spec.name) == spec.display_name
+        for field in spec.params.model_fields:
+            label = registry.parameter_label(spec.name, field)
+            assert label == spec.parameter_display.get(field) and label != field, (spec.name, field)
+    assert registry.display_name("announce") == "アナウンスの送信"
+    assert registry.parameter_label("chatwork_task_create", "assignee_name") == "担当者"
+    assert registry.value_label("save_memory", "category", "preference") == "好み"
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"display_name": ""}, "display.name_missing"),
+        (
+            {"parameter_display": {"content": "覚える内容", "subject": "記憶の対象"}},
+            "display.parameter_missing",
+        ),
+        (
+            {"value_display": {"category": {"preference": "好み", "fact": "事実", "person": "人物"}}},
+            "display.value_missing",
+        ),
+        (
+            {"parameter_display": {"content": "a", "category": "b", "subject": "c", "nothing": "d"}},
+            "display.unknown_parameter",
+        ),
+    ],
+)
+def test_given_a_tool_without_a_display_label_when_checked_then_the_problem_is_named(change, code):
+    # GIVEN save_memory with a display label removed (or one for a field it does not have)
+    spec = replace(builtin_registry().get("save_memory"), **change)
+    # WHEN the checklist runs THEN it names the gap
+    assert ("save_memory", code) in codes(ToolRegistry([spec]))
+
+
+def test_given_an_entry_without_a_display_name_when_loaded_then_loading_fails(tmp_path):
+    path = _write_catalogue(tmp_path, lambda entry: entry.pop("display_name"))
+    with pytest.raises(ConfigError, match="display_name"):
+        load_registry(HANDLERS, path)
