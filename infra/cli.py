@@ -1,17 +1,17 @@
 """The ``charter`` console script: the product's operator commands plus the developer ones
-(``charter demo``, ``charter local``) that need this repository's infrastructure."""
+(``charter demo``, ``charter local``, ``charter eval``) that need this repository's infrastructure."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 
-from infra import demo_cli, local_cli
+from infra import demo_cli, eval_cli, local_cli
 from shared_lib.cli import main as product_main
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return product_main(argv, extra=(demo_cli.register, local_cli.register))
+    return product_main(argv, extra=(demo_cli.register, local_cli.register, eval_cli.register))
 
 
 if __name__ == "__main__":

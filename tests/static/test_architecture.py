@@ -54,7 +54,7 @@ FLOORS: dict[str, int] = {
     "brain": 5,
     "layers": 6,
     "composition": 7,
-    **dict.fromkeys(("push", "admin", "ops", "cli"), 8),
+    **dict.fromkeys(("push", "admin", "ops", "cli", "evals"), 8),
 }
 ENV_READERS = {"shared_lib/settings/model.py", "shared_lib/composition.py"}
 MAX_LINES = 400
