@@ -25,6 +25,7 @@ from shared_lib.brain.validation import InvalidProposal, validate_proposal
 from shared_lib.envelope import ConstitutionViolation
 from shared_lib.errors import BrainError
 from shared_lib.persona import Persona
+from shared_lib.policy.config import PolicyConfig
 from shared_lib.ports import LLM, LLMResponse
 from shared_lib.proposal import Proposal
 from shared_lib.tools.registry import ToolRegistry
@@ -61,6 +62,7 @@ def propose(
     model: str,
     max_tokens: int,
     record: Recorder,
+    policy: PolicyConfig,
 ) -> BrainResult:
     """Raises ``LLMError`` when the LLM cannot be reached (calls made so far are recorded)."""
     violations: list[ConstitutionViolation] = []
@@ -79,7 +81,9 @@ def propose(
         done = complete(
             llm, request, max_continuations=cfg.max_continuations, cap=cfg.max_tokens.cap, record=record
         )
-        judged = judge(done.response, registry=registry, cfg=cfg, persona=persona, last=attempt == 2)
+        judged = judge(
+            done.response, registry=registry, cfg=cfg, persona=persona, policy=policy, last=attempt == 2
+        )
         violations += judged.violations
         if judged.proposal is not None:
             return _finish(judged.proposal, attempt, violations, errors, cfg, persona)
@@ -97,7 +101,13 @@ def propose(
 
 
 def judge(
-    response: LLMResponse, *, registry: ToolRegistry, cfg: BrainConfig, persona: Persona, last: bool
+    response: LLMResponse,
+    *,
+    registry: ToolRegistry,
+    cfg: BrainConfig,
+    persona: Persona,
+    policy: PolicyConfig,
+    last: bool,
 ) -> _Judged:
     uses = response.tool_uses(DECISION_TOOL)
     if not uses:
@@ -117,7 +127,7 @@ def judge(
         return _Judged(None, [*found, constitution.violation("4.3.8", problem, "retry")], problem)
     if problem:
         found.append(constitution.violation("4.3.8", problem, "block"))
-    proposal, more = constitution.inspect_proposal(proposal, cfg, persona)
+    proposal, more = constitution.inspect_proposal(proposal, cfg, persona, policy)
     return _Judged(proposal, found + more)
 
 
