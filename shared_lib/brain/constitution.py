@@ -246,5 +246,12 @@ def confirmation_question(root: ToolCallProposal, persona: Persona) -> str:
     return persona.message("confirm_generated", tool=call.tool_name, summary=summary)
 
 
+def reply_for(persona: Persona, code: str) -> str:
+    """What the user reads when a violation with ``code`` blocks the turn (§4.7.1): what was
+    stopped and what happens next, never an internal error; the persona's message for the code,
+    else its ``constitution_violation`` message."""
+    return persona.message(code if persona.has(code) else "constitution_violation")
+
+
 def blocked(violations: list[ConstitutionViolation]) -> bool:
     return any(v.action == "block" for v in violations)

@@ -6,8 +6,8 @@ names and each tool's parameter model are validated → the reasoning is long en
 (§4.3.8) → permission decisions and execution assertions are looked for (§4.4.2,
 §4.4.1) → the confidence table applies (§5.2.3b). An answer that fails is retried once
 with guidance; a second failure becomes a clarification question (``parse_error``
-fallback of §6.7.3). A ``block`` violation replaces the proposal by the catalogue's
-``constitution_violation`` message; the guardian blocks the turn on the same record.
+fallback of §6.7.3). A ``block`` violation replaces the proposal by the persona's message
+for its code (``constitution.reply_for``); the guardian blocks the turn on the same record.
 See ``README.md`` in this package for why the decision is a forced tool.
 """
 
@@ -144,9 +144,10 @@ def _finish(
     """A blocking violation withdraws the proposal; the confidence table applies to the LLM's own."""
     if constitution.blocked(violations):
         codes = ", ".join(sorted({v.code for v in violations if v.action == "block"}))
+        first = next(v.code for v in violations if v.action == "block")
         return BrainResult(
             fixed_text(
-                persona.message("constitution_violation"),
+                constitution.reply_for(persona, first),
                 f"憲法違反（{codes}）を検出したため、提案を取り下げて定型文で応答する",
                 0.0,
             ),
