@@ -60,12 +60,12 @@ class SelfCritique(_Cfg):
 
 
 class Constitution(_Cfg):
-    permission_patterns: list[str] = Field(default_factory=list)
+    # permission decisions (4.4.2) are read with the policy's patterns (policy.json), as the guardian reads them
     execution_patterns: list[str] = Field(default_factory=list)
     completion_claim_patterns: list[str] = Field(default_factory=list)
     decision_keys: dict[str, list[str]] = Field(default_factory=dict)
 
-    @field_validator("permission_patterns", "execution_patterns", "completion_claim_patterns")
+    @field_validator("execution_patterns", "completion_claim_patterns")
     @classmethod
     def _compiles(cls, value: list[str]) -> list[str]:
         for pattern in value:

@@ -7,7 +7,7 @@ follow §4.7.1 exactly:
 | article | violation | detected in | action |
 |---|---|---|---|
 | 4.3.8 | reasoning missing or too short | reasoning fields | ``retry`` once with guidance, then ``block`` |
-| 4.4.2 | the LLM tries to decide permission | reasoning/texts (patterns), decision keys | ``block`` |
+| 4.4.2 | the LLM tries to decide permission | the policy's permission patterns, decision keys | ``block`` |
 | 4.4.1 | the LLM asserts execution ("実行します", "作成しました") | reasoning/texts, decision keys | ``suggest``: treated as a proposal again; user-visible assertions replaced |
 | 4.4.3 | the LLM tries to set stored values | parameter keys outside the tool's schema | ``suggest``: values ignored, the handler's fixed logic decides |
 | 4.4.4 | the LLM tries to decide what is logged | decision keys | ``suggest``: ignored, logging is automatic |
@@ -27,6 +27,9 @@ from typing import Any, Literal
 from shared_lib.brain.config import BrainConfig, Constitution
 from shared_lib.envelope import ConstitutionViolation
 from shared_lib.persona import Persona
+from shared_lib.policy.config import PolicyConfig, load_policy_config
+from shared_lib.policy.rules import permission_claim
+from shared_lib.policy.subject import Subject
 from shared_lib.proposal import Proposal, TextResponseProposal, ToolCallProposal
 from shared_lib.sanitizer import Sanitizer
 from shared_lib.tools.registry import ToolRegistry
@@ -192,9 +195,13 @@ def _reasoning_texts(proposal: Proposal) -> list[str]:
 
 
 def inspect_proposal(
-    proposal: Proposal, cfg: BrainConfig, persona: Persona
+    proposal: Proposal, cfg: BrainConfig, persona: Persona, policy: PolicyConfig | None = None
 ) -> tuple[Proposal, list[ConstitutionViolation]]:
-    """Permission decisions (4.4.2, block) and execution assertions (4.4.1, back to a suggestion)."""
+    """Permission decisions (4.4.2, block) and execution assertions (4.4.1, back to a suggestion).
+
+    A permission decision is what the guardian's tree calls one (``policy.rules.permission_claim``
+    over the policy's patterns), so the brain never withdraws what the guardian would let pass.
+    """
     rules, root = cfg.constitution, proposal.root
     reasoning = _unquoted(*_reasoning_texts(proposal))
     visible = _unquoted(
@@ -203,10 +210,8 @@ def inspect_proposal(
             for name in ("confirmation_question", "text_response", "clarification_question")
         )
     )
-    found = [
-        violation("4.4.2", f"「{hit}」")
-        for hit in sorted(set(_hits(rules.permission_patterns, reasoning + visible)))
-    ]
+    claim = permission_claim(Subject.of(proposal), (policy or load_policy_config()).constitution)
+    found = [violation("4.4.2", f"「{claim[1]}」 ({claim[0].name})")] if claim else []
     asserted = sorted(set(_hits(rules.execution_patterns, reasoning + visible)))
     found += [violation("4.4.1", f"「{hit}」 treated as a proposal") for hit in asserted]
     if isinstance(root, ToolCallProposal) and _hits(
@@ -239,6 +244,13 @@ def confirmation_question(root: ToolCallProposal, persona: Persona) -> str:
     call = root.tool_calls[0]
     summary = "\n".join(f"- {k}: {v}" for k, v in call.parameters.items()) or "- （パラメータなし）"
     return persona.message("confirm_generated", tool=call.tool_name, summary=summary)
+
+
+def reply_for(persona: Persona, code: str) -> str:
+    """What the user reads when a violation with ``code`` blocks the turn (§4.7.1): what was
+    stopped and what happens next, never an internal error; the persona's message for the code,
+    else its ``constitution_violation`` message."""
+    return persona.message(code if persona.has(code) else "constitution_violation")
 
 
 def blocked(violations: list[ConstitutionViolation]) -> bool:

@@ -63,6 +63,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
             model=sec.model,
             max_tokens=rt.settings.max_tokens,
             record=partial(add_call_usage, turn, rt.prices),
+            policy=rt.policy,
         )
     except LLMError as exc:
         turn.add_error(

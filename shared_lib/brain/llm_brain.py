@@ -6,8 +6,8 @@ names and each tool's parameter model are validated → the reasoning is long en
 (§4.3.8) → permission decisions and execution assertions are looked for (§4.4.2,
 §4.4.1) → the confidence table applies (§5.2.3b). An answer that fails is retried once
 with guidance; a second failure becomes a clarification question (``parse_error``
-fallback of §6.7.3). A ``block`` violation replaces the proposal by the catalogue's
-``constitution_violation`` message; the guardian blocks the turn on the same record.
+fallback of §6.7.3). A ``block`` violation replaces the proposal by the persona's message
+for its code (``constitution.reply_for``); the guardian blocks the turn on the same record.
 See ``README.md`` in this package for why the decision is a forced tool.
 """
 
@@ -25,6 +25,7 @@ from shared_lib.brain.validation import InvalidProposal, validate_proposal
 from shared_lib.envelope import ConstitutionViolation
 from shared_lib.errors import BrainError
 from shared_lib.persona import Persona
+from shared_lib.policy.config import PolicyConfig
 from shared_lib.ports import LLM, LLMResponse
 from shared_lib.proposal import Proposal
 from shared_lib.tools.registry import ToolRegistry
@@ -61,6 +62,7 @@ def propose(
     model: str,
     max_tokens: int,
     record: Recorder,
+    policy: PolicyConfig,
 ) -> BrainResult:
     """Raises ``LLMError`` when the LLM cannot be reached (calls made so far are recorded)."""
     violations: list[ConstitutionViolation] = []
@@ -79,7 +81,9 @@ def propose(
         done = complete(
             llm, request, max_continuations=cfg.max_continuations, cap=cfg.max_tokens.cap, record=record
         )
-        judged = judge(done.response, registry=registry, cfg=cfg, persona=persona, last=attempt == 2)
+        judged = judge(
+            done.response, registry=registry, cfg=cfg, persona=persona, policy=policy, last=attempt == 2
+        )
         violations += judged.violations
         if judged.proposal is not None:
             return _finish(judged.proposal, attempt, violations, errors, cfg, persona)
@@ -97,7 +101,13 @@ def propose(
 
 
 def judge(
-    response: LLMResponse, *, registry: ToolRegistry, cfg: BrainConfig, persona: Persona, last: bool
+    response: LLMResponse,
+    *,
+    registry: ToolRegistry,
+    cfg: BrainConfig,
+    persona: Persona,
+    policy: PolicyConfig,
+    last: bool,
 ) -> _Judged:
     uses = response.tool_uses(DECISION_TOOL)
     if not uses:
@@ -117,7 +127,7 @@ def judge(
         return _Judged(None, [*found, constitution.violation("4.3.8", problem, "retry")], problem)
     if problem:
         found.append(constitution.violation("4.3.8", problem, "block"))
-    proposal, more = constitution.inspect_proposal(proposal, cfg, persona)
+    proposal, more = constitution.inspect_proposal(proposal, cfg, persona, policy)
     return _Judged(proposal, found + more)
 
 
@@ -134,9 +144,10 @@ def _finish(
     """A blocking violation withdraws the proposal; the confidence table applies to the LLM's own."""
     if constitution.blocked(violations):
         codes = ", ".join(sorted({v.code for v in violations if v.action == "block"}))
+        first = next(v.code for v in violations if v.action == "block")
         return BrainResult(
             fixed_text(
-                persona.message("constitution_violation"),
+                constitution.reply_for(persona, first),
                 f"憲法違反（{codes}）を検出したため、提案を取り下げて定型文で応答する",
                 0.0,
             ),

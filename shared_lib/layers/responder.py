@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from shared_lib import collections
-from shared_lib.brain import integration
+from shared_lib.brain import constitution, integration
 from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.idempotency import Claims, ClaimState
@@ -45,6 +45,8 @@ def _compose(turn: Turn, rt: Runtime) -> tuple[str, str]:
         return "error", persona.message("parse_error")
     g, a = turn.guardian, turn.authorization
     if g is not None and g.blocked:
+        if g.reason_code.startswith("constitution."):  # §4.7.1: what was stopped and what comes next
+            return "block", constitution.reply_for(persona, g.reason_code)
         if g.reason_code.startswith("confidence"):
             return "block", persona.message("too_low_confidence")
         return "block", persona.message("block", reason=g.message)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -61,7 +62,57 @@ class NamedPattern(_Cfg):
         return value
 
     def search(self, text: str) -> bool:
-        return re.search(self.pattern, text, re.IGNORECASE if self.ignore_case else 0) is not None
+        return self.find(text) is not None
+
+    def find(self, text: str) -> str | None:
+        """The first text the pattern matches, or ``None``."""
+        m = re.search(self.pattern, text, self._flags)
+        return m.group(0) if m else None
+
+    @property
+    def _flags(self) -> re.RegexFlag:
+        return re.IGNORECASE if self.ignore_case else re.NOFLAG
+
+
+_SENTENCE_END = re.compile(r"[。．！？!?\n]")
+
+
+class ConfidentialPattern(NamedPattern):
+    """A confidential word (seed 000 §4.4.5) that blocks only where it would disclose data.
+
+    The word alone is a mention (「評価面談の日程」「給与明細の見方」); it is a disclosure when
+    one of its ``disclosure`` markers (named regexes of ``Security.disclosure_markers``: an
+    amount, a grade, a deal's date) matches within ``window`` characters of the word, inside
+    the word's own sentence (「評価はB」「年収は600万円」). Without markers the word alone
+    blocks. What the user reads for it is ``display.patterns`` of the policy, like every pattern.
+
+    >>> p = ConfidentialPattern(name="salary", pattern="給与", disclosure=["amount"])
+    >>> markers = {"amount": r"\\d+万?円"}
+    >>> p.disclosure_in("給与明細の見方です。交通費は500円です", markers), p.disclosure_in("給与は30万円です", markers)
+    (None, '給与は30万円です')
+    """
+
+    disclosure: list[str] = Field(default_factory=list)
+    window: Annotated[int, Field(ge=1, le=200)] = 24
+
+    def disclosure_in(self, text: str, markers: Mapping[str, str]) -> str | None:
+        """The disclosing stretch of ``text`` around the word (the word itself without markers)."""
+        for m in re.finditer(self.pattern, text, self._flags):
+            if not self.disclosure:
+                return m.group(0)
+            around = _around(text, m.start(), m.end(), self.window)
+            if any(re.search(markers[name], around, self._flags) for name in self.disclosure):
+                return around
+        return None
+
+
+def _around(text: str, start: int, end: int, window: int) -> str:
+    """``window`` characters either side of ``text[start:end]``, cut at the sentence's ends."""
+    before = [m.end() for m in _SENTENCE_END.finditer(text, max(0, start - window), start)]
+    after = _SENTENCE_END.search(text, end, end + window)
+    lo = before[-1] if before else max(0, start - window)
+    hi = after.start() if after else min(len(text), end + window)
+    return text[lo:hi]
 
 
 class Constitution(_Cfg):
@@ -71,7 +122,9 @@ class Constitution(_Cfg):
 
 class Security(_Cfg):
     ng_patterns: list[NamedPattern] = Field(default_factory=list)
-    confidential_patterns: list[NamedPattern] = Field(default_factory=list)
+    confidential_patterns: list[ConfidentialPattern] = Field(default_factory=list)
+    # named regexes a confidential word's ``disclosure`` refers to (a value next to the word)
+    disclosure_markers: dict[str, str] = Field(default_factory=dict)
     # tools (regexes on the name) whose parameters leave the conversation get the confidential check
     confidential_tool_patterns: list[str] = Field(default_factory=list)
 
@@ -80,6 +133,21 @@ class Security(_Cfg):
     def _compile(cls, value: list[str]) -> list[str]:
         checked_regexes(value)
         return value
+
+    @model_validator(mode="after")
+    def _markers_exist(self) -> Security:
+        checked_regexes(self.disclosure_markers.values())
+        for secret in self.confidential_patterns:
+            unknown = sorted(set(secret.disclosure) - set(self.disclosure_markers))
+            if unknown:
+                raise ValueError(
+                    f"confidential pattern {secret.name!r}: unknown disclosure markers {unknown}"
+                )
+        return self
+
+    def discloses(self, secret: ConfidentialPattern, text: str) -> bool:
+        """Whether ``text`` discloses what ``secret`` guards (not merely mentions the word)."""
+        return secret.disclosure_in(text, self.disclosure_markers) is not None
 
     def sends_out(self, tool_name: str) -> bool:
         return any(re.search(p, tool_name) for p in self.confidential_tool_patterns)

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from shared_lib.dates import display_date
 from shared_lib.decisions import Verdict
+from shared_lib.policy.config import Constitution, NamedPattern
 from shared_lib.policy.consistency import check_call
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.subject import Subject, unquoted
@@ -33,17 +34,26 @@ def findings(s: Subject, p: Policy, now: datetime) -> Iterator[Verdict]:
     yield from requested(s, p)
 
 
+def permission_claim(s: Subject, cfg: Constitution) -> tuple[NamedPattern, str] | None:
+    """The first permission pattern the proposer's own words match, with the words matched.
+
+    Quoted words (the user's) are not the proposer's judgement. The brain's enforcer
+    (``brain.constitution``) and this tree read the same patterns, so they agree.
+    """
+    for pattern in cfg.permission_patterns:
+        for text in s.scoped(pattern.scopes):
+            hit = pattern.find(unquoted(text))
+            if hit is not None:
+                return pattern, hit
+    return None
+
+
 def constitution(s: Subject, p: Policy) -> Iterator[Verdict]:
     cfg = p.config.constitution
-    if s.origin == "proposer":
-        for pattern in cfg.permission_patterns:
-            if any(pattern.search(unquoted(t)) for t in s.scoped(pattern.scopes)):
-                yield p.verdict(
-                    "constitution.permission_decision",
-                    pattern=pattern.name,
-                    details={"pattern": pattern.name},
-                )
-                break
+    claim = permission_claim(s, cfg) if s.origin == "proposer" else None
+    if claim is not None:
+        name = claim[0].name
+        yield p.verdict("constitution.permission_decision", pattern=name, details={"pattern": name})
     if len(s.reasoning_summary.strip()) < cfg.min_reasoning_chars:
         yield p.verdict("constitution.missing_reasoning", details={"min_chars": cfg.min_reasoning_chars})
 
@@ -57,9 +67,9 @@ def security(s: Subject, p: Policy) -> Iterator[Verdict]:
     if s.origin == "system":  # fixed catalogue texts echo the user's own pending action back to them
         return
     outbound = {i for i, (name, _) in enumerate(s.calls) if sec.sends_out(name)}
-    for pattern in sec.confidential_patterns:
-        if any(pattern.search(t) for t in s.scoped(pattern.scopes, parameters_of=outbound)):
-            yield p.verdict("security.confidential", pattern=pattern.name, details={"pattern": pattern.name})
+    for secret in sec.confidential_patterns:  # a word that discloses a value, not a mere mention
+        if any(sec.discloses(secret, t) for t in s.scoped(secret.scopes, parameters_of=outbound)):
+            yield p.verdict("security.confidential", pattern=secret.name, details={"pattern": secret.name})
             break
 
 

@@ -325,8 +325,10 @@ def test_given_an_answer_that_claims_permission_and_a_verdict_then_nothing_runs_
     record = say(rt, "全社員の一覧を見せて")
     # THEN nothing was executed, the violation is recorded with its article, and an admin alert was raised
     assert record["execution_result"] == [] and record["output_type"] == "text_response"
-    # (the brain withdrew the proposal; a guardian reading the block violation blocks the turn as well)
-    assert reply(rt) == PERSONA.message("constitution_violation") or record["guardian_action"] == "block"
+    # (the brain withdrew the proposal; the guardian reading the block violation blocks the turn, and
+    # the user reads what happens next, never an internal error)
+    assert reply(rt) == PERSONA.message("constitution.permission_decision")
+    assert record["guardian_action"] == "block" and "内部エラー" not in reply(rt)
     alerts = [
         e
         for e in stored(rt, "events")

@@ -48,7 +48,7 @@ def test_given_missing_reasoning_twice_when_proposed_then_the_turn_is_blocked_wi
     empty = tool_call(reasoning={"intent_understanding": " ", "tool_selection_reason": " "})
     t, rt, _, _ = run(decision(empty), decision(empty))
     assert [(v.article, v.action) for v in t.proposal.violations] == [("4.3.8", "retry"), ("4.3.8", "block")]
-    assert t.proposal.proposal.root.text_response == PERSONA.message("constitution_violation")  # type: ignore[union-attr]
+    assert t.proposal.proposal.root.text_response == PERSONA.message("constitution.missing_reasoning")  # type: ignore[union-attr]
     assert t.proposal.proposal.tool_calls == [] and len(alerts(rt)) == 2
 
 
@@ -73,7 +73,7 @@ def test_given_reasoning_that_decides_permission_when_proposed_then_it_is_blocke
         for v in t.proposal.violations
     )
     assert t.proposal.proposal.tool_calls == []
-    assert t.proposal.proposal.root.text_response == PERSONA.message("constitution_violation")  # type: ignore[union-attr]
+    assert t.proposal.proposal.root.text_response == PERSONA.message("constitution.permission_decision")  # type: ignore[union-attr]
     assert alerts(rt) and (outcome.outcome, outcome.reason_code) == (
         "constitution_violation",
         "constitution.permission_decision",

@@ -127,10 +127,16 @@ CASES = [
         "security.confidential",
     ),
     (
-        "confidential word sent out to others",
-        tool_call("send_message", {"message": "年収の件です", "recipients": ["a"]}),
+        "confidential value sent out to others",
+        tool_call("send_message", {"message": "山田さんの年収は600万円です", "recipients": ["a"]}),
         "block",
         "security.confidential",
+    ),
+    (
+        "confidential word merely mentioned to others",
+        tool_call("send_message", {"message": "年収の件です", "recipients": ["a"]}),
+        "allow",
+        "pass",
     ),
     (
         "confidential word kept in a private tool",
