@@ -4,6 +4,8 @@
 turn are phrased by a second LLM call in the persona (3-5 sentences, masked results,
 the same cached prefix as the proposal call); failures, legacy turns and a failed
 phrasing call use the persona's fixed templates (``done_<tool>``, the error catalogue).
+A delivery (an announcement's ``delivery`` counts) is always told by the fixed templates
+(``done_announcement_<status>``): how many people were reached is a fact, not a phrasing.
 A handler's data never reaches the user unformatted.
 """
 
@@ -38,7 +40,8 @@ def integrate(turn: Turn, rt: Runtime) -> str:
     failed = [r for r in results if not r.ok]
     if failed:
         return failure_text(rt.persona, failed[0])
-    if _llm_serves(turn) and rt.llm is not None:
+    delivered = any("delivery" in r.result for r in results)
+    if _llm_serves(turn) and rt.llm is not None and not delivered:
         try:
             text = _llm_phrase(turn, rt)
         except LLMError as exc:
@@ -70,6 +73,12 @@ def failure_text(persona: Persona, result: ToolResult) -> str:
 
 def done_text(persona: Persona, result: ToolResult) -> str:
     """Fixed template ``done_<tool>`` filled from the result (lists become bullet lines)."""
+    delivery = result.result.get("delivery")
+    if isinstance(delivery, dict):
+        status = {"delivered": "delivered", "partially_delivered": "partial"}.get(
+            str(delivery.get("status")), "undelivered"
+        )
+        return persona.message(f"done_announcement_{status}", **delivery)
     key = f"done_{result.tool_name}"
     if not persona.has(key):
         return persona.message("tool_done", tool=result.tool_name)
