@@ -49,6 +49,9 @@ class CapabilityEntry(BaseModel):
     enabled: bool = True
     effect: Effect
     timeout_seconds: Annotated[float, Field(gt=0, le=120)] = 10.0
+    # what a user reads for the tool and its parameters (Japanese), e.g. in a confirmation
+    display_name: str | None = None
+    parameter_display: dict[str, str] = Field(default_factory=dict)
 
 
 class CatalogueFile(BaseModel):
