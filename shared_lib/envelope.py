@@ -113,6 +113,8 @@ class ProposalSection(_Section):
     approval: dict[str, Any] | None = None  # set when the user answered a pending confirmation
     duration_ms: float = 0.0
     self_critique: dict[str, Any] | None = None
+    # parameters the tools do not declare, dropped from the LLM's answer (``tool.parameter``)
+    dropped_parameters: list[str] = Field(default_factory=list)
 
 
 class ToolResult(_Section):

@@ -144,6 +144,9 @@ class ObservabilityRecord(EventHeader):
     constitution_violations: list[ViolationRow] = Field(
         default_factory=list, description="Constitution checks the proposal failed."
     )
+    dropped_parameters: list[str] = Field(
+        default_factory=list, description="Parameters the tools do not declare, dropped (tool.parameter)."
+    )
     # checks
     guardian_action: str = Field(description="allow, confirm, block, modify, or none when skipped.")
     guardian_reason: str = Field(default="", description="Guardian reason code.")
@@ -281,6 +284,7 @@ def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> Ob
             ViolationRow(article=v.article, code=v.code, detail=s.mask_text(v.detail), action=v.action)
             for v in sec.violations
         ],
+        dropped_parameters=list(sec.dropped_parameters),
         guardian_action=g.action if g else "none",
         guardian_reason=g.reason_code if g else "",
         guardian_priority=g.priority if g else None,

@@ -9,8 +9,13 @@ follow §4.7.1 exactly:
 | 4.3.8 | reasoning missing or too short | reasoning fields | ``retry`` once with guidance, then ``block`` |
 | 4.4.2 | the LLM tries to decide permission | the policy's permission patterns, decision keys | ``block`` |
 | 4.4.1 | the LLM asserts execution ("実行します", "作成しました") | reasoning/texts, decision keys | ``suggest``: treated as a proposal again; user-visible assertions replaced |
-| 4.4.3 | the LLM tries to set stored values | parameter keys outside the tool's schema | ``suggest``: values ignored, the handler's fixed logic decides |
+| 4.4.3 | the LLM tries to set stored values | decision keys among the parameters (``id``, ``status``, …) | ``suggest``: values ignored, the handler's fixed logic decides |
 | 4.4.4 | the LLM tries to decide what is logged | decision keys | ``suggest``: ignored, logging is automatic |
+
+Any other parameter the tool does not declare (seed 000 §4.4.3's own ``priority`` example) is
+no violation and no reason to retry: the LLM only extracted it, and the handler decides what
+is stored. It is dropped before validation and its name recorded (``dropped``, kept on
+``turn.proposal.dropped_parameters``, the brain's trail entry and the observability record).
 
 Contract with the guardian: a violation whose ``action`` is ``block`` must BLOCK the
 turn (reason code = the violation's ``code``); ``suggest`` and ``retry`` have been dealt
@@ -88,9 +93,13 @@ def _article_of(key: str, rules: Constitution) -> str | None:
 
 
 def inspect_raw(
-    raw: Any, registry: ToolRegistry, rules: Constitution
+    raw: Any, registry: ToolRegistry, rules: Constitution, dropped: list[str] | None = None
 ) -> tuple[Any, list[ConstitutionViolation]]:
-    """Remove keys by which the LLM tries to decide (4.4.1-4.4.4) and record each."""
+    """Remove keys by which the LLM tries to decide (4.4.1-4.4.4) and record each.
+
+    Parameters a tool does not declare are removed too; their names (``tool.parameter``)
+    are appended to ``dropped``.
+    """
     if not isinstance(raw, dict):
         return raw, []
     found: list[ConstitutionViolation] = []
@@ -109,12 +118,20 @@ def inspect_raw(
         }
     calls = raw.get("tool_calls")
     if isinstance(calls, list):
-        cleaned["tool_calls"] = [_clean_call(c, i, registry, rules, found) for i, c in enumerate(calls)]
+        cleaned["tool_calls"] = [
+            _clean_call(c, i, registry, rules, found, dropped if dropped is not None else [])
+            for i, c in enumerate(calls)
+        ]
     return cleaned, found
 
 
 def _clean_call(
-    call: Any, index: int, registry: ToolRegistry, rules: Constitution, found: list[ConstitutionViolation]
+    call: Any,
+    index: int,
+    registry: ToolRegistry,
+    rules: Constitution,
+    found: list[ConstitutionViolation],
+    dropped: list[str],
 ) -> Any:
     if not isinstance(call, dict):
         return call
@@ -128,11 +145,10 @@ def _clean_call(
     if spec is None or not isinstance(params, dict):
         return out
     declared = set(spec.params.model_fields) | {f.alias for f in spec.params.model_fields.values() if f.alias}
-    out["parameters"] = {
-        k: v
-        for k, v in params.items()
-        if k in declared or not _flag(f"{spec.name}.parameters.{k}", k, v, rules, found)
-    }
+    out["parameters"] = {k: v for k, v in params.items() if k in declared}
+    for key in [k for k in params if k not in declared]:
+        if not _flag(f"{spec.name}.parameters.{key}", key, params[key], rules, found):
+            dropped.append(f"{spec.name}.{key}")
     return out
 
 

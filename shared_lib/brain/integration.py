@@ -4,6 +4,8 @@
 turn are phrased by a second LLM call in the persona (3-5 sentences, masked results,
 the same cached prefix as the proposal call); failures, legacy turns and a failed
 phrasing call use the persona's fixed templates (``done_<tool>``, the error catalogue).
+A delivery (an announcement's ``delivery`` counts) is always told by the fixed templates
+(``done_announcement_<status>``): how many people were reached is a fact, not a phrasing.
 A handler's data never reaches the user unformatted: both ways read the result as a user
 does (``tools.display.shown_result``: 「11月25日（水）」 for a date, 「好み」 for ``preference``),
 the tool by its display name, a parameter a failure names by its label (「担当者」).
@@ -43,7 +45,8 @@ def integrate(turn: Turn, rt: Runtime) -> str:
     failed = [r for r in results if not r.ok]
     if failed:
         return failure_text(rt.persona, failed[0], rt.registry)
-    if _llm_serves(turn) and rt.llm is not None:
+    delivered = any("delivery" in r.result for r in results)
+    if _llm_serves(turn) and rt.llm is not None and not delivered:
         try:
             text = _llm_phrase(turn, rt)
         except LLMError as exc:
@@ -91,6 +94,12 @@ def done_text(
     """Fixed template ``done_<tool>`` filled from the result as a user reads it (lists become
     bullet lines); a tool without one is named by its display name."""
     reg = registry or ToolRegistry()
+    delivery = result.result.get("delivery")
+    if isinstance(delivery, dict):
+        status = {"delivered": "delivered", "partially_delivered": "partial"}.get(
+            str(delivery.get("status")), "undelivered"
+        )
+        return persona.message(f"done_announcement_{status}", **delivery)
     key = f"done_{result.tool_name}"
     if not persona.has(key):
         return persona.message("tool_done", tool=reg.display_name(result.tool_name))

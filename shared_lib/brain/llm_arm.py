@@ -80,7 +80,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     band = result.band.name if result.band else "-"
     detail = (
         f"{sec.proposal.output_type if sec.proposal else '-'} model={sec.model}({why}) band={band} "
-        f"attempts={result.attempts}"
+        f"attempts={result.attempts}" + (f" dropped={','.join(result.dropped)}" if result.dropped else "")
     )
     if blocked(result.violations):
         code = next(v.code for v in result.violations if v.action == "block")
@@ -116,6 +116,7 @@ def _store_vault(turn: Turn, rt: Runtime, entries: dict[str, str], cfg: BrainCon
 def _record(turn: Turn, rt: Runtime, result: BrainResult) -> None:
     sec = turn.proposal
     sec.proposal, sec.attempts = result.proposal, result.attempts
+    sec.dropped_parameters = list(result.dropped)
     sec.violations.extend(result.violations)
     for error in result.errors:
         turn.add_error(error)

@@ -38,6 +38,7 @@ class BrainResult:
     violations: list[ConstitutionViolation] = field(default_factory=list)
     errors: list[BrainError] = field(default_factory=list)
     band: Band | None = None
+    dropped: list[str] = field(default_factory=list)  # undeclared parameters removed (§4.4.3)
 
     @property
     def parse_failed(self) -> bool:
@@ -50,6 +51,7 @@ class _Judged:
     violations: list[ConstitutionViolation]
     guidance: str = ""
     code: str = "parse_error"
+    dropped: list[str] = field(default_factory=list)
 
 
 def propose(
@@ -86,7 +88,9 @@ def propose(
         )
         violations += judged.violations
         if judged.proposal is not None:
-            return _finish(judged.proposal, attempt, violations, errors, cfg, persona)
+            result = _finish(judged.proposal, attempt, violations, errors, cfg, persona)
+            result.dropped = judged.dropped
+            return result
         previous, guidance = done.response, judged.guidance
         errors.append(
             BrainError.of(
@@ -117,7 +121,8 @@ def judge(
             else ""
         )
         return _Judged(None, [], f"no {DECISION_TOOL} call in the answer{cut}")
-    raw, found = constitution.inspect_raw(uses[0].get("input"), registry, cfg.constitution)
+    dropped: list[str] = []
+    raw, found = constitution.inspect_raw(uses[0].get("input"), registry, cfg.constitution, dropped)
     try:
         proposal = validate_proposal(raw, registry)
     except InvalidProposal as exc:
@@ -128,7 +133,7 @@ def judge(
     if problem:
         found.append(constitution.violation("4.3.8", problem, "block"))
     proposal, more = constitution.inspect_proposal(proposal, cfg, persona, policy)
-    return _Judged(proposal, found + more)
+    return _Judged(proposal, found + more, dropped=dropped)
 
 
 def _finish(

@@ -52,6 +52,7 @@ PURGED = (
     "shadow_candidates",
     "llm_calls",
     "failures",
+    "salaries",
 )
 
 
@@ -88,6 +89,7 @@ def person_documents(store: Store, org: str, user: str) -> dict[str, list[str]]:
     found["vaults"].update(
         collections.path("vaults", org=org, id=f"{t}{s}") for t in turn_ids for s in ("", "-shadow")
     )
+    found["salaries"].update(_where(store, "salaries", org, "user_id", user))
     found["tasks"].update(_where(store, "tasks", org, "created_by", user))
     person = get_person(store, org, user)
     found["tasks"].update(

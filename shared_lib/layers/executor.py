@@ -6,6 +6,11 @@ executed by ``shared_lib.tools.execution.ToolExecutor``: parameters re-validated
 tool's own model, a receipt ``(turn_id, step, call index)`` claimed with the effect, the
 stored result returned on redelivery, a per-tool timeout, typed catalogue errors. Shadow
 turns dry-run: validate and preview, write and send nothing.
+
+An announcement (a result with ``announcement_id``) is delivered right after its outbox
+document commits, to each recipient once (``shared_lib.tools.delivery``); the counts go into
+the call's result, so the reply says how many were reached. A redelivered run replays the
+call from its receipt and resumes the delivery where it stopped.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from shared_lib.envelope import ToolResult, Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy.authorization import authorize
+from shared_lib.sanitizer import Sanitizer
+from shared_lib.tools import delivery
 from shared_lib.tools.execution import CallRequest, ToolExecutor
 from shared_lib.tools.execution import receipt_path as call_receipt_path
 
@@ -90,6 +97,9 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                 confirmed=_confirmed(turn),
             )
         )
+        result = outcome.result
+        if outcome.ok and not turn.shadow and "announcement_id" in result:
+            result = {**result, "delivery": _deliver(turn, rt, str(result["announcement_id"]), params)}
         if outcome.error_code:
             turn.add_error(
                 BrainError.of(
@@ -106,7 +116,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                 tool_name=call.tool_name,
                 call_index=index,
                 ok=outcome.ok,
-                result=outcome.result,
+                result=result,
                 error_code=outcome.error_code,
                 receipt_id=outcome.receipt_id,
                 replayed=outcome.replayed,
@@ -121,6 +131,27 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         reason_code="ok" if failed is None else failed.error_code or "",
         detail=f"calls={len(sec.results)} replayed={sum(r.replayed for r in sec.results)}",
     )
+
+
+def _deliver(turn: Turn, rt: Runtime, announcement_id: str, params: dict[str, object]) -> dict[str, object]:
+    """Send the announcement to its recipients (the persona's frame around the real message)."""
+    # the message as the user gave it (restored from the vault); a placeholder left is words
+    message = Sanitizer.default().present(str(params.get("message", "")), own="")
+    text = rt.persona.message(
+        "announcement_message",
+        sender=delivery.sender_name(rt.store, turn.org_id, turn.user_id),
+        message=message,
+    )
+    done = delivery.deliver(
+        rt.store,
+        rt.channels,
+        org_id=turn.org_id,
+        announcement_id=announcement_id,
+        text=text,
+        prefer_channel=turn.channel,
+        clock=rt.clock,
+    )
+    return done.summary()
 
 
 def _confirmed(turn: Turn) -> frozenset[str]:

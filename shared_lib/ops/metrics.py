@@ -5,10 +5,14 @@ metric                  definition                                  seed thresho
 ======================  ==========================================  ===================
 ``llm_latency_ms_p95``  p95 over turns of LLM time per call          > 10 s  (warning)
 ``tool_error_rate``     failed / executed tool calls                 > 5 %   (warning)
-``confirmation_rate``   guardian CONFIRM / turns                     > 30 %  (info)
+``confirmation_rate``   guardian CONFIRM of a tool call / turns      > 30 %  (info)
 ``block_rate``          guardian BLOCK / turns                       > 10 %  (warning)
 ``cost_usd``            LLM cost of served turns and candidates      > budget (warning)
 ======================  ==========================================  ===================
+
+A CONFIRM counts only on a turn that proposed a tool call: a text reply (or a
+clarification) the guardian marks CONFIRM asks the user nothing (the responder sends
+the text), so counting it would inflate the rate with confirmations nobody saw.
 
 Rates need a minimum number of samples before they count (``Thresholds.min_*``), so one
 unlucky turn at night does not page anyone.
@@ -108,7 +112,7 @@ def window_stats(
     calls = sum(r.usage.llm_calls for r in llm)
     tool_calls = sum(r.tool_calls_executed for r in rows)
     tool_errors = sum(r.tool_errors for r in rows)
-    confirms = sum(1 for r in rows if r.guardian_action == "confirm")
+    confirms = sum(1 for r in rows if r.guardian_action == "confirm" and r.output_type == "tool_call")
     blocks = sum(1 for r in rows if r.guardian_action == "block")
     proposing = [r.llm_confidence for r in rows if r.arm in PROPOSING_ARMS and r.output_type]
     tokens_in = sum(r.usage.input_tokens for r in rows)

@@ -3,7 +3,12 @@
 The user's level and department come from the directory, never from the proposal; each
 tool's minimum level from the tool registry and the policy's seed table (§6.4.4, the
 stricter of the two; level 2 for a tool neither knows). Data access (``target_user_id``)
-and department access (``target_department_id``) follow the level table of §6.4.3:
+and department access (``target_department_id``) follow the level table of §6.4.3. A
+target person given by name (``assignee_name``, ``target_user_name``: the policy's
+``user_name_keys``) is resolved through the directory with the handlers' own resolver
+(``tools.directory.resolve_person``: 「俺」 is the sender, honorifics dropped) and checked
+exactly as its id would be; a name that resolves to nobody or to several people is left
+to the handler, which then refuses or asks and touches nothing:
 
     level 1-2  own department          level 5  whole organisation, except top secret
     level 3    + direct children       level 6  everything
@@ -24,7 +29,7 @@ raises the admin alert.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from shared_lib.decisions import AuthDecision
@@ -39,7 +44,8 @@ from shared_lib.policy.directory import (
 )
 from shared_lib.ports import Store
 from shared_lib.proposal import Proposal, ToolCall, ToolCallProposal
-from shared_lib.tools.registry import ToolRegistry
+from shared_lib.tools.directory import resolve_person
+from shared_lib.tools.registry import ToolInputError, ToolRegistry
 
 
 def required_level(tool_name: str, registry: ToolRegistry | None, auth: Authorization) -> int:
@@ -69,8 +75,17 @@ def authorize(
         return AuthDecision.not_applicable()
     auth = (config or load_policy_config()).authorization
     tree = walkable(directory if directory is not None else StoreDirectory(store, org_id))
+
+    def by_name(name: str) -> str | None:
+        try:
+            return resolve_person(store, org_id, name, sender_id=user_id).user_id
+        except ToolInputError:  # nobody or several: the handler refuses or asks
+            return None
+        except Exception as exc:  # the directory could not be read: deny
+            raise DirectoryUnavailable(f"resolving a name: {type(exc).__name__}") from exc
+
     try:
-        return _check(root.tool_calls, tree, user_id, registry, auth)
+        return _check(root.tool_calls, tree, user_id, registry, auth, by_name)
     except DirectoryUnavailable as exc:
         return AuthDecision.denied(
             "directory.unavailable", message="access_control_error", details={"error": str(exc)[:300]}
@@ -78,7 +93,12 @@ def authorize(
 
 
 def _check(
-    calls: Iterable[ToolCall], tree: _Tree, user_id: str, registry: ToolRegistry, auth: Authorization
+    calls: Iterable[ToolCall],
+    tree: _Tree,
+    user_id: str,
+    registry: ToolRegistry,
+    auth: Authorization,
+    by_name: Callable[[str], str | None],
 ) -> AuthDecision:
     calls = list(calls)
     user = tree.user(user_id)
@@ -93,15 +113,16 @@ def _check(
                 required_level=need,
                 details={"tool_name": call.tool_name},
             )
-        for key in auth.user_target_keys:
-            for target in _ids(call.parameters.get(key)):
-                if not _may_see_user(tree, user, target, auth):
-                    return AuthDecision.denied(
-                        "data.no_access",
-                        user_level=user.level,
-                        required_level=need,
-                        details={"tool_name": call.tool_name, "target_user_id": target},
-                    )
+        named = [by_name(n) for key in auth.user_name_keys for n in _ids(call.parameters.get(key))]
+        targets = [t for key in auth.user_target_keys for t in _ids(call.parameters.get(key))]
+        for target in targets + [t for t in named if t is not None]:
+            if not _may_see_user(tree, user, target, auth):
+                return AuthDecision.denied(
+                    "data.no_access",
+                    user_level=user.level,
+                    required_level=need,
+                    details={"tool_name": call.tool_name, "target_user_id": target},
+                )
         for key in auth.department_target_keys:
             for target in _ids(call.parameters.get(key)):
                 if not _may_see_department(tree, user, target, auth):

@@ -212,6 +212,8 @@ class Authorization(_Cfg):
     tool_levels: dict[str, Level] = Field(default_factory=dict)
     department_scope: dict[str, DeptScope] = Field(default_factory=dict)
     user_target_keys: list[str] = Field(default_factory=lambda: ["target_user_id"])
+    # parameters naming the target person, resolved through the directory like the handlers do
+    user_name_keys: list[str] = Field(default_factory=lambda: ["assignee_name", "target_user_name"])
     department_target_keys: list[str] = Field(default_factory=lambda: ["target_department_id"])
     top_secret_value: str = "top_secret"
     top_secret_level: Level = 6

@@ -47,6 +47,9 @@ def test_every_chained_layer_publishes_once_a_turn(report):
 
 
 def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
-    # 78 before the claims took one write each way (``docs``: infra/bench/README.md)
+    # 78 before the claims took one write each way (``docs``: infra/bench/README.md); 48 until
+    # the gate checked a target given by name (a directory query and the target's department
+    # chain, in the authorizer and again in the executor's recheck) and an announcement was
+    # delivered (its outbox read, the directory read, the status written): 49.2 with both
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 48, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 50, report["per_turn"]

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from shared_lib.ports import Transaction
+from shared_lib.tools.directory import Person, get_person, resolve_person
 from shared_lib.tools.matching import best_matches
 from shared_lib.tools.normalize import clean_text
 from shared_lib.tools.registry import ToolContext, ToolInputError
@@ -75,3 +76,15 @@ def pick_one(
             options=[labels[h] for h in hits[:10]],
         )
     return hits[0]
+
+
+def target_person(
+    ctx: ToolContext, name: str, user_id: str | None, *, name_field: str, id_field: str
+) -> Person:
+    """The person a call targets: by id when given (it must exist), else by name (one person)."""
+    if user_id is None:
+        return resolve_person(ctx.store, ctx.org_id, name, sender_id=ctx.user_id, field=name_field)
+    person = get_person(ctx.store, ctx.org_id, user_id)
+    if person is None:
+        raise ToolInputError("指定された社員が見つかりません", field=id_field)
+    return person

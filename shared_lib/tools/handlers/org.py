@@ -14,7 +14,7 @@ from pydantic import Field
 
 from shared_lib.ports import Transaction
 from shared_lib.tools.directory import Person, get_person, list_people, resolve_person
-from shared_lib.tools.handlers.base import Params, doc_id, preview, require_text, writer
+from shared_lib.tools.handlers.base import Params, doc_id, preview, require_text, target_person, writer
 from shared_lib.tools.normalize import DocId
 from shared_lib.tools.registry import ToolContext, ToolInputError
 
@@ -99,14 +99,9 @@ class ChangePermissionParams(Params):
 
 def change_permission(p: ChangePermissionParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     me = get_person(ctx.store, ctx.org_id, ctx.user_id)
-    if p.target_user_id is not None:
-        target = get_person(ctx.store, ctx.org_id, p.target_user_id)
-        if target is None:
-            raise ToolInputError("指定された社員が見つかりません", field="target_user_id")
-    else:
-        target = resolve_person(
-            ctx.store, ctx.org_id, p.target_user_name, sender_id=ctx.user_id, field="target_user_name"
-        )
+    target = target_person(
+        ctx, p.target_user_name, p.target_user_id, name_field="target_user_name", id_field="target_user_id"
+    )
     if me is None or target.user_id == me.user_id:
         raise ToolInputError("自分自身の権限は変更できません", field="target_user_name")
     if p.new_level > me.level:

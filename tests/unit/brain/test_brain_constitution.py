@@ -8,6 +8,7 @@ from brain_fakes import FakeLLM, decision, events, runtime, text, tool_call, tur
 from shared_lib.brain import constitution
 from shared_lib.brain.config import load_brain_config
 from shared_lib.layers import brain
+from shared_lib.observability import build_record
 from shared_lib.persona import load_persona
 from shared_lib.proposal import Proposal, ToolCallProposal
 from shared_lib.tools.builtin import builtin_registry
@@ -152,6 +153,21 @@ def test_given_parameters_that_set_stored_values_when_proposed_then_they_are_ign
     # THEN the handler gets only what its schema allows; its fixed logic decides the rest
     assert t.proposal.proposal.tool_calls[0].parameters == {"body": "見積書", "assignee_name": "田中"}
     assert sorted((v.article, v.action) for v in t.proposal.violations) == [("4.4.3", "suggest")] * 3
+
+
+def test_given_an_undeclared_parameter_when_proposed_then_it_is_dropped_recorded_and_not_retried():
+    # GIVEN the seed's own §4.4.3 example: a priority chatwork_task_create does not declare
+    params = {"body": "見積書", "assignee_name": "田中", "priority": "high"}
+    # WHEN the brain runs with only that one answer scripted
+    t, _, llm, outcome = run(decision(tool_call(params=params)))
+    # THEN one LLM call, no retry: the turn proceeds with the declared parameters
+    assert len(llm.requests) == 1 and t.proposal.attempts == 1 and outcome.outcome == "proposed"
+    assert t.proposal.proposal.tool_calls[0].parameters == {"body": "見積書", "assignee_name": "田中"}
+    # AND the dropped name is recorded (proposal, trail, observability record), not as a violation
+    assert t.proposal.dropped_parameters == ["chatwork_task_create.priority"]
+    assert t.proposal.violations == [] and t.errors == []
+    assert "dropped=chatwork_task_create.priority" in outcome.detail
+    assert build_record(t, recorded_at=t.created_at).dropped_parameters == ["chatwork_task_create.priority"]
 
 
 def test_given_a_declared_parameter_with_a_reserved_name_when_inspected_then_it_is_allowed():

@@ -19,7 +19,7 @@ def tool_result(ok: bool) -> dict:
 def test_a_window_counts_turns_rates_latency_cost_and_cache_hits():
     # GIVEN four turns: one confirmed, one blocked, one with a failed tool, one shadow-less plain reply
     rows = [
-        make_record(T0, guardian_action="confirm"),
+        make_record(T0, guardian_action="confirm", output_type="tool_call"),
         make_record(T0 + timedelta(minutes=1), guardian_action="block", llm_confidence=0.2),
         make_record(
             T0 + timedelta(minutes=2),
@@ -83,7 +83,12 @@ def test_each_seed_threshold_crossed_is_a_breach():
             tool_calls_executed=10,
             tool_errors=1,
         ),
-        make_record(T0, guardian_action="confirm", usage={"llm_calls": 1, "llm_duration_ms": 12_000}),
+        make_record(
+            T0,
+            guardian_action="confirm",
+            output_type="tool_call",
+            usage={"llm_calls": 1, "llm_duration_ms": 12_000},
+        ),
     ]
     s = window_stats(rows, T0, T0 + timedelta(hours=1))
     # WHEN checked, with today's cost over the budget
@@ -91,6 +96,22 @@ def test_each_seed_threshold_crossed_is_a_breach():
     # THEN each crossing is reported with the seed's severity
     assert set(found) == {"llm_latency", "tool_error_rate", "confirmation_rate", "block_rate", "daily_cost"}
     assert found["confirmation_rate"].severity == "info" and found["block_rate"].severity == "warning"
+
+
+def test_a_text_reply_the_guardian_marks_confirm_is_not_a_confirmation():
+    # GIVEN two turns the guardian marked CONFIRM: a tool call (the user was asked) and a text
+    # reply (the text was sent, nobody was asked), and a clarification marked CONFIRM too
+    rows = [
+        make_record(T0, guardian_action="confirm", output_type="tool_call"),
+        make_record(T0, guardian_action="confirm", output_type="text_response"),
+        make_record(T0, guardian_action="confirm", output_type="clarification_needed"),
+        make_record(T0, guardian_action="allow", output_type="tool_call"),
+    ]
+    # WHEN the window is summarised
+    s = window_stats(rows, T0, T0 + timedelta(hours=1))
+    # THEN only the tool call's confirmation counts, over all four turns
+    assert s.confirmations == 1 and s.confirmation_rate == 0.25
+    assert [b.metric for b in breaches(s, FEW)] == []
 
 
 def test_rates_need_enough_samples():

@@ -251,3 +251,66 @@ def test_a_text_answer_is_not_applicable():
     from tests.unit.policy.policy_fakes import text_answer
 
     assert check(text_answer("こんにちは"), 1).result == "not_applicable"
+
+
+# -- a target person given by name (seed 000 §6.4.3 applies exactly as for an id) ---------------
+def named_store() -> MemoryStore:
+    from shared_lib.tools.directory import seed_directory
+
+    store = MemoryStore()
+    seed_directory(
+        store,
+        "acme",
+        [
+            {"user_id": "me", "name": "鈴木一郎", "level": 2, "department_id": "sales"},
+            {"user_id": "u-taro", "name": "田中太郎", "level": 2, "department_id": "sales"},
+            {"user_id": "u-hana", "name": "田中花子", "level": 2, "department_id": "dev"},
+        ],
+        {k: v["parent"] for k, v in DEPARTMENTS.items()},
+    )
+    return store
+
+
+def by_store(proposal: Proposal):
+    return authorize(proposal, store=named_store(), org_id="acme", user_id="me", registry=builtin_registry())
+
+
+def test_a_level_two_user_naming_someone_of_another_department_is_denied_as_by_id():
+    # GIVEN a level-2 user of sales, and 田中花子 (u-hana) of dev
+    by_id = by_store(tool_call("chatwork_task_search", {"target_user_id": "u-hana"}))
+    # WHEN the target is given by name instead (a task for her, her permission)
+    named = [
+        by_store(tool_call("chatwork_task_create", {"body": "見積書", "assignee_name": "田中花子さん"})),
+        by_store(tool_call("chatwork_task_search", {"assignee_name": "田中花子"})),
+        by_store(tool_call("change_permission", {"target_user_name": "田中花子", "new_level": 1})),
+    ]
+    # THEN it is denied the same way: same reason, same target
+    assert by_id.result == "denied" and by_id.reason_code == "data.no_access"
+    for decision in named[:2]:
+        assert (decision.result, decision.reason_code) == ("denied", "data.no_access")
+        assert decision.details["target_user_id"] == by_id.details["target_user_id"] == "u-hana"
+    assert named[2].reason_code == "level.insufficient"  # change_permission needs level 6 first
+
+
+@pytest.mark.parametrize("name", ["田中太郎", "俺", "田中"])
+def test_a_name_within_scope_or_not_resolved_to_one_person_is_allowed_by_the_gate(name):
+    # 田中太郎 is in sales, 俺 is the sender, 田中 is two people: the handler asks which one
+    decision = by_store(tool_call("chatwork_task_create", {"body": "見積書", "assignee_name": name}))
+    assert decision.result == "allowed"
+
+
+def test_a_directory_that_cannot_be_read_while_resolving_a_name_denies():
+    class Broken(MemoryStore):
+        def query(self, *args, **kwargs):
+            raise OSError("firestore down")
+
+    store = Broken()
+    store.set("orgs/acme/users/me", {"name": "鈴木一郎", "level": 2, "department_id": "sales"})
+    decision = authorize(
+        tool_call("chatwork_task_create", {"body": "見積書", "assignee_name": "田中花子"}),
+        store=store,
+        org_id="acme",
+        user_id="me",
+        registry=builtin_registry(),
+    )
+    assert (decision.result, decision.reason_code) == ("denied", "directory.unavailable")

@@ -3,17 +3,12 @@ shadow mode, and organisation A's turn cannot reach organisation B's data."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
-from tool_fakes import ORG, OTHER_ORG, ROOM, SENDER, Clock, docs, seed
+from tool_fakes import OTHER_ORG, SENDER, Clock, docs, seed, turn_with
 
 from shared_lib.composition import build_runtime
-from shared_lib.decisions import AuthDecision, Verdict
-from shared_lib.envelope import Turn
-from shared_lib.inbound import InboundMessage
+from shared_lib.decisions import Verdict
 from shared_lib.layers import executor
-from shared_lib.proposal import Proposal
 
 
 @pytest.fixture
@@ -24,34 +19,6 @@ def rt():
     seed(runtime.store)
     seed(runtime.store, OTHER_ORG)
     return runtime
-
-
-def turn_with(calls, *, org=ORG, verdict=None, shadow=False, turn_id="01TURNAAAAAAAAAAAAAAAAAAAA"):
-    msg = InboundMessage(
-        channel="http",
-        org_id=org,
-        room_id=ROOM,
-        user_id=SENDER,
-        text="お願い",
-        message_id="m1",
-        event_id="e1",
-        received_at=datetime(2026, 1, 28, tzinfo=UTC),
-    )
-    turn = Turn.from_inbound(msg).model_copy(update={"turn_id": turn_id, "shadow": shadow})
-    turn.proposal.proposal = Proposal.model_validate(
-        {
-            "output_type": "tool_call",
-            "confidence": {"overall": 0.9},
-            "reasoning": {
-                "intent_understanding": "依頼を理解した",
-                "tool_selection_reason": "該当するツールがある",
-            },
-            "tool_calls": [{"tool_name": name, "parameters": params} for name, params in calls],
-        }
-    )
-    turn.guardian = verdict or Verdict.allow()
-    turn.authorization = AuthDecision.allowed(user_level=2, required_level=1)
-    return turn
 
 
 def test_given_a_decided_call_when_the_turn_is_delivered_twice_then_one_effect_and_a_replay(rt):

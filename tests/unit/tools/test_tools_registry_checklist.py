@@ -35,6 +35,7 @@ ISSUE_TOOLS = {
     "view_team_goals",
     "view_all_users",
     "change_permission",
+    "view_salary_info",  # seed 000 §6.4.4 (level 6), added by issue 18
 }
 
 

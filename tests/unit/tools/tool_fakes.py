@@ -176,3 +176,38 @@ def registry_with(tools: FakeTools) -> ToolRegistry:
     for spec in tools.specs():
         registry.register(spec)
     return registry
+
+
+# -- a decided turn for the executor layer ----------------------------------------------------
+def turn_with(calls, *, org=ORG, verdict=None, shadow=False, turn_id="01TURNAAAAAAAAAAAAAAAAAAAA") -> Any:
+    """A turn whose proposal makes ``calls`` ((tool, parameters) pairs), allowed by guardian and gate."""
+    from shared_lib.decisions import AuthDecision, Verdict
+    from shared_lib.envelope import Turn
+    from shared_lib.inbound import InboundMessage
+    from shared_lib.proposal import Proposal
+
+    msg = InboundMessage(
+        channel="http",
+        org_id=org,
+        room_id=ROOM,
+        user_id=SENDER,
+        text="お願い",
+        message_id="m1",
+        event_id="e1",
+        received_at=datetime(2026, 1, 28, tzinfo=UTC),
+    )
+    turn = Turn.from_inbound(msg).model_copy(update={"turn_id": turn_id, "shadow": shadow})
+    turn.proposal.proposal = Proposal.model_validate(
+        {
+            "output_type": "tool_call",
+            "confidence": {"overall": 0.9},
+            "reasoning": {
+                "intent_understanding": "依頼を理解した",
+                "tool_selection_reason": "該当するツールがある",
+            },
+            "tool_calls": [{"tool_name": name, "parameters": params} for name, params in calls],
+        }
+    )
+    turn.guardian = verdict or Verdict.allow()
+    turn.authorization = AuthDecision.allowed(user_level=2, required_level=1)
+    return turn
