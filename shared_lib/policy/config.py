@@ -54,6 +54,11 @@ class NamedPattern(_Cfg):
     pattern: Annotated[str, Field(min_length=1)]
     scopes: list[TextScope] = Field(default_factory=lambda: list(ALL_SCOPES))
     ignore_case: bool = True
+    # labels of the sanitizer's placeholders (``[CARD_1]``, ``[API_KEY]``) that stand for this
+    # kind of value: the LLM arm only ever sees the masked input, so its parameters carry the
+    # placeholder, and the executor would put the real value back. A placeholder is a match in
+    # parameters only: a reply naming one is shown in words, it sends nothing.
+    masked_as: list[Annotated[str, Field(pattern=r"^[A-Z][A-Z_]*$")]] = Field(default_factory=list)
 
     @field_validator("pattern")
     @classmethod
@@ -63,6 +68,10 @@ class NamedPattern(_Cfg):
 
     def search(self, text: str) -> bool:
         return self.find(text) is not None
+
+    def masked_in(self, text: str) -> bool:
+        """Whether ``text`` holds a placeholder of this kind of value (``[CARD_1]``, ``[CARD]``)."""
+        return any(re.search(rf"\[{label}(?:_\d+)?\]", text) for label in self.masked_as)
 
     def find(self, text: str) -> str | None:
         """The first text the pattern matches, or ``None``."""

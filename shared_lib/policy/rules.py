@@ -60,8 +60,10 @@ def constitution(s: Subject, p: Policy) -> Iterator[Verdict]:
 
 def security(s: Subject, p: Policy) -> Iterator[Verdict]:
     sec = p.config.security
+    masked = s.scoped(["parameters"])  # the LLM arm's parameters carry placeholders, not values
     for pattern in sec.ng_patterns:
-        if any(pattern.search(t) for t in s.scoped(pattern.scopes)):
+        in_params = "parameters" in pattern.scopes and any(pattern.masked_in(t) for t in masked)
+        if in_params or any(pattern.search(t) for t in s.scoped(pattern.scopes)):
             yield p.verdict("security.ng_pattern", pattern=pattern.name, details={"pattern": pattern.name})
             break
     if s.origin == "system":  # fixed catalogue texts echo the user's own pending action back to them
