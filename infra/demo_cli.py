@@ -27,7 +27,7 @@ from shared_lib.inbound import InboundMessage
 from shared_lib.ports import Store
 
 _NAMES = {p["user_id"]: p["name"] for p in PEOPLE}
-_PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_]*(?:_\d+)?\]")
+PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_]*(?:_\d+)?\]")
 _ISO_DATE = re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)")
 
 
@@ -38,7 +38,7 @@ def leaks(reply: str) -> list[str]:
     registry = builtin_registry()
     internal = {spec.name for spec in registry} | {f for spec in registry for f in spec.params.model_fields}
     words = set(re.findall(r"[A-Za-z][A-Za-z0-9_]*", reply))
-    return [*_PLACEHOLDER.findall(reply), *sorted(words & internal), *_ISO_DATE.findall(reply)]
+    return [*PLACEHOLDER.findall(reply), *sorted(words & internal), *_ISO_DATE.findall(reply)]
 
 
 def turn_summary(record: dict[str, Any], speaker: str, text: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ DEPARTMENTS: dict[str, str | None] = {
     "d-sales-east": "d-sales",
     "d-dev": "d-hq",
 }
-PEOPLE = [
+_PEOPLE = [
     {"user_id": "u-suzuki", "name": "鈴木一郎", "level": 2, "department_id": "d-sales"},
     {"user_id": "u-tanaka", "name": "田中太郎", "level": 2, "department_id": "d-sales"},
     {"user_id": "u-sato1", "name": "佐藤一郎", "level": 3, "department_id": "d-sales-east"},
@@ -24,6 +24,9 @@ PEOPLE = [
     {"user_id": "u-yamada", "name": "山田次郎", "level": 4, "department_id": "d-dev"},
     {"user_id": "u-kazu", "name": "カズ", "level": 6, "department_id": "d-hq"},
 ]
+# Where each person is reached outside a conversation (an announcement's delivery): a direct
+# room on the plain-HTTP channel, which the demo and the local stack's fake receiver record.
+PEOPLE = [{**p, "channels": {"http": {"room_id": f"dm-{p['user_id']}"}}} for p in _PEOPLE]
 
 # (speaker, text): a task request, an ambiguous person, chit-chat, a confirmation and
 # its answers (announcing to everyone needs two), something the speaker may not do, and a memory.

@@ -84,6 +84,20 @@ class LocalStack:
         return dict(self.wait_for(lambda: self.store.get(f"orgs/{org}/observability/{turn_id}"), timeout))
 
 
+def _no_placeholder_reached_a_user(stack: LocalStack) -> None:
+    """Issue 18's leak test over the whole e2e suite: every message any channel was sent
+    during the session (replies, confirmations, announcements) is free of mask placeholders."""
+    from infra.demo_cli import PLACEHOLDER
+
+    sent = stack.fake_channel_sent()
+    leaked = [
+        (s.get("channel"), m)
+        for s in sent
+        for m in PLACEHOLDER.findall(json.dumps(s.get("body"), ensure_ascii=False))
+    ]
+    assert sent and not leaked, f"mask placeholders reached users: {leaked[:10]}"
+
+
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     # as `charter local up` run in a checkout leaves it: <workdir>/.charter/local
@@ -97,7 +111,9 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack
 
         os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['firestore']['port']}"
         os.environ["PUBSUB_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['pubsub']['port']}"
-        yield LocalStack(state=state, store=FirestoreStore(project=state["project"]))
+        stack = LocalStack(state=state, store=FirestoreStore(project=state["project"]))
+        yield stack
+        _no_placeholder_reached_a_user(stack)
     finally:
         stack_mod.down(root=root)
 

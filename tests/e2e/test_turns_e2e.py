@@ -12,6 +12,7 @@ import pytest
 from google.cloud import pubsub_v1
 
 from infra.webhook_sender import send
+from shared_lib.demo_data import PEOPLE
 from shared_lib.topology import TOPOLOGY
 
 ORG = "demo"
@@ -27,6 +28,11 @@ def post(stack, text: str, *, room: str, user: str = USER, event_id: str | None 
 
 def replies(stack, room: str) -> list[dict[str, Any]]:
     return [s for s in stack.fake_channel_sent() if s.get("channel") == "http" and room in str(s.get("body"))]
+
+
+def _key(sent: dict[str, Any]) -> str:
+    headers = {str(k).lower(): v for k, v in (sent.get("headers") or {}).items()}
+    return str(headers.get("idempotency-key", ""))
 
 
 def room() -> str:
@@ -177,6 +183,20 @@ def test_a_confirmation_then_hai_executes_exactly_once(local_stack):
     extra = post(local_stack, "はい", room=r)
     assert local_stack.record(ORG, extra)["execution_success"] is False
     announcements = [
-        d for _, d in local_stack.store.query(f"orgs/{ORG}/announcements") if d.get("room_id") == r
+        (i, d) for i, d in local_stack.store.query(f"orgs/{ORG}/announcements") if d.get("room_id") == r
     ]
     assert len(announcements) == 1
+    # AND it reached every person in the directory once, in their direct room, and said so
+    announcement_id = announcements[0][0].rsplit("/", 1)[-1]
+    people = [p["user_id"] for p in PEOPLE]
+    keys = {f"{announcement_id}-{p}" for p in people}
+
+    def delivered() -> list[dict[str, Any]]:
+        return [s for s in local_stack.fake_channel_sent() if _key(s) in keys]
+
+    sent = local_stack.wait_for(lambda: len(delivered()) >= len(people) and delivered(), timeout=30)
+    assert sorted(_key(s) for s in sent) == sorted(keys)
+    assert {s["body"]["room_id"] for s in sent} == {f"dm-{p}" for p in people}
+    assert announcements[0][1]["status"] == "delivered"
+    assert f"{len(people)}人にアナウンスを届けた" in record["final_response"]
+    assert len(delivered()) == len(people)  # the extra はい sent nothing more

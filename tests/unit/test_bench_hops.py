@@ -50,6 +50,8 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # 78 before the claims took one write each way (``docs``: infra/bench/README.md); 48 until
     # the gate checked a target given by name (a directory query and the target's department
     # chain, in the authorizer and again in the executor's recheck) and an announcement was
-    # delivered (its outbox read, the directory read, the status written): 49.2 with both
+    # delivered (its outbox read, the directory read, the status written): 49.2 with both;
+    # 50.8 since the demo's six people have addresses, so the mix's announcement really
+    # reaches them (per recipient one receipt create and one completion: 12 RPCs / 8 turns)
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 50, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 52, report["per_turn"]
