@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from shared_lib.errors import CATALOGUE
 from shared_lib.logs import log_event
 from shared_lib.ports import Doc, Transaction
+from shared_lib.sanitizer import Sanitizer
 from shared_lib.telemetry.notify import Alert, Notifier, NotifyError, Severity
 
 if TYPE_CHECKING:
@@ -103,19 +104,24 @@ def raise_alert(
     details: dict[str, Any] | None = None,
     dedupe: str | None = None,
 ) -> bool:
-    """Store and dispatch an alert; ``False`` (and nothing sent again) when ``alert_id`` exists."""
+    """Store and dispatch an alert; ``False`` (and nothing sent again) when ``alert_id`` exists.
+
+    An alert quotes what happened (a reasoning, a message), so its message and details are
+    masked as any stored value is (``Sanitizer.mask_stored``) before the store, the log or a
+    notifier sees them."""
+    masker = Sanitizer.default()
     doc: Doc = {
         "event_id": alert_id,
         "kind": "alert",
         "code": code,
         "severity": severity_of(code, severity),
-        "message": message[:2000],
+        "message": masker.mask_stored(message)[:2000],
         "at": rt.clock().isoformat(),
         "occurred_at": rt.clock().isoformat(),
         "layer": "observer",
         "org_id": org_id,
         "turn_id": turn_id,
-        "details": details or {},
+        "details": masker.mask_stored(details or {}),
     }
     if dedupe:
         doc["dedupe_key"] = dedupe

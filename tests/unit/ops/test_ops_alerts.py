@@ -292,3 +292,27 @@ def test_notifiers_come_from_the_environment():
         notifiers_from_env({"CHARTER_ALERT_ROOM": "teams:acme:x"}, channels)
     with pytest.raises(ConfigError):
         notifiers_from_env({"CHARTER_ALERT_EMAIL_TO": "a@example.com"}, channels)
+
+
+def test_an_alert_quoting_personal_data_is_masked_in_the_store_the_event_and_the_notification(rt, notifier):
+    # GIVEN an alert whose message and details quote what a user wrote
+    said = "田中さん taro.suzuki@example.com 090-1234-5678 カード 4111 1111 1111 1111"
+    alerts.raise_alert(
+        rt,
+        "constitution_violation",
+        f"reasoning: {said}",
+        alert_id="a-pii",
+        org_id=ORG,
+        details={"reasoning": said, "turn_id": "t-1"},
+    )
+    # THEN no value is in clear anywhere the alert went, and identifiers are kept
+    stored = stored_alerts(rt)[0]
+    event = rt.store.get(f"orgs/{ORG}/events/a-pii")
+    for text in (
+        json.dumps(stored, ensure_ascii=False),
+        json.dumps(event, ensure_ascii=False),
+        repr(notifier.sent),
+    ):
+        for value in ("taro.suzuki@example.com", "090-1234-5678", "4111 1111 1111 1111"):
+            assert value not in text
+    assert "[EMAIL]" in stored["message"] and stored["details"]["turn_id"] == "t-1"
