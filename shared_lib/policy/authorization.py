@@ -8,7 +8,10 @@ target person given by name (``assignee_name``, ``target_user_name``: the policy
 ``user_name_keys``) is resolved through the directory with the handlers' own resolver
 (``tools.directory.resolve_person``: 「俺」 is the sender, honorifics dropped) and checked
 exactly as its id would be; a name that resolves to nobody or to several people is left
-to the handler, which then refuses or asks and touches nothing:
+to the handler, which then refuses or asks and touches nothing. A tool that gives the named
+person work rather than reading their data (``assigning_tools``: a task for a colleague of
+another department) has no data target (§5.4.4 checks data access where a tool refers to data):
+
 
     level 1-2  own department          level 5  whole organisation, except top secret
     level 3    + direct children       level 6  everything
@@ -113,7 +116,8 @@ def _check(
                 required_level=need,
                 details={"tool_name": call.tool_name},
             )
-        named = [by_name(n) for key in auth.user_name_keys for n in _ids(call.parameters.get(key))]
+        name_keys = [] if call.tool_name in auth.assigning_tools else auth.user_name_keys
+        named = [by_name(n) for key in name_keys for n in _ids(call.parameters.get(key))]
         targets = [t for key in auth.user_target_keys for t in _ids(call.parameters.get(key))]
         for target in targets + [t for t in named if t is not None]:
             if not _may_see_user(tree, user, target, auth):

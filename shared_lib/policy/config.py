@@ -223,6 +223,9 @@ class Authorization(_Cfg):
     user_target_keys: list[str] = Field(default_factory=lambda: ["target_user_id"])
     # parameters naming the target person, resolved through the directory like the handlers do
     user_name_keys: list[str] = Field(default_factory=lambda: ["assignee_name", "target_user_name"])
+    # tools whose named person is given work, not read: §5.4.4 checks data access where a tool
+    # refers to a person's data, and asking a colleague of another department is no such access
+    assigning_tools: list[str] = Field(default_factory=lambda: ["chatwork_task_create"])
     department_target_keys: list[str] = Field(default_factory=lambda: ["target_department_id"])
     top_secret_value: str = "top_secret"
     top_secret_level: Level = 6

@@ -278,10 +278,10 @@ def by_store(proposal: Proposal):
 def test_a_level_two_user_naming_someone_of_another_department_is_denied_as_by_id():
     # GIVEN a level-2 user of sales, and 田中花子 (u-hana) of dev
     by_id = by_store(tool_call("chatwork_task_search", {"target_user_id": "u-hana"}))
-    # WHEN the target is given by name instead (a task for her, her permission)
+    # WHEN the target is given by name instead (her tasks, a task of hers deleted, her permission)
     named = [
-        by_store(tool_call("chatwork_task_create", {"body": "見積書", "assignee_name": "田中花子さん"})),
-        by_store(tool_call("chatwork_task_search", {"assignee_name": "田中花子"})),
+        by_store(tool_call("chatwork_task_search", {"assignee_name": "田中花子さん"})),
+        by_store(tool_call("delete_task", {"task_query": "見積書", "assignee_name": "田中花子"})),
         by_store(tool_call("change_permission", {"target_user_name": "田中花子", "new_level": 1})),
     ]
     # THEN it is denied the same way: same reason, same target
@@ -290,6 +290,14 @@ def test_a_level_two_user_naming_someone_of_another_department_is_denied_as_by_i
         assert (decision.result, decision.reason_code) == ("denied", "data.no_access")
         assert decision.details["target_user_id"] == by_id.details["target_user_id"] == "u-hana"
     assert named[2].reason_code == "level.insufficient"  # change_permission needs level 6 first
+
+
+def test_asking_a_colleague_of_another_department_for_a_task_reads_none_of_their_data():
+    # a task created for 田中花子 (dev) gives her work; it shows the sales user nothing of hers
+    decision = by_store(tool_call("chatwork_task_create", {"body": "見積書", "assignee_name": "田中花子さん"}))
+    assert decision.result == "allowed"
+    # while reading her tasks is data access, and is denied
+    assert by_store(tool_call("chatwork_task_search", {"assignee_name": "田中花子"})).result == "denied"
 
 
 @pytest.mark.parametrize("name", ["田中太郎", "俺", "田中"])
@@ -307,7 +315,7 @@ def test_a_directory_that_cannot_be_read_while_resolving_a_name_denies():
     store = Broken()
     store.set("orgs/acme/users/me", {"name": "鈴木一郎", "level": 2, "department_id": "sales"})
     decision = authorize(
-        tool_call("chatwork_task_create", {"body": "見積書", "assignee_name": "田中花子"}),
+        tool_call("chatwork_task_search", {"assignee_name": "田中花子"}),
         store=store,
         org_id="acme",
         user_id="me",
