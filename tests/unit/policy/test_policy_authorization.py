@@ -294,7 +294,9 @@ def test_a_level_two_user_naming_someone_of_another_department_is_denied_as_by_i
 
 def test_asking_a_colleague_of_another_department_for_a_task_reads_none_of_their_data():
     # a task created for 田中花子 (dev) gives her work; it shows the sales user nothing of hers
-    decision = by_store(tool_call("chatwork_task_create", {"body": "見積書", "assignee_name": "田中花子さん"}))
+    decision = by_store(
+        tool_call("chatwork_task_create", {"body": "見積書", "assignee_name": "田中花子さん"})
+    )
     assert decision.result == "allowed"
     # while reading her tasks is data access, and is denied
     assert by_store(tool_call("chatwork_task_search", {"assignee_name": "田中花子"})).result == "denied"
