@@ -6,7 +6,8 @@
 
 ``run`` sends every case through the in-process pipeline (``shared_lib.evals``) once per brain
 and prints accuracy by category, route, tool and parameter accuracy, verdict, authorization
-and clarification agreement, cost, latency and leaks. Without ``--brain`` it runs the legacy
+and clarification agreement, cost, latency and leaks; the cases with a fixed proposal (the same
+for every brain) are reported apart, as ``deciding``. Without ``--brain`` it runs the legacy
 brain, then Claude when ``ANTHROPIC_API_KEY`` is set (or the Anthropic-compatible peer
 ``ANTHROPIC_BASE_URL`` names), else the built-in scripted model, and says which. The command
 lives here because the scripted model is this repository's test infrastructure.

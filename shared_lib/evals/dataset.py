@@ -14,6 +14,19 @@ A case says who speaks (a demo person), when (``now``), what was said before in 
 * ``clarification`` — whether the user is asked to clarify;
 * ``executed`` — whether a tool was run at all (an injection must not get one run).
 
+Two optional fixtures reach branches a user's words cannot reach with the shipped brain and
+policy (``fixtures``):
+
+* ``proposal`` — what the brain proposes for the last turn, fixed: a full proposal as the LLM
+  would submit it (``output_type``, ``reasoning``, ``confidence``, ``tool_calls`` …). The case
+  then measures the deciding layers (the brain's validation and constitution, the guardian, the
+  gate, the executor, the responder), not the brain: it runs identically for every brain under
+  test and is scored in its own group, ``deciding`` (``Case.group``), which the run reports
+  apart from each brain's own figures;
+* ``policy`` — a patch of the product's policy for the case (a teaching, a tool's danger class),
+  merged into ``policy.json`` and parsed as the product parses it; a patch that does not parse
+  fails the load. A previous turn may run under its own (``PreviousTurn.policy``).
+
 ``check_cases`` fails on a tool, a parameter, a route, a reason code or a person the product
 does not have, so the set cannot drift from the registry unnoticed.
 
@@ -33,8 +46,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from shared_lib.brain.validation import InvalidProposal, validate_proposal
 from shared_lib.demo_data import DEMO_USER, PEOPLE
 from shared_lib.errors import ConfigError
+from shared_lib.evals.fixtures import patched_policy
 from shared_lib.policy.reasons import AUTH_REASONS, GUARDIAN_REASONS, PASS
 from shared_lib.routing.model import Route
 from shared_lib.tools.registry import ToolRegistry
@@ -42,6 +57,7 @@ from shared_lib.tools.registry import ToolRegistry
 DATASET = Path(__file__).resolve().parents[1] / "config" / "eval" / "brain_eval.jsonl"
 DEFAULT_NOW = "2026-11-18T10:00:00+09:00"  # a Wednesday
 # Categories besides ``tool:<registered tool>`` and ``guardian:<guardian reason code>``.
+DECIDING = "deciding"  # the group of the cases with a fixed proposal
 PLAIN_CATEGORIES = frozenset(
     {"ambiguity", "dates", "injection", "small_talk", "route", "authorization", "confirmation"}
 )
@@ -103,11 +119,30 @@ class Expected(_Strict):
         return self
 
 
+def _parsed(patch: dict[str, Any] | None, source: str) -> None:
+    """A policy patch must give a policy the product would load."""
+    if patch is not None:
+        try:
+            patched_policy(patch, source=source)
+        except ConfigError as exc:  # a ValueError, so the line's error names the line
+            raise ValueError(str(exc)) from exc
+
+
 class PreviousTurn(_Strict):
-    """Something said before the case's utterance, in the same room (by ``person``, default the case's)."""
+    """Something said before the case's utterance, in the same room (by ``person``, default the case's).
+
+    ``policy``: the patch this turn runs under instead of the case's (``{}``: the shipped policy),
+    as when the policy changes between a confirmation's question and its answer.
+    """
 
     text: Text
     person: str | None = None
+    policy: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _policy_parses(self) -> PreviousTurn:
+        _parsed(self.policy, "previous turn: policy")
+        return self
 
 
 class Case(_Strict):
@@ -118,11 +153,23 @@ class Case(_Strict):
     now: datetime = datetime.fromisoformat(DEFAULT_NOW)
     previous: list[PreviousTurn] = Field(default_factory=list)
     note: str = ""
+    proposal: dict[str, Any] | None = None
+    policy: dict[str, Any] | None = None
     expected: Expected
+
+    @model_validator(mode="after")
+    def _policy_parses(self) -> Case:
+        _parsed(self.policy, f"case {self.id}: policy")
+        return self
 
     @property
     def group(self) -> str:
-        """``tool:chatwork_task_create`` -> ``tool``."""
+        """``tool:chatwork_task_create`` -> ``tool``; any case with a fixed proposal -> ``deciding``."""
+        return DECIDING if self.proposal is not None else self.category.split(":", 1)[0]
+
+    @property
+    def kind(self) -> str:
+        """What the category is about: ``guardian:date.past`` -> ``guardian``."""
         return self.category.split(":", 1)[0]
 
 
@@ -140,6 +187,8 @@ def problems(case: Case, registry: ToolRegistry) -> list[str]:
     for who in [case.person, *(t.person for t in case.previous if t.person)]:
         if who not in people:
             found.append(f"unknown person {who!r}")
+    if case.proposal is not None:
+        found += _proposal_problems(case.proposal, registry)
     exp = case.expected
     if exp.tool is not None:
         spec = registry.get(exp.tool)
@@ -160,6 +209,29 @@ def problems(case: Case, registry: ToolRegistry) -> list[str]:
         ]
     if exp.authorization and exp.authorization.reason and exp.authorization.reason not in AUTH_REASONS:
         found.append(f"unknown authorization reason {exp.authorization.reason!r}")
+    return found
+
+
+def _proposal_problems(raw: dict[str, Any], registry: ToolRegistry) -> list[str]:
+    """A fixed proposal must be one the brain's validation accepts, naming declared parameters
+    only (the LLM arm would drop an undeclared one, so the case would not test what it says)."""
+    found = []
+    for call in raw.get("tool_calls") or []:
+        name = call.get("tool_name") if isinstance(call, dict) else call
+        spec = registry.get(str(name))
+        if spec is None:
+            found.append(f"proposal names unknown tool {name!r}")
+            continue
+        found += [
+            f"proposal: tool {spec.name} has no parameter {key!r}"
+            for key in call.get("parameters") or {}
+            if key not in spec.params.model_fields
+        ]
+    if not found:
+        try:
+            validate_proposal(raw, registry)
+        except InvalidProposal as exc:
+            found.append(f"invalid proposal: {exc}")
     return found
 
 

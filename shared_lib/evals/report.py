@@ -3,8 +3,12 @@
 ``run_eval`` returns the JSON document ``charter eval run --json`` prints::
 
     {"dataset": …, "cases": N, "note": "which brains ran and why",
-     "brains": [{"brain": "legacy", "accuracy": …, "route_accuracy": {correct, total, rate}, …}],
+     "brains": [{"brain": "legacy", "accuracy": …, "route_accuracy": {correct, total, rate}, …,
+                 "deciding": {"cases": …, "accuracy": …, "verdict_agreement": …, …}}],
      "leaks": total placeholders in replies across the brains}
+
+A brain's figures are about its own cases; the cases with a fixed proposal (the ``deciding``
+group: the same proposal whatever the brain) are summed apart under ``deciding``.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ def run_eval(
         "cases": len(cases),
         "note": note,
         "brains": summaries,
-        "leaks": sum(s["leaks"] for s in summaries),
+        "leaks": sum(s["leaks"] + (s["deciding"] or {}).get("leaks", 0) for s in summaries),
     }
 
 
@@ -96,4 +100,11 @@ def render_text(result: dict[str, Any]) -> str:
         if s["failures"]:
             shown = ", ".join(f"{f['id']}[{'/'.join(f['failed'])}]" for f in s["failures"][:12])
             lines.append(f"   failed (first): {shown}")
+        if d := s["deciding"]:
+            lines.append(
+                f"   deciding       {d['passed']}/{d['cases']} cases with a fixed proposal passed "
+                f"(verdict {_pct(d['verdict_agreement']).strip()}), {d['leaks']} placeholders"
+            )
+            if d["failures"]:
+                lines.append("   deciding failed: " + ", ".join(f["id"] for f in d["failures"][:12]))
     return "\n".join(lines)

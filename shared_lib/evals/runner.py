@@ -7,6 +7,11 @@ is called over the network unless the brain under test is a configured LLM.
 ``Brain`` names the arm and, for the LLM arm, the ``LLM`` port: an injected one (the scripted
 model of ``infra``, a test's fake) or ``None`` to let the composition root build the Anthropic
 adapter from the settings (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``).
+
+A case's fixtures (``fixtures``) are applied here: a ``policy`` patch becomes the runtime's
+policy; a fixed ``proposal`` replaces the brain under test, whichever it is, by the LLM arm over
+``FixedProposalLLM`` (every proposal call of the case gets that proposal), so the legacy brain
+and any LLM run such a case identically.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.demo_data import DEMO_ORG, seed_demo_directory
 from shared_lib.envelope import Turn
 from shared_lib.errors import ConfigError
-from shared_lib.evals.dataset import Case
+from shared_lib.evals.dataset import DECIDING, Case
+from shared_lib.evals.fixtures import FixedProposalLLM, patched_policy
 from shared_lib.flags import FLAGS_DOC, FlagsDocument, flags_store_doc
 from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
@@ -107,6 +113,10 @@ def eval_settings(environ: dict[str, str] | None = None) -> Settings:
 
 def build_case_runtime(brain: Brain, case: Case, settings: Settings) -> Runtime:
     overrides: dict[str, Any] = {"clock": FixedClock(case.now), "notifiers": []}
+    if case.policy is not None:
+        overrides["policy"] = patched_policy(case.policy, source=f"case {case.id}: policy")
+    if case.proposal is not None:
+        brain = Brain(DECIDING, "llm", FixedProposalLLM(case.proposal))  # the same for every brain
     if brain.arm == "legacy" or brain.llm is not None:
         overrides["llm"] = brain.llm
     rt = build_runtime(settings=settings, **overrides)
@@ -130,9 +140,13 @@ def run_case(brain: Brain, case: Case, settings: Settings) -> Observed:
     """Send the case's earlier messages, then its utterance; observe the last turn."""
     rt = build_case_runtime(brain, case, settings)
     seen = Observed(case.id)
-    said = [(t.person or case.person, t.text) for t in case.previous] + [(case.person, case.utterance)]
+    policy = rt.policy
+    said = [(t.person or case.person, t.text, t.policy) for t in case.previous]
+    said.append((case.person, case.utterance, None))
     turn: Turn | None = None
-    for index, (person, text) in enumerate(said):
+    for index, (person, text, own_policy) in enumerate(said):
+        # a turn with its own policy: as if the policy had changed before it (and back after it)
+        rt.policy = policy if own_policy is None else patched_policy(own_policy, source=f"case {case.id}")
         start = time.perf_counter()
         turn_id = accept(rt, _message(rt, case, index, person, text))
         elapsed = (time.perf_counter() - start) * 1000

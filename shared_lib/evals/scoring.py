@@ -7,6 +7,10 @@ clarification agreement, cost and tokens from the turns' accounting, latency of 
 evaluated turn (median and p95, nearest rank), and ``leaks``: mask placeholders found in any
 reply the user was sent.
 
+Cases with a fixed proposal (group ``deciding``) measure the deciding layers, not the brain:
+they are left out of a brain's figures and summed apart under ``deciding`` (the same figures,
+without cost and latency, which belong to the brain).
+
 >>> from datetime import datetime, UTC
 >>> now = datetime(2026, 11, 18, 1, 0, tzinfo=UTC)
 >>> value_matches("2026-11-19", "明日", now), value_matches(Contains(contains="見積"), "見積書を作成", now)
@@ -26,7 +30,7 @@ from datetime import date, datetime
 from typing import Any
 
 from shared_lib.dates import read
-from shared_lib.evals.dataset import Case, Contains, ParamValue
+from shared_lib.evals.dataset import DECIDING, Case, Contains, ParamValue
 from shared_lib.evals.runner import Observed
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -125,15 +129,33 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
+DECIDING_NOTE = (
+    "cases with a fixed proposal: the same for every brain, they measure the deciding layers "
+    "(constitution, guardian, gate, executor, responder) and are not in the brain's figures"
+)
+
+
 def summarize(
     brain: str, scores: list[CaseScore], *, model: str | None = None, internal: Iterable[str] = ()
 ) -> dict[str, Any]:
-    """One brain's figures over a run (the JSON the command prints per brain).
+    """One brain's figures over a run (the JSON the command prints per brain): its own cases,
+    and the ``deciding`` cases apart (``None`` when the run had none).
 
     ``internal``: names the user must never see (tools, parameters); ``hygiene`` counts the
     cases whose replies showed one, or an ISO date, next to ``leaks``.
     """
     names = list(internal)
+    fixed = [s for s in scores if s.case.group == DECIDING]
+    own = _figures(brain, [s for s in scores if s.case.group != DECIDING], model, names)
+    deciding = _figures(DECIDING, fixed, None, names) if fixed else None
+    if deciding is not None:
+        for brain_only in ("brain", "model", "cost", "latency_ms"):
+            deciding.pop(brain_only)
+        deciding["note"] = DECIDING_NOTE
+    return {**own, "deciding": deciding}
+
+
+def _figures(brain: str, scores: list[CaseScore], model: str | None, names: list[str]) -> dict[str, Any]:
     by_category: dict[str, list[bool]] = defaultdict(list)
     by_group: dict[str, list[bool]] = defaultdict(list)
     for s in scores:
