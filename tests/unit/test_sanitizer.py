@@ -163,3 +163,16 @@ def test_given_the_packaged_rules_then_every_label_has_japanese_and_english_word
     wording = Sanitizer.from_file(RULES_FILE).wording
     assert {r.label for r in S.rules} <= set(wording)
     assert all(set(words) == {"ja", "en"} for words in wording.values())
+
+
+@pytest.mark.parametrize(
+    "text", ["03-1234-5678", "090-1234-5678", "09012345678", "0120-123-456", "06 6123 4567", "0312345678"]
+)
+def test_a_japanese_phone_number_of_ten_or_eleven_digits_is_masked(text):
+    assert Sanitizer.default().mask(f"電話は{text}まで")[0] == "電話は[PHONE_1]まで"
+
+
+@pytest.mark.parametrize("text", ["K083632の見積書", "注文番号0123456", "内線012-3456", "伝票0812"])
+def test_a_short_number_starting_with_zero_is_no_phone_number(text):
+    # an order number or a tag would otherwise be masked, stored as [PHONE] and lost to the user
+    assert Sanitizer.default().mask(text)[0] == text
