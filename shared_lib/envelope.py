@@ -115,6 +115,7 @@ class ProposalSection(_Section):
     self_critique: dict[str, Any] | None = None
     # parameters the tools do not declare, dropped from the LLM's answer (``tool.parameter``)
     dropped_parameters: list[str] = Field(default_factory=list)
+    usage: Usage | None = None  # this step's brain calls (the loop shows cache figures per step)
 
 
 class ToolResult(_Section):
@@ -172,6 +173,55 @@ class Usage(_Section):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
+class WorkerOutput(_Section):
+    """What one step hands the loop controller (seed 002 §4.4, §5): built by the controller from
+    the step's results and the proposal's ``loop`` block, validated; an invalid block is a
+    ``worker.fail`` and stops the loop (``needs_next_loop`` false)."""
+
+    result: str = ""
+    needs_next_loop: bool = False
+    why: str = ""
+    next_actions: list[str] = Field(default_factory=list, max_length=3)
+    questions_for_user: list[str] = Field(default_factory=list, max_length=3)
+    confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    risk: Literal["low", "medium", "high"] = "low"
+    fit: bool | None = None
+    suggested_route: str | None = None
+
+
+class StepRecord(_Section):
+    """One finished step of a multi-step turn: what was proposed, decided and done."""
+
+    step: int  # its number in the loop (1-based; a resumed turn goes on from the paused one)
+    turn_id: str  # the turn that ran it
+    arm: str = ""
+    model: str | None = None
+    route: str = "CHAT"
+    proposal: Proposal | None = None
+    guardian: Verdict | None = None
+    authorization: AuthDecision | None = None
+    results: list[ToolResult] = Field(default_factory=list)
+    worker: WorkerOutput = Field(default_factory=WorkerOutput)
+    usage: Usage = Field(default_factory=Usage)  # the brain's calls of this step
+
+
+class LoopSection(_Section):
+    """The loop controller's state (seed 002 §3): the finished steps and why the loop stopped.
+
+    ``started_at`` is when the first step began (the ``max_millis`` budget); a turn that resumes
+    a paused one after 「はい」 (``resumed_from``) carries its steps and numbering, and gets a
+    fresh budget."""
+
+    steps: list[StepRecord] = Field(default_factory=list)
+    stop_reason: str | None = None
+    stop_detail: str = ""
+    started_at: datetime | None = None
+    resumed_from: str | None = None
+    request: str = ""  # a resumed loop: the paused turn's request, masked (the brain's user message)
+    reroute_used: bool = False
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class Turn(BaseModel):
     """One user turn through the chain. ``step`` counts multi-step loops (0-based)."""
 
@@ -204,6 +254,7 @@ class Turn(BaseModel):
     authorization: AuthDecision | None = None
     execution: ExecutionSection = Field(default_factory=ExecutionSection)
     response: ResponseSection = Field(default_factory=ResponseSection)
+    loop: LoopSection = Field(default_factory=LoopSection)
 
     timings: dict[str, LayerTiming] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
@@ -242,8 +293,10 @@ class Turn(BaseModel):
         duration_ms: float,
         detail: str = "",
         revision: str = "",
+        step: int | None = None,
     ) -> None:
-        key = layer if self.step == 0 else f"{layer}#{self.step}"
+        step = self.step if step is None else step
+        key = layer if step == 0 else f"{layer}#{step}"
         self.timings[key] = LayerTiming(started_at=started, duration_ms=round(duration_ms, 3))
         self.trail.append(
             TrailEntry(
@@ -325,9 +378,9 @@ def blob_path(turn: Turn, layer: str) -> str:
 SHARED_FIELDS = frozenset({"timings", "trail", "errors", "usage"})
 LAYER_SECTIONS: dict[str, frozenset[str]] = {
     "context": frozenset({"context", "flags", "route"}),
-    "brain": frozenset({"proposal"}),
+    "brain": frozenset({"proposal", "loop"}),  # loop: only when 「はい」 resumes a paused turn
     "guardian": frozenset({"guardian"}),
     "authorizer": frozenset({"authorization"}),
     "executor": frozenset({"execution"}),
-    "responder": frozenset({"response"}),
+    "responder": frozenset({"response", "loop", "step", "deadline"}),  # the loop controller
 }

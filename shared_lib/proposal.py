@@ -26,6 +26,12 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+class _Output(_Model):
+    # The step's hand-over to the loop controller (seed 002 §4.4): kept as the model wrote it and
+    # validated by the controller (``shared_lib.loop``), so a bad block stops the loop, not the turn.
+    loop: dict[str, Any] | None = None
+
+
 class Confidence(_Model):
     overall: Score
     intent: Score | None = None
@@ -56,7 +62,7 @@ class ToolCall(_Model):
     parameter_sources: dict[str, ParameterSource] = Field(default_factory=dict)
 
 
-class ToolCallProposal(_Model):
+class ToolCallProposal(_Output):
     output_type: Literal["tool_call"]
     reasoning: ToolCallReasoning
     confidence: Confidence
@@ -69,7 +75,7 @@ class ToolCallProposal(_Model):
         return " / ".join(x for x in (r.intent_understanding, r.tool_selection_reason) if x)
 
 
-class TextResponseProposal(_Model):
+class TextResponseProposal(_Output):
     output_type: Literal["text_response"]
     reasoning: TextReasoning
     confidence: Confidence
@@ -80,7 +86,7 @@ class TextResponseProposal(_Model):
         return " / ".join(x for x in (r.intent_understanding, r.response_strategy, r.no_tool_reason) if x)
 
 
-class ClarificationProposal(_Model):
+class ClarificationProposal(_Output):
     output_type: Literal["clarification_needed"]
     reasoning: ClarificationReasoning
     confidence: Confidence
@@ -167,6 +173,19 @@ def proposal_json_schema() -> dict[str, Any]:
             "text_response": {"type": "string"},
             "clarification_question": {"type": "string"},
             "options": str_list,
+            "loop": {
+                "type": "object",
+                "description": "Multi-step hand-over: whether this step needs another after its result.",
+                "properties": {
+                    "needs_next_loop": {"type": "boolean"},
+                    "why": {"type": "string"},
+                    "next_actions": {**str_list, "maxItems": 3},
+                    "questions_for_user": {**str_list, "maxItems": 3},
+                    "risk": {"type": "string", "enum": ["low", "medium", "high"]},
+                    "fit": {"type": "boolean"},
+                    "suggested_route": {"type": "string"},
+                },
+            },
         },
         "required": ["output_type", "reasoning", "confidence"],
     }

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from infra.fake_llm import steps
 from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
 
 PROPOSAL_TOOL = "submit_proposal"
@@ -342,6 +343,8 @@ PROPOSAL_RULES: tuple[ProposalRule, ...] = (
     ProposalRule("change_permission", _has(("権限",), ("変更",)), _change_permission),
     ProposalRule("view_all_users", _has(("全社員",), ("一覧",)), _view_all_users),
     ProposalRule("task_create", _is_task_request, _task_create),  # 佐藤 → clarification_needed
+    # look first, then act: a search that hands over to a next step (infra.fake_llm.steps)
+    ProposalRule("task_check_then_act", steps.is_first_step, lambda t: steps.first_step(t, _task_search(t))),
     ProposalRule("task_complete", _has(("タスク",), ("完了",)), _task_complete),
     ProposalRule("task_search", _has(("タスク",), ("一覧", "確認", "教えて")), _task_search),
     ProposalRule("greeting", _has(tuple(_GREETINGS)), _greeting),
@@ -506,7 +509,8 @@ def answer(request: MessagesRequest) -> Reply:
     """Answer like the product's LLM would: a proposal, another forced tool call, or integration text."""
     tool = _required_tool(request)
     if tool == PROPOSAL_TOOL:
-        proposal = propose(utterance(request))
+        later = steps.is_later_step(request)  # a step after a tool_result: multi-step scenarios
+        proposal = steps.next_step(request) if later else propose(utterance(request))
         return Reply(
             content=[{"type": "tool_use", "name": PROPOSAL_TOOL, "input": proposal}], stop_reason="tool_use"
         )

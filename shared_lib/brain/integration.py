@@ -6,6 +6,7 @@ the same cached prefix as the proposal call); failures, legacy turns and a faile
 phrasing call use the persona's fixed templates (``done_<tool>``, the error catalogue).
 A delivery (an announcement's ``delivery`` counts) is always told by the fixed templates
 (``done_announcement_<status>``): how many people were reached is a fact, not a phrasing.
+The results of every step of a multi-step turn are told together, in one reply.
 A handler's data never reaches the user unformatted: both ways read the result as a user
 does (``tools.display.shown_result``: 「11月25日（水）」 for a date, 「好み」 for ``preference``),
 the tool by its display name, a parameter a failure names by its label (「担当者」).
@@ -38,8 +39,13 @@ if TYPE_CHECKING:
 MAX_REPLY_CHARS = 1200
 
 
+def all_results(turn: Turn) -> list[ToolResult]:
+    """Every step's results, in order (a single-step turn: this step's)."""
+    return [r for step in turn.loop.steps for r in step.results] + list(turn.execution.results)
+
+
 def integrate(turn: Turn, rt: Runtime) -> str:
-    results = turn.execution.results
+    results = all_results(turn)
     if not results:
         return error_text(rt.persona, "execution_error")
     failed = [r for r in results if not r.ok]
@@ -138,7 +144,7 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
             "tool": rt.registry.display_name(r.tool_name),
             "result": shown_result(rt.registry, r.tool_name, r.result, today=today),
         }
-        for r in turn.execution.results
+        for r in all_results(turn)
     ]
     results = s.mask_obj(shown, vault)
     prompt = rt.persona.prompt(

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -24,9 +25,10 @@ from shared_lib.brain.integration import error_text
 from shared_lib.brain.llm_brain import BrainResult, fixed_text
 from shared_lib.brain.models import flags_document, model_for, proposal_model
 from shared_lib.brain.prompt import assemble
+from shared_lib.brain.steps_prompt import history_messages
 from shared_lib.brain.vault import store_vault
 from shared_lib.decisions import Outcome
-from shared_lib.envelope import ConstitutionViolation, Turn
+from shared_lib.envelope import ConstitutionViolation, Turn, Usage
 from shared_lib.errors import BrainError, LLMError
 from shared_lib.logs import log_event
 from shared_lib.sanitizer import PLACEHOLDER
@@ -52,7 +54,15 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     sec.arm = "llm"
     sec.model, why = proposal_model(turn, rt, cfg)
     prompt = assemble(turn, persona=rt.persona, registry=rt.registry, now=rt.clock())
+    if turn.loop.steps:  # a later step: the model sees what its earlier proposals led to
+        today = rt.clock().astimezone(rt.policy.zone).date()
+        history = history_messages(
+            turn.loop.steps, registry=rt.registry, today=today, vault=dict(prompt.vault)
+        )
+        # a loop resumed by 「はい」 goes on with the request it paused on (stored masked)
+        prompt = replace(prompt, history=history, user_text=turn.loop.request or prompt.user_text)
     vault = _store_vault(turn, rt, prompt.vault, cfg)
+    before = turn.usage.model_copy()
     try:
         result = llm_brain.propose(
             rt.llm,
@@ -74,6 +84,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         )
         return Outcome("llm_error", reason_code=exc.code, detail=f"model={sec.model}")
     _record(turn, rt, result)
+    sec.usage = _delta(turn.usage, before)
     degraded = _degrade(turn, rt, cfg, vault, set(prompt.vault))
     if not degraded and not result.parse_failed and not turn.shadow and not blocked(result.violations):
         _critique(turn, rt, cfg, doc.self_critique_rate if doc else 0.0)
@@ -90,6 +101,11 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     if result.parse_failed:
         return Outcome("parse_error", reason_code="parse_error", detail=detail)
     return Outcome("proposed", reason_code=result.proposal.output_type, detail=detail)
+
+
+def _delta(after: Usage, before: Usage) -> Usage:
+    """This step's brain calls: what they added to the turn's usage."""
+    return Usage(**{k: getattr(after, k) - getattr(before, k) for k in Usage.model_fields})
 
 
 def _store_vault(turn: Turn, rt: Runtime, entries: dict[str, str], cfg: BrainConfig) -> str:

@@ -3,7 +3,8 @@
 Order is the cache order of the Messages API: **tools** (registry tools + the decision
 tool, breakpoint on the last) → **system block 1** (persona system prompt v2.0 + the
 charter's instructions of §5.2.5, breakpoint) → **system block 2** (the volatile context
-in Truth order, no breakpoint) → **messages** (the user's message only). Everything
+in Truth order, no breakpoint) → **messages** (the user's message, then at a later step of a multi-step turn the earlier
+steps: ``steps_prompt``). Everything
 stable is cached; nothing volatile precedes it.
 
 All text is masked first (``Sanitizer``). The vault returned holds only the values of the
@@ -31,6 +32,8 @@ class Prompt:
     system: list[dict[str, Any]]
     user_text: str  # masked
     vault: dict[str, str] = field(default_factory=dict)  # user-message values only
+    # a later step: the earlier steps as submit_proposal calls and their tool_result (steps_prompt)
+    history: list[dict[str, Any]] = field(default_factory=list)
 
 
 def stable_system(persona: Persona) -> dict[str, Any]:
@@ -65,7 +68,7 @@ def proposal_request(
     guidance: str = "",
 ) -> LLMRequest:
     """The proposal call; with ``previous`` and ``guidance`` the one retry of seed §6.7.3."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt.user_text}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt.user_text}, *prompt.history]
     if previous is not None and guidance:
         messages += retry_messages(previous, guidance)
     return LLMRequest(

@@ -126,7 +126,7 @@ class LayerRunner:
         return outcome.outcome
 
     def run(self, turn: Turn) -> Outcome:
-        started = self.rt.clock()
+        started, step = self.rt.clock(), turn.step  # the loop controller may move the turn on a step
         t0 = time.perf_counter()
         if self.layer.run is None:
             raise TypeError(f"layer {self.layer.name} has no run function")
@@ -141,6 +141,7 @@ class LayerRunner:
             duration_ms=ms,
             detail=outcome.detail,
             revision=self.rt.settings.revision,
+            step=step,
         )
         log_event(
             "layer_done",

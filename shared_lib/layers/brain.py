@@ -22,7 +22,7 @@ from shared_lib.brain import legacy, llm_arm
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.brain.vault import store_vault
-from shared_lib.envelope import Turn
+from shared_lib.envelope import ProposalSection, Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers import confirmation
 from shared_lib.layers.base import Layer, Outcome
@@ -35,6 +35,8 @@ __all__ = ["LAYER", "fixed_text", "run"]
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
+    if turn.step > 0:  # a later step proposes afresh; the earlier ones are in turn.loop.steps
+        turn.proposal = ProposalSection()
     sec = turn.proposal
     t0 = time.perf_counter()
     try:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from shared_lib.envelope import Turn
+from shared_lib.envelope import StepRecord, Turn
 from shared_lib.ids import new_short_id
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.guardian import proposal_hash
@@ -143,6 +143,7 @@ def _approve(turn: Turn, rt: Runtime, pending: dict[str, Any]) -> bool:
         )
     turn.proposal.arm = "state"
     turn.proposal.proposal = proposal
+    _resume(turn, pending)
     turn.proposal.approval = {
         "approval_id": approval_id,
         "approved": True,
@@ -224,6 +225,7 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
                 "confirmations_received": 0,
                 "confirmation_type": _confirmation_type(g.reason_code),
                 "confidence": root.confidence.overall,
+                **_paused_loop(turn),
             },
             now,
             config=cfg.confirmation,
@@ -253,6 +255,28 @@ def _at_rest(turn: Turn, root: ToolCallProposal, summary: str) -> dict[str, Any]
         **s.mask_stored(shown),
     }
     return masked
+
+
+def _paused_loop(turn: Turn) -> dict[str, Any]:
+    """A confirmation asked at a later step pauses the loop: its earlier steps, masked, wait in
+    the pending action, and 「はい」 resumes the loop at this step (``_resume``)."""
+    if not turn.loop.steps:
+        return {}
+    kept = turn.loop.model_dump(mode="json", include={"steps", "reroute_used"})
+    return {"loop": Sanitizer.default().mask_stored(kept)}
+
+
+def _resume(turn: Turn, pending: dict[str, Any]) -> None:
+    stored = pending.get("loop")
+    if not isinstance(stored, dict):
+        return
+    try:
+        steps = [StepRecord.model_validate(s) for s in stored.get("steps") or []]
+    except ValidationError:  # the approved action still runs, as a first step
+        return
+    turn.loop.steps, turn.loop.reroute_used = steps, bool(stored.get("reroute_used"))
+    turn.loop.resumed_from = str(pending.get("turn_id") or "") or None
+    turn.loop.request = str(pending.get("original_message") or "")
 
 
 def after_reply(turn: Turn, rt: Runtime) -> None:

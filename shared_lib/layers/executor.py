@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from shared_lib.brain.vault import restore_parameters
-from shared_lib.envelope import ToolResult, Turn
+from shared_lib.envelope import ExecutionSection, ToolResult, Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy.authorization import authorize
@@ -59,7 +59,7 @@ def executor_for(rt: Runtime) -> ToolExecutor:
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
-    sec = turn.execution
+    turn.execution = sec = ExecutionSection()  # a later step starts clean; earlier ones are in turn.loop
     sec.dry_run = turn.shadow
     reason = _skip_reason(turn)
     if reason:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from shared_lib import collections
+from shared_lib import collections, loop
 from shared_lib.brain import constitution, integration
 from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
@@ -115,8 +115,58 @@ def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
     res.sent, res.send_receipt = True, key
 
 
+# What the user reads when the loop stopped before the work was done (persona catalogue).
+_STOP_NOTES = {"max_loops": "loop_stop_max_loops", "max_millis": "loop_stop_max_millis"}
+
+
+def _loop(turn: Turn, rt: Runtime) -> Outcome | None:
+    """The loop controller (seed 002 §3): another step goes back to the brain; else the stop is
+    recorded and the reply is composed from every step."""
+    s = rt.settings
+    limits = loop.LoopLimits(max_loops=s.max_steps, max_millis=int(s.max_turn_seconds * 1000))
+    llm = rt.llm is not None and not turn.flags.kill_switch and not turn.route.local_only
+    decision = loop.decide(turn, limits, rt.clock(), can_continue=llm and turn.flags.arm == "llm")
+    if decision.action == "continue":
+        loop.take_step(
+            turn, decision, rt.clock(), step_seconds=s.turn_budget_seconds, max_millis=limits.max_millis
+        )
+        log_event("loop.continue", turn=turn, layer="responder", next_step=turn.step, reason=decision.reason)
+        return Outcome("continue", reason_code=f"loop.{decision.reason}", next_topic="contextualized")
+    loop.stop(turn, decision)
+    if turn.loop.steps or decision.reason != "done":
+        log_event(
+            "loop.stop",
+            turn=turn,
+            layer="responder",
+            stop_reason=decision.reason,
+            steps=len(turn.loop.steps) + 1,
+        )
+    return None
+
+
+def _stop_note(turn: Turn, rt: Runtime, text: str) -> str:
+    """A loop that stopped with work left says so, and asks what the step needed to know."""
+    reason, detail = turn.loop.stop_reason or "", turn.loop.stop_detail
+    lines = [text]
+    key = _STOP_NOTES.get(reason)
+    if key and rt.persona.has(key):
+        lines.append(rt.persona.message(key, steps=len(turn.loop.steps) + 1))
+    if reason == "need_user_confirmation" and not detail.startswith(("confirm:", "clarification")):
+        worker = loop.worker_output(turn)[0]
+        if asks := worker.questions_for_user:  # the model's questions; never its internal next actions
+            lines.append(
+                rt.persona.message("loop_stop_questions", questions="\n".join(f"・{q}" for q in asks))
+            )
+        else:
+            lines.append(rt.persona.message("loop_stop_ask"))
+    return "\n".join(x for x in lines if x)
+
+
 def run(turn: Turn, rt: Runtime) -> Outcome:
+    if (continued := _loop(turn, rt)) is not None:
+        return continued
     kind, text = _compose(turn, rt)
+    text = _stop_note(turn, rt, text)
     # An answer to a pending action shows placeholders of an earlier message: none is this one's.
     own = "" if turn.proposal.arm == "state" else turn.inbound.text
     text = Sanitizer.default().present(text, own=own, language=turn.inbound.language)

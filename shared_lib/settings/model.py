@@ -89,8 +89,9 @@ class Settings(BaseSettings):
     # ingress to reply, bounds every LLM call (both nest inside the push timeout: idempotency.py).
     lease_seconds: int = _f(10, "CHARTER_LEASE_SECONDS", ge=1)
     turn_budget_seconds: float = _f(45.0, "CHARTER_TURN_BUDGET_SECONDS", targets=("ingress",), gt=0)
+    # the loop controller (seed 002 §3.1: max_loops 3, max_millis 90 000)
     max_steps: int = _f(3, "CHARTER_MAX_STEPS", ge=1, le=10)
-    max_turn_seconds: float = _f(120.0, "CHARTER_MAX_TURN_SECONDS", gt=0)
+    max_turn_seconds: float = _f(90.0, "CHARTER_MAX_TURN_SECONDS", gt=0)
     blob_ttl_days: int = _f(7, "CHARTER_BLOB_TTL_DAYS", ge=1)
     fault_injection: bool = _f(False, "CHARTER_FAULT_INJECTION")
     # The Pub/Sub emulator does not dead-letter ordered subscriptions; the local stack turns

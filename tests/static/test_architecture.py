@@ -48,7 +48,7 @@ FLOORS: dict[str, int] = {
     ),
     **dict.fromkeys(("adapters", "flags", "channels"), 2),
     **dict.fromkeys(
-        ("tools", "policy", "state", "context", "rollout", "telemetry", "demo_data", "routing"), 3
+        ("tools", "policy", "state", "context", "rollout", "telemetry", "demo_data", "routing", "loop"), 3
     ),
     "runtime": 4,
     "brain": 5,

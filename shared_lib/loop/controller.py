@@ -1,0 +1,157 @@
+"""The loop controller (seed 002 §3): after a step's result, answer or take another step.
+
+Fixed logic over what the deciding layers already decided; the model's ``loop`` block is a
+proposal like any other. ``decide(turn, limits, now)`` reads the step that just ran (its
+proposal, verdict, authorization and results) and returns ``continue`` only when all hold:
+
+* the step ran tools, all of them succeeded, and nothing is waiting for the user: a
+  CONFIRM pauses the turn (the confirmation message is the reply), a BLOCK or a deny ends it;
+* the step's hand-over (``WorkerOutput``, validated here; an invalid one is ``worker.fail``)
+  asks for a next step, with no questions for the user, ``risk`` not ``high`` and, on a
+  consequential branch, a confidence of at least ``limits.min_confidence``;
+* fewer than ``max_loops`` steps ran and less than ``max_millis`` went by since the first.
+
+A re-route (§3.3, §3.4) is taken at most once per input: ``fit`` false with a valid
+``suggested_route``, or the conversation model's ``propose_next_loop`` with a ``route``.
+Stop reasons: ``done``, ``blocked``, ``denied``, ``worker_failure``, ``need_user_confirmation``
+(``confirm``: the turn pauses; or the step's questions, risk or low confidence),
+``max_loops``, ``max_millis``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from shared_lib.envelope import WorkerOutput
+from shared_lib.proposal import ClarificationProposal
+
+CODE_MIN_CONFIDENCE = 0.8
+ROUTES = frozenset({"CHAT", "PLAN", "ANALYZE", "OPS", "RESEARCH", "CODE"})
+
+
+@dataclass(frozen=True)
+class LoopLimits:
+    max_loops: int = 3
+    max_millis: int = 90_000
+    min_confidence: float = 0.7  # below it, a step that acts again asks the user first
+
+
+@dataclass(frozen=True)
+class LoopDecision:
+    action: Literal["continue", "stop"]
+    reason: str  # the stop reason, or ``continue`` / ``reroute``
+    worker: WorkerOutput
+    detail: str = ""
+    error: str = ""  # why the step's hand-over failed (``worker.fail``)
+    reroute: str | None = None  # the route the next step takes
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def worker_output(turn: Any) -> tuple[WorkerOutput, str]:
+    """The step's hand-over, validated (seed 002 §4.4, §5); ``(output, error)``. A tool that
+    failed or an invalid block is a failure, and a failure never asks for another step."""
+    p = turn.proposal.proposal
+    results = turn.execution.results
+    summary = "; ".join(
+        f"{r.tool_name}:{'ok' if r.ok else r.error_code or 'failed'}"
+        + (f" count={r.result['count']}" if isinstance(r.result.get("count"), int) else "")
+        for r in results
+    )
+    confidence = p.confidence if p is not None else 0.0
+    raw = dict(p.root.loop or {}) if p is not None else {}
+    if "propose_next_loop" in raw or "route" in raw:  # §3.4, the conversation model's interface
+        proposed = raw.pop("propose_next_loop", False)
+        route = raw.pop("route", None)
+        raw.pop("confidence", None)
+        if proposed is True and isinstance(route, str):
+            raw.setdefault("fit", False)
+            raw.setdefault("suggested_route", route)
+    raw.pop("reason", None)
+    try:
+        out = WorkerOutput.model_validate(
+            {**raw, "result": summary[:500], "confidence": confidence}, strict=False
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        return (
+            WorkerOutput(result=summary[:500], confidence=confidence),
+            f"invalid_worker_output: {where}: {first.get('msg', '')}"[:200],
+        )
+    failed = next((r for r in results if not r.ok), None)
+    if failed is not None:
+        out = out.model_copy(update={"needs_next_loop": False})
+        return out, f"tool_failed: {failed.tool_name}: {failed.error_code or 'failed'}"
+    return out, ""
+
+
+def decide(turn: Any, limits: LoopLimits, now: datetime, *, can_continue: bool = True) -> LoopDecision:
+    """What follows the step that just ran (see the module docstring). ``can_continue`` false:
+    no brain could take another step (the legacy arm, local-only, the kill switch)."""
+    worker, error = worker_output(turn)
+    number = len(turn.loop.steps) + 1  # this step's place in the loop
+    p, g, a = turn.proposal.proposal, turn.guardian, turn.authorization
+
+    def stop(reason: str, detail: str = "") -> LoopDecision:
+        return LoopDecision("stop", reason, worker, detail=detail, error=error)
+
+    if turn.shadow or p is None:
+        return stop("done", "shadow" if turn.shadow else "no proposal")
+    if not can_continue:
+        return stop("done", "single step")
+    if g is not None and g.blocked:
+        return stop("blocked", g.reason_code)
+    if a is not None and a.result == "denied":
+        return stop("denied", a.reason_code)
+    if g is not None and g.action == "confirm" and p.tool_calls:
+        return stop("need_user_confirmation", f"confirm:{g.reason_code}")
+    if isinstance(p.root, ClarificationProposal):
+        return stop("need_user_confirmation", "clarification")
+    if error.startswith("invalid_worker_output"):
+        return stop("worker_failure", error)
+    if not p.tool_calls or not turn.execution.results:
+        reroute = _reroute(turn, worker)
+        if reroute and number < limits.max_loops:
+            return LoopDecision("continue", "reroute", worker, reroute=reroute, detail=f"route {reroute}")
+        return stop("done", p.output_type)
+    if error:
+        return stop("worker_failure", error)
+    reroute = _reroute(turn, worker)
+    if not worker.needs_next_loop and reroute is None:
+        return stop("done", "needs_next_loop=false")
+    if worker.questions_for_user:
+        return stop("need_user_confirmation", "questions_for_user")
+    if worker.risk == "high":
+        return stop("need_user_confirmation", "risk=high")
+    if worker.confidence < limits.min_confidence:
+        return stop("need_user_confirmation", f"confidence {worker.confidence:.2f}")
+    if number >= limits.max_loops:
+        return stop("max_loops", f"{number} steps")
+    elapsed_ms = (now - started_at(turn)).total_seconds() * 1000
+    if elapsed_ms >= limits.max_millis:
+        return stop("max_millis", f"{elapsed_ms:.0f} ms")
+    return LoopDecision("continue", "reroute" if reroute else "continue", worker, reroute=reroute)
+
+
+def started_at(turn: Any) -> datetime:
+    """When the loop's first step began, on the runtime's clock (its first layer's start)."""
+    if turn.loop.started_at is not None:
+        return turn.loop.started_at  # type: ignore[no-any-return]
+    starts = [t.started_at for t in turn.timings.values()]
+    return min(starts) if starts else turn.created_at  # type: ignore[no-any-return]
+
+
+def _reroute(turn: Any, worker: WorkerOutput) -> str | None:
+    """The route of a re-route the step asks for, when one may still be taken."""
+    route = (worker.suggested_route or "").upper()
+    if turn.loop.reroute_used or worker.fit is not False or route not in ROUTES:
+        return None
+    if route == turn.route.route or (route == "CODE" and turn.route.local_only):
+        return None
+    if route == "CODE" and worker.confidence < CODE_MIN_CONFIDENCE:  # seed 003: CODE needs 0.8
+        return None
+    return route

@@ -1,0 +1,104 @@
+"""What the loop controller writes on the turn: the finished step, the next one, the stop.
+
+The responder calls these (it is the controller's layer): ``take_step`` moves the step that
+just ran into ``turn.loop.steps`` and readies the envelope for the brain (``step + 1``, a
+fresh per-step budget inside the loop's), ``stop`` records why the loop ended. Each writes
+the seed 002 §7.1 events with the §7.2 fields on ``turn.loop.events``; the observer keeps
+them in the record and ``charter turns show`` prints them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from shared_lib.envelope import StepRecord, Turn, Usage
+from shared_lib.loop.controller import LoopDecision, started_at
+
+
+def step_record(turn: Turn, decision: LoopDecision) -> StepRecord:
+    sec = turn.proposal
+    return StepRecord(
+        step=len(turn.loop.steps) + 1,
+        turn_id=turn.turn_id,
+        arm=sec.arm,
+        model=sec.model,
+        route=turn.route.route,
+        proposal=sec.proposal,
+        guardian=turn.guardian,
+        authorization=turn.authorization,
+        results=list(turn.execution.results),
+        worker=decision.worker,
+        usage=sec.usage or Usage(),
+    )
+
+
+def _event(turn: Turn, name: str, **fields: Any) -> None:
+    turn.loop.events.append({"event": name, "step": len(turn.loop.steps) + 1, **fields})
+
+
+def _worker_event(turn: Turn, decision: LoopDecision) -> None:
+    if not turn.execution.results and not decision.error:
+        return
+    w = decision.worker
+    _event(
+        turn,
+        "worker.fail" if decision.error else "worker.success",
+        route=turn.route.route,
+        needs_next_loop=w.needs_next_loop,
+        risk=w.risk,
+        fit=w.fit,
+        confidence=w.confidence,
+        error_reason=decision.error or None,
+    )
+
+
+def take_step(
+    turn: Turn, decision: LoopDecision, now: datetime, *, step_seconds: float, max_millis: int
+) -> None:
+    """Hand the turn back to the brain for its next step."""
+    loop = turn.loop
+    loop.started_at = started_at(turn)
+    _worker_event(turn, decision)
+    if decision.reroute:
+        _event(turn, "route.override", initial_route=turn.route.route, final_route=decision.reroute)
+        loop.reroute_used = True
+    loop.steps.append(step_record(turn, decision))
+    if decision.reroute:
+        turn.route = turn.route.model_copy(update={"route": decision.reroute, "source": "reroute"})
+    turn.step += 1
+    # each step gets the per-step budget a first step gets, never past the loop's own
+    end = min(now + timedelta(seconds=step_seconds), loop.started_at + timedelta(milliseconds=max_millis))
+    turn.deadline = max(turn.deadline or end, end)
+
+
+def stop(turn: Turn, decision: LoopDecision) -> None:
+    """The loop ends with this step: its events and the §7.2 summary."""
+    loop = turn.loop
+    _worker_event(turn, decision)
+    loop.stop_reason, loop.stop_detail = decision.reason, decision.detail
+    initial_route = loop.steps[0].route if loop.steps else turn.route.route
+    worker_calls = len(loop.steps) + (1 if turn.execution.results else 0)
+    _event(
+        turn,
+        "loop.stop",
+        stop_reason=decision.reason,
+        detail=decision.detail,
+        needs_next_loop=decision.worker.needs_next_loop,
+        error_reason=decision.error or None,
+    )
+    _event(
+        turn,
+        "final.route",
+        initial_route=initial_route,
+        final_route=turn.route.route,
+        classifier_route=getattr(turn.route, "classifier_route", None),
+        classifier_confidence=getattr(turn.route, "classifier_confidence", None),
+        worker_calls=worker_calls,
+        needs_next_loop=decision.worker.needs_next_loop,
+        risk=decision.worker.risk,
+        fit=decision.worker.fit,
+        reroute_used=loop.reroute_used,
+        stop_reason=decision.reason,
+        error_reason=decision.error or None,
+    )

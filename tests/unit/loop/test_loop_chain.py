@@ -1,0 +1,270 @@
+"""Multi-step turns on the in-process chain (issue 16, seed 002 §3): every step is proposed by
+the model and judged by the guardian and the gate like a first step; the loop controller
+alone decides whether another step follows. A fake LLM port answers each step from what the
+request shows it (no mocks of the product)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "brain"))
+from brain_fakes import ORG, FakeLLM, decision, inbound, runtime, text, text_answer, tool_call
+
+from shared_lib.composition import wire_inprocess
+from shared_lib.envelope import Turn
+from shared_lib.layers.ingress import accept
+from shared_lib.ports import LLMRequest, LLMResponse
+from shared_lib.runtime import Runtime
+from shared_lib.tools.directory import get_person
+from shared_lib.tools.task_backend import TaskDraft
+
+LOOK = {"needs_next_loop": True, "why": "検索結果を見て対象を決めるため", "risk": "low"}
+SEARCH = tool_call("chatwork_task_search", {"assignee_name": "自分"}, loop=LOOK)
+
+
+def tool_results(request: LLMRequest) -> list[dict[str, Any]]:
+    """The charter's outcomes the request hands back to the model (one per earlier step)."""
+    out = []
+    for m in request.messages:
+        for b in m["content"] if isinstance(m["content"], list) else []:
+            if b.get("type") == "tool_result":
+                out.append(json.loads(b["content"]))
+    return out
+
+
+class Chain:
+    def __init__(self, steps: list[Any], *, clock: Any = None) -> None:
+        """``steps``: the proposal of each proposal call in order (a dict, or a function of the request)."""
+        self.steps = list(steps)
+        self.llm = FakeLLM(default=self._answer)
+        self.rt: Runtime = runtime(self.llm)
+        if clock is not None:
+            self.rt.clock = clock
+        wire_inprocess(self.rt)
+        self.n = 0
+        me = get_person(self.rt.store, ORG, "u1")
+        assert me is not None
+        for i, body in enumerate(("資料を作る", "見積書を送る")):
+            draft = TaskDraft(
+                body=body,
+                assignee_id=me.task_account_id,
+                assignee_name=me.name,
+                room_id="r1",
+                created_by="u1",
+                marker=f"m{i}",
+            )
+            self.rt.store.run_transaction(lambda txn, d=draft: self.rt.task_backend.create(ORG, d, txn=txn))
+
+    def _answer(self, request: LLMRequest) -> LLMResponse:
+        if request.call_type != "proposal":
+            return text_answer("確認して片づけたウル🐺")
+        step = self.steps.pop(0) if self.steps else text("終わったウル🐺")
+        return decision(step(request) if callable(step) else step)
+
+    def say(self, message: str, user: str = "u1") -> tuple[str, Turn]:
+        self.n += 1
+        turn_id = accept(self.rt, inbound(message, f"e{self.n}", user=user))
+        assert turn_id is not None
+        return self.rt.channels["http"].sent[-1].text, self.completed(turn_id)  # type: ignore[attr-defined]
+
+    def completed(self, turn_id: str) -> Turn:
+        done = [
+            Turn.from_message(data, attrs, self.rt.store)
+            for topic, data, attrs, _ in self.rt.bus.published  # type: ignore[attr-defined]
+            if topic == "completed" and attrs["turn_id"] == turn_id
+        ]
+        assert len(done) == 1
+        return done[0]
+
+    def replies(self) -> list[str]:
+        return [r.text for r in self.rt.channels["http"].sent]  # type: ignore[attr-defined]
+
+    def tasks(self, status: str = "open") -> list[str]:
+        return [
+            d["body"].split("\n")[0]
+            for _, d in self.rt.store.query(f"orgs/{ORG}/tasks")
+            if d.get("status") == status
+        ]
+
+    def proposals(self) -> list[LLMRequest]:
+        return self.llm.calls("proposal")
+
+
+def complete_found(request: LLMRequest) -> dict[str, Any]:
+    """Step 2: complete the task the search found (the model read the tool_result)."""
+    found = tool_results(request)[-1]["results"][0]["result"]["tasks"]
+    task = next(t for t in found if "資料" in t["body"])
+    return tool_call("chatwork_task_complete", {"task_query": task["body"], "task_id": task["task_id"]})
+
+
+def test_search_then_act_is_one_turn_one_reply_one_effect_and_both_steps_recorded():
+    chain = Chain([SEARCH, complete_found])
+    reply, turn = chain.say("自分のタスクを確認して、資料のタスクは完了にして")
+    assert chain.replies() == [reply]
+    assert chain.tasks("done") == ["資料を作る"] and chain.tasks("open") == ["見積書を送る"]
+    assert len(turn.loop.steps) == 1 and turn.loop.steps[0].results[0].tool_name == "chatwork_task_search"
+    assert turn.execution.results[0].tool_name == "chatwork_task_complete"
+    assert turn.loop.stop_reason == "done"
+    names = [e["event"] for e in turn.loop.events]
+    assert names == ["worker.success", "worker.success", "loop.stop", "final.route"]
+    final = turn.loop.events[-1]
+    assert final["worker_calls"] == 2 and final["stop_reason"] == "done" and final["reroute_used"] is False
+    # both steps ran the whole chain: the trail has each layer at step 0 and at step 1
+    layers = [e.layer for e in turn.trail]
+    assert layers.count("guardian") == 1 and "guardian#1" in layers and "executor#1" in layers
+
+
+def test_the_second_step_sees_its_first_step_in_the_messages_shape_masked_and_cached():
+    chain = Chain([SEARCH, complete_found])
+    me = get_person(chain.rt.store, ORG, "u1")
+    assert me is not None
+    draft = TaskDraft(
+        body="090-1234-5678 に資料の件で電話",
+        assignee_id=me.task_account_id,
+        assignee_name=me.name,
+        room_id="r1",
+        created_by="u1",
+        marker="m3",
+    )
+    chain.rt.store.run_transaction(lambda txn: chain.rt.task_backend.create(ORG, draft, txn=txn))
+    chain.say("自分のタスクを確認して、資料のタスクは完了にして")
+    first, second = chain.proposals()
+    assert [m["role"] for m in first.messages] == ["user"]
+    assert [m["role"] for m in second.messages] == ["user", "assistant", "user"]
+    call, result = second.messages[1]["content"][0], second.messages[2]["content"][0]
+    assert call["type"] == "tool_use" and call["name"] == "submit_proposal"
+    assert call["input"]["tool_calls"][0]["tool_name"] == "chatwork_task_search"
+    assert result["type"] == "tool_result" and result["tool_use_id"] == call["id"]
+    assert result["cache_control"] == {"type": "ephemeral"}
+    assert "090-1234-5678" not in json.dumps(second.messages, ensure_ascii=False)
+    assert "[PHONE" in result["content"]
+    # the stable prefix is the same request prefix at both steps (tools, persona system block)
+    assert first.tools == second.tools and first.system[0] == second.system[0]
+
+
+def test_a_step_two_tool_above_the_users_level_is_denied_like_a_first_step():
+    # u2 (level 2) searches (level 1: allowed), then the model proposes the whole staff list (level 5)
+    chain = Chain([SEARCH, tool_call("view_all_users", {})])
+    reply, turn = chain.say("自分のタスクを確認して、全員の一覧も見せて", user="u2")
+    assert turn.loop.steps[0].authorization is not None
+    assert turn.loop.steps[0].authorization.result == "allowed"
+    assert turn.authorization is not None and turn.authorization.result == "denied"
+    assert turn.execution.results == [] and turn.execution.skipped_reason == "authorization"
+    assert turn.loop.stop_reason == "denied"
+    assert reply == chain.rt.persona.message("deny")
+
+
+def test_a_step_two_confirmation_pauses_the_turn_and_yes_resumes_it_exactly_once():
+    def delete_found(request: LLMRequest) -> dict[str, Any]:
+        found = tool_results(request)[-1]["results"][0]["result"]["tasks"]
+        task = next(t for t in found if "資料" in t["body"])
+        return tool_call("delete_task", {"task_query": task["body"], "task_id": task["task_id"]})
+
+    chain = Chain([SEARCH, delete_found])
+    ask, paused = chain.say("自分のタスクを確認して、資料のタスクは削除して")
+    assert paused.response.kind == "confirm" and paused.loop.stop_reason == "need_user_confirmation"
+    assert len(chain.tasks()) == 2  # nothing deleted yet
+    done, resumed = chain.say("はい")
+    assert resumed.loop.resumed_from == paused.turn_id
+    assert [s.results[0].tool_name for s in resumed.loop.steps] == ["chatwork_task_search"]
+    assert resumed.execution.results[0].tool_name == "delete_task" and resumed.execution.results[0].ok
+    assert chain.tasks() == ["見積書を送る"]
+    _again, _ = chain.say("はい")  # a second yes finds nothing pending: nothing runs twice
+    assert chain.tasks() == ["見積書を送る"]
+    assert len(chain.replies()) == 3 and ask != done
+
+
+def test_the_loop_stops_at_max_loops_with_a_useful_reply():
+    chain = Chain([SEARCH, SEARCH, SEARCH, SEARCH])
+    reply, turn = chain.say("自分のタスクを確認し続けて")
+    assert len(chain.proposals()) == 3
+    assert turn.loop.stop_reason == "max_loops" and len(turn.loop.steps) == 2
+    assert "3段階" in reply and chain.replies() == [reply]
+    assert [e["event"] for e in turn.loop.events][-2:] == ["loop.stop", "final.route"]
+
+
+def test_the_loop_stops_at_max_millis_on_an_injected_clock():
+    now = [datetime(2026, 11, 24, 1, 0, tzinfo=UTC)]
+
+    def slow_search(request: LLMRequest) -> dict[str, Any]:
+        now[0] += timedelta(seconds=91)  # the first step took 91 s
+        return SEARCH
+
+    chain = Chain([slow_search, SEARCH], clock=lambda: now[0])
+    reply, turn = chain.say("自分のタスクを確認して、資料のタスクは完了にして")
+    assert len(chain.proposals()) == 1
+    assert turn.loop.stop_reason == "max_millis"
+    assert chain.rt.persona.message("loop_stop_max_millis") in reply
+
+
+@pytest.mark.parametrize(
+    ("loop", "reason", "shown"),
+    [
+        ({**LOOK, "next_actions": ["a", "b", "c", "d"]}, "worker_failure", None),
+        ({**LOOK, "risk": "critical"}, "worker_failure", None),
+        ({**LOOK, "needs_next_loop": "maybe"}, "worker_failure", None),
+        ({**LOOK, "risk": "high"}, "need_user_confirmation", "loop_stop_ask"),
+        (
+            {**LOOK, "questions_for_user": ["完了にするのは資料のタスクでいい？"]},
+            "need_user_confirmation",
+            None,
+        ),
+    ],
+)
+def test_an_invalid_or_cautious_hand_over_stops_the_loop(loop, reason, shown):
+    chain = Chain([tool_call("chatwork_task_search", {"assignee_name": "自分"}, loop=loop)])
+    reply, turn = chain.say("自分のタスクを確認して、資料のタスクは完了にして")
+    assert len(chain.proposals()) == 1 and turn.loop.stop_reason == reason
+    if reason == "worker_failure":
+        assert turn.loop.events[0]["event"] == "worker.fail"
+    if shown:
+        assert chain.rt.persona.message(shown) in reply
+    if loop.get("questions_for_user"):
+        assert "完了にするのは資料のタスクでいい？" in reply
+
+
+def test_a_low_confidence_step_does_not_act_again_without_the_user():
+    chain = Chain([tool_call("chatwork_task_search", {"assignee_name": "自分"}, overall=0.65, loop=LOOK)])
+    _, turn = chain.say("自分のタスクを確認して、資料のタスクは完了にして")
+    assert len(chain.proposals()) == 1 and turn.loop.stop_reason == "need_user_confirmation"
+
+
+def test_a_reroute_is_taken_once_per_input():
+    wrong = text("この依頼は分析に向いているウル", loop={"fit": False, "suggested_route": "ANALYZE"})
+    chain = Chain([wrong, wrong])
+    _, turn = chain.say("先月のタスクの傾向を分析して")
+    assert len(chain.proposals()) == 2
+    assert turn.route.route == "ANALYZE" and turn.loop.reroute_used
+    names = [e["event"] for e in turn.loop.events]
+    assert names.count("route.override") == 1
+    assert (
+        turn.loop.events[-1]["initial_route"] != "ANALYZE"
+        and turn.loop.events[-1]["final_route"] == "ANALYZE"
+    )
+
+
+def test_a_single_step_turn_is_unchanged():
+    chain = Chain([text("こんにちはウル🐺")])
+    reply, turn = chain.say("今日はいい天気だね、調子はどう？")
+    assert reply == "こんにちはウル🐺" and turn.loop.steps == [] and turn.loop.stop_reason == "done"
+    assert len(chain.proposals()) == 1
+
+
+@pytest.mark.parametrize("step", ["0", "1"])
+def test_redelivering_every_message_of_a_step_repeats_no_effect_and_no_reply(step):
+    chain = Chain([SEARCH, complete_found])
+    reply, _turn = chain.say("自分のタスクを確認して、資料のタスクは完了にして")
+    again = [p for p in chain.rt.bus.published if p[2].get("step") == step]  # type: ignore[attr-defined]
+    assert {topic for topic, *_ in again} >= {"proposed", "authorized", "executed"}
+    for topic, data, attrs, key in again:
+        chain.rt.bus.publish(topic, data, attrs, key)
+    assert chain.replies() == [reply]
+    assert chain.tasks("done") == ["資料を作る"]
+    assert len(chain.proposals()) == 2  # no step was proposed twice
+    assert len(chain.rt.store.query(f"orgs/{ORG}/observability")) == 1
