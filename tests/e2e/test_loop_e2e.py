@@ -1,0 +1,119 @@
+"""Multi-step turns on the whole local stack (issue 16, seed 002 §3): the fake Anthropic server's
+scripted model looks first and acts second (``infra/fake_llm/steps.py``); the loop controller
+sends the turn back through Pub/Sub to the brain, and every step runs the whole chain."""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import local_stack as stack_mod
+from infra.webhook_sender import send
+from shared_lib import idempotency
+
+ORG = "demo"
+USER = "u-suzuki"
+
+
+def post(stack, text: str, room: str) -> str:
+    resp = send(stack.ingress_url, "http", text, org=ORG, room=room, user=USER)
+    assert resp.status == 200, resp.body
+    return str(resp.body["turn_ids"][0])
+
+
+def replies(stack, room: str) -> list[str]:
+    return [
+        str(s.get("text", ""))
+        for s in stack.fake_channel_sent()
+        if s.get("channel") == "http" and s["body"].get("room_id") == room
+    ]
+
+
+def wait_replies(stack, room: str, n: int) -> list[str]:
+    stack.wait_for(lambda: len(replies(stack, room)) >= n, timeout=120)
+    return replies(stack, room)
+
+
+def tasks(stack, tag: str) -> list[dict[str, Any]]:
+    return [d for _, d in stack.store.query(f"orgs/{ORG}/tasks") if tag in str(d.get("body", ""))]
+
+
+def layers(record: dict[str, Any]) -> list[str]:
+    return [str(e["layer"]) for e in record["trail"]]
+
+
+def with_task(stack, tag: str, room: str) -> None:
+    """An open task of the demo user whose text holds ``tag``."""
+    post(stack, f"鈴木さんに資料{tag}作成のタスクをお願い", room)
+    wait_replies(stack, room, 1)
+    assert len(tasks(stack, tag)) == 1
+
+
+@pytest.mark.e2e
+def test_look_then_act_with_a_crash_at_step_two_gives_one_reply_and_one_effect(local_stack):
+    tag = f"L{uuid.uuid4().hex[:6]}"
+    room = f"room-loop-{tag}"
+    with_task(local_stack, tag, room)
+    # GIVEN a two-step request whose executor stalls at every step
+    turn = post(
+        local_stack, f"[[stall:executor]] 自分のタスクを確認して、資料{tag}のタスクは完了にして", room
+    )
+    # WHEN the executor's worker is killed while it holds the SECOND step (redelivery at step 2)
+    path = idempotency.claim_path(ORG, turn, "executor", 1)
+    local_stack.wait_for(
+        lambda: (c := local_stack.store.get(path)) and c.get("status") == "in_progress",
+        timeout=90,
+        interval=0.1,
+    )
+    comp = stack_mod.load_state(Path(local_stack.root))["components"]["executor"]
+    for worker in [w for w in stack_mod.workers(comp) if w != comp["pid"]]:
+        os.kill(worker, signal.SIGKILL)
+    # THEN the turn is answered once, the task completed once, and the record has both steps
+    record = local_stack.record(ORG, turn, timeout=120)
+    got = wait_replies(local_stack, room, 2)
+    assert len(got) == 2, got
+    assert [d.get("status") for d in tasks(local_stack, tag)] == ["done"]
+    trail = layers(record)
+    assert trail.count("brain") == 1 and trail.count("brain#1") == 1 and "brain#2" not in trail
+    assert "executor#1" in trail and record["execution_success"] is True
+    assert local_stack.store.get(path)["status"] == "completed"
+
+
+@pytest.mark.e2e
+def test_a_step_two_confirmation_pauses_and_yes_resumes_it_once(local_stack):
+    tag = f"D{uuid.uuid4().hex[:6]}"
+    room = f"room-loop-{tag}"
+    with_task(local_stack, tag, room)
+    # GIVEN a request whose second step deletes (the charter confirms a delete)
+    asked = post(local_stack, f"自分のタスクを確認して、資料{tag}のタスクは削除して", room)
+    question = wait_replies(local_stack, room, 2)[-1]
+    assert local_stack.record(ORG, asked)["final_response"]
+    assert len(tasks(local_stack, tag)) == 1  # paused: nothing deleted yet
+    assert "はい" in question or "確認" in question
+    # WHEN the user says yes
+    yes = post(local_stack, "はい", room)
+    done = wait_replies(local_stack, room, 3)[-1]
+    # THEN the delete ran once, in the resumed turn, and a second yes runs nothing
+    assert tasks(local_stack, tag) == [] or all(d.get("status") == "deleted" for d in tasks(local_stack, tag))
+    record = local_stack.record(ORG, yes)
+    assert record["execution_success"] is True and done != question
+    post(local_stack, "はい", room)
+    wait_replies(local_stack, room, 4)
+    assert tasks(local_stack, tag) == [] or all(d.get("status") == "deleted" for d in tasks(local_stack, tag))
+
+
+@pytest.mark.e2e
+def test_the_loop_stops_at_three_steps_with_a_useful_reply(local_stack):
+    room = f"room-loop-max-{uuid.uuid4().hex[:6]}"
+    turn = post(local_stack, "自分のタスクを確認し続けて", room)
+    reply = wait_replies(local_stack, room, 1)[0]
+    record = local_stack.record(ORG, turn)
+    assert "3段階" in reply
+    trail = layers(record)
+    assert "brain#2" in trail and "brain#3" not in trail
+    assert len(replies(local_stack, room)) == 1
