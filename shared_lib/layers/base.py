@@ -16,12 +16,14 @@ working on it: a poison message) raises ``CrashLoop``, which dead-letters it.
 
 With ``CHARTER_FAULT_INJECTION`` a turn's text may ask a layer to fail (``[[fail:LAYER]]``,
 before claiming) or to stall a few seconds while it holds its claim (``[[stall:LAYER]]``,
-so a test can kill the worker mid-step).
+so a test can kill the worker mid-step), and the loop controller can be told that a turn is
+already N seconds old (``[[late:N]]``: ``lateness``, the clock a test injects on the stack).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ from shared_lib import idempotency
 from shared_lib.callctx import call_context, turn_budget
 from shared_lib.decisions import DEFAULT, Outcome
 
-__all__ = ["DEFAULT", "CrashLoop", "FaultInjected", "Layer", "LayerRunner", "Outcome"]
+__all__ = ["DEFAULT", "CrashLoop", "FaultInjected", "Layer", "LayerRunner", "Outcome", "lateness"]
 from shared_lib.envelope import Turn
 from shared_lib.errors import CharterError, LayerRetry
 from shared_lib.logs import log_event
@@ -67,6 +69,13 @@ class CrashLoop(CharterError):
 
 
 STALL_SECONDS = 3.0
+_LATE = re.compile(r"\[\[late:(\d{1,5})\]\]")
+
+
+def lateness(turn: Turn, rt: Runtime) -> timedelta:
+    """How much later than the clock a test says this turn runs (``[[late:N]]``; fault injection only)."""
+    found = _LATE.search(turn.inbound.text) if rt.settings.fault_injection else None
+    return timedelta(seconds=int(found.group(1))) if found else timedelta(0)
 
 
 class LayerRunner:

@@ -27,7 +27,7 @@ from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.idempotency import Claims, ClaimState
 from shared_lib.layers import confirmation
-from shared_lib.layers.base import Layer, Outcome
+from shared_lib.layers.base import Layer, Outcome, lateness
 from shared_lib.layers.context import append_history
 from shared_lib.logs import log_event
 from shared_lib.ports import OutboundReply
@@ -125,7 +125,8 @@ def _loop(turn: Turn, rt: Runtime) -> Outcome | None:
     s = rt.settings
     limits = loop.LoopLimits(max_loops=s.max_steps, max_millis=int(s.max_turn_seconds * 1000))
     llm = rt.llm is not None and not turn.flags.kill_switch and not turn.route.local_only
-    decision = loop.decide(turn, limits, rt.clock(), can_continue=llm and turn.flags.arm == "llm")
+    now = rt.clock() + lateness(turn, rt)
+    decision = loop.decide(turn, limits, now, can_continue=llm and turn.flags.arm == "llm")
     if decision.action == "continue":
         loop.take_step(
             turn, decision, rt.clock(), step_seconds=s.turn_budget_seconds, max_millis=limits.max_millis

@@ -117,3 +117,14 @@ def test_the_loop_stops_at_three_steps_with_a_useful_reply(local_stack):
     trail = layers(record)
     assert "brain#2" in trail and "brain#3" not in trail
     assert len(replies(local_stack, room)) == 1
+
+
+@pytest.mark.e2e
+def test_the_loop_stops_at_ninety_seconds_on_an_injected_clock(local_stack):
+    # the fault-injection marker [[late:91]] tells the loop controller the turn is 91 s old
+    room = f"room-loop-late-{uuid.uuid4().hex[:6]}"
+    turn = post(local_stack, "[[late:91]] 自分のタスクを確認し続けて", room)
+    reply = wait_replies(local_stack, room, 1)[0]
+    record = local_stack.record(ORG, turn)
+    assert "時間がかかりすぎた" in reply
+    assert "brain#1" not in layers(record)  # stopped after the first step

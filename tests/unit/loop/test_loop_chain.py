@@ -268,3 +268,12 @@ def test_redelivering_every_message_of_a_step_repeats_no_effect_and_no_reply(ste
     assert chain.tasks("done") == ["資料を作る"]
     assert len(chain.proposals()) == 2  # no step was proposed twice
     assert len(chain.rt.store.query(f"orgs/{ORG}/observability")) == 1
+
+
+@pytest.mark.parametrize(("fault_injection", "steps"), [("1", 1), ("0", 3)])
+def test_the_late_marker_injects_the_clock_only_under_fault_injection(fault_injection, steps):
+    chain = Chain([SEARCH, SEARCH, SEARCH, SEARCH])
+    chain.rt.settings = chain.rt.settings.model_copy(update={"fault_injection": fault_injection == "1"})
+    _, turn = chain.say("[[late:91]] 自分のタスクを確認し続けて")
+    assert len(chain.proposals()) == steps
+    assert turn.loop.stop_reason == ("max_millis" if steps == 1 else "max_loops")
