@@ -215,6 +215,7 @@ class LoopSection(_Section):
     steps: list[StepRecord] = Field(default_factory=list)
     stop_reason: str | None = None
     stop_detail: str = ""
+    worker: WorkerOutput | None = None  # the last step's hand-over (the earlier ones: each step's)
     started_at: datetime | None = None
     resumed_from: str | None = None
     request: str = ""  # a resumed loop: the paused turn's request, masked (the brain's user message)

@@ -76,7 +76,7 @@ def stop(turn: Turn, decision: LoopDecision) -> None:
     """The loop ends with this step: its events and the §7.2 summary."""
     loop = turn.loop
     _worker_event(turn, decision)
-    loop.stop_reason, loop.stop_detail = decision.reason, decision.detail
+    loop.stop_reason, loop.stop_detail, loop.worker = decision.reason, decision.detail, decision.worker
     initial_route = loop.steps[0].route if loop.steps else turn.route.route
     worker_calls = len(loop.steps) + (1 if turn.execution.results else 0)
     _event(
