@@ -315,3 +315,49 @@ def test_given_cli_when_started_then_it_prints_the_url_serves_and_stops_on_sigte
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+def test_given_a_tool_result_for_its_proposal_when_create_then_the_scripted_model_takes_the_next_step(
+    client: anthropic.Anthropic,
+) -> None:
+    """Search then act, over the real SDK: the second request carries the charter's tool_result."""
+    request = "自分のタスクを確認して、資料のタスクは完了にして"
+    first = client.messages.create(
+        model=MODEL, max_tokens=1024, messages=user(request), tools=PROPOSAL_TOOLS, tool_choice=FORCED
+    )
+    call = first.content[0]
+    assert isinstance(call, anthropic.types.ToolUseBlock)
+    proposed: dict[str, Any] = dict(call.input)  # type: ignore[arg-type]
+    assert proposed["tool_calls"][0]["tool_name"] == "chatwork_task_search"
+    assert proposed["loop"]["needs_next_loop"] is True
+
+    def next_step(tasks: list[dict[str, str]]) -> dict[str, Any]:
+        outcome = {
+            "verdict": "allow",
+            "results": [{"tool": "chatwork_task_search", "ok": True, "result": {"tasks": tasks}}],
+        }
+        answered = client.messages.create(
+            model=MODEL,
+            max_tokens=1024,
+            tools=PROPOSAL_TOOLS,
+            tool_choice=FORCED,
+            messages=[
+                *user(request),
+                {"role": "assistant", "content": [call.model_dump()]},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": call.id, "content": json.dumps(outcome)}
+                    ],
+                },
+            ],
+        )
+        block = answered.content[0]
+        assert isinstance(block, anthropic.types.ToolUseBlock)
+        return dict(block.input)  # type: ignore[arg-type]
+
+    act = next_step([{"task_id": "t1", "body": "見積書"}, {"task_id": "t2", "body": "資料作成"}])
+    assert act["tool_calls"][0]["tool_name"] == "chatwork_task_complete"
+    assert act["tool_calls"][0]["parameters"]["task_id"] == "t2"
+    ask = next_step([{"task_id": "t1", "body": "見積書"}])
+    assert ask["output_type"] == "clarification_needed" and ask["options"] == ["見積書"]
