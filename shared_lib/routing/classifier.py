@@ -30,7 +30,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared_lib.ports import LLM, LLMRequest
+from shared_lib.ports import LLM, LLMRequest, LLMResponse
 from shared_lib.routing.config import RoutingConfig, load_routing_config
 from shared_lib.routing.model import MAX_EVIDENCE, Route, Score
 from shared_lib.routing.rules import clip, code_evidence
@@ -138,12 +138,14 @@ def llm_classifier(
     model: str,
     config: RoutingConfig | None = None,
     sanitizer: Sanitizer | None = None,
+    record: Callable[[LLMRequest, LLMResponse], object] | None = None,
 ) -> Classify:
     """A ``classify`` callable over ``llm``: one call per use, masked input, the fixed prompt.
 
     The input is clipped to ``classifier.max_input_chars`` and framed as data between
     ``<input>`` tags (a closing tag inside the text is defused); ``LLMError`` propagates
-    and the router records it as ``classifier_raised``.
+    and the router records it as ``classifier_raised``. ``record`` gets each answered call
+    (a turn counts its usage and cost with it).
     """
     cfg = config or load_routing_config()
     masker = sanitizer or Sanitizer.default()
@@ -160,6 +162,9 @@ def llm_classifier(
             messages=[{"role": "user", "content": framed}],
             temperature=0.0,
         )
-        return llm.complete(request).text()
+        response = llm.complete(request)
+        if record is not None:
+            record(request, response)
+        return response.text()
 
     return classify

@@ -186,6 +186,9 @@ def test_given_a_turn_then_its_record_and_turns_show_carry_the_routing_decision(
         "local_only": True,
         "refused": None,
         "commands": ["/local", "/plan"],
+        "classifier_route": None,  # a command decided: the classifier was not asked
+        "classifier_confidence": None,
+        "classifier_error": None,
     }
     # AND the decision trail's context entry names it, and `charter turns show` prints it
     context = next(e for e in record["trail"] if e["layer"] == "context")

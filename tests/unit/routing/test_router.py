@@ -495,12 +495,12 @@ def test_the_classifier_prompt_is_one_fixed_page_naming_every_route():
 @pytest.mark.parametrize(
     "previous, route, line",
     [
-        (Route.CHAT, Route.CODE, "コーディングするね。"),
-        (Route.CODE, Route.ANALYZE, "整理して分析するね。"),
-        (Route.CHAT, Route.PLAN, "段取りを組むね。"),
-        (Route.PLAN, Route.OPS, "手順で案内するね。"),
-        (Route.OPS, Route.RESEARCH, "調べてまとめるね。"),
-        (None, Route.PLAN, "段取りを組むね。"),
+        (Route.CHAT, Route.CODE, "コーディングするウル🐺"),
+        (Route.CODE, Route.ANALYZE, "整理して分析するウル🐺"),
+        (Route.CHAT, Route.PLAN, "段取りを組むウル🐺"),
+        (Route.PLAN, Route.OPS, "手順で案内するウル🐺"),
+        (Route.OPS, Route.RESEARCH, "調べてまとめるウル🐺"),
+        (None, Route.PLAN, "段取りを組むウル🐺"),
         (Route.PLAN, Route.PLAN, None),
         (Route.CODE, Route.CODE, None),
         (Route.CODE, Route.CHAT, None),

@@ -26,7 +26,7 @@ def broken(change: Any) -> dict[str, Any]:
 def test_the_packaged_file_loads_with_the_seed_thresholds_and_announcements():
     cfg = load_routing_config()
     assert (cfg.classifier.min_confidence, cfg.classifier.min_confidence_for_code) == (0.6, 0.8)
-    assert cfg.announcements[Route.CODE] == "コーディングするね。" and Route.CHAT not in cfg.announcements
+    assert cfg.announcements[Route.CODE] == "コーディングするウル🐺" and Route.CHAT not in cfg.announcements
 
 
 @pytest.mark.parametrize(
