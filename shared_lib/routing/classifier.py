@@ -160,7 +160,8 @@ def llm_classifier(
             max_tokens=cfg.classifier.max_tokens,
             system=system,
             messages=[{"role": "user", "content": framed}],
-            temperature=0.0,
+            # no temperature: the Anthropic SDK in use rejects the argument (TypeError), and the
+            # fixed prompt plus the adoption gate make the verdict's spread harmless
         )
         response = llm.complete(request)
         if record is not None:

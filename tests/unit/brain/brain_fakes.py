@@ -175,6 +175,17 @@ def inbound(text: str, event_id: str = "e1", user: str = "u1") -> InboundMessage
     )
 
 
+def served(rt: Runtime, message: str, event_id: str) -> tuple[str, dict[str, Any]]:
+    """One message through a wired in-process chain: (the reply sent, the turn's record)."""
+    from shared_lib.layers.ingress import accept
+
+    turn_id = accept(rt, inbound(message, event_id))
+    assert turn_id is not None
+    record = rt.store.get(f"orgs/{ORG}/observability/{turn_id}")
+    assert record is not None
+    return rt.channels["http"].sent[-1].text, record  # type: ignore[attr-defined]
+
+
 def turn(text: str, *, arm: str = "llm", model: str = MODEL, **changes: Any) -> Turn:
     t = Turn.from_inbound(inbound(text))
     t.flags = FlagsSection(arm=arm, reason="DEFAULT", model=model)  # type: ignore[arg-type]

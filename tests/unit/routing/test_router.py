@@ -469,7 +469,7 @@ def test_the_llm_classifier_sends_the_fixed_prompt_and_the_masked_text_framed_as
     # THEN one routing call: the fixed prompt, the text masked and framed
     assert d.primary_route is Route.RESEARCH and len(llm.requests) == 1
     request = llm.requests[0]
-    assert request.call_type == "routing" and request.model == "claude-test" and request.temperature == 0.0
+    assert request.call_type == "routing" and request.model == "claude-test" and request.temperature is None
     assert request.system == [{"type": "text", "text": CFG.classifier.prompt()}]
     content = request.messages[0]["content"]
     assert "taro@example.com" not in content and "[EMAIL_1]" in content
