@@ -83,6 +83,9 @@ class RouteSection(_Section):
     input (``/local`` sets it, ``/cloud`` clears it): while it holds no cloud LLM is called.
     ``text`` is the input after its leading commands (``None``: it had none); the brain reads
     it (``Turn.brain_text``) so command words never reach a model as instructions.
+    ``classifier_*`` say what the classifier answered when it was asked (at most once per
+    input); ``previous_route`` is the route of the conversation's previous reply (the
+    session's ``last_route``; ``None``: none), against which a route change is announced.
     """
 
     route: str = "CHAT"
@@ -95,6 +98,11 @@ class RouteSection(_Section):
     guidance: str | None = None
     commands: list[str] = Field(default_factory=list)
     text: str | None = None
+    classifier_called: bool = False
+    classifier_route: str | None = None
+    classifier_confidence: float | None = None
+    classifier_error: str | None = None
+    previous_route: str | None = None
 
 
 class ConstitutionViolation(_Section):

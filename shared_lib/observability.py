@@ -94,6 +94,11 @@ class RouteRow(_Row):
     local_only: bool = Field(default=False, description="The turn was local-only (/local): no cloud LLM.")
     refused: str | None = Field(default=None, description="What the router refused (code_needs_cloud).")
     commands: list[str] = Field(default_factory=list, description="Leading commands of the input.")
+    classifier_route: str | None = Field(default=None, description="What the classifier answered, if asked.")
+    classifier_confidence: float | None = Field(default=None, description="The classifier's confidence.")
+    classifier_error: str | None = Field(
+        default=None, description="Why the classifier's answer was discarded or its call failed."
+    )
 
 
 class ObservabilityRecord(EventHeader):
@@ -360,6 +365,9 @@ def _route(turn: Turn, s: Sanitizer) -> RouteRow | None:
         local_only=r.local_only,
         refused=r.refused,
         commands=list(r.commands),
+        classifier_route=r.classifier_route,
+        classifier_confidence=r.classifier_confidence,
+        classifier_error=r.classifier_error,
     )
 
 

@@ -1,6 +1,9 @@
 """The scripted model: the fake server's built-in, deterministic answerer for the product demo.
 
-Two kinds of calls reach it (see ``answer``):
+Three kinds of calls reach it (see ``answer``):
+
+* **Classifier** calls of the router (the text framed as ``<input>…</input>``, no tools):
+  a verdict as JSON from a few keyword cases (``CLASSIFIER_CASES``), else CHAT.
 
 * **Proposal** calls (``submit_proposal`` is forced or offered as a tool): the last user
   message is matched against ``PROPOSAL_RULES``, a small keyword table (first match wins),
@@ -464,6 +467,40 @@ def integrate(text: str) -> str:
     return opening + detail + closing
 
 
+# --------------------------------------------------------------------------- the router's classifier
+
+# The router frames the text it classifies between these tags (shared_lib.routing.classifier).
+_CLASSIFIER_INPUT = re.compile(r"\A<input>\n(.*)\n</input>\Z", re.DOTALL)
+# (route, keywords, confidence, reason): the first route whose keyword the text contains.
+CLASSIFIER_CASES: tuple[tuple[str, tuple[str, ...], float, str], ...] = (
+    ("ANALYZE", ("傾向", "集計", "分析"), 0.8, "集計や傾向の分析を求めている"),
+    ("PLAN", ("計画を立て", "進め方", "段取"), 0.75, "進め方の整理を求めている"),
+    ("RESEARCH", ("調べて", "調査", "比較して"), 0.7, "調べてまとめることを求めている"),
+    ("OPS", ("障害", "復旧", "エラーが出"), 0.7, "障害対応の手順を求めている"),
+)
+
+
+def classifier_input(request: MessagesRequest) -> str | None:
+    """The text of a classifier call (framed as ``<input>…</input>``), else ``None``."""
+    if request.tool_names():
+        return None
+    found = _CLASSIFIER_INPUT.match(request.last_user_text().strip())
+    return found.group(1) if found else None
+
+
+def classify(text: str) -> JSON:
+    """The classifier's verdict: a keyword case, else CHAT (JSON only, as its prompt asks).
+
+    >>> classify("先月の問い合わせの傾向を見たい")["route"], classify("ありがとう")["route"]
+    ('ANALYZE', 'CHAT')
+    """
+    for route, keywords, confidence, reason in CLASSIFIER_CASES:
+        hit = next((k for k in keywords if k in text), None)
+        if hit:
+            return {"route": route, "confidence": confidence, "reason": reason, "evidence": [hit]}
+    return {"route": "CHAT", "confidence": 0.9, "reason": "説明・相談・雑談", "evidence": []}
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -507,6 +544,8 @@ def utterance(request: MessagesRequest) -> str:
 
 def answer(request: MessagesRequest) -> Reply:
     """Answer like the product's LLM would: a proposal, another forced tool call, or integration text."""
+    if (classified := classifier_input(request)) is not None:
+        return Reply(content=[{"type": "text", "text": json.dumps(classify(classified), ensure_ascii=False)}])
     tool = _required_tool(request)
     if tool == PROPOSAL_TOOL:
         later = steps.is_later_step(request)  # a step after a tool_result: multi-step scenarios

@@ -1,8 +1,9 @@
 """The LLM arm of the brain layer, step by step:
 
 1. fast path: a trivial greeting is answered from the catalogue, no LLM call (``fast_path``);
-2. model choice (flags ``model`` / ``fast_model``), recorded on the turn;
-3. prompt assembly and masking; the user's vault is stored encrypted for the executor;
+2. model choice (flags ``model`` / ``fast_model``, the route's profile), recorded on the turn;
+3. prompt assembly and masking (the route's instructions and only its tools); the user's
+   vault is stored encrypted for the executor;
 4. the proposal (``llm_brain.propose``): retries, validation, constitution, confidence;
    an ``LLMError`` becomes the catalogue's persona message (``api_timeout``, ...);
 5. violations recorded on ``turn.proposal.violations``, one admin alert each;
@@ -17,7 +18,7 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from shared_lib.brain import fast_path, llm_brain, self_critique
+from shared_lib.brain import fast_path, llm_brain, route_profile, self_critique
 from shared_lib.brain.accounting import add_call_usage
 from shared_lib.brain.config import BrainConfig, load_brain_config
 from shared_lib.brain.constitution import blocked
@@ -53,7 +54,11 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     assert rt.llm is not None
     sec.arm = "llm"
     sec.model, why = proposal_model(turn, rt, cfg)
-    prompt = assemble(turn, persona=rt.persona, registry=rt.registry, now=rt.clock())
+    route = route_profile.profile(turn)  # its tools only, its instructions (config/routing.json)
+    registry = route_profile.offered(rt.registry, route)
+    prompt = assemble(
+        turn, persona=rt.persona, registry=registry, now=rt.clock(), route_prompt=route.instructions()
+    )
     if turn.loop.steps:  # a later step: the model sees what its earlier proposals led to
         today = rt.clock().astimezone(rt.policy.zone).date()
         history = history_messages(
@@ -68,7 +73,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
             rt.llm,
             prompt,
             persona=rt.persona,
-            registry=rt.registry,
+            registry=registry,
             cfg=cfg,
             model=sec.model,
             max_tokens=rt.settings.max_tokens,

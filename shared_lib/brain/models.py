@@ -1,7 +1,8 @@
 """Which model serves a call (seed 000 §14): the flags' ``model`` by default, the flags'
 ``fast_model`` for simple turns (short, no tool keyword, nothing pending) and, as
-``brain.json`` ``models`` says, for the integration and self-critique calls. The choice
-is recorded on the turn (``turn.proposal.model``).
+``brain.json`` ``models`` says, for the integration and self-critique calls. A routed turn
+(not CHAT) takes its route profile's model (``default``: ``model``, ``fast``: ``fast_model``),
+never the simple-turn guess. The choice is recorded on the turn (``turn.proposal.model``).
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shared_lib.brain.config import BrainConfig
+from shared_lib.brain.route_profile import profile
 from shared_lib.envelope import Turn
 from shared_lib.flags import FlagsDocument
+from shared_lib.routing import Route
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -51,7 +54,13 @@ def is_simple(turn: Turn, rt: Runtime, cfg: BrainConfig) -> bool:
 
 
 def proposal_model(turn: Turn, rt: Runtime, cfg: BrainConfig) -> tuple[str, str]:
-    """(model, why) for the proposal call."""
+    """(model, why) for the proposal call: the route's profile first (``route:ANALYZE``), then,
+    on CHAT with the default model, the fast model for a simple turn."""
+    route = turn.route.route
+    if profile(turn).model == "fast":
+        return fast_model(rt), f"route:{route}"
+    if route != "CHAT" and route in Route.__members__:
+        return main_model(turn, rt), f"route:{route}"
     if is_simple(turn, rt, cfg):
         return fast_model(rt), "simple"
     return main_model(turn, rt), "default"

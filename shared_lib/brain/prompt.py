@@ -1,11 +1,13 @@
 """Prompt assembly for the proposal call (seed 000 §5.2.2, §8, §14 prompt caching).
 
-Order is the cache order of the Messages API: **tools** (registry tools + the decision
-tool, breakpoint on the last) → **system block 1** (persona system prompt v2.0 + the
-charter's instructions of §5.2.5, breakpoint) → **system block 2** (the volatile context
-in Truth order, no breakpoint) → **messages** (the user's message, then at a later step of a multi-step turn the earlier
-steps: ``steps_prompt``). Everything
-stable is cached; nothing volatile precedes it.
+Order is the cache order of the Messages API: **tools** (the route's registry tools + the
+decision tool, breakpoint on the last) → **system block 1** (persona system prompt v2.0 + the
+charter's instructions of §5.2.5, breakpoint) → **the route's block** (its profile's
+instructions, ``config/routing.json``, breakpoint; none for a route without them, as CHAT)
+→ **the volatile context** in Truth order, no breakpoint → **messages** (the user's message,
+then at a later step of a multi-step turn the earlier steps, ``steps_prompt``, with the fourth
+and last breakpoint on the last step's result). Everything stable is cached, each route's
+prefix apart; nothing volatile precedes it; block 1 is the same bytes on every route.
 
 All text is masked first (``Sanitizer``). The vault returned holds only the values of the
 user's own message: placeholders that exist only in the context can never be restored.
@@ -43,13 +45,21 @@ def stable_system(persona: Persona) -> dict[str, Any]:
 
 
 def assemble(
-    turn: Turn, *, persona: Persona, registry: ToolRegistry, now: datetime, sanitizer: Sanitizer | None = None
+    turn: Turn,
+    *,
+    persona: Persona,
+    registry: ToolRegistry,
+    now: datetime,
+    sanitizer: Sanitizer | None = None,
+    route_prompt: str = "",
 ) -> Prompt:
+    """``registry`` holds the tools offered (the route's); ``route_prompt`` its instructions."""
     sanitizer = sanitizer or Sanitizer.default()
     user_text, user_vault = sanitizer.mask(turn.brain_text())
     working = dict(user_vault)  # same value, same placeholder; context-only entries stay here
     context, _ = sanitizer.mask(render_context(turn, now), working)
-    system = [stable_system(persona), {"type": "text", "text": context}]
+    route = [{"type": "text", "text": route_prompt, "cache_control": dict(CACHE)}] if route_prompt else []
+    system = [stable_system(persona), *route, {"type": "text", "text": context}]
     return Prompt(
         tools=anthropic_tools(registry),
         system=system,

@@ -9,8 +9,9 @@ call), ``llm``, ``legacy`` (the control arm, and the fallback when no LLM is con
 The router's decision (``turn.route``, seed 003) comes first after the kill switch: an input
 of only ``/local`` or ``/cloud`` is confirmed, and CODE refused while local-only is answered
 with the way out (``/cloud``), both from the persona's catalogue; a local-only turn never
-takes the LLM arm (the legacy brain answers until a local LLM peer exists). The brain reads
-the input after its leading commands (``Turn.brain_text``).
+takes the LLM arm (the legacy brain answers until a local LLM peer exists), nor does a turn
+whose route's profile says no cloud model may serve it (``cloud: false``, ``route.no_cloud``).
+The brain reads the input after its leading commands (``Turn.brain_text``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from shared_lib.brain import legacy, llm_arm
+from shared_lib.brain import legacy, llm_arm, route_profile
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.brain.vault import store_vault
@@ -55,14 +56,19 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
             if turn.shadow and turn.flags.shadow_candidate_arm
             else turn.flags.arm
         )
-        if arm == "llm" and rt.llm is not None and not turn.route.local_only:
+        profile = route_profile.profile(turn)
+        cloud = not turn.route.local_only and profile.cloud
+        if arm == "llm" and rt.llm is not None and cloud:
             return llm_arm.run(turn, rt)
         sec.arm = "legacy"
-        sec.proposal = legacy.propose(turn.brain_text(), registry=rt.registry, persona=rt.persona)
+        offered = route_profile.offered(rt.registry, profile)  # the route's tools, as the LLM arm's
+        sec.proposal = legacy.propose(turn.brain_text(), registry=offered, persona=rt.persona)
         if sec.proposal.tool_calls:
             _keep_own_values(turn, rt)
         if turn.route.local_only:
             reason = "route.local_only"
+        elif not cloud:
+            reason = "route.no_cloud"
         else:
             reason = "legacy" if arm == "legacy" else "legacy.no_llm"
         return Outcome("proposed", reason_code=reason, detail=sec.proposal.output_type)

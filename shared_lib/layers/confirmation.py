@@ -306,4 +306,5 @@ def after_reply(turn: Turn, rt: Runtime) -> None:
         config=cfg,
         last_intent=p.output_type if p else None,
         last_tool_called=p.tool_calls[0].tool_name if p and p.tool_calls else None,
+        last_route=turn.route.route,  # the next input's route is announced when it differs
     )

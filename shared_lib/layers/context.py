@@ -7,9 +7,14 @@ built context is recorded on ``turn.context``. The inbound message is then appen
 the conversation history (conversation memory; the responder appends the reply).
 
 Then the router (seed 003, ``shared_lib.routing``) decides the input's route with the
-conversation's ``local_only`` (the session document's; no classifier in this layer, so an
-input neither a command nor a rule decides is CHAT ``fallback``) and records it on
-``turn.route``. ``/local`` and ``/cloud`` are stored in the session (``set_local_only``,
+conversation's ``local_only`` (the session document's) and records it on ``turn.route``. An
+input neither a command nor a rule decides goes to the classifier, once, on the flags' fast
+model, its usage counted on the turn; not while local-only (the router refuses), not for the
+kill switch, the legacy arm, a shadow copy or a later step (nothing would use the route), nor
+for a greeting the fast path answers, an answer to a pending confirmation or a turn whose
+budget is spent. A classifier
+that fails or answers out of shape leaves the route CHAT ``fallback`` with the reason
+recorded (``classifier_error``); the turn goes on. ``/local`` and ``/cloud`` are stored in the session (``set_local_only``,
 idempotent). A session source that failed or timed out is read once more directly; a session
 the context cannot read at all counts as local-only: a ``/local`` that cannot be read must not
 let a request reach the cloud (the legacy brain answers).
@@ -17,8 +22,14 @@ let a request reach the cloud (the legacy brain answers).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
+from shared_lib.brain import fast_path
+from shared_lib.brain.accounting import add_call_usage
+from shared_lib.brain.config import load_brain_config
+from shared_lib.brain.models import fast_model, flags_document
+from shared_lib.callctx import remaining
 from shared_lib.context import ContextInput, record, summary_line
 from shared_lib.context.builder import BuiltContext
 from shared_lib.context.history import append_message, history_path
@@ -26,15 +37,16 @@ from shared_lib.envelope import RouteSection, Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.logs import log_event
-from shared_lib.routing import decide
+from shared_lib.routing import Classify, decide, llm_classifier
 from shared_lib.routing.commands import split_commands
+from shared_lib.state.answers import read_answer
 from shared_lib.state.session import load_session, set_local_only
 from shared_lib.tools.scoped import scoped
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
-__all__ = ["LAYER", "append_history", "history_path", "route", "run"]
+__all__ = ["LAYER", "append_history", "classifier", "history_path", "route", "run"]
 
 
 def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -> None:
@@ -116,12 +128,28 @@ def _stored_local_only(turn: Turn, rt: Runtime, built: BuiltContext) -> bool:
     return bool(turn.context.session.get("local_only"))
 
 
+def classifier(turn: Turn, rt: Runtime) -> Classify | None:
+    """The classifier over the runtime's LLM, or ``None`` when this turn must not pay for one."""
+    if rt.llm is None or turn.step != 0 or turn.shadow or turn.flags.kill_switch or turn.flags.arm != "llm":
+        return None
+    if (left := remaining()) is not None and left <= 0:  # the turn's budget is spent: no call starts
+        return None
+    rest = split_commands(turn.inbound.text).rest
+    doc = flags_document(rt)
+    if (doc is None or doc.fast_path) and fast_path.match(rest, load_brain_config()):
+        return None
+    if turn.context.pending_action and read_answer(rest, rt.policy.confirmation).kind != "other":
+        return None
+    return llm_classifier(rt.llm, model=fast_model(rt), record=partial(add_call_usage, turn, rt.prices))
+
+
 def route(turn: Turn, rt: Runtime, *, stored: bool) -> None:
     """The router's decision on the input (``stored``: the conversation was local-only before
     it), recorded on ``turn.route``; a ``/local`` or ``/cloud`` is kept in the session."""
     text = turn.inbound.text
-    decision = decide(text, local_only=stored, classify=None)
+    decision = decide(text, local_only=stored, classify=classifier(turn, rt))
     commands = split_commands(text)
+    said = decision.flags
     turn.route = RouteSection(
         route=decision.primary_route.value,
         source=decision.source,
@@ -133,6 +161,11 @@ def route(turn: Turn, rt: Runtime, *, stored: bool) -> None:
         guidance=decision.guidance,
         commands=list(decision.commands),
         text=commands.rest if commands.tokens else None,
+        classifier_called=said.classifier_called,
+        classifier_route=said.classifier_route.value if said.classifier_route else None,
+        classifier_confidence=said.classifier_confidence,
+        classifier_error=said.classifier_error,
+        previous_route=last if isinstance(last := turn.context.session.get("last_route"), str) else None,
     )
     log_event(
         "router.decision",
@@ -144,6 +177,9 @@ def route(turn: Turn, rt: Runtime, *, stored: bool) -> None:
         local_only=turn.route.local_only,
         refused=turn.route.refused,
         rule_id=turn.route.rule_id,
+        classifier_route=turn.route.classifier_route,
+        classifier_confidence=turn.route.classifier_confidence,
+        classifier_error=turn.route.classifier_error,
     )
     if commands.local_only is not None and not turn.shadow:
         set_local_only(

@@ -32,6 +32,7 @@ from shared_lib.layers.context import append_history
 from shared_lib.logs import log_event
 from shared_lib.ports import OutboundReply
 from shared_lib.proposal import ClarificationProposal, TextResponseProposal
+from shared_lib.routing import announcement_line
 from shared_lib.sanitizer import Sanitizer
 
 if TYPE_CHECKING:
@@ -168,6 +169,8 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         return continued
     kind, text = _compose(turn, rt)
     text = _stop_note(turn, rt, text)
+    if line := announcement_line(turn.route, arm=turn.proposal.arm, kind=kind):  # a route change (seed 003)
+        text = f"{line}\n{text}"
     # An answer to a pending action shows placeholders of an earlier message: none is this one's.
     own = "" if turn.proposal.arm == "state" else turn.inbound.text
     text = Sanitizer.default().present(text, own=own, language=turn.inbound.language)

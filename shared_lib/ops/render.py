@@ -135,6 +135,12 @@ def _route_line(r: ObservabilityRecord) -> str:
         + ("  LOCAL ONLY" if d.local_only else "")
         + (f"  refused {d.refused}" if d.refused else "")
         + (f"  commands {' '.join(d.commands)}" if d.commands else "")
+        + (
+            f"  classifier {d.classifier_route or '-'} {d.classifier_confidence or 0:.2f}"
+            if d.classifier_route or d.classifier_error
+            else ""
+        )
+        + (f" ({d.classifier_error})" if d.classifier_error else "")
     )
 
 

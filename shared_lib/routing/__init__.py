@@ -10,7 +10,7 @@ else's. The modules, in the order the router uses them:
 ``config``      ``config/routing.json``: rules, classifier prompt and gate, announcements
 ``rules``       the rule dictionary: the first rule of strong evidence that matches
 ``classifier``  the classifier's answer checked and gated; ``llm_classifier`` (LLM port)
-``router``      ``decide`` and ``announcement`` (the one line of a route change)
+``router``      ``decide``, ``announcement`` and ``announcement_line`` (a route change's line)
 ==============  ==================================================================
 
 ``charter route "TEXT"`` (``shared_lib.cli.routing``) prints a decision for operators.
@@ -19,7 +19,7 @@ else's. The modules, in the order the router uses them:
 from shared_lib.routing.classifier import Classify, llm_classifier
 from shared_lib.routing.config import RoutingConfig, load_routing_config
 from shared_lib.routing.model import GUIDANCE_CODE_LOCAL_ONLY, Route, RoutingDecision, RoutingFlags
-from shared_lib.routing.router import announcement, decide
+from shared_lib.routing.router import announcement, announcement_line, decide
 
 __all__ = [
     "GUIDANCE_CODE_LOCAL_ONLY",
@@ -29,6 +29,7 @@ __all__ = [
     "RoutingDecision",
     "RoutingFlags",
     "announcement",
+    "announcement_line",
     "decide",
     "llm_classifier",
     "load_routing_config",

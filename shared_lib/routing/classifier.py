@@ -30,7 +30,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared_lib.ports import LLM, LLMRequest
+from shared_lib.ports import LLM, LLMRequest, LLMResponse
 from shared_lib.routing.config import RoutingConfig, load_routing_config
 from shared_lib.routing.model import MAX_EVIDENCE, Route, Score
 from shared_lib.routing.rules import clip, code_evidence
@@ -138,12 +138,14 @@ def llm_classifier(
     model: str,
     config: RoutingConfig | None = None,
     sanitizer: Sanitizer | None = None,
+    record: Callable[[LLMRequest, LLMResponse], object] | None = None,
 ) -> Classify:
     """A ``classify`` callable over ``llm``: one call per use, masked input, the fixed prompt.
 
     The input is clipped to ``classifier.max_input_chars`` and framed as data between
     ``<input>`` tags (a closing tag inside the text is defused); ``LLMError`` propagates
-    and the router records it as ``classifier_raised``.
+    and the router records it as ``classifier_raised``. ``record`` gets each answered call
+    (a turn counts its usage and cost with it).
     """
     cfg = config or load_routing_config()
     masker = sanitizer or Sanitizer.default()
@@ -158,8 +160,12 @@ def llm_classifier(
             max_tokens=cfg.classifier.max_tokens,
             system=system,
             messages=[{"role": "user", "content": framed}],
-            temperature=0.0,
+            # no temperature: the Anthropic SDK in use rejects the argument (TypeError), and the
+            # fixed prompt plus the adoption gate make the verdict's spread harmless
         )
-        return llm.complete(request).text()
+        response = llm.complete(request)
+        if record is not None:
+            record(request, response)
+        return response.text()
 
     return classify

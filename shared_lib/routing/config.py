@@ -2,8 +2,9 @@
 
 The file holds what may change without a code change (seed 003 拡張性: the dictionary grows
 from the logs; the classifier prompt is one fixed page): the rules of strong evidence, the
-classifier's prompt and adoption thresholds, and the one-line announcements of a route
-change. ``CHARTER_ROUTING`` names another file. A rule is
+classifier's prompt and adoption thresholds, the one-line announcements of a route change,
+and each route's profile (``RouteProfile``: its instructions, tools, model and whether a cloud
+model may serve it). ``CHARTER_ROUTING`` names another file. A rule is
 
     {"id": "code.diff", "route": "CODE", "priority": 100, "description": "…",
      "when": [{"regex": "^diff --git ", "at_least": 1}, …],
@@ -27,7 +28,7 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -115,6 +116,28 @@ class ClassifierConfig(_Cfg):
         return "\n".join(self.system_prompt).strip() + "\n"
 
 
+class RouteProfile(_Cfg):
+    """What the brain works with on one route (seed 003: a route selects the worker's setup).
+
+    ``prompt`` is the route's own instructions (Japanese lines; empty: none, as for CHAT),
+    ``tools`` is ``"all"`` or the registry tools offered (the decision tool always is),
+    ``model`` is ``"default"`` (the flags' ``model``) or ``"fast"`` (their ``fast_model``),
+    ``cloud`` says whether a cloud model may serve the route (``false``: the legacy brain).
+    Tool names are checked against the registry by the unit tests (this floor has no registry).
+    """
+
+    prompt: list[str] = Field(default_factory=list)
+    tools: Literal["all"] | Annotated[list[NonEmpty], Field(min_length=1)] = "all"
+    model: Literal["default", "fast"] = "default"
+    cloud: bool = True
+
+    def instructions(self) -> str:
+        return "\n".join(self.prompt).strip()
+
+    def offers(self, tool: str) -> bool:
+        return self.tools == "all" or tool in self.tools
+
+
 class RoutingConfig(_Cfg):
     version: int
     description: str = ""
@@ -122,6 +145,7 @@ class RoutingConfig(_Cfg):
     rules: list[Rule]
     classifier: ClassifierConfig
     announcements: dict[Route, NonEmpty] = Field(default_factory=dict)
+    profiles: dict[Route, RouteProfile]
 
     @model_validator(mode="after")
     def _unique_ids(self) -> RoutingConfig:
@@ -130,6 +154,18 @@ class RoutingConfig(_Cfg):
         if twice:
             raise ValueError(f"rule ids defined twice: {', '.join(twice)}")
         return self
+
+    @model_validator(mode="after")
+    def _a_profile_per_route(self) -> RoutingConfig:
+        missing = [r.value for r in Route if r not in self.profiles]
+        if missing:
+            raise ValueError(f"routes without a profile: {', '.join(missing)}")
+        return self
+
+    def profile(self, route: Route | str) -> RouteProfile:
+        """The profile of ``route``; a value that is not a route reads as CHAT (the safe side)."""
+        key = route if isinstance(route, Route) else Route.__members__.get(str(route), Route.CHAT)
+        return self.profiles[key]
 
     def ordered_rules(self) -> list[Rule]:
         """Highest priority first; equal priorities keep the file's order (``sorted`` is stable)."""

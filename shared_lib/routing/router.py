@@ -21,11 +21,14 @@ Evidence and reasons are masked by the sanitizer: a decision is logged and print
 >>> d.primary_route.value, d.flags.refused, d.guidance
 ('CHAT', 'code_needs_cloud', 'route.code_local_only')
 >>> announcement(Route.CHAT, Route.PLAN)
-'段取りを組むね。'
+'段取りを組むウル🐺'
+>>> announcement_line(RouteSection(route="ANALYZE", source="rules", previous_route="CHAT"), arm="llm", kind="reply")
+'整理して分析するウル🐺'
 """
 
 from __future__ import annotations
 
+from shared_lib.envelope import RouteSection
 from shared_lib.routing.classifier import Classify, gate, parse_verdict
 from shared_lib.routing.commands import Commands, split_commands
 from shared_lib.routing.config import RoutingConfig, load_routing_config
@@ -35,6 +38,11 @@ from shared_lib.sanitizer import Sanitizer
 
 NO_CLASSIFIER = "no classifier configured"
 NOT_IN_LOCAL_ONLY = "local_only: the classifier is a cloud model and was not called"
+# The arms that worked on the route (a greeting, a confirmation's answer, the kill switch and
+# the router's own catalogue answers did not) and the replies that say what is done now
+# (a block, a denial or an error says nothing was).
+ANNOUNCED_ARMS = frozenset({"llm", "legacy"})
+ANNOUNCED_KINDS = frozenset({"reply", "clarify", "confirm"})
 
 
 def decide(
@@ -80,6 +88,17 @@ def announcement(previous: Route | None, route: Route, config: RoutingConfig | N
     if previous is route:
         return None
     return (config or load_routing_config()).announcements.get(route)
+
+
+def announcement_line(
+    route: RouteSection, *, arm: str, kind: str, config: RoutingConfig | None = None
+) -> str | None:
+    """The line a reply starts with: the route changed since the previous reply (seed 003
+    ユーザーへの可視化), an arm worked on it, and the reply says what is done now."""
+    if arm not in ANNOUNCED_ARMS or kind not in ANNOUNCED_KINDS or route.route not in Route.__members__:
+        return None
+    previous = Route.__members__.get(route.previous_route or "")
+    return announcement(previous, Route(route.route), config)
 
 
 def _decided(

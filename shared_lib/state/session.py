@@ -6,6 +6,7 @@ One document per conversation, ``orgs/{org}/sessions/{id}``::
     pending_action  the action awaiting the user's answer (approval id, proposing user,
                     proposal, parameters hash, policy version, reasons, confirmations)
     last_intent, last_tool_called, last_error, error_count, updated_at, expires_at
+    last_route      the route of the last reply (seed 003: a change of route is announced)
     local_only      /local set it, /cloud cleared it (seed 003): no cloud LLM while true;
                     local_only_set_by names the turn that set it (turn_id, at)
 

@@ -671,3 +671,27 @@ def test_given_request_shape_when_scripted_model_answers_then_mode_follows_tools
 ) -> None:
     block = answer(request("こんにちは", **extra)).content[0]
     assert (block["type"], block.get("name")) == expected
+
+
+@pytest.mark.parametrize(
+    "text, route",
+    [
+        ("先月の問い合わせの傾向を見たい", "ANALYZE"),
+        ("来月の進め方を相談したい", "PLAN"),
+        ("ありがとう", "CHAT"),
+    ],
+)
+def test_given_the_routers_classifier_call_then_the_scripted_model_answers_a_verdict_the_router_adopts(
+    text: str, route: str
+) -> None:
+    from shared_lib.ports import LLMResponse
+    from shared_lib.routing import decide, llm_classifier
+
+    class Port:
+        def complete(self, request):  # type: ignore[no-untyped-def]
+            reply = answer(MessagesRequest(request.model_dump(exclude_none=True)))
+            return LLMResponse(content=reply.content, stop_reason="end_turn", model=request.model)
+
+    decision = decide(text, classify=llm_classifier(Port(), model="claude-haiku-4-5"))
+    assert (decision.primary_route.value, decision.source) == (route, "classifier")
+    assert decision.flags.classifier_error is None

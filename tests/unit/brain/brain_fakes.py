@@ -3,6 +3,7 @@ an in-process runtime and turns."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -27,17 +28,36 @@ PEOPLE = [
 Answer = LLMResponse | LLMError | Callable[[LLMRequest], LLMResponse]
 
 
-class FakeLLM:
-    """The ``LLM`` port with scripted answers (then ``default``); records every request."""
+def verdict(route: str = "CHAT", confidence: float = 0.3, reason: str = "雑談") -> LLMResponse:
+    """The classifier's answer (JSON only, as its prompt asks)."""
+    body = json.dumps({"route": route, "confidence": confidence, "reason": reason, "evidence": []})
+    return LLMResponse(
+        content=[{"type": "text", "text": body}], stop_reason="end_turn", model=FAST, usage=usage(40, 20)
+    )
 
-    def __init__(self, *answers: Answer, default: Answer | None = None) -> None:
+
+class FakeLLM:
+    """The ``LLM`` port with scripted answers (then ``default``); records every request.
+
+    The router's classifier call (``call_type="routing"``) is answered by ``classifier`` and
+    never takes a scripted answer: by default a low-confidence CHAT, which the router does not
+    adopt, so a test of the brain reads the same turn as before the classifier was in it.
+    """
+
+    def __init__(
+        self, *answers: Answer, default: Answer | None = None, classifier: Answer | None = None
+    ) -> None:
         self.answers: list[Answer] = list(answers)
         self.default = default
+        self.classifier: Answer = classifier if classifier is not None else verdict()
         self.requests: list[LLMRequest] = []
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         self.requests.append(request)
-        answer = self.answers.pop(0) if self.answers else self.default
+        if request.call_type == "routing":
+            answer: Answer | None = self.classifier
+        else:
+            answer = self.answers.pop(0) if self.answers else self.default
         if answer is None:
             raise AssertionError(f"unexpected LLM call #{len(self.requests)} ({request.call_type})")
         if isinstance(answer, LLMError):
@@ -153,6 +173,17 @@ def inbound(text: str, event_id: str = "e1", user: str = "u1") -> InboundMessage
         event_id=event_id,
         received_at=datetime.now(UTC),
     )
+
+
+def served(rt: Runtime, message: str, event_id: str) -> tuple[str, dict[str, Any]]:
+    """One message through a wired in-process chain: (the reply sent, the turn's record)."""
+    from shared_lib.layers.ingress import accept
+
+    turn_id = accept(rt, inbound(message, event_id))
+    assert turn_id is not None
+    record = rt.store.get(f"orgs/{ORG}/observability/{turn_id}")
+    assert record is not None
+    return rt.channels["http"].sent[-1].text, record  # type: ignore[attr-defined]
 
 
 def turn(text: str, *, arm: str = "llm", model: str = MODEL, **changes: Any) -> Turn:

@@ -8,13 +8,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from brain_fakes import ORG, FakeLLM, decision, inbound, runtime, text, text_answer, turn
+from brain_fakes import ORG, FakeLLM, decision, runtime, served, text, text_answer, turn
 
 from shared_lib.brain.integration import integrate
 from shared_lib.callctx import call_context, current
 from shared_lib.composition import wire_inprocess
 from shared_lib.envelope import RouteSection, ToolResult
-from shared_lib.layers.ingress import accept
 from shared_lib.observability import ObservabilityRecord
 from shared_lib.ops.render import trail
 from shared_lib.persona import load_persona
@@ -48,11 +47,7 @@ class Chain:
         """(reply, observability record, LLM requests the turn made)."""
         self.n += 1
         before = len(self.llm.requests)
-        turn_id = accept(self.rt, inbound(message, f"e{self.n}"))
-        assert turn_id is not None
-        record = self.rt.store.get(f"orgs/{ORG}/observability/{turn_id}")
-        assert record is not None
-        reply = self.rt.channels["http"].sent[-1].text  # type: ignore[attr-defined]
+        reply, record = served(self.rt, message, f"e{self.n}")
         return reply, record, len(self.llm.requests) - before
 
     def local_only(self) -> bool:
@@ -186,6 +181,9 @@ def test_given_a_turn_then_its_record_and_turns_show_carry_the_routing_decision(
         "local_only": True,
         "refused": None,
         "commands": ["/local", "/plan"],
+        "classifier_route": None,  # a command decided: the classifier was not asked
+        "classifier_confidence": None,
+        "classifier_error": None,
     }
     # AND the decision trail's context entry names it, and `charter turns show` prints it
     context = next(e for e in record["trail"] if e["layer"] == "context")

@@ -82,8 +82,9 @@ def test_a_budget_spent_during_the_proposal_skips_the_phrasing_call_and_answers_
     rt, clock = chain(llm)
     # WHEN the turn goes through the chain
     accept(rt, inbound("田中さんに見積書のタスクを明日までにお願い"))
-    # THEN the task was created once, no phrasing call was made, and the fixed template answered
-    assert [r.call_type for r in llm.requests] == ["proposal"]
+    # THEN the task was created once, no phrasing call was made (only the router's classifier
+    # and the proposal), and the fixed template answered
+    assert [r.call_type for r in llm.requests] == ["routing", "proposal"]
     assert len(rt.store.query("orgs/acme/tasks")) == 1
     (reply,) = replies(rt)
     assert reply.startswith("田中さんにタスク「見積書を作成」を作成したウル")

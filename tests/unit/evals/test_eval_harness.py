@@ -103,7 +103,7 @@ def test_an_injected_llm_port_serves_the_llm_arm_and_its_cost_is_counted() -> No
     llm = InProcessScriptedLLM()
     result = run_eval(TINY[:1], [Brain("claude", "llm", llm, "claude-sonnet-4-6")], _settings())
     s = result["brains"][0]
-    assert llm.calls == s["cost"]["llm_calls"] == 2  # the proposal, then the reply
+    assert llm.calls == s["cost"]["llm_calls"] == 3  # the router's classifier, the proposal, the reply
     assert s["cost"]["total_usd"] > 0 and s["model"] == "claude-sonnet-4-6"
     assert s["passed"] == 1
 

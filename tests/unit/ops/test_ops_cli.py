@@ -87,8 +87,9 @@ def test_turns_show_json_has_the_record_and_its_llm_call_log(rt, capsys, monkeyp
     # THEN its LLM calls come with it, masked prompt and all
     assert code == 0 and data["record"]["record_id"] == turn_id and data["shadow_comparison"] is None
     calls = data["llm_calls"]
-    assert [c["call_type"] for c in calls] == ["proposal", "integration"]
-    assert all(c["layer"] in ("brain", "responder") and c["prompt_messages"] for c in calls)
+    assert [c["call_type"] for c in calls] == ["routing", "proposal", "integration"]
+    assert [c["layer"] for c in calls] == ["context", "brain", "responder"]
+    assert all(c["prompt_messages"] for c in calls)
 
 
 def test_turns_show_and_cost_count_the_same_calls(rt, capsys):
@@ -101,7 +102,7 @@ def test_turns_show_and_cost_count_the_same_calls(rt, capsys):
     data, report = json.loads(shown), json.loads(cost)
     # THEN the call log's entries add up to the turn's usage, and the cost report is that turn's cost
     calls, usage = data["llm_calls"], data["record"]["usage"]
-    assert len(calls) == usage["llm_calls"] == 2
+    assert len(calls) == usage["llm_calls"] == 3  # the router's classifier, the proposal, the phrasing
     assert sum(c["prompt_tokens"] for c in calls) == usage["input_tokens"] == report["input_tokens"]
     assert sum(c["response_tokens"] for c in calls) == usage["output_tokens"] == report["output_tokens"]
     assert sum(c["cost_usd"] for c in calls) == pytest.approx(data["record"]["cost_usd"])
@@ -115,7 +116,7 @@ def test_without_the_call_log_no_other_record_of_the_calls_is_shown(rt, capsys):
     code, out = charter(rt, capsys, "turns", "show", turn_id, "--json")
     data = json.loads(out)
     # THEN the turn's usage is there, and no call list is made up from another source
-    assert code == 0 and data["record"]["usage"]["llm_calls"] == 2 and data["llm_calls"] == []
+    assert code == 0 and data["record"]["usage"]["llm_calls"] == 3 and data["llm_calls"] == []
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--arm", "llm"), ("--outcome", "confirm"), ("--org", ORG)])

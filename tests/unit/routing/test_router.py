@@ -469,7 +469,7 @@ def test_the_llm_classifier_sends_the_fixed_prompt_and_the_masked_text_framed_as
     # THEN one routing call: the fixed prompt, the text masked and framed
     assert d.primary_route is Route.RESEARCH and len(llm.requests) == 1
     request = llm.requests[0]
-    assert request.call_type == "routing" and request.model == "claude-test" and request.temperature == 0.0
+    assert request.call_type == "routing" and request.model == "claude-test" and request.temperature is None
     assert request.system == [{"type": "text", "text": CFG.classifier.prompt()}]
     content = request.messages[0]["content"]
     assert "taro@example.com" not in content and "[EMAIL_1]" in content
@@ -495,12 +495,12 @@ def test_the_classifier_prompt_is_one_fixed_page_naming_every_route():
 @pytest.mark.parametrize(
     "previous, route, line",
     [
-        (Route.CHAT, Route.CODE, "コーディングするね。"),
-        (Route.CODE, Route.ANALYZE, "整理して分析するね。"),
-        (Route.CHAT, Route.PLAN, "段取りを組むね。"),
-        (Route.PLAN, Route.OPS, "手順で案内するね。"),
-        (Route.OPS, Route.RESEARCH, "調べてまとめるね。"),
-        (None, Route.PLAN, "段取りを組むね。"),
+        (Route.CHAT, Route.CODE, "コーディングするウル🐺"),
+        (Route.CODE, Route.ANALYZE, "整理して分析するウル🐺"),
+        (Route.CHAT, Route.PLAN, "段取りを組むウル🐺"),
+        (Route.PLAN, Route.OPS, "手順で案内するウル🐺"),
+        (Route.OPS, Route.RESEARCH, "調べてまとめるウル🐺"),
+        (None, Route.PLAN, "段取りを組むウル🐺"),
         (Route.PLAN, Route.PLAN, None),
         (Route.CODE, Route.CODE, None),
         (Route.CODE, Route.CHAT, None),

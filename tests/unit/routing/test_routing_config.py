@@ -12,6 +12,7 @@ import pytest
 from shared_lib.errors import ConfigError
 from shared_lib.routing.config import ROUTING_FILE, load_routing_config, parse_routing_config
 from shared_lib.routing.model import Route
+from shared_lib.tools.builtin import builtin_registry
 from tests.conftest import configure_from_env
 
 DATA: dict[str, Any] = json.loads(ROUTING_FILE.read_text(encoding="utf-8"))
@@ -26,7 +27,7 @@ def broken(change: Any) -> dict[str, Any]:
 def test_the_packaged_file_loads_with_the_seed_thresholds_and_announcements():
     cfg = load_routing_config()
     assert (cfg.classifier.min_confidence, cfg.classifier.min_confidence_for_code) == (0.6, 0.8)
-    assert cfg.announcements[Route.CODE] == "コーディングするね。" and Route.CHAT not in cfg.announcements
+    assert cfg.announcements[Route.CODE] == "コーディングするウル🐺" and Route.CHAT not in cfg.announcements
 
 
 @pytest.mark.parametrize(
@@ -45,6 +46,12 @@ def test_the_packaged_file_loads_with_the_seed_thresholds_and_announcements():
         (lambda d: d["classifier"].update(min_confidence=1.5), "min_confidence"),
         (lambda d: d["classifier"].update(min_confidence_for_code=0.5), "min_confidence_for_code"),
         (lambda d: d["announcements"].update(SUMMARIZE="まとめるね。"), "announcements"),
+        (lambda d: d["profiles"].pop("OPS"), "routes without a profile: OPS"),
+        (lambda d: d["profiles"]["CODE"].update(model="opus"), r"profiles\.CODE\.model"),
+        (lambda d: d["profiles"]["ANALYZE"].update(tools=[]), r"profiles\.ANALYZE\.tools"),
+        (lambda d: d["profiles"]["ANALYZE"].update(tools="some"), r"profiles\.ANALYZE\.tools"),
+        (lambda d: d["profiles"]["PLAN"].update(cloud="maybe"), r"profiles\.PLAN\.cloud"),
+        (lambda d: d["profiles"].update(SUMMARIZE={"tools": "all"}), r"profiles\.SUMMARIZE"),
     ],
 )
 def test_a_broken_configuration_is_a_config_error_that_says_where(change, where):
@@ -75,3 +82,21 @@ def test_charter_routing_names_another_file(tmp_path, monkeypatch):
     monkeypatch.setenv("CHARTER_ROUTING", str(path))
     configure_from_env()
     assert load_routing_config().classifier.min_confidence == 0.7
+
+
+def test_every_profile_names_only_tools_the_registry_has():
+    # A misspelt tool would silently never be offered: the packaged file names registry tools only.
+    names = set(builtin_registry().names())
+    cfg = load_routing_config()
+    for route, profile in cfg.profiles.items():
+        listed = [] if profile.tools == "all" else profile.tools
+        assert set(listed) <= names, (route, sorted(set(listed) - names))
+
+
+def test_read_only_routes_offer_only_tools_that_read():
+    # ANALYZE and RESEARCH (seed 003: extraction, aggregation, investigation) never write.
+    registry = builtin_registry()
+    cfg = load_routing_config()
+    for route in (Route.ANALYZE, Route.RESEARCH):
+        tools = cfg.profiles[route].tools
+        assert tools != "all" and all(registry.get(t).effect_kind == "read" for t in tools), route
