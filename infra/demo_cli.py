@@ -41,8 +41,38 @@ def leaks(reply: str) -> list[str]:
     return [*PLACEHOLDER.findall(reply), *sorted(words & internal), *_ISO_DATE.findall(reply)]
 
 
+def _step_summary(step: dict[str, Any]) -> dict[str, Any]:
+    """One step of a turn as the demo shows it: what was proposed, decided and done; a result
+    as the phrasing step reads it (``tools.display``: 「11月25日（水）」, labels)."""
+    from shared_lib.tools.builtin import builtin_registry
+    from shared_lib.tools.display import shown_result
+
+    registry = builtin_registry()
+    return {
+        "step": step.get("step"),
+        "route": step.get("route"),
+        "proposal": {"output_type": step.get("output_type"), "tools": step.get("tool_calls") or []},
+        "verdict": {"action": step.get("verdict"), "reason_code": step.get("verdict_reason")},
+        "authorization": {
+            "result": step.get("authorization"),
+            "reason_code": step.get("authorization_reason"),
+        },
+        "results": [
+            {
+                "tool": r.get("tool_name"),
+                "ok": r.get("ok"),
+                "error_code": r.get("error_code"),
+                "shown": shown_result(registry, str(r.get("tool_name")), r.get("result")),
+            }
+            for r in step.get("results") or []
+        ],
+        "needs_next_loop": step.get("needs_next_loop"),
+    }
+
+
 def turn_summary(record: dict[str, Any], speaker: str, text: str) -> dict[str, Any]:
     """What the demo prints for one turn, from its observability record."""
+    loop, route = record.get("loop") or {}, record.get("route") or {}
     return {
         "turn_id": record.get("turn_id"),
         "speaker": _NAMES.get(speaker, speaker),
@@ -65,6 +95,9 @@ def turn_summary(record: dict[str, Any], speaker: str, text: str) -> dict[str, A
             {k: e.get(k) for k in ("layer", "outcome", "reason_code", "duration_ms")}
             for e in record.get("trail", [])
         ],
+        "route": {k: route.get(k) for k in ("initial_route", "source", "rule_id")} if route else None,
+        "steps": [_step_summary(s) for s in record.get("steps") or []],
+        "loop": {k: loop.get(k) for k in ("stop_reason", "stop_detail", "reroute_used", "worker_calls")},
     }
 
 
@@ -75,10 +108,27 @@ def _print_turn(i: int, s: dict[str, Any]) -> None:
         print(
             f"   proposal: {s['output_type']} confidence={s['confidence']} reasoning: {str(s['reasoning'])[:120]}"
         )
+    route = s.get("route") or {}
+    if route.get("initial_route") not in (None, "CHAT"):
+        print(f"   route: {route['initial_route']} by {route['source']} ({route.get('rule_id') or '-'})")
+    if len(s["steps"]) > 1:
+        print("   steps: " + _steps_line(s))
     for e in s["trail"]:
         print(
             f"   · {e['layer']:<12} {e['outcome']:<16} {e['reason_code'] or '':<28} {e['duration_ms']:>8.2f} ms"
         )
+
+
+def _steps_line(s: dict[str, Any]) -> str:
+    """A turn's steps on one line: ``1 chatwork_task_search allow/allowed ok → 2 …  · stop done``."""
+
+    def one(step: dict[str, Any]) -> str:
+        tools = ",".join(t["tool_name"] for t in step["proposal"]["tools"]) or step["proposal"]["output_type"]
+        results = step["results"]
+        done = "-" if not results else ("ok" if all(r["ok"] for r in results) else "failed")
+        return f"{step['step']} {tools} {step['verdict']['action']}/{step['authorization']['result']} {done}"
+
+    return " → ".join(one(step) for step in s["steps"]) + f"  · stop {s['loop'].get('stop_reason') or '-'}"
 
 
 def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:

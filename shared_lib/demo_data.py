@@ -29,7 +29,11 @@ _PEOPLE = [
 PEOPLE = [{**p, "channels": {"http": {"room_id": f"dm-{p['user_id']}"}}} for p in _PEOPLE]
 
 # (speaker, text): a task request, an ambiguous person, chit-chat, a confirmation and
-# its answers (announcing to everyone needs two), something the speaker may not do, and a memory.
+# its answers (announcing to everyone needs two), something the speaker may not do, a memory,
+# a second task for 田中 and a turn of two steps by 田中 (look at his tasks, then complete the
+# 資料 one: seed 002 §3), and a request the rule dictionary routes to OPS (seed 003).
+MULTI_STEP_TEXT = "自分のタスクを確認して、資料のタスクは完了にして"
+ROUTED_TEXT = "サーバーを再起動したい"  # config/routing.json: ops.server_restart
 CONVERSATION: list[tuple[str, str]] = [
     (DEMO_USER, "田中さんに明日までに見積書を作成するタスクをお願いできる？"),
     (DEMO_USER, "佐藤さんに議事録のまとめを頼んでおいて"),
@@ -40,6 +44,9 @@ CONVERSATION: list[tuple[str, str]] = [
     (DEMO_USER, "全社員の一覧を見せて"),
     (DEMO_USER, "山田さんの権限を管理者に変更して"),
     (DEMO_USER, "覚えておいて：私はコーヒーはブラック派"),
+    (DEMO_USER, "田中さんに明日までに資料作成のタスクをお願い"),
+    ("u-tanaka", MULTI_STEP_TEXT),
+    (DEMO_USER, ROUTED_TEXT),
 ]
 
 

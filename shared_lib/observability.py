@@ -16,18 +16,16 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from shared_lib.envelope import Turn
 from shared_lib.logs import parse_traceparent
+from shared_lib.observability_steps import LoopRow, SelectedTool, StepRow, initial_route, loop_row, step_rows
+from shared_lib.observability_steps import RecordRow as _Row
 from shared_lib.sanitizer import Sanitizer
 
 RECORD_SCHEMA_VERSION = 1
 RecordKind = Literal["turn_record", "shadow_candidate"]
-
-
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class EventHeader(_Row):
@@ -38,11 +36,6 @@ class EventHeader(_Row):
     occurred_at: datetime | None = Field(default=None, description="When it happened (partition column).")
     org_id: str | None = Field(default=None, description="Organisation.")
     turn_id: str | None = Field(default=None, description="Turn the event belongs to.")
-
-
-class SelectedTool(_Row):
-    tool_name: str = Field(description="Tool the proposal selected.")
-    parameters: dict[str, Any] = Field(default_factory=dict, description="Candidate parameters (masked).")
 
 
 class UsageRow(_Row):
@@ -201,6 +194,12 @@ class ObservabilityRecord(EventHeader):
     route: RouteRow | None = Field(
         default=None, description="The router's decision (router.decision; none before the router)."
     )
+    steps: list[StepRow] = Field(
+        default_factory=list, description="One row per step of the turn, in order (seed 002 §3)."
+    )
+    loop: LoopRow = Field(
+        default_factory=LoopRow, description="Why the loop stopped and its seed 002 §7.1 events."
+    )
 
     @property
     def is_llm(self) -> bool:
@@ -248,6 +247,7 @@ def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> Ob
     g, a = turn.guardian, turn.authorization
     trace = parse_traceparent(turn.traceparent)
     kind: RecordKind = "shadow_candidate" if turn.shadow else "turn_record"
+    steps = step_rows(turn, s)
     return ObservabilityRecord(
         event_id=f"{kind}-{turn.turn_id}-{turn.step}",
         kind=kind,
@@ -349,6 +349,8 @@ def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> Ob
         smoke=turn.smoke,
         revisions=_revisions(turn, revision),
         route=_route(turn, s),
+        steps=steps,
+        loop=loop_row(turn, steps, s),
     )
 
 
@@ -357,7 +359,7 @@ def _route(turn: Turn, s: Sanitizer) -> RouteRow | None:
     if not r.source:  # no router ran (an envelope of an earlier version)
         return None
     return RouteRow(
-        initial_route=r.route,
+        initial_route=initial_route(turn),
         source=r.source,
         confidence=r.confidence,
         reason=s.mask_text(r.reason),

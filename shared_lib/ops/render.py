@@ -105,6 +105,7 @@ def trail(
         f"cache read {r.usage.cache_read_input_tokens} write {r.usage.cache_creation_input_tokens} "
         f"(hit {_pct(r.cache_hit_ratio)}), {r.cost_usd:.6f} USD",
     ]
+    out += _steps_lines(r)
     if r.self_critique_executed:
         out.append(f"  critique   {r.self_critique_result}")
     for err in r.errors:
@@ -123,6 +124,32 @@ def trail(
         )
         out.append(f"  shadow     {comparison.get('candidate_arm')} candidate: {verdict}")
     return "\n".join(out)
+
+
+def _steps_lines(r: ObservabilityRecord) -> list[str]:
+    """The loop of the turn (seed 002 §3): one line per step, the stop, the §7.1 events."""
+    out = ["  steps:"] if r.steps else []
+    for s in r.steps:
+        done = "-" if not s.results else ("ok" if s.ok else f"failed {s.error_code or '-'}")
+        out.append(
+            f"   step {s.step}  {', '.join(s.tools) or s.output_type or '-'}  {s.verdict}/{s.authorization}  "
+            f"{done}  next={'yes' if s.needs_next_loop else 'no'}  "
+            f"cache r/w {s.cache_read_input_tokens}/{s.cache_creation_input_tokens}"
+            + (f"  route {s.route}" if s.route != "CHAT" else "")
+            + (f"  (turn {s.turn_id})" if s.turn_id != r.record_id else "")
+        )
+    loop = r.loop
+    out.append(
+        f"  loop       stop {loop.stop_reason or '-'} after {len(r.steps)} step(s), "
+        f"reroute {'yes' if loop.reroute_used else 'no'}, worker calls {loop.worker_calls}"
+        + (f" ({loop.stop_detail})" if loop.stop_detail else "")
+        + (f", resumed from {loop.resumed_from}" if loop.resumed_from else "")
+    )
+    for e in loop.events:
+        fields = {k: v for k, v in e.model_dump(exclude={"event", "step", "other"}).items() if v is not None}
+        shown = " ".join(f"{k}={v}" for k, v in {**fields, **e.other}.items())
+        out.append(f"  event      {e.step} {e.event:<16} {_short(shown, 160)}")
+    return out
 
 
 def _route_line(r: ObservabilityRecord) -> str:

@@ -42,6 +42,7 @@ FLOORS: dict[str, int] = {
             "logs",
             "idempotency",
             "observability",
+            "observability_steps",
             "dates",
         ],
         1,

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from infra import demo_cli
-from shared_lib.demo_data import CONVERSATION
+from shared_lib.adapters.sqlite_store import SQLiteStore
+from shared_lib.demo_data import CONVERSATION, DEMO_ORG, MULTI_STEP_TEXT, ROUTED_TEXT
 
 
 def test_leaks_names_each_thing_a_user_must_not_read():
@@ -21,10 +22,16 @@ def test_leaks_names_each_thing_a_user_must_not_read():
     assert demo_cli.leaks("期限は2026-11-25ウル") == ["2026-11-25"]
 
 
-def test_every_demo_reply_is_there_and_leaks_nothing(tmp_path, capsys: pytest.CaptureFixture[str]):
-    # WHEN the embedded demo runs with the built-in scripted model
+@pytest.fixture
+def demo_run(tmp_path, capsys: pytest.CaptureFixture[str]) -> tuple[list[dict], dict]:
+    """The embedded demo with the built-in scripted model: its turns and what ``--json`` printed."""
     turns = demo_cli._embedded(argparse.Namespace(keep=str(tmp_path / "demo"), json=True, stack=False))
-    printed = json.loads(capsys.readouterr().out)
+    return turns, json.loads(capsys.readouterr().out)
+
+
+def test_every_demo_reply_is_there_and_leaks_nothing(demo_run):
+    # WHEN the embedded demo runs with the built-in scripted model
+    turns, printed = demo_run
     # THEN every turn has a reply, and no reply shows what a user must never read
     assert len(turns) == len(CONVERSATION) == len(printed["turns"])
     assert all(t["reply"] for t in turns), [t["turn_id"] for t in turns if not t["reply"]]
@@ -33,3 +40,58 @@ def test_every_demo_reply_is_there_and_leaks_nothing(tmp_path, capsys: pytest.Ca
     replies = "\n".join(t["reply"] for t in turns)
     assert "「アナウンスの送信」は注意が必要な操作ウル" in replies and "「好み」" in replies
     assert "「権限の変更」は自動では実行できない操作ウル" in replies
+
+
+def test_the_demo_has_a_turn_of_two_steps_that_completes_the_task_once(demo_run, tmp_path):
+    _turns, printed = demo_run
+    # GIVEN 田中 has two open tasks (the demo asked for 見積書 and 資料作成 earlier)
+    (multi,) = [t for t in printed["turns"] if t["text"] == MULTI_STEP_TEXT]
+    # THEN his turn took two steps, search then complete, each allowed, and stopped done
+    steps = multi["steps"]
+    assert [s["step"] for s in steps] == [1, 2] and multi["loop"]["stop_reason"] == "done"
+    assert [[c["tool_name"] for c in s["proposal"]["tools"]] for s in steps] == [
+        ["chatwork_task_search"],
+        ["chatwork_task_complete"],
+    ]
+    assert [(s["verdict"]["action"], s["authorization"]["result"]) for s in steps] == [
+        ("allow", "allowed")
+    ] * 2
+    found = steps[0]["results"][0]["shown"]["tasks"]
+    assert sorted(t["body"] for t in found) == ["見積書を作成", "資料作成"]
+    assert all("-" not in str(t["limit_date"]) for t in found)  # shown as a user reads a date
+    # AND one reply was sent for the turn (one send receipt, at its last step)
+    store = SQLiteStore(tmp_path / "demo" / "demo.sqlite")
+    sent = [key for key, _ in store.query(f"orgs/{DEMO_ORG}/send_receipts") if multi["turn_id"] in key]
+    assert multi["reply"] and sent == [f"{multi['turn_id']}-1"]
+    # AND the one 資料 task was completed exactly once across the whole demo
+    completed = [
+        r["shown"]["body"]
+        for t in printed["turns"]
+        for s in t["steps"]
+        for r in s["results"]
+        if r["tool"] == "chatwork_task_complete" and r["ok"]
+    ]
+    assert completed == ["資料作成"]
+    status = {d["body"].split("\n")[0]: d["status"] for _, d in store.query(f"orgs/{DEMO_ORG}/tasks")}
+    assert status["資料作成"] == "done" and status["見積書を作成"] == "open"
+
+
+def test_the_demo_has_a_turn_the_rules_route_and_every_turn_shows_its_steps(demo_run):
+    _turns, printed = demo_run
+    (routed,) = [t for t in printed["turns"] if t["text"] == ROUTED_TEXT]
+    assert routed["route"] == {"initial_route": "OPS", "source": "rules", "rule_id": "ops.server_restart"}
+    assert routed["reply"] and demo_cli.leaks(routed["reply"]) == []
+    # every turn shows at least its one step, with its number and verdict
+    assert all(
+        t["steps"] and t["steps"][0]["step"] == 1 and t["steps"][0]["verdict"] for t in printed["turns"]
+    )
+
+
+def test_the_text_output_prints_the_steps_of_the_multi_step_turn_on_one_line(tmp_path, capsys):
+    demo_cli._embedded(argparse.Namespace(keep=str(tmp_path / "demo"), json=False, stack=False))
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.strip().startswith("steps:")]
+    assert lines == [
+        "   steps: 1 chatwork_task_search allow/allowed ok → 2 chatwork_task_complete allow/allowed ok  · stop done"
+    ]
+    assert "   route: OPS by rules (ops.server_restart)" in out

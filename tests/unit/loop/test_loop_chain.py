@@ -6,101 +6,13 @@ request shows it (no mocks of the product)."""
 from __future__ import annotations
 
 import json
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
+from loop_fakes import LOOK, ORG, SEARCH, Chain, complete_found, text, tool_call, tool_results
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "brain"))
-from brain_fakes import ORG, FakeLLM, decision, inbound, runtime, text, text_answer, tool_call
-
-from shared_lib.composition import wire_inprocess
-from shared_lib.envelope import Turn
-from shared_lib.layers.ingress import accept
-from shared_lib.ports import LLMRequest, LLMResponse
-from shared_lib.runtime import Runtime
-from shared_lib.tools.directory import get_person
-from shared_lib.tools.task_backend import TaskDraft
-
-LOOK = {"needs_next_loop": True, "why": "検索結果を見て対象を決めるため", "risk": "low"}
-SEARCH = tool_call("chatwork_task_search", {"assignee_name": "自分"}, loop=LOOK)
-
-
-def tool_results(request: LLMRequest) -> list[dict[str, Any]]:
-    """The charter's outcomes the request hands back to the model (one per earlier step)."""
-    out = []
-    for m in request.messages:
-        for b in m["content"] if isinstance(m["content"], list) else []:
-            if b.get("type") == "tool_result":
-                out.append(json.loads(b["content"]))
-    return out
-
-
-class Chain:
-    def __init__(self, steps: list[Any], *, clock: Any = None) -> None:
-        """``steps``: the proposal of each proposal call in order (a dict, or a function of the request)."""
-        self.steps = list(steps)
-        self.llm = FakeLLM(default=self._answer)
-        self.rt: Runtime = runtime(self.llm)
-        if clock is not None:
-            self.rt.clock = clock
-        wire_inprocess(self.rt)
-        self.n = 0
-        me = get_person(self.rt.store, ORG, "u1")
-        assert me is not None
-        for i, body in enumerate(("資料を作る", "見積書を送る")):
-            draft = TaskDraft(
-                body=body,
-                assignee_id=me.task_account_id,
-                assignee_name=me.name,
-                room_id="r1",
-                created_by="u1",
-                marker=f"m{i}",
-            )
-            self.rt.store.run_transaction(lambda txn, d=draft: self.rt.task_backend.create(ORG, d, txn=txn))
-
-    def _answer(self, request: LLMRequest) -> LLMResponse:
-        if request.call_type != "proposal":
-            return text_answer("確認して片づけたウル🐺")
-        step = self.steps.pop(0) if self.steps else text("終わったウル🐺")
-        return decision(step(request) if callable(step) else step)
-
-    def say(self, message: str, user: str = "u1") -> tuple[str, Turn]:
-        self.n += 1
-        turn_id = accept(self.rt, inbound(message, f"e{self.n}", user=user))
-        assert turn_id is not None
-        return self.rt.channels["http"].sent[-1].text, self.completed(turn_id)  # type: ignore[attr-defined]
-
-    def completed(self, turn_id: str) -> Turn:
-        done = [
-            Turn.from_message(data, attrs, self.rt.store)
-            for topic, data, attrs, _ in self.rt.bus.published  # type: ignore[attr-defined]
-            if topic == "completed" and attrs["turn_id"] == turn_id
-        ]
-        assert len(done) == 1
-        return done[0]
-
-    def replies(self) -> list[str]:
-        return [r.text for r in self.rt.channels["http"].sent]  # type: ignore[attr-defined]
-
-    def tasks(self, status: str = "open") -> list[str]:
-        return [
-            d["body"].split("\n")[0]
-            for _, d in self.rt.store.query(f"orgs/{ORG}/tasks")
-            if d.get("status") == status
-        ]
-
-    def proposals(self) -> list[LLMRequest]:
-        return self.llm.calls("proposal")
-
-
-def complete_found(request: LLMRequest) -> dict[str, Any]:
-    """Step 2: complete the task the search found (the model read the tool_result)."""
-    found = tool_results(request)[-1]["results"][0]["result"]["tasks"]
-    task = next(t for t in found if "資料" in t["body"])
-    return tool_call("chatwork_task_complete", {"task_query": task["body"], "task_id": task["task_id"]})
+from shared_lib.ports import LLMRequest
 
 
 def test_search_then_act_is_one_turn_one_reply_one_effect_and_both_steps_recorded():
@@ -122,17 +34,7 @@ def test_search_then_act_is_one_turn_one_reply_one_effect_and_both_steps_recorde
 
 def test_the_second_step_sees_its_first_step_in_the_messages_shape_masked_and_cached():
     chain = Chain([SEARCH, complete_found])
-    me = get_person(chain.rt.store, ORG, "u1")
-    assert me is not None
-    draft = TaskDraft(
-        body="090-1234-5678 に資料の件で電話",
-        assignee_id=me.task_account_id,
-        assignee_name=me.name,
-        room_id="r1",
-        created_by="u1",
-        marker="m3",
-    )
-    chain.rt.store.run_transaction(lambda txn: chain.rt.task_backend.create(ORG, draft, txn=txn))
+    chain.add_task("090-1234-5678 に資料の件で電話", "m3")
     chain.say("自分のタスクを確認して、資料のタスクは完了にして")
     first, second = chain.proposals()
     assert [m["role"] for m in first.messages] == ["user"]

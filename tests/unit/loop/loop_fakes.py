@@ -1,0 +1,107 @@
+"""The in-process chain of the loop tests: a fake LLM port answers each proposal call with the
+next scripted step (a proposal, or a function of the request); the user u1 has two open tasks,
+「資料を作る」 and 「見積書を送る」. Shared by ``tests/unit/loop`` and the record tests of
+``tests/unit/ops``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "brain"))
+from brain_fakes import ORG, FakeLLM, decision, inbound, runtime, text, text_answer, tool_call
+
+from shared_lib.composition import wire_inprocess
+from shared_lib.envelope import Turn
+from shared_lib.layers.ingress import accept
+from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
+from shared_lib.runtime import Runtime
+from shared_lib.tools.directory import get_person
+from shared_lib.tools.task_backend import TaskDraft
+
+LOOK = {"needs_next_loop": True, "why": "検索結果を見て対象を決めるため", "risk": "low"}
+SEARCH = tool_call("chatwork_task_search", {"assignee_name": "自分"}, loop=LOOK)
+
+
+def tool_results(request: LLMRequest) -> list[dict[str, Any]]:
+    """The charter's outcomes the request hands back to the model (one per earlier step)."""
+    out = []
+    for m in request.messages:
+        for b in m["content"] if isinstance(m["content"], list) else []:
+            if b.get("type") == "tool_result":
+                out.append(json.loads(b["content"]))
+    return out
+
+
+class Chain:
+    def __init__(self, steps: list[Any], *, clock: Any = None, usages: list[LLMUsage] | None = None) -> None:
+        """``steps``: the proposal of each proposal call in order (a dict, or a function of the
+        request); ``usages``: what each proposal call reports spending (else the fake's default)."""
+        self.steps = list(steps)
+        self.usages = list(usages or [])
+        self.llm = FakeLLM(default=self._answer)
+        self.rt: Runtime = runtime(self.llm)
+        if clock is not None:
+            self.rt.clock = clock
+        wire_inprocess(self.rt)
+        self.n = 0
+        for i, body in enumerate(("資料を作る", "見積書を送る")):
+            self.add_task(body, f"m{i}")
+
+    def add_task(self, body: str, marker: str) -> None:
+        """An open task of u1."""
+        me = get_person(self.rt.store, ORG, "u1")
+        assert me is not None
+        draft = TaskDraft(
+            body=body,
+            assignee_id=me.task_account_id,
+            assignee_name=me.name,
+            room_id="r1",
+            created_by="u1",
+            marker=marker,
+        )
+        self.rt.store.run_transaction(lambda txn: self.rt.task_backend.create(ORG, draft, txn=txn))
+
+    def _answer(self, request: LLMRequest) -> LLMResponse:
+        if request.call_type != "proposal":
+            return text_answer("確認して片づけたウル🐺")
+        step = self.steps.pop(0) if self.steps else text("終わったウル🐺")
+        spent = self.usages.pop(0) if self.usages else None
+        return decision(step(request) if callable(step) else step, u=spent)
+
+    def say(self, message: str, user: str = "u1") -> tuple[str, Turn]:
+        self.n += 1
+        turn_id = accept(self.rt, inbound(message, f"e{self.n}", user=user))
+        assert turn_id is not None
+        return self.rt.channels["http"].sent[-1].text, self.completed(turn_id)  # type: ignore[attr-defined]
+
+    def completed(self, turn_id: str) -> Turn:
+        done = [
+            Turn.from_message(data, attrs, self.rt.store)
+            for topic, data, attrs, _ in self.rt.bus.published  # type: ignore[attr-defined]
+            if topic == "completed" and attrs["turn_id"] == turn_id
+        ]
+        assert len(done) == 1
+        return done[0]
+
+    def replies(self) -> list[str]:
+        return [r.text for r in self.rt.channels["http"].sent]  # type: ignore[attr-defined]
+
+    def tasks(self, status: str = "open") -> list[str]:
+        return [
+            d["body"].split("\n")[0]
+            for _, d in self.rt.store.query(f"orgs/{ORG}/tasks")
+            if d.get("status") == status
+        ]
+
+    def proposals(self) -> list[LLMRequest]:
+        return self.llm.calls("proposal")
+
+
+def complete_found(request: LLMRequest) -> dict[str, Any]:
+    """Step 2: complete the task the search found (the model read the tool_result)."""
+    found = tool_results(request)[-1]["results"][0]["result"]["tasks"]
+    task = next(t for t in found if "資料" in t["body"])
+    return tool_call("chatwork_task_complete", {"task_query": task["body"], "task_id": task["task_id"]})
