@@ -179,6 +179,23 @@ def _clarify_same_name(name: str, body: str) -> JSON:
     }
 
 
+def _ops_restart(text: str) -> JSON:
+    """An operation with impact (the OPS route's way): ask what and when before anything else."""
+    return {
+        "output_type": "clarification_needed",
+        "reasoning": {
+            "ambiguity_detected": "再起動の対象と、止めてよい時間帯がメッセージから分からない",
+            "possible_interpretations": [
+                "本番のサーバーを今すぐ再起動したい",
+                "検証用のサーバーを都合のよい時間に再起動したい",
+            ],
+        },
+        "confidence": _confidence(0.5, 0.8, 0.3),
+        "clarification_question": "再起動は影響が大きいから、先に確かめたいウル🐺 どのサーバーを、いつ止めてよいか教えてほしいウル！",
+        "options": ["本番（時間を決めて）", "検証環境（いつでも）"],
+    }
+
+
 def _save_memory(text: str) -> JSON:
     content = _after_colon(text) or text.strip()
     return _tool_call(
@@ -350,6 +367,7 @@ PROPOSAL_RULES: tuple[ProposalRule, ...] = (
     ProposalRule("task_check_then_act", steps.is_first_step, lambda t: steps.first_step(t, _task_search(t))),
     ProposalRule("task_complete", _has(("タスク",), ("完了",)), _task_complete),
     ProposalRule("task_search", _has(("タスク",), ("一覧", "確認", "教えて")), _task_search),
+    ProposalRule("ops_restart", _has(("再起動",)), _ops_restart),
     ProposalRule("greeting", _has(tuple(_GREETINGS)), _greeting),
     ProposalRule("small_talk_heat", _has(("暑い",)), _heat_small_talk),
     ProposalRule("fallback", lambda text: True, _fallback),
