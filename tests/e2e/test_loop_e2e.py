@@ -82,6 +82,14 @@ def test_look_then_act_with_a_crash_at_step_two_gives_one_reply_and_one_effect(l
     assert trail.count("brain") == 1 and trail.count("brain#1") == 1 and "brain#2" not in trail
     assert "executor#1" in trail and record["execution_success"] is True
     assert local_stack.store.get(path)["status"] == "completed"
+    steps = record["steps"]
+    assert [(x["step"], x["tools"], x["verdict"], x["ok"]) for x in steps] == [
+        (1, ["chatwork_task_search"], "allow", True),
+        (2, ["chatwork_task_complete"], "allow", True),
+    ]
+    assert steps[0]["needs_next_loop"] is True and record["loop"]["stop_reason"] == "done"
+    events = [e["event"] for e in record["loop"]["events"]]
+    assert events.count("worker.success") == 2 and events[-2:] == ["loop.stop", "final.route"]
 
 
 @pytest.mark.e2e
@@ -102,6 +110,9 @@ def test_a_step_two_confirmation_pauses_and_yes_resumes_it_once(local_stack):
     assert tasks(local_stack, tag) == [] or all(d.get("status") == "deleted" for d in tasks(local_stack, tag))
     record = local_stack.record(ORG, yes)
     assert record["execution_success"] is True and done != question
+    assert local_stack.record(ORG, asked)["loop"]["stop_reason"] == "need_user_confirmation"
+    assert record["loop"]["resumed_from"] == asked
+    assert [x["tools"] for x in record["steps"]] == [["chatwork_task_search"], ["delete_task"]]
     post(local_stack, "はい", room)
     wait_replies(local_stack, room, 4)
     assert tasks(local_stack, tag) == [] or all(d.get("status") == "deleted" for d in tasks(local_stack, tag))
@@ -117,6 +128,8 @@ def test_the_loop_stops_at_three_steps_with_a_useful_reply(local_stack):
     trail = layers(record)
     assert "brain#2" in trail and "brain#3" not in trail
     assert len(replies(local_stack, room)) == 1
+    assert record["loop"]["stop_reason"] == "max_loops" and len(record["steps"]) == 3
+    assert "loop.stop" in [e["event"] for e in record["loop"]["events"]]
 
 
 @pytest.mark.e2e
@@ -128,3 +141,4 @@ def test_the_loop_stops_at_ninety_seconds_on_an_injected_clock(local_stack):
     record = local_stack.record(ORG, turn)
     assert "時間がかかりすぎた" in reply
     assert "brain#1" not in layers(record)  # stopped after the first step
+    assert record["loop"]["stop_reason"] == "max_millis" and len(record["steps"]) == 1
