@@ -65,7 +65,8 @@ def take_step(
         loop.reroute_used = True
     loop.steps.append(step_record(turn, decision))
     if decision.reroute:
-        turn.route = turn.route.model_copy(update={"route": decision.reroute, "source": "reroute"})
+        # the router's source stays (its decision); the override is the route.override event
+        turn.route = turn.route.model_copy(update={"route": decision.reroute})
     turn.step += 1
     # each step gets the per-step budget a first step gets, never past the loop's own
     end = min(now + timedelta(seconds=step_seconds), loop.started_at + timedelta(milliseconds=max_millis))

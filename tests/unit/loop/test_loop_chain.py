@@ -179,3 +179,13 @@ def test_the_late_marker_injects_the_clock_only_under_fault_injection(fault_inje
     _, turn = chain.say("[[late:91]] 自分のタスクを確認し続けて")
     assert len(chain.proposals()) == steps
     assert turn.loop.stop_reason == ("max_millis" if steps == 1 else "max_loops")
+
+
+def test_a_reroute_keeps_the_routers_source_and_the_record_its_first_route():
+    wrong = text("この依頼は分析に向いているウル", loop={"fit": False, "suggested_route": "ANALYZE"})
+    chain = Chain([wrong])
+    _, turn = chain.say("先月のタスクの傾向を分析して")
+    record = chain.rt.store.get(f"orgs/{ORG}/observability/{turn.turn_id}")
+    assert record is not None
+    assert turn.route.route == "ANALYZE" and turn.route.source != "reroute"
+    assert record["route"]["initial_route"] != "ANALYZE"
