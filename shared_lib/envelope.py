@@ -28,6 +28,10 @@ from shared_lib.errors import BrainError, EnvelopeError, EnvelopeTooLarge
 from shared_lib.ids import new_turn_id, utc_now
 from shared_lib.inbound import ChannelName, InboundMessage
 from shared_lib.proposal import Proposal
+from shared_lib.steps import StepRecord as StepRecord  # the step models are part of the envelope
+from shared_lib.steps import ToolResult as ToolResult
+from shared_lib.steps import Usage as Usage
+from shared_lib.steps import WorkerOutput as WorkerOutput
 
 if TYPE_CHECKING:
     from shared_lib.ports import Store
@@ -126,18 +130,6 @@ class ProposalSection(_Section):
     usage: Usage | None = None  # this step's brain calls (the loop shows cache figures per step)
 
 
-class ToolResult(_Section):
-    tool_name: str
-    call_index: int
-    ok: bool
-    result: dict[str, Any] = Field(default_factory=dict)
-    error_code: str | None = None
-    receipt_id: str | None = None
-    duration_ms: float = 0.0
-    dry_run: bool = False
-    replayed: bool = False
-
-
 class ExecutionSection(_Section):
     results: list[ToolResult] = Field(default_factory=list)
     dry_run: bool = False
@@ -165,52 +157,6 @@ class TrailEntry(_Section):
     at: datetime = Field(default_factory=utc_now)
     detail: str = ""
     revision: str = ""  # the revision that ran the layer (settings CHARTER_REVISION / K_REVISION)
-
-
-class Usage(_Section):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cost_usd: float = 0.0
-    llm_calls: int = 0
-    llm_duration_ms: float = 0.0
-
-    def add(self, other: Usage) -> None:
-        for name in type(self).model_fields:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
-
-class WorkerOutput(_Section):
-    """What one step hands the loop controller (seed 002 §4.4, §5): built by the controller from
-    the step's results and the proposal's ``loop`` block, validated; an invalid block is a
-    ``worker.fail`` and stops the loop (``needs_next_loop`` false)."""
-
-    result: str = ""
-    needs_next_loop: bool = False
-    why: str = ""
-    next_actions: list[str] = Field(default_factory=list, max_length=3)
-    questions_for_user: list[str] = Field(default_factory=list, max_length=3)
-    confidence: float = Field(default=0.0, ge=0.0, le=1.0)
-    risk: Literal["low", "medium", "high"] = "low"
-    fit: bool | None = None
-    suggested_route: str | None = None
-
-
-class StepRecord(_Section):
-    """One finished step of a multi-step turn: what was proposed, decided and done."""
-
-    step: int  # its number in the loop (1-based; a resumed turn goes on from the paused one)
-    turn_id: str  # the turn that ran it
-    arm: str = ""
-    model: str | None = None
-    route: str = "CHAT"
-    proposal: Proposal | None = None
-    guardian: Verdict | None = None
-    authorization: AuthDecision | None = None
-    results: list[ToolResult] = Field(default_factory=list)
-    worker: WorkerOutput = Field(default_factory=WorkerOutput)
-    usage: Usage = Field(default_factory=Usage)  # the brain's calls of this step
 
 
 class LoopSection(_Section):
@@ -283,6 +229,23 @@ class Turn(BaseModel):
             inbound=inbound,
             traceparent=traceparent,
             deadline=deadline,
+        )
+
+    def current_step(self, worker: WorkerOutput | None = None) -> StepRecord:
+        """The step in the sections, as ``loop.steps`` keeps it once it is finished."""
+        sec = self.proposal
+        return StepRecord(
+            step=len(self.loop.steps) + 1,
+            turn_id=self.turn_id,
+            arm=sec.arm,
+            model=sec.model,
+            route=self.route.route,
+            proposal=sec.proposal,
+            guardian=self.guardian,
+            authorization=self.authorization,
+            results=list(self.execution.results),
+            worker=worker or WorkerOutput(),
+            usage=sec.usage or Usage(),
         )
 
     def brain_text(self) -> str:

@@ -15,10 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shared_lib.envelope import StepRecord, Turn, Usage
+from shared_lib.envelope import StepRecord, Turn
 from shared_lib.sanitizer import Sanitizer
-
-WORKER_EVENTS = ("worker.success", "worker.fail")
 
 
 class RecordRow(BaseModel):
@@ -127,38 +125,12 @@ def _step_row(s: Sanitizer, r: StepRecord, worker: dict[str, Any]) -> StepRow:
     )
 
 
-def _last_worker(turn: Turn, number: int) -> dict[str, Any]:
-    """The last step's hand-over as the loop controller validated it: its ``worker.*`` event,
-    else the ``final.route`` summary (a step that ran no tool); ``why`` is the model's own."""
-    events = turn.loop.events
-    found = next((e for e in events if e.get("event") in WORKER_EVENTS and e.get("step") == number), None)
-    found = found or next((e for e in reversed(events) if e.get("event") == "final.route"), {})
-    p = turn.proposal.proposal
-    raw = (p.root.loop or {}) if p is not None else {}
-    why = raw.get("why") if isinstance(raw.get("why"), str) else ""
-    confidence = p.confidence if p is not None else 0.0
-    return {"confidence": confidence, **found, "why": why}
-
-
 def step_rows(turn: Turn, s: Sanitizer) -> list[StepRow]:
     """One row per step: the finished ones of ``turn.loop.steps``, then the last one, which is in
-    the turn's sections (what ``shared_lib.loop.step_record`` moves into the steps)."""
+    the turn's sections (``Turn.current_step``, what the loop controller moves into the steps)."""
     rows = [_step_row(s, r, r.worker.model_dump()) for r in turn.loop.steps]
-    number = rows[-1].step + 1 if rows else 1
-    sec = turn.proposal
-    last = StepRecord(
-        step=number,
-        turn_id=turn.turn_id,
-        arm=sec.arm,
-        model=sec.model,
-        route=turn.route.route,
-        proposal=sec.proposal,
-        guardian=turn.guardian,
-        authorization=turn.authorization,
-        results=list(turn.execution.results),
-        usage=sec.usage or Usage(),
-    )
-    return [*rows, _step_row(s, last, _last_worker(turn, number))]
+    last = turn.current_step(turn.loop.worker)  # the controller's checked hand-over of the last step
+    return [*rows, _step_row(s, last, last.worker.model_dump())]
 
 
 def initial_route(turn: Turn) -> str:

@@ -154,8 +154,8 @@ def _stop_note(turn: Turn, rt: Runtime, text: str) -> str:
     if key and rt.persona.has(key):
         lines.append(rt.persona.message(key, steps=len(turn.loop.steps) + 1))
     if reason == "need_user_confirmation" and not detail.startswith(("confirm:", "clarification")):
-        worker = loop.worker_output(turn)[0]
-        if asks := worker.questions_for_user:  # the model's questions; never its internal next actions
+        # the model's questions (the controller's checked hand-over); never its internal next actions
+        if asks := (turn.loop.worker.questions_for_user if turn.loop.worker else []):
             lines.append(
                 rt.persona.message("loop_stop_questions", questions="\n".join(f"・{q}" for q in asks))
             )

@@ -3,6 +3,6 @@
 proposed by the brain and judged by the guardian and the gate like a first step."""
 
 from shared_lib.loop.controller import LoopDecision, LoopLimits, decide, worker_output
-from shared_lib.loop.state import step_record, stop, take_step
+from shared_lib.loop.state import stop, take_step
 
-__all__ = ["LoopDecision", "LoopLimits", "decide", "step_record", "stop", "take_step", "worker_output"]
+__all__ = ["LoopDecision", "LoopLimits", "decide", "stop", "take_step", "worker_output"]

@@ -12,25 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared_lib.envelope import StepRecord, Turn, Usage
+from shared_lib.envelope import Turn
 from shared_lib.loop.controller import LoopDecision, started_at
-
-
-def step_record(turn: Turn, decision: LoopDecision) -> StepRecord:
-    sec = turn.proposal
-    return StepRecord(
-        step=len(turn.loop.steps) + 1,
-        turn_id=turn.turn_id,
-        arm=sec.arm,
-        model=sec.model,
-        route=turn.route.route,
-        proposal=sec.proposal,
-        guardian=turn.guardian,
-        authorization=turn.authorization,
-        results=list(turn.execution.results),
-        worker=decision.worker,
-        usage=sec.usage or Usage(),
-    )
 
 
 def _event(turn: Turn, name: str, **fields: Any) -> None:
@@ -63,7 +46,7 @@ def take_step(
     if decision.reroute:
         _event(turn, "route.override", initial_route=turn.route.route, final_route=decision.reroute)
         loop.reroute_used = True
-    loop.steps.append(step_record(turn, decision))
+    loop.steps.append(turn.current_step(decision.worker))
     if decision.reroute:
         # the router's source stays (its decision); the override is the route.override event
         turn.route = turn.route.model_copy(update={"route": decision.reroute})

@@ -27,6 +27,7 @@ FLOORS: dict[str, int] = {
             "settings",
             "ports",
             "envelope",
+            "steps",
             "proposal",
             "decisions",
             "errors",

@@ -1,0 +1,76 @@
+"""What one step of a turn produced: its tool results, its usage, its hand-over to the loop
+controller (``WorkerOutput``, seed 002 §4.4) and, once finished, its ``StepRecord``.
+
+Part of the ``Turn`` envelope (``shared_lib.envelope`` re-exports every name here).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared_lib.decisions import AuthDecision, Verdict
+from shared_lib.proposal import Proposal
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolResult(_Section):
+    tool_name: str
+    call_index: int
+    ok: bool
+    result: dict[str, Any] = Field(default_factory=dict)
+    error_code: str | None = None
+    receipt_id: str | None = None
+    duration_ms: float = 0.0
+    dry_run: bool = False
+    replayed: bool = False
+
+
+class Usage(_Section):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cost_usd: float = 0.0
+    llm_calls: int = 0
+    llm_duration_ms: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class WorkerOutput(_Section):
+    """What one step hands the loop controller (seed 002 §4.4, §5): built by the controller from
+    the step's results and the proposal's ``loop`` block, validated; an invalid block is a
+    ``worker.fail`` and stops the loop (``needs_next_loop`` false)."""
+
+    result: str = ""
+    needs_next_loop: bool = False
+    why: str = ""
+    next_actions: list[str] = Field(default_factory=list, max_length=3)
+    questions_for_user: list[str] = Field(default_factory=list, max_length=3)
+    confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    risk: Literal["low", "medium", "high"] = "low"
+    fit: bool | None = None
+    suggested_route: str | None = None
+
+
+class StepRecord(_Section):
+    """One finished step of a multi-step turn: what was proposed, decided and done."""
+
+    step: int  # its number in the loop (1-based; a resumed turn goes on from the paused one)
+    turn_id: str  # the turn that ran it
+    arm: str = ""
+    model: str | None = None
+    route: str = "CHAT"
+    proposal: Proposal | None = None
+    guardian: Verdict | None = None
+    authorization: AuthDecision | None = None
+    results: list[ToolResult] = Field(default_factory=list)
+    worker: WorkerOutput = Field(default_factory=WorkerOutput)
+    usage: Usage = Field(default_factory=Usage)  # the brain's calls of this step
