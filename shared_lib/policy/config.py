@@ -32,6 +32,7 @@ from pydantic import (
 
 from shared_lib import config_files
 from shared_lib.errors import ConfigError
+from shared_lib.policy.approval_config import Approval
 from shared_lib.policy.reasons import GUARDIAN_REASONS, PART_MESSAGES
 from shared_lib.policy.teachings import Teaching
 from shared_lib.policy.values import checked_regexes
@@ -277,6 +278,7 @@ class PolicyConfig(_Cfg):
     consistency: Consistency = Field(default_factory=Consistency)
     authorization: Authorization
     confirmation: Confirmation = Field(default_factory=Confirmation)
+    approval: Approval = Field(default_factory=Approval)
     messages: dict[str, str]
     display: Display = Field(default_factory=Display)
     # the registry's names (``with_registry``): a message shows 「アナウンスの送信」, never announce
