@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from shared_lib.collections import collection_path, path
+from shared_lib.envelope import Turn
 from shared_lib.ids import new_short_id
 from shared_lib.ports import Store, Transaction
 from shared_lib.sanitizer import Sanitizer
@@ -129,3 +130,9 @@ def event_fields(job: dict[str, Any]) -> dict[str, Any]:
         "approver": job.get("approver"),
         "coder_output": job.get("summary") or "",
     }
+
+
+def record_event(turn: Turn, job: dict[str, Any]) -> None:
+    """The job's status as its seed 002 §7.1 event on the turn (the record and the trail keep it)."""
+    status = str(job.get("status") or "pending")
+    turn.loop.events.append({"event": EVENTS[status], "step": len(turn.loop.steps) + 1, **event_fields(job)})
