@@ -3,8 +3,9 @@
 A persona is a TOML file (``personas/soulkun.toml`` by default, ``CHARTER_PERSONA`` to
 override) naming its prompt files: the system prompt (seed 000 §17.4 v2.0 for ソウルくん),
 the charter's instructions to the proposer (§5.2.5), and the templates of the response
-integration and self-critique calls. Every fixed user-visible message comes from
-``messages``, never from code or an exception.
+integration and self-critique calls, and the specialised prompts (``prompts``: one short
+text per step of seed 004 §3.3, chosen by ``brain.specialised``). Every fixed user-visible
+message comes from ``messages``, never from code or an exception.
 
 >>> p = load_persona()
 >>> p.message("permission_denied").endswith("🐺")
@@ -20,7 +21,7 @@ import tomllib
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared_lib import config_files
 from shared_lib.errors import ConfigError
@@ -34,6 +35,8 @@ class Persona(BaseModel):
     language: str
     system_prompt_file: str
     messages: dict[str, str]
+    # the specialised prompts by name (clarify, plan, confirm_gate, summarise)
+    prompts: dict[str, str] = Field(default_factory=dict)
     instructions_file: str = "brain_instructions.ja.md"
     integration_file: str = "soulkun_integration.md"
     self_critique_file: str = "soulkun_self_critique.md"
@@ -49,6 +52,10 @@ class Persona(BaseModel):
 
     def has(self, key: str) -> bool:
         return key in self.messages
+
+    def specialised(self, name: str) -> str:
+        """The specialised prompt ``name`` (``""``: this persona has none of that name)."""
+        return self.prompts.get(name, "").strip()
 
     def system_prompt(self) -> str:
         path = Path(self.base_dir) / self.system_prompt_file

@@ -23,8 +23,7 @@ from shared_lib.brain.accounting import add_call_usage
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.continuation import complete
 from shared_lib.brain.models import model_for
-from shared_lib.brain.prompt import stable_system
-from shared_lib.brain.tool_defs import anthropic_tools
+from shared_lib.brain.prompt import proposal_tools, stable_system
 from shared_lib.envelope import ToolResult, Turn
 from shared_lib.errors import CATALOGUE, BrainError, LLMError
 from shared_lib.persona import Persona
@@ -156,8 +155,8 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
         model=model_for(cfg.models.integration, turn, rt),
         max_tokens=cfg.max_tokens.integration,
         system=[stable_system(rt.persona)],
-        # the proposal call's tools keep the cached prefix identical (tools, then system)
-        tools=anthropic_tools(rt.registry) if same else [],
+        # the proposal call's tools and Base keep the cached prefix identical (tools, then Base)
+        tools=proposal_tools(rt.registry) if same else [],
         tool_choice={"type": "none"} if same else None,
         messages=[{"role": "user", "content": prompt}],
         stream=cfg.stream,

@@ -96,7 +96,9 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     band = result.band.name if result.band else "-"
     detail = (
         f"{sec.proposal.output_type if sec.proposal else '-'} model={sec.model}({why}) band={band} "
-        f"attempts={result.attempts}" + (f" dropped={','.join(result.dropped)}" if result.dropped else "")
+        f"attempts={result.attempts}"
+        + (f" dropped={','.join(result.dropped)}" if result.dropped else "")
+        + (f" trimmed={','.join(result.trimmed)}" if result.trimmed else "")
     )
     if blocked(result.violations):
         code = next(v.code for v in result.violations if v.action == "block")

@@ -3,10 +3,12 @@
 One answer is judged in this order: a ``submit_proposal`` call exists → the
 constitution's raw inspection removes decision keys (§4.4.1-4.4.4) → the shape, the tool
 names and each tool's parameter model are validated → the reasoning is long enough
-(§4.3.8) → permission decisions and execution assertions are looked for (§4.4.2,
+(§4.3.8) → the dialog policy (seed 004 §9: one question per reply, at most 3 options;
+``dialog_policy``) → permission decisions and execution assertions are looked for (§4.4.2,
 §4.4.1) → the confidence table applies (§5.2.3b). An answer that fails is retried once
 with guidance; a second failure becomes a clarification question (``parse_error``
-fallback of §6.7.3). A ``block`` violation replaces the proposal by the persona's message
+fallback of §6.7.3), except the dialog policy's: after the retry its cut is made by code
+(the first question and the first options are kept). A ``block`` violation replaces the proposal by the persona's message
 for its code (``constitution.reply_for``); the guardian blocks the turn on the same record.
 See ``README.md`` in this package for why the decision is a forced tool.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared_lib.brain import constitution
+from shared_lib.brain import constitution, dialog_policy
 from shared_lib.brain.confidence import apply_band
 from shared_lib.brain.config import Band, BrainConfig
 from shared_lib.brain.continuation import Recorder, complete
@@ -39,6 +41,7 @@ class BrainResult:
     errors: list[BrainError] = field(default_factory=list)
     band: Band | None = None
     dropped: list[str] = field(default_factory=list)  # undeclared parameters removed (§4.4.3)
+    trimmed: list[str] = field(default_factory=list)  # dialog-policy cuts after the retry
 
     @property
     def parse_failed(self) -> bool:
@@ -52,6 +55,7 @@ class _Judged:
     guidance: str = ""
     code: str = "parse_error"
     dropped: list[str] = field(default_factory=list)
+    trimmed: list[str] = field(default_factory=list)
 
 
 def propose(
@@ -89,7 +93,7 @@ def propose(
         violations += judged.violations
         if judged.proposal is not None:
             result = _finish(judged.proposal, attempt, violations, errors, cfg, persona)
-            result.dropped = judged.dropped
+            result.dropped, result.trimmed = judged.dropped, judged.trimmed
             return result
         previous, guidance = done.response, judged.guidance
         errors.append(
@@ -132,8 +136,12 @@ def judge(
         return _Judged(None, [*found, constitution.violation("4.3.8", problem, "retry")], problem)
     if problem:
         found.append(constitution.violation("4.3.8", problem, "block"))
+    dialog = dialog_policy.check(proposal)
+    if dialog and not last:
+        return _Judged(None, found, dialog.guidance, dialog.code)
     proposal, more = constitution.inspect_proposal(proposal, cfg, persona, policy)
-    return _Judged(proposal, found + more, dropped=dropped)
+    proposal, trimmed = dialog_policy.enforce(proposal)
+    return _Judged(proposal, found + more, dropped=dropped, trimmed=trimmed)
 
 
 def _finish(

@@ -1,13 +1,26 @@
-"""Prompt assembly for the proposal call (seed 000 §5.2.2, §8, §14 prompt caching).
+"""Prompt assembly for the proposal call (seed 000 §5.2.2, §8, §14; seed 004 §3 three layers).
 
-Order is the cache order of the Messages API: **tools** (the route's registry tools + the
-decision tool, breakpoint on the last) → **system block 1** (persona system prompt v2.0 + the
-charter's instructions of §5.2.5, breakpoint) → **the route's block** (its profile's
-instructions, ``config/routing.json``, breakpoint; none for a route without them, as CHAT)
-→ **the volatile context** in Truth order, no breakpoint → **messages** (the user's message,
-then at a later step of a multi-step turn the earlier steps, ``steps_prompt``, with the fourth
-and last breakpoint on the last step's result). Everything stable is cached, each route's
-prefix apart; nothing volatile precedes it; block 1 is the same bytes on every route.
+Fixed order, the cache order of the Messages API, stable first:
+
+1. **tools** (the route's registry tools + the decision tool), no breakpoint of their own;
+2. **Base** (``stable_system``: persona system prompt v2.0 + the charter's instructions,
+   the seed 004 §9 dialog policy among them): the same bytes for every turn of every
+   conversation of a persona, on every route; breakpoint 1 (it caches tools + Base);
+3. **the route's block** (its profile's instructions, ``config/routing.json``); breakpoint 2;
+   none for a route without instructions (CHAT);
+4. **Specialised** (``clarify``, ``plan``, ``confirm_gate``, ``summarise`` or none, chosen by
+   code: ``specialised.choose_specialised``, the persona's ``[prompts]``); breakpoint 3, so
+   turns choosing the same one share the prefix up to it;
+5. **Main**, volatile, no breakpoint: the agent state (``agent_state_prompt``, never cut)
+   then the context in Truth order (``context_prompt``, the builder's budget);
+6. **messages**: the user's message, then at a later step the earlier steps
+   (``steps_prompt``), breakpoint 4 on the last step's result.
+
+The API allows 4 breakpoints; with all five places marked a later step of a routed,
+specialised turn would send 5. The tools' breakpoint is the one dropped (``proposal_tools``):
+the tools are always followed by Base, whose bytes are fixed per persona, so the prefix
+"tools" is never reused without "tools + Base" being reusable too; breakpoint 1 covers both.
+The response-integration call sends the same tools and Base, so it reads the same prefix.
 
 All text is masked first (``Sanitizer``). The vault returned holds only the values of the
 user's own message: placeholders that exist only in the context can never be restored.
@@ -19,7 +32,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from shared_lib.brain.agent_state_prompt import render_agent_state
 from shared_lib.brain.context_prompt import render_context
+from shared_lib.brain.specialised import Specialised, choose_specialised, specialised_blocks
 from shared_lib.brain.tool_defs import CACHE, DECISION_TOOL, anthropic_tools
 from shared_lib.envelope import Turn
 from shared_lib.persona import Persona
@@ -36,10 +51,11 @@ class Prompt:
     vault: dict[str, str] = field(default_factory=dict)  # user-message values only
     # a later step: the earlier steps as submit_proposal calls and their tool_result (steps_prompt)
     history: list[dict[str, Any]] = field(default_factory=list)
+    specialised: Specialised | None = None  # the Specialised block chosen (seed 004 §3.3)
 
 
 def stable_system(persona: Persona) -> dict[str, Any]:
-    """The cached system block: identical for every turn of a persona."""
+    """Base: the cached system block, identical for every turn of a persona."""
     text = persona.system_prompt().rstrip() + "\n\n" + persona.prompt("instructions").strip()
     return {"type": "text", "text": text, "cache_control": dict(CACHE)}
 
@@ -57,15 +73,24 @@ def assemble(
     sanitizer = sanitizer or Sanitizer.default()
     user_text, user_vault = sanitizer.mask(turn.brain_text())
     working = dict(user_vault)  # same value, same placeholder; context-only entries stay here
-    context, _ = sanitizer.mask(render_context(turn, now), working)
+    main = render_agent_state(turn.context.agent_state) + "\n\n" + render_context(turn, now)
+    main, _ = sanitizer.mask(main, working)
     route = [{"type": "text", "text": route_prompt, "cache_control": dict(CACHE)}] if route_prompt else []
-    system = [stable_system(persona), *route, {"type": "text", "text": context}]
+    chosen = choose_specialised(turn)
+    special = specialised_blocks(persona, chosen)
+    system = [stable_system(persona), *route, *special, {"type": "text", "text": main}]
     return Prompt(
-        tools=anthropic_tools(registry),
+        tools=proposal_tools(registry),
         system=system,
         user_text=user_text or "（空のメッセージ）",
         vault=dict(user_vault),
+        specialised=chosen if special else None,
     )
+
+
+def proposal_tools(registry: ToolRegistry) -> list[dict[str, Any]]:
+    """The tools of the proposal (and integration) call, without a breakpoint: Base's covers them."""
+    return [{k: v for k, v in tool.items() if k != "cache_control"} for tool in anthropic_tools(registry)]
 
 
 def proposal_request(

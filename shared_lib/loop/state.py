@@ -47,6 +47,10 @@ def take_step(
         _event(turn, "route.override", initial_route=turn.route.route, final_route=decision.reroute)
         loop.reroute_used = True
     loop.steps.append(turn.current_step(decision.worker))
+    # the verdict and the gate belong to the step that is now in ``loop.steps``: the next step
+    # has none until its own guardian and gate judge its own proposal, so the executor can never
+    # run a later step's write on an earlier step's allow (seed 004 §9 "gate before any write")
+    turn.guardian = turn.authorization = None
     if decision.reroute:
         # the router's source stays (its decision); the override is the route.override event
         turn.route = turn.route.model_copy(update={"route": decision.reroute})

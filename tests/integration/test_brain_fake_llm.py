@@ -175,10 +175,11 @@ def test_given_two_turns_when_served_then_system_prompt_and_tools_are_a_cached_p
     # WHEN two small-talk turns
     first = say(rt, "今日は暑いですね")
     second = say(rt, "今日は本当に暑いですね")
-    # THEN both requests mark the end of the tools and of the stable system block as the cache prefix
+    # THEN both requests mark the end of Base as the cache prefix (it caches the tools before it: the
+    # tools carry no breakpoint of their own, so a later step stays within the API's 4, brain/prompt.py)
     for request in product_calls(server):
         body = request["body"]
-        assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert all("cache_control" not in tool for tool in body["tools"])
         assert (
             body["system"][0]["cache_control"] == {"type": "ephemeral"}
             and "cache_control" not in body["system"][1]

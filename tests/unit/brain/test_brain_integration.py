@@ -5,8 +5,7 @@ from __future__ import annotations
 from brain_fakes import MODEL, FakeLLM, events, runtime, text_answer, turn
 
 from shared_lib.brain.integration import error_text, integrate
-from shared_lib.brain.prompt import stable_system
-from shared_lib.brain.tool_defs import anthropic_tools
+from shared_lib.brain.prompt import proposal_tools, stable_system
 from shared_lib.callctx import call_context
 from shared_lib.envelope import ToolResult
 from shared_lib.errors import LLMError
@@ -54,7 +53,7 @@ def test_given_results_of_an_llm_turn_when_integrating_then_a_second_call_phrase
     assert t.usage.llm_calls == 1 and (call["layer"], call["call_type"]) == ("responder", "integration")
     assert call["cost_usd"] == t.usage.cost_usd and events(rt, "llm_call") == []
     # AND it reuses the proposal call's cached prefix (same tools, same first system block), tools disabled
-    assert request.tools == anthropic_tools(rt.registry) and request.tool_choice == {"type": "none"}
+    assert request.tools == proposal_tools(rt.registry) and request.tool_choice == {"type": "none"}
     assert request.system == [stable_system(rt.persona)]
     # AND results and message are masked, with the seed's style instructions
     prompt = request.messages[0]["content"]

@@ -36,14 +36,13 @@ def test_given_a_turn_when_assembling_then_tools_and_system_are_a_cached_prefix_
     # GIVEN / WHEN
     _, prompt = build()
     request = proposal_request(prompt, model="m", max_tokens=1000, stream=True)
-    # THEN the last tool and the stable system block carry the breakpoints, the context does not
-    assert request.tools[-1]["name"] == DECISION_TOOL and request.tools[-1]["cache_control"] == {
-        "type": "ephemeral"
-    }
-    assert all("cache_control" not in t for t in request.tools[:-1])
+    # THEN Base carries the breakpoint that caches tools + Base (the tools carry none of their own:
+    # the API allows 4 breakpoints, prompt.py says why this is the one dropped); Main has none
+    assert request.tools[-1]["name"] == DECISION_TOOL
+    assert all("cache_control" not in t for t in request.tools)
     assert request.system[0]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in request.system[1] and request.system[1]["text"].startswith(
-        "【現在のコンテキスト】"
+        "【エージェント状態】まだなし\n\n【現在のコンテキスト】"
     )
     # AND the decision is forced, and the user's message is the only message
     assert request.tool_choice == {"type": "tool", "name": DECISION_TOOL}
@@ -84,7 +83,7 @@ def test_given_a_full_context_when_rendering_then_sections_follow_the_truth_orde
         session={"mode": "confirmation_pending"},
         degraded=["goals"],
     )
-    context = prompt.system[1]["text"]
+    context = prompt.system[-1]["text"]  # Main (the pending action chose a specialised block before it)
     # THEN it is rendered as the Context Builder renders: state, who speaks and CEO teachings first,
     # then the database, then memory, then knowledge, each section naming its source's Truth rank
     order = [
@@ -115,7 +114,9 @@ def test_given_the_context_builders_rendering_when_assembling_then_it_is_used_as
     _, prompt = build(rendered=rendered, summary="not rendered again")
     context = prompt.system[1]["text"]
     # THEN the brain adds its header and the Truth-order note, and nothing of its own fallback rendering
-    assert context.startswith("【現在のコンテキスト】") and context.endswith(rendered)
+    assert context.startswith("【エージェント状態】まだなし\n\n【現在のコンテキスト】") and context.endswith(
+        rendered
+    )
     assert "not rendered again" not in context
 
 
