@@ -81,7 +81,9 @@ class EventRow(RecordRow):
         default=None, description="Why a worker or the classifier failed (masked)."
     )
     detail: str | None = Field(default=None, description="Short detail (masked).")
-    job_id: str | None = Field(default=None, description="Approval job of an approval.* event (seed 002 §7.3).")
+    job_id: str | None = Field(
+        default=None, description="Approval job of an approval.* event (seed 002 §7.3)."
+    )
     approval_status: str | None = Field(
         default=None, description="The job's status: pending, granted, denied, auto_approved, expired."
     )

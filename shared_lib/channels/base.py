@@ -248,7 +248,7 @@ def button_text(data: str | None) -> str | None:
     >>> button_text("deny:J-7K2M9Q"), button_text("approve:J-7K2M9Q; rm -rf")
     ('却下 J-7K2M9Q', None)
     """
-    found = _BUTTON.fullmatch((data or "").strip())
+    found = _BUTTON.fullmatch(data or "")  # our own payload, exactly
     return f"{_BUTTON_WORDS[found.group(1)]} {found.group(2)}" if found else None
 
 

@@ -179,7 +179,9 @@ def _normalise(event: LineEvent, destination: str, config: IngressConfig, now: d
     text = clean_text(text).strip()
     if not text:
         return ProviderResult(ignored=["empty_text"])
-    message = _message(event, destination, config, now, source, text, content.id, source.type == "user" or mentioned)
+    message = _message(
+        event, destination, config, now, source, text, content.id, source.type == "user" or mentioned
+    )
     return ProviderResult(messages=[message])
 
 

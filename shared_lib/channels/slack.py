@@ -275,7 +275,10 @@ def _interaction(payload: dict[str, Any], config: IngressConfig, now: datetime) 
     if pressed is None:
         return ProviderResult(ignored=["unsupported_action"])
     action, text = pressed
-    user, team = str(data.user.get("id") or ""), str((data.team or {}).get("id") or data.user.get("team_id") or "")
+    user, team = (
+        str(data.user.get("id") or ""),
+        str((data.team or {}).get("id") or data.user.get("team_id") or ""),
+    )
     channel = str((data.channel or {}).get("id") or data.container.get("channel_id") or "")
     if not user or not channel:
         raise PayloadError("invalid_slack_payload", [{"loc": "user", "msg": "user and channel required"}])

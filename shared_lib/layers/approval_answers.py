@@ -150,7 +150,9 @@ def may_answer(turn: Turn, rt: Runtime, job: dict[str, Any]) -> bool:
     return least is not None and level is not None and level >= least
 
 
-def named(turn: Turn, rt: Runtime, kind: Kind, job_id: str, rows: list[dict[str, Any]], now: datetime) -> bool:
+def named(
+    turn: Turn, rt: Runtime, kind: Kind, job_id: str, rows: list[dict[str, Any]], now: datetime
+) -> bool:
     """An answer naming ``job_id`` (「承認 J-…」): decides exactly that job, or says why not."""
     if any(r.get("approval_id") == job_id for r in rows):
         return _answer_stored(turn, rt, kind, job_id, turn.conversation_key, now)
@@ -205,7 +207,13 @@ def answer(
         if job is None:  # decided meanwhile, or past its deadline: the entry is dropped, nothing runs
             current = jobs.get(rt.store, turn.org_id, approval_id, now)
             return _not_pending(
-                turn, rt, approval_id, current, now, approval_id=approval_id, conversation_key=conversation_key
+                turn,
+                rt,
+                approval_id,
+                current,
+                now,
+                approval_id=approval_id,
+                conversation_key=conversation_key,
             )
         jobs.record_event(turn, job)
     if kind == "deny":

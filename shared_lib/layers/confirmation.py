@@ -50,7 +50,11 @@ def handle_pending_answer(turn: Turn, rt: Runtime) -> bool:
     answer = read_answer(text, cfg)
     answers.expire_seen(turn, rt, now)
     rows = answers.waiting(turn)
-    if answer.kind != "other" and answer.approval_id and not (pending and pending.get("user_id") != turn.user_id):
+    if (
+        answer.kind != "other"
+        and answer.approval_id
+        and not (pending and pending.get("user_id") != turn.user_id)
+    ):
         return answers.named(turn, rt, answer.kind, answer.approval_id, rows, now)
     if not pending:
         expired = turn.context.session.get("expired_approval_id")
@@ -102,7 +106,13 @@ def _cancel_all(turn: Turn, rt: Runtime, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         approval_id = str(row.get("approval_id"))
         session.resolve_pending(
-            rt.store, turn.org_id, turn.conversation_key, approval_id, now, outcome="cancelled_urgent", config=cfg
+            rt.store,
+            turn.org_id,
+            turn.conversation_key,
+            approval_id,
+            now,
+            outcome="cancelled_urgent",
+            config=cfg,
         )
         if approval_id.startswith("J-"):
             job = jobs.decide(
@@ -209,7 +219,11 @@ def _job(
     """Seed 002 §6.2–6.3: the job of this confirmation (``jobs.create`` masks what is shown)."""
     assert turn.guardian is not None
     reg = policy.registry
-    targets = [line for c in root.tool_calls for line in parameter_lines(reg, c.tool_name, c.parameters)] if reg else []
+    targets = (
+        [line for c in root.tool_calls for line in parameter_lines(reg, c.tool_name, c.parameters)]
+        if reg
+        else []
+    )
     return {
         "job_id": job_id,
         "org_id": turn.org_id,
@@ -278,7 +292,9 @@ def after_reply(turn: Turn, rt: Runtime) -> None:
     if approval_id and not approval.get("reminder") and not (approval.get("approved") and kind == "confirm"):
         # the answer was final (executed, blocked, denied or cancelled): the pending action is consumed
         outcome = approval.get("outcome") or ("approved" if approval.get("approved") else "denied")
-        session.resolve_pending(rt.store, turn.org_id, key, str(approval_id), now, outcome=outcome, config=cfg)
+        session.resolve_pending(
+            rt.store, turn.org_id, key, str(approval_id), now, outcome=outcome, config=cfg
+        )
     if kind == "confirm":
         return  # ask_confirmation wrote the session
     p = turn.proposal.proposal

@@ -65,7 +65,9 @@ def short_summary(text: str) -> str:
     lines = text.splitlines()
     if len(lines) <= SUMMARY_LINES:
         return text
-    return "\n".join([*lines[: SUMMARY_LINES - 1], f"{lines[SUMMARY_LINES - 1]} ほか{len(lines) - SUMMARY_LINES}件"])
+    return "\n".join(
+        [*lines[: SUMMARY_LINES - 1], f"{lines[SUMMARY_LINES - 1]} ほか{len(lines) - SUMMARY_LINES}件"]
+    )
 
 
 def reversible(root: ToolCallProposal, policy: Policy) -> bool:
@@ -111,7 +113,9 @@ def compose(
         "reason": _concerns(verdict)[0],
         "approval_id": approval_id,
         "summary": short_summary(summary(root, policy.registry, today=today)),
-        "reversibility": persona.message("gate_reversible" if reversible(root, policy) else "gate_irreversible"),
+        "reversibility": persona.message(
+            "gate_reversible" if reversible(root, policy) else "gate_irreversible"
+        ),
         "preview": preview(
             root, policy.registry, modified if isinstance(modified, dict) else None, today=today
         ),

@@ -73,7 +73,11 @@ def test_anything_else_is_415_with_a_clear_json_error_and_no_message(channel, co
     assert (outcome.status, outcome.messages) == (415, [])
     expected = sorted(PROVIDERS[channel].content_types)
     assert outcome.body == {"ok": False, "error": "unsupported_media_type", "expected": expected}
-    assert expected == (["application/json", "application/x-www-form-urlencoded"] if channel == "slack" else ["application/json"])
+    assert expected == (
+        ["application/json", "application/x-www-form-urlencoded"]
+        if channel == "slack"
+        else ["application/json"]
+    )
 
 
 def test_the_media_type_is_checked_before_the_signature():
