@@ -6,6 +6,7 @@ their creation order (millisecond precision), so turn ids sort by time in Firest
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -43,6 +44,13 @@ def new_ulid(now_ms: int | None = None) -> str:
 
 def new_turn_id() -> str:
     return new_ulid()
+
+
+def short_id_for(prefix: str, key: str) -> str:
+    """The same short id for the same ``key`` (``prefix-XXXXXX``): a redelivered step names what
+    its first delivery named."""
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+    return f"{prefix}-{_encode(int.from_bytes(digest[:4], 'big'), 6)}"
 
 
 def new_short_id(prefix: str) -> str:

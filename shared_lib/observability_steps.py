@@ -81,6 +81,16 @@ class EventRow(RecordRow):
         default=None, description="Why a worker or the classifier failed (masked)."
     )
     detail: str | None = Field(default=None, description="Short detail (masked).")
+    job_id: str | None = Field(
+        default=None, description="Approval job of an approval.* event (seed 002 §7.3)."
+    )
+    approval_status: str | None = Field(
+        default=None, description="The job's status: pending, granted, denied, auto_approved, expired."
+    )
+    approval_requested_at: str | None = Field(default=None, description="When the approval was asked (ISO).")
+    approval_decided_at: str | None = Field(default=None, description="When the job was decided (ISO).")
+    approver: str | None = Field(default=None, description="User id of the person who answered the job.")
+    coder_output: str | None = Field(default=None, description="Summary of what the job does (masked).")
     other: dict[str, Any] = Field(default_factory=dict, description="Further fields of the event (masked).")
 
 

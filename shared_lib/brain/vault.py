@@ -107,8 +107,10 @@ def _decrypt(cipher: MultiFernet, doc: dict[str, Any] | None, now: datetime | No
 def _vault_paths(turn: Turn) -> list[str]:
     paths = [vault_path(turn.org_id, turn.turn_id, shadow=turn.shadow)]
     approval, pending = turn.proposal.approval or {}, turn.context.pending_action or {}
-    if approval.get("approved") and pending.get("turn_id") and pending.get("turn_id") != turn.turn_id:
-        paths.append(vault_path(turn.org_id, str(pending["turn_id"])))
+    # the approved action's own turn (an earlier job of the conversation, or the requester's)
+    asked = approval.get("pending_turn_id") or pending.get("turn_id")
+    if approval.get("approved") and asked and asked != turn.turn_id:
+        paths.append(vault_path(turn.org_id, str(asked)))
     return paths
 
 

@@ -237,6 +237,21 @@ def clean_text(text: str) -> str:
     return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
+_BUTTON = re.compile(r"(approve|deny):(J-[0-9A-Z]{6})")
+_BUTTON_WORDS = {"approve": "承認", "deny": "却下"}
+
+
+def button_text(data: str | None) -> str | None:
+    """The message an approval button's payload stands for (LINE postback ``data``, Slack
+    action ``value``): ``approve:J-7K2M9Q`` → 「承認 J-7K2M9Q」; ``None`` for anything else.
+
+    >>> button_text("deny:J-7K2M9Q"), button_text("approve:J-7K2M9Q; rm -rf")
+    ('却下 J-7K2M9Q', None)
+    """
+    found = _BUTTON.fullmatch(data or "")  # our own payload, exactly
+    return f"{_BUTTON_WORDS[found.group(1)]} {found.group(2)}" if found else None
+
+
 def event_too_old(event_time: datetime | None, now: datetime) -> bool:
     """True when a provider event is older than the dedupe window: a replay we no longer
     remember, refused rather than served again."""

@@ -9,9 +9,11 @@ refused (401).
 Organisation: ``destination`` (the bot) through ``orgs.line_destinations`` — never the text.
 
 A delivery carries ``destination`` (the bot's user id) and zero or more ``events`` (the
-console's "Verify" button sends none). Text messages are answered; other event types
-(follow, join, postback, unsend, ...), non-text messages, events in ``standby`` mode and
-messages whose sender LINE does not reveal are ignored.
+console's "Verify" button sends none). Text messages are answered, and so is a ``postback``
+of an approval button (``data`` ``approve:J-…`` / ``deny:J-…``), as the text 「承認 J-…」 /
+「却下 J-…」 (``base.button_text``; a button on the bot's own message is addressed); other
+event types (follow, join, unsend, ...), other postbacks, non-text messages, events in
+``standby`` mode and messages whose sender LINE does not reveal are ignored.
 
 Addressing: a 1:1 chat (source ``user``) is always addressed; in a group or room the
 bot must be mentioned (``mentionee.isSelf`` or the bot's user id). The bot's mention is
@@ -34,12 +36,14 @@ from shared_lib.channels.base import (
     ProviderId,
     ProviderResult,
     build_message,
+    button_text,
     clean_text,
     event_too_old,
     hmac_sha256,
     matches_any,
 )
 from shared_lib.channels.secrets import ChannelSecrets
+from shared_lib.inbound import InboundMessage
 
 SIGNATURE_HEADER = "x-line-signature"
 
@@ -91,6 +95,7 @@ class LineEvent(_Model):
     source: dict[str, Any] | None = None
     reply_token: str | None = Field(default=None, alias="replyToken", max_length=256)
     message: dict[str, Any] | None = None
+    postback: dict[str, Any] | None = None
 
 
 class LinePayload(_Model):
@@ -151,6 +156,8 @@ def _without_bot_mentions(text: str, mention: LineMention | None, bots: set[str]
 def _normalise(event: LineEvent, destination: str, config: IngressConfig, now: datetime) -> ProviderResult:
     if event.mode == "standby":
         return ProviderResult(ignored=["standby_mode"])
+    if event.type == "postback":
+        return _postback(event, destination, config, now)
     if event.type != "message":
         return ProviderResult(ignored=[f"non_message_event:{event.type}"])
     if event.message is None or event.source is None:
@@ -172,6 +179,23 @@ def _normalise(event: LineEvent, destination: str, config: IngressConfig, now: d
     text = clean_text(text).strip()
     if not text:
         return ProviderResult(ignored=["empty_text"])
+    message = _message(
+        event, destination, config, now, source, text, content.id, source.type == "user" or mentioned
+    )
+    return ProviderResult(messages=[message])
+
+
+def _message(
+    event: LineEvent,
+    destination: str,
+    config: IngressConfig,
+    now: datetime,
+    source: LineSource,
+    text: str,
+    message_id: str,
+    addressed: bool,
+) -> InboundMessage:
+    assert source.user_id is not None
     room = source.group_id or source.room_id or source.user_id
     handle = {"user_id": source.user_id, "to": room}
     if event.reply_token:
@@ -180,19 +204,37 @@ def _normalise(event: LineEvent, destination: str, config: IngressConfig, now: d
         handle["group_id"] = source.group_id
     if source.room_id:
         handle["room_id"] = source.room_id
-    message = build_message(
+    return build_message(
         channel="line",
         org_id=config.org_for(config.orgs.line_destinations.get(destination)),
         room_id=room,
         user_id=source.user_id,
         text=text,
-        message_id=content.id,
+        message_id=message_id,
         event_id=event.webhook_event_id,
         reply_handle=handle,
-        addressed=source.type == "user" or mentioned,
+        addressed=addressed,
         is_redelivery=event.delivery_context.is_redelivery,
         received_at=now,
     )
+
+
+def _postback(event: LineEvent, destination: str, config: IngressConfig, now: datetime) -> ProviderResult:
+    """An approval button pressed: the text it stands for, from the person who pressed it."""
+    text = button_text(str((event.postback or {}).get("data") or ""))
+    if text is None:
+        return ProviderResult(ignored=["unsupported_postback"])
+    try:
+        source = LineSource.model_validate(event.source or {})
+    except ValidationError as exc:
+        raise PayloadError.from_validation("invalid_line_payload", exc) from exc
+    bots = {b for b in (config.bots.line_user_id, destination) if b}
+    if source.user_id is None:
+        return ProviderResult(ignored=["unknown_sender"])
+    if source.user_id in bots:
+        return ProviderResult(ignored=["own_message"])
+    # a postback has no message id: its event id names it (one press, one message)
+    message = _message(event, destination, config, now, source, text, event.webhook_event_id, True)
     return ProviderResult(messages=[message])
 
 

@@ -19,16 +19,21 @@ thread, or starts one under a channel message; direct messages are answered inli
 Retries carry ``X-Slack-Retry-Num``, which sets ``is_redelivery``.
 
 Organisation: the workspace (``team_id``) through ``orgs.slack_teams`` — never the text.
-Only the Events API (``application/json``) is served; interactivity payloads
-(``application/x-www-form-urlencoded``) are not, and are answered 415.
+
+Interactivity: a ``block_actions`` payload (form-encoded ``payload=<json>``, signed like any
+delivery) whose action ``value`` is an approval button's (``approve:J-…`` / ``deny:J-…``)
+becomes the text 「承認 J-…」 / 「却下 J-…」 from the person who pressed it
+(``base.button_text``); its ``trigger_id`` is the event id. Other interactions are ignored.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
+from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -38,6 +43,7 @@ from shared_lib.channels.base import (
     ProviderId,
     ProviderResult,
     build_message,
+    button_text,
     hmac_sha256,
     matches_any,
     timestamp_fresh,
@@ -86,6 +92,38 @@ class SlackEnvelope(_Model):
     # ...) carry objects where a message carries ids, and must still be acknowledged with 200.
     event: dict[str, Any] | None = None
     authorizations: list[SlackAuthorization] = Field(default_factory=list, max_length=100)
+
+
+class SlackAction(_Model):
+    value: str | None = Field(default=None, max_length=2000)
+    action_ts: ProviderId | None = None
+
+
+class SlackInteraction(_Model):
+    """What Slack posts when a person presses a button (``block_actions``)."""
+
+    type: str = Field(min_length=1, max_length=64)
+    trigger_id: ProviderId
+    team: dict[str, Any] | None = None
+    user: dict[str, Any]
+    channel: dict[str, Any] | None = None
+    container: dict[str, Any] = Field(default_factory=dict)
+    actions: list[SlackAction] = Field(default_factory=list, max_length=25)
+
+
+FORM = "application/x-www-form-urlencoded"
+CONTENT_TYPES = frozenset({"application/json", FORM})
+
+
+def decode(body: bytes, content_type: str) -> Any:
+    """The delivery as JSON: an interaction's form carries it in its one ``payload`` field."""
+    if content_type.split(";")[0].strip().lower() != FORM:
+        return json.loads(body)
+    fields = parse_qs(body.decode("utf-8"), strict_parsing=True, max_num_fields=10)
+    payload = fields.get("payload") or []
+    if len(payload) != 1:
+        raise ValueError("an interaction carries one payload field")
+    return json.loads(payload[0])
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -183,6 +221,8 @@ def parse(
         if envelope.challenge is None:
             raise PayloadError("invalid_slack_payload", [{"loc": "challenge", "msg": "Field required"}])
         return ProviderResult(ignored=["url_verification"], response={"challenge": envelope.challenge})
+    if envelope.type == "block_actions":
+        return _interaction(payload, config, now)
     if envelope.type != "event_callback":
         return ProviderResult(ignored=[f"unsupported_envelope:{envelope.type}"])
     if envelope.event is None or envelope.event_id is None:
@@ -220,6 +260,42 @@ def parse(
         reply_handle=handle,
         addressed=event.type == "app_mention" or event.channel_type == "im" or mentioned,
         is_redelivery=headers.get(RETRY_HEADER, "0").strip() not in ("", "0"),
+        received_at=now,
+    )
+    return ProviderResult(messages=[message])
+
+
+def _interaction(payload: dict[str, Any], config: IngressConfig, now: datetime) -> ProviderResult:
+    """An approval button pressed: the text it stands for, answered where the button was."""
+    try:
+        data = SlackInteraction.model_validate(payload)
+    except ValidationError as exc:
+        raise PayloadError.from_validation("invalid_slack_payload", exc) from exc
+    pressed = next(((a, t) for a in data.actions if (t := button_text(a.value))), None)
+    if pressed is None:
+        return ProviderResult(ignored=["unsupported_action"])
+    action, text = pressed
+    user, team = (
+        str(data.user.get("id") or ""),
+        str((data.team or {}).get("id") or data.user.get("team_id") or ""),
+    )
+    channel = str((data.channel or {}).get("id") or data.container.get("channel_id") or "")
+    if not user or not channel:
+        raise PayloadError("invalid_slack_payload", [{"loc": "user", "msg": "user and channel required"}])
+    thread = data.container.get("thread_ts")
+    handle = {"channel": channel, **({"thread_ts": str(thread)} if thread else {})}
+    message = build_message(
+        channel="slack",
+        org_id=config.org_for(config.orgs.slack_teams.get(team)),
+        room_id=channel,
+        thread_id=str(thread) if thread else None,
+        user_id=user,
+        text=text,
+        message_id=action.action_ts or data.trigger_id,
+        event_id=data.trigger_id,
+        reply_handle=handle,
+        addressed=True,  # a button on the bot's own message
+        is_redelivery=False,
         received_at=now,
     )
     return ProviderResult(messages=[message])

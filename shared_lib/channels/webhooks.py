@@ -15,8 +15,9 @@ The checks run in this order, and each stops the request:
 =====  ==============================  ==========================================
 
 Content types: every provider posts JSON — ``application/json`` (a ``charset`` parameter,
-if any, must be ``utf-8``): Slack's Events API (interactivity, form-encoded, is not
-served), LINE, ChatWork and our plain HTTP. Anything else, or none, is 415 with
+if any, must be ``utf-8``): Slack's Events API, LINE, ChatWork and our plain HTTP; Slack's
+interactivity (an approval button pressed) also posts ``application/x-www-form-urlencoded``
+with the JSON in its ``payload`` field, verified over the raw body like any delivery. Anything else, or none, is 415 with
 ``{"ok": false, "error": "unsupported_media_type", "expected": [...]}``.
 
 A 401 answers only ``{"ok": false, "error": "unauthorized"}``; the precise reason
@@ -54,6 +55,7 @@ Authenticator = Callable[
     http.Authentication,
 ]
 Parser = Callable[[dict[str, Any], Mapping[str, str], IngressConfig, datetime, str | None], ProviderResult]
+Decoder = Callable[[bytes, str], Any]
 _CONTENT_LENGTH = re.compile(r"^[0-9]{1,20}$")
 JSON_TYPES = frozenset({"application/json"})
 
@@ -67,17 +69,22 @@ def _by_mapping(verify: Verifier) -> Authenticator:
     return authenticate
 
 
+def _json(body: bytes, content_type: str) -> Any:
+    return json.loads(body)
+
+
 @dataclass(frozen=True)
 class Provider:
     authenticate: Authenticator
     parse: Parser
     content_types: frozenset[str] = JSON_TYPES
+    decode: Decoder = _json
 
 
 PROVIDERS: Mapping[str, Provider] = {
     "chatwork": Provider(_by_mapping(chatwork.verify), chatwork.parse),
     "line": Provider(_by_mapping(line.verify), line.parse),
-    "slack": Provider(_by_mapping(slack.verify), slack.parse),
+    "slack": Provider(_by_mapping(slack.verify), slack.parse, slack.CONTENT_TYPES, slack.decode),
     "http": Provider(http.authenticate, http.parse),
 }
 
@@ -180,7 +187,7 @@ def handle_webhook(
     if auth.rejection is not None:
         return WebhookOutcome.reject(401, auth.rejection)
     try:
-        payload = json.loads(body)
+        payload = provider.decode(body, lower.get("content-type", ""))
     except (ValueError, RecursionError):
         return WebhookOutcome.reject(400, "malformed_json")
     if not isinstance(payload, dict):

@@ -7,8 +7,9 @@ What is a person's (found without a collection-group query, so on Firestore's de
   records, for history written before the conversation document existed): every message,
   the conversation document, the session, the LLM calls (``session_id``) and dead-lettered
   turns (``conversation_key``) of each;
-* ``memories``, ``goals``, ``vaults``, ``receipts``, ``observability`` and
-  ``shadow_candidates`` where ``user_id`` (and the vaults of their recorded turns);
+* ``memories``, ``goals``, ``vaults``, ``receipts``, ``observability``,
+  ``shadow_candidates`` and ``approval_jobs`` (the jobs they requested) where ``user_id``
+  (and the vaults of their recorded turns);
 * the store backend's ``tasks`` they own: created by them or assigned to them (the
   directory's task account), as ``delete_task`` counts ownership.
 
@@ -53,6 +54,7 @@ PURGED = (
     "llm_calls",
     "failures",
     "salaries",
+    "approval_jobs",
 )
 
 
@@ -84,7 +86,15 @@ def person_documents(store: Store, org: str, user: str) -> dict[str, list[str]]:
         found["llm_calls"].update(_where(store, "llm_calls", org, "session_id", key))
         found["failures"].update(_where(store, "failures", org, "conversation_key", key))
     found["conversations"].update(f"orgs/{org}/conversations/{doc_id}" for doc_id, _ in conversations)
-    for name in ("memories", "goals", "receipts", "vaults", "observability", "shadow_candidates"):
+    for name in (
+        "memories",
+        "goals",
+        "receipts",
+        "vaults",
+        "observability",
+        "shadow_candidates",
+        "approval_jobs",
+    ):
         found[name].update(_where(store, name, org, "user_id", user))
     found["vaults"].update(
         collections.path("vaults", org=org, id=f"{t}{s}") for t in turn_ids for s in ("", "-shadow")

@@ -29,6 +29,10 @@ CAPS = {
 }
 
 
+# what the record and the brain's state keep of each waiting action (seed 002 §6: several jobs)
+PENDING_FIELDS = ("approval_id", "user_id", "summary", "reminded")
+
+
 def _clip(text: Any, n: int) -> str:
     value = str(text or "")
     return value if len(value) <= n else value[: n - 1] + "…"
@@ -54,6 +58,12 @@ def record(section: ContextSection, built: BuiltContext, *, user_id: str, user_n
     section.user = UserInfo(**user) if user else UserInfo(user_id=user_id, name=user_name)
     session = dict(v.get("session") or {})
     section.pending_action = session.pop("pending_action", None)
+    # every waiting job by its id and one-line summary (the latest in full is pending_action)
+    listed = session.pop("pending_actions", None) or []
+    if isinstance(listed, list) and listed:
+        session["pending_actions"] = [
+            {k: a.get(k) for k in PENDING_FIELDS} for a in listed if isinstance(a, dict)
+        ]
     section.session = session
     section.recent_messages = [
         {"role": m.get("role"), "text": _clip(m.get("text"), 200)} for m in kept(built, "recent_messages")

@@ -5,11 +5,14 @@ Three entry points, called by layers owned elsewhere:
 * ``handle_pending_answer(turn, rt)`` — brain layer. While a confirmation is pending, the
   answer is handled by state, not by the LLM (§5.1.7): an approval re-proposes the
   stored action with the approval the guardian re-checks; a denial cancels; an urgent
-  message cancels and returns ``False`` so the brain proposes for it normally; anything
-  else gets the reminder. Only the proposing user can answer, and an answer naming
-  another approval id is refused. An answer to an expired confirmation is told so.
+  message cancels every waiting action and returns ``False`` so the brain proposes for it
+  normally; the first other message gets the reminder, a further one is a new intent (the
+  brain handles it; the job waits on, and a new confirmation adds a second job). Which job
+  an answer decides and who may give it: ``approval_answers``. Jobs past their deadline are
+  written expired; an answer to an expired confirmation is told so.
 * ``ask_confirmation(turn, rt, root)`` — responder. Never asks unless the Authorization
-  Gate allowed the action; stores the pending action (approval id, proposing user,
+  Gate allowed the action; creates the approval job (seed 002 §6.2, ``state.jobs``, recorded
+  ``approval.requested``), stores the pending action under the job's id (proposing user,
   parameters hash, policy version, the reasons shown) and returns the five-point gate.
 * ``after_reply(turn, rt)`` — responder. Clears a pending action that was answered and
   records the turn in the session (error recovery, last intent, last tool).
@@ -17,19 +20,20 @@ Three entry points, called by layers owned elsewhere:
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from shared_lib.envelope import StepRecord, Turn
-from shared_lib.ids import new_short_id
+from shared_lib.envelope import Turn
+from shared_lib.layers import approval_answers as answers
+from shared_lib.layers.approval_answers import reply
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.guardian import proposal_hash
 from shared_lib.policy.teachings import valid_teachings
 from shared_lib.proposal import Proposal, ToolCallProposal
 from shared_lib.sanitizer import Sanitizer
-from shared_lib.state import gate, session
+from shared_lib.state import gate, jobs, session
 from shared_lib.state.answers import is_urgent, read_answer
+from shared_lib.tools.display import parameter_lines
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -37,38 +41,25 @@ if TYPE_CHECKING:
 REMINDER_QUOTE_CHARS = 20
 
 
-def _fixed_text(text: str, why: str) -> Proposal:
-    return Proposal.model_validate(
-        {
-            "output_type": "text_response",
-            "reasoning": {
-                "intent_understanding": why,
-                "no_tool_reason": "確認フローの固定応答で答える状況のため",
-            },
-            "confidence": {"overall": 1.0},
-            "text_response": text,
-        }
-    )
-
-
-def _reply(turn: Turn, text: str, why: str, approval: dict[str, Any]) -> bool:
-    turn.proposal.arm = "state"
-    turn.proposal.proposal = _fixed_text(text, why)
-    turn.proposal.approval = approval
-    return True
-
-
 def handle_pending_answer(turn: Turn, rt: Runtime) -> bool:
     """Seed 000 §5.1.7; ``True`` when state answered (the brain must not ask the LLM)."""
     if turn.step > 0:  # a later step of the same turn: the answer was handled at step 0
         return False
-    cfg = rt.policy.confirmation
+    cfg, now = rt.policy.confirmation, rt.clock()
     pending, text = turn.context.pending_action, turn.inbound.text
     answer = read_answer(text, cfg)
+    answers.expire_seen(turn, rt, now)
+    rows = answers.waiting(turn)
+    if (
+        answer.kind != "other"
+        and answer.approval_id
+        and not (pending and pending.get("user_id") != turn.user_id)
+    ):
+        return answers.named(turn, rt, answer.kind, answer.approval_id, rows, now)
     if not pending:
         expired = turn.context.session.get("expired_approval_id")
         if turn.context.session.get("pending_expired") and answer.kind != "other":
-            return _reply(
+            return reply(
                 turn,
                 rt.persona.message("pending_expired", approval_id=expired or ""),
                 "確認待ちの操作は期限切れのため実行しない",
@@ -80,41 +71,23 @@ def handle_pending_answer(turn: Turn, rt: Runtime) -> bool:
     if pending.get("user_id") != turn.user_id:
         if answer.kind == "other":
             return False
-        return _reply(
+        return reply(
             turn,
             persona.message("approval_foreign"),
             "確認を依頼した本人以外は承認できない",
             {"approval_id": approval_id, "reminder": True, "foreign": True, "by": turn.user_id},
         )
-    if answer.kind != "other" and answer.approval_id and answer.approval_id != approval_id:
-        return _reply(
-            turn,
-            persona.message("approval_stale", given=answer.approval_id, approval_id=approval_id),
-            "別の確認IDへの回答は受け付けない",
-            {"approval_id": approval_id, "reminder": True, "stale": answer.approval_id},
-        )
-    if answer.kind == "approve":
-        return _approve(turn, rt, pending)
-    if answer.kind == "deny":
-        return _reply(
-            turn,
-            persona.message("cancelled"),
-            "確認待ちの操作をユーザーが取り消した",
-            {"approval_id": approval_id, "approved": False, "by": turn.user_id},
-        )
+    if answer.kind != "other":
+        if len(rows) > 1:
+            return answers.ask_which(turn, rt, rows)
+        return answers.answer(turn, rt, pending, answer.kind, now, conversation_key=turn.conversation_key)
     if is_urgent(text, cfg):
-        session.resolve_pending(
-            rt.store,
-            turn.org_id,
-            turn.conversation_key,
-            approval_id,
-            rt.clock(),
-            outcome="cancelled_urgent",
-            config=cfg,
-        )
+        _cancel_all(turn, rt, rows)
+        return False
+    if pending.get("reminded"):  # reminded once already: this is a new intent, the job waits on
         return False
     quote = text if len(text) <= REMINDER_QUOTE_CHARS else text[:REMINDER_QUOTE_CHARS] + "…"
-    return _reply(
+    return reply(
         turn,
         persona.message(
             "pending_reminder_gate",
@@ -123,40 +96,30 @@ def handle_pending_answer(turn: Turn, rt: Runtime) -> bool:
             approval_id=approval_id,
         ),
         "確認待ちの操作があるため、まず回答を求める",
-        {"approval_id": approval_id, "reminder": True},
+        {"approval_id": approval_id, "reminder": True, "reminded": approval_id},
     )
 
 
-def _approve(turn: Turn, rt: Runtime, pending: dict[str, Any]) -> bool:
-    approval_id = str(pending.get("approval_id"))
-    try:
-        proposal = Proposal.model_validate(pending.get("proposal"))
-    except ValidationError:  # an unreadable stored action never runs
+def _cancel_all(turn: Turn, rt: Runtime, rows: list[dict[str, Any]]) -> None:
+    """Seed 000 §5.1.7 Q3: an urgent message cancels what waits (the person's own jobs: denied)."""
+    cfg, now = rt.policy.confirmation, rt.clock()
+    for row in rows:
+        approval_id = str(row.get("approval_id"))
         session.resolve_pending(
-            rt.store, turn.org_id, turn.conversation_key, approval_id, rt.clock(), outcome="unreadable"
+            rt.store,
+            turn.org_id,
+            turn.conversation_key,
+            approval_id,
+            now,
+            outcome="cancelled_urgent",
+            config=cfg,
         )
-        return _reply(
-            turn,
-            rt.persona.message("pending_expired", approval_id=approval_id),
-            "確認待ちの操作を読み取れないため実行しない",
-            {"expired_approval_id": approval_id},
-        )
-    turn.proposal.arm = "state"
-    turn.proposal.proposal = proposal
-    _resume(turn, pending)
-    turn.proposal.approval = {
-        "approval_id": approval_id,
-        "approved": True,
-        "by": turn.user_id,
-        "proposer": pending.get("user_id"),
-        "params_hash": pending.get("params_hash"),
-        "policy_version": pending.get("policy_version"),
-        "reasons": list(pending.get("reasons") or []),
-        "concerns": list(pending.get("concerns") or []),
-        "double": bool(pending.get("double")),
-        "confirmations": int(pending.get("confirmations_received") or 0) + 1,
-    }
-    return True
+        if approval_id.startswith("J-"):
+            job = jobs.decide(
+                rt.store, turn.org_id, approval_id, "denied", now, approver=turn.user_id, turn_id=turn.turn_id
+            )
+            if job is not None:
+                jobs.record_event(turn, job)
 
 
 def _confirmation_type(code: str) -> str:
@@ -175,7 +138,8 @@ def _confirmation_type(code: str) -> str:
 
 
 def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
-    """The gate message; stores the pending action. Never asks what the user may not do."""
+    """The gate message; creates the job and stores the pending action. Never asks what the user
+    may not do."""
     g, auth = turn.guardian, turn.authorization
     if auth is None or auth.result != "allowed":
         return rt.persona.message(
@@ -185,8 +149,10 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
         raise ValueError("ask_confirmation needs a proposal with a confirm verdict")
     cfg = rt.policy
     policy = Policy.build(cfg, rt.registry, valid_teachings(turn.context.teachings))
-    now, key = rt.clock(), turn.conversation_key
+    now, answered = rt.clock(), turn.proposal.approval or {}
+    key = str(answered.get("conversation_key") or turn.conversation_key)  # the requester's
     today = now.astimezone(cfg.zone).date()
+    decide_by = now + timedelta(minutes=cfg.confirmation.pending_ttl_minutes)
     stage_id = g.details.get("approval_id")
     if (
         g.details.get("stage") == 2
@@ -198,18 +164,22 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
             )
         )
     ):
+        if not turn.shadow:  # the question is asked again: its job waits as long as the action
+            jobs.extend(rt.store, turn.org_id, str(stage_id), decide_by, now)
         return gate.compose(rt.persona, g, root, policy, approval_id=str(stage_id), stage=2, today=today)
-    approval_id = new_short_id("ap")
+    job_id = jobs.job_id_for(turn.turn_id, turn.step)  # a redelivered responder names the same job
     covers = [str(c) for c in g.details.get("covers") or [g.reason_code]]
     reasons = list(dict.fromkeys([*(str(s) for s in g.details.get("satisfied") or []), *covers]))
     if not turn.shadow:
-        stored = _at_rest(turn, root, gate.summary(root, rt.registry, today=today))
+        summary = gate.summary(root, rt.registry, today=today)
+        stored = _at_rest(turn, root, summary)
+        replaces = answered.get("approval_id") if key == turn.conversation_key else None
         session.set_pending(
             rt.store,
             turn.org_id,
-            key,
+            turn.conversation_key,
             {
-                "approval_id": approval_id,
+                "approval_id": job_id,
                 "user_id": turn.user_id,
                 "room_id": turn.room_id,
                 "turn_id": turn.turn_id,
@@ -228,9 +198,52 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
                 **_paused_loop(turn),
             },
             now,
+            replaces=str(replaces) if replaces else None,
             config=cfg.confirmation,
         )
-    return gate.compose(rt.persona, g, root, policy, approval_id=approval_id, today=today)
+        job = jobs.create(rt.store, _job(turn, rt, root, policy, job_id, summary, now, decide_by))
+        jobs.record_event(turn, job)
+    return gate.compose(rt.persona, g, root, policy, approval_id=job_id, today=today)
+
+
+def _job(
+    turn: Turn,
+    rt: Runtime,
+    root: ToolCallProposal,
+    policy: Policy,
+    job_id: str,
+    summary: str,
+    now: datetime,
+    decide_by: datetime,
+) -> dict[str, Any]:
+    """Seed 002 §6.2–6.3: the job of this confirmation (``jobs.create`` masks what is shown)."""
+    assert turn.guardian is not None
+    reg = policy.registry
+    targets = (
+        [line for c in root.tool_calls for line in parameter_lines(reg, c.tool_name, c.parameters)]
+        if reg
+        else []
+    )
+    return {
+        "job_id": job_id,
+        "org_id": turn.org_id,
+        "status": "pending",
+        "requested_at": now,
+        "decide_by": decide_by,
+        "user_id": turn.user_id,
+        "room_id": turn.room_id,
+        "conversation_key": turn.conversation_key,
+        "turn_id": turn.turn_id,
+        "step": turn.step,
+        "tools": [c.tool_name for c in root.tool_calls],
+        "targets": targets,
+        "job_type": turn.route.route or "tool_call",
+        "summary": gate.short_summary(summary),
+        "impact": gate.impact_lines(rt.persona, turn.guardian, root, policy),
+        "reversible": gate.reversible(root, policy),
+        "reason_code": turn.guardian.reason_code,
+        "expires_at": now + rt.settings.retention(turn.org_id),
+    }
 
 
 def _at_rest(turn: Turn, root: ToolCallProposal, summary: str) -> dict[str, Any]:
@@ -259,24 +272,11 @@ def _at_rest(turn: Turn, root: ToolCallProposal, summary: str) -> dict[str, Any]
 
 def _paused_loop(turn: Turn) -> dict[str, Any]:
     """A confirmation asked at a later step pauses the loop: its earlier steps, masked, wait in
-    the pending action, and 「はい」 resumes the loop at this step (``_resume``)."""
+    the pending action, and 「はい」 resumes the loop at this step (``approval_answers.resume``)."""
     if not turn.loop.steps:
         return {}
     kept = turn.loop.model_dump(mode="json", include={"steps", "reroute_used"})
     return {"loop": Sanitizer.default().mask_stored(kept)}
-
-
-def _resume(turn: Turn, pending: dict[str, Any]) -> None:
-    stored = pending.get("loop")
-    if not isinstance(stored, dict):
-        return
-    try:
-        steps = [StepRecord.model_validate(s) for s in stored.get("steps") or []]
-    except ValidationError:  # the approved action still runs, as a first step
-        return
-    turn.loop.steps, turn.loop.reroute_used = steps, bool(stored.get("reroute_used"))
-    turn.loop.resumed_from = str(pending.get("turn_id") or "") or None
-    turn.loop.request = str(pending.get("original_message") or "")
 
 
 def after_reply(turn: Turn, rt: Runtime) -> None:
@@ -286,11 +286,14 @@ def after_reply(turn: Turn, rt: Runtime) -> None:
     cfg = rt.policy.confirmation
     approval = turn.proposal.approval or {}
     approval_id, kind, now = approval.get("approval_id"), turn.response.kind, rt.clock()
+    key = str(approval.get("conversation_key") or turn.conversation_key)  # the requester's
+    if approval.get("reminded"):  # seed 000 §5.1.7: reminded once; a further other message is new
+        session.mark_reminded(rt.store, turn.org_id, key, str(approval["reminded"]), now, config=cfg)
     if approval_id and not approval.get("reminder") and not (approval.get("approved") and kind == "confirm"):
         # the answer was final (executed, blocked, denied or cancelled): the pending action is consumed
-        outcome = "approved" if approval.get("approved") else "denied"
+        outcome = approval.get("outcome") or ("approved" if approval.get("approved") else "denied")
         session.resolve_pending(
-            rt.store, turn.org_id, turn.conversation_key, str(approval_id), now, outcome=outcome, config=cfg
+            rt.store, turn.org_id, key, str(approval_id), now, outcome=outcome, config=cfg
         )
     if kind == "confirm":
         return  # ask_confirmation wrote the session

@@ -9,7 +9,8 @@ A confirmation verdict lists in ``details["covers"]`` every confirm-level concer
 tree finds before anything stricter, so one answer settles what the user was shown.
 When the user approves (``approval["approved"]``), the pending action is re-checked:
 
-* the approval must come from the user who proposed it, else ``approval.foreign`` (block);
+* the approval must come from the user who proposed it (or a person the state layer found
+  allowed to answer someone's job, ``approver_allowed``), else ``approval.foreign`` (block);
 * if its parameters hash or the policy version differ from what was confirmed, the
   action is judged afresh and confirmed again under a new approval;
 * otherwise confirm-level outcomes for the approved reasons are satisfied, any block
@@ -73,7 +74,10 @@ class Grant:
         if not approval or approval.get("approved") is not True:
             return None
         by, proposer = approval.get("by"), approval.get("proposer")
-        foreign = by is None or by != proposer or (user_id is not None and by != user_id)
+        # the approver may be someone other than the proposer only when the state layer found them
+        # allowed (the policy's approver level, seed 002 §10.2); it is always the turn's user
+        others = approval.get("approver_allowed") is True
+        foreign = by is None or (by != proposer and not others) or (user_id is not None and by != user_id)
         changed = None
         if approval.get("params_hash") != proposal_hash(proposal):
             changed = "params_changed"

@@ -1,15 +1,16 @@
 """Reading an answer to a pending confirmation (seed 000 §5.1.7 Q2, Q3).
 
 The whole message must be an answer: approval or denial words in Japanese or English,
-numbered choices ("1", "１", "①", "1番"), polite fillers, and optionally the approval id
-that was shown ("はい ap-7K2M9Q"). Anything else is another intent — never a "yes" found
+numbered choices ("1", "１", "①", "1番"), polite fillers, and optionally the job id that was
+shown (「承認 J-7K2M9Q」, 「J-7K2M9Q はい」; ``ap-`` ids of actions asked before the approval jobs
+still read). Anything else is another intent — never a "yes" found
 inside a longer sentence (the seed's substring match would read "明日10時" as choice 1).
 Words come from the policy configuration (``confirmation``).
 
 >>> read_answer("はい、お願いします！").kind, read_answer("2").kind, read_answer("明日10時にして").kind
 ('approve', 'deny', 'other')
->>> read_answer("yes ap-7k2m9q").approval_id
-'ap-7K2M9Q'
+>>> read_answer("yes ap-7k2m9q").approval_id, read_answer("承認J-7k2m9q").approval_id
+('ap-7K2M9Q', 'J-7K2M9Q')
 >>> is_urgent("緊急で部長に連絡して")
 True
 """
@@ -24,7 +25,8 @@ from typing import Literal
 from shared_lib.policy.config import Confirmation, load_policy_config
 
 AnswerKind = Literal["approve", "deny", "other"]
-_APPROVAL_ID = re.compile(r"\bap-([0-9a-z]{6})\b", re.IGNORECASE)
+# a job id (J-XXXXXX) or an approval id of before (ap-XXXXXX), not inside a longer word
+_APPROVAL_ID = re.compile(r"(?<![0-9a-z])(ap|j)-([0-9a-z]{6})(?![0-9a-z])", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\s、。,.!！?？・…~〜()（）「」\[\]]+")
 
 
@@ -48,7 +50,10 @@ def read_answer(text: str, config: Confirmation | None = None) -> Answer:
     cfg = config or load_policy_config().confirmation
     norm = _norm(text)
     found = _APPROVAL_ID.search(norm)
-    approval_id = f"ap-{found.group(1).upper()}" if found else None
+    approval_id = None
+    if found:
+        prefix = "ap" if found.group(1).lower() == "ap" else "J"
+        approval_id = f"{prefix}-{found.group(2).upper()}"
     norm = _APPROVAL_ID.sub(" ", norm)
     approve, deny, filler = _words(cfg.approve_words), _words(cfg.deny_words), _words(cfg.filler_words)
     kinds: set[AnswerKind] = set()

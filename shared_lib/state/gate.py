@@ -43,6 +43,9 @@ def preview(
     return "\n".join(lines)
 
 
+SUMMARY_LINES = 3  # seed 002 §6.3: the operation in one to three lines
+
+
 def summary(root: ToolCallProposal, registry: ToolRegistry | None, *, today: date | None = None) -> str:
     """One line per call, for reminders: 「タスクの作成（担当者: 田中太郎、期限: 11月25日（水））」."""
     reg = registry or ToolRegistry()
@@ -57,6 +60,44 @@ def summary(root: ToolCallProposal, registry: ToolRegistry | None, *, today: dat
     )
 
 
+def short_summary(text: str) -> str:
+    """At most ``SUMMARY_LINES`` lines of a summary (the rest counted in the last)."""
+    lines = text.splitlines()
+    if len(lines) <= SUMMARY_LINES:
+        return text
+    return "\n".join(
+        [*lines[: SUMMARY_LINES - 1], f"{lines[SUMMARY_LINES - 1]} ほか{len(lines) - SUMMARY_LINES}件"]
+    )
+
+
+def reversible(root: ToolCallProposal, policy: Policy) -> bool:
+    """Whether every call can be taken back (a deletion or a message sent out cannot)."""
+    return not any(policy.irreversible(call.tool_name) for call in root.tool_calls)
+
+
+def impact_lines(persona: Persona, verdict: Verdict, root: ToolCallProposal, policy: Policy) -> list[str]:
+    """What each call does, and every further concern the guardian raised."""
+    lines = []
+    for call in root.tool_calls:
+        description, writes = policy.describe(call.tool_name)
+        lines.append(
+            persona.message(
+                "gate_impact_writes" if writes else "gate_impact_reads",
+                tool=policy.registry.display_name(call.tool_name) if policy.registry else "",
+                description=description,
+            )
+        )
+    return lines + [persona.message("gate_impact_concern", concern=c) for c in _concerns(verdict)[1:]]
+
+
+def _concerns(verdict: Verdict) -> list[str]:
+    concerns = [str(c) for c in verdict.details.get("concerns") or [verdict.message]]
+    codes = [str(c) for c in verdict.details.get("covers") or []]
+    if len(codes) == len(concerns) > 1:  # "needs a confirmation" says nothing when there are real concerns
+        concerns = [c for code, c in zip(codes, concerns, strict=True) if code != GENERIC] or concerns
+    return concerns
+
+
 def compose(
     persona: Persona,
     verdict: Verdict,
@@ -67,33 +108,20 @@ def compose(
     stage: int = 1,
     today: date | None = None,
 ) -> str:
-    concerns = [str(c) for c in verdict.details.get("concerns") or [verdict.message]]
-    codes = [str(c) for c in verdict.details.get("covers") or []]
-    if len(codes) == len(concerns) > 1:  # "needs a confirmation" says nothing when there are real concerns
-        concerns = [c for code, c in zip(codes, concerns, strict=True) if code != GENERIC] or concerns
     modified = verdict.details.get("pending_modification")
     values: dict[str, object] = {
-        "reason": concerns[0],
+        "reason": _concerns(verdict)[0],
         "approval_id": approval_id,
+        "summary": short_summary(summary(root, policy.registry, today=today)),
+        "reversibility": persona.message(
+            "gate_reversible" if reversible(root, policy) else "gate_irreversible"
+        ),
         "preview": preview(
             root, policy.registry, modified if isinstance(modified, dict) else None, today=today
         ),
     }
     if stage >= 2:
         return persona.message("confirm_gate_second", **values)
-    impact = []
-    for call in root.tool_calls:
-        description, writes = policy.describe(call.tool_name)
-        impact.append(
-            persona.message(
-                "gate_impact_writes" if writes else "gate_impact_reads",
-                tool=policy.registry.display_name(call.tool_name) if policy.registry else "",
-                description=description,
-            )
-        )
-    if any(policy.irreversible(call.tool_name) for call in root.tool_calls):
-        impact.append(persona.message("gate_irreversible"))
-    impact += [persona.message("gate_impact_concern", concern=c) for c in concerns[1:]]
     reg = policy.registry or ToolRegistry()
     alternatives = name_tools(reg, "／".join(root.reasoning.alternatives_considered)) or persona.message(
         "gate_no_alternatives"
@@ -101,7 +129,7 @@ def compose(
     values.update(
         intent=name_tools(reg, root.reasoning.intent_understanding or ""),
         rationale=name_tools(reg, root.reasoning.tool_selection_reason or ""),
-        impact="\n".join(impact),
+        impact="\n".join(impact_lines(persona, verdict, root, policy)),
         alternatives=alternatives,
     )
     return persona.message("confirm_gate_double" if verdict.double_confirmation else "confirm_gate", **values)

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from shared_lib.collections import collection_path, path
 from shared_lib.envelope import Turn
-from shared_lib.ids import new_short_id
+from shared_lib.ids import new_short_id, short_id_for
 from shared_lib.ports import Store, Transaction
 from shared_lib.sanitizer import Sanitizer
 
@@ -41,6 +41,11 @@ _SHOWN = ("summary", "impact", "targets", "job_type")
 
 def new_job_id() -> str:
     return new_short_id("J")
+
+
+def job_id_for(turn_id: str, step: int) -> str:
+    """The job a turn's step asks about: a redelivered step names the same job (one job, not two)."""
+    return short_id_for("J", f"{turn_id}:{step}")
 
 
 def job_path(org_id: str, job_id: str) -> str:
@@ -79,24 +84,45 @@ def decide(
     now: datetime,
     *,
     approver: str | None = None,
+    turn_id: str | None = None,
 ) -> dict[str, Any] | None:
     """Move a pending job to ``status``; ``None`` when it was not pending (already decided, or
-    expired when ``status`` is granted/denied: an answer after the deadline decides nothing)."""
+    expired when ``status`` is granted/denied: an answer after the deadline decides nothing).
+
+    ``turn_id`` names the deciding turn: that turn redelivered reads its own decision back
+    (the job as it decided it) instead of ``None``, so it goes on exactly as the first time."""
     target = job_path(org_id, job_id)
 
     def _txn(txn: Transaction) -> dict[str, Any] | None:
         doc = txn.get(target)
+        if doc and turn_id and doc.get("decided_turn") == turn_id and doc.get("status") == status:
+            return dict(doc)
         if not doc or doc.get("status") != "pending":
             return None
         if live(doc, now)["status"] == "expired" and status != "expired":
             status_now: str = "expired"
         else:
             status_now = status
-        new = {**doc, "status": status_now, "decided_at": now}
+        new = {**doc, "status": status_now, "decided_at": now, "decided_turn": turn_id}
         if status_now != "expired":
             new["approver"] = approver
         txn.set(target, new)
         return new if status_now == status else None
+
+    return store.run_transaction(_txn)
+
+
+def extend(store: Store, org_id: str, job_id: str, decide_by: datetime, now: datetime) -> bool:
+    """A pending job waits until ``decide_by`` (a double confirmation's first "yes" re-arms the
+    question); ``False`` when it was no longer pending at ``now``."""
+    target = job_path(org_id, job_id)
+
+    def _txn(txn: Transaction) -> bool:
+        doc = txn.get(target)
+        if not doc or live(doc, now)["status"] != "pending":
+            return False
+        txn.set(target, {**doc, "decide_by": decide_by})
+        return True
 
     return store.run_transaction(_txn)
 

@@ -3,8 +3,11 @@
 One document per conversation, ``orgs/{org}/sessions/{id}``::
 
     mode            normal | confirmation_pending | multi_step_flow | error_recovery
-    pending_action  the action awaiting the user's answer (approval id, proposing user,
-                    proposal, parameters hash, policy version, reasons, confirmations)
+    pending_actions the actions awaiting the user's answer, oldest first (each: its job id as
+                    ``approval_id``, proposing user, proposal, parameters hash, policy
+                    version, reasons, confirmations, ``reminded`` once the reminder was shown)
+    pending_action  the latest of them (what the reminder is about; written with the list, and
+                    a document of before the list, with only this, reads as a list of one)
     last_intent, last_tool_called, last_error, error_count, updated_at, expires_at
     last_route      the route of the last reply (seed 003: a change of route is announced)
     local_only      /local set it, /cloud cleared it (seed 003): no cloud LLM while true;
@@ -12,8 +15,9 @@ One document per conversation, ``orgs/{org}/sessions/{id}``::
 
 A session lives 30 minutes from its last update and a pending action 10 minutes from
 its creation (policy ``confirmation``). Expiry is automatic: an expired session or
-pending action reads as ``normal`` (with ``expired`` / ``pending_expired`` set so the
-brain can say so) and the next write drops it.
+pending action reads as absent (with ``expired`` / ``pending_expired`` and the ids in
+``expired_approval_ids`` set so the brain can say so and expire their jobs) and the next
+write drops it; the conversation is ``confirmation_pending`` while any action waits.
 
     normal ──CONFIRM──► confirmation_pending ──answer / expiry──► normal
       │  ▲                                      (error_recovery and multi_step_flow
@@ -66,25 +70,43 @@ def _expired(value: Any, now: datetime) -> bool:
     return isinstance(value, datetime) and value <= now
 
 
+def actions(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pending actions of a stored session, oldest first (a document of before the list
+    keeps only ``pending_action``)."""
+    listed = doc.get("pending_actions")
+    if isinstance(listed, list):
+        return [a for a in listed if isinstance(a, dict)]
+    one = doc.get("pending_action")
+    return [one] if isinstance(one, dict) else []
+
+
+def _with_actions(doc: dict[str, Any], kept: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**doc, "pending_actions": kept, "pending_action": kept[-1] if kept else None}
+
+
 def live(doc: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
     """The session as it stands at ``now``: expiry applied, never ``None``."""
     if not doc:
         return {"mode": "normal"}
-    pending = doc.get("pending_action")
+    listed = actions(doc)
     if _expired(doc.get("expires_at"), now):
         out: dict[str, Any] = {"mode": "normal", "expired": True}
-        if pending:
-            out.update(pending_expired=True, expired_approval_id=pending.get("approval_id"))
-        return out
-    if pending and _expired(pending.get("expires_at"), now):
-        return {
-            **doc,
-            "mode": "normal",
-            "pending_action": None,
-            "pending_expired": True,
-            "expired_approval_id": pending.get("approval_id"),
-        }
-    return dict(doc)
+        gone = listed
+        kept: list[dict[str, Any]] = []
+    else:
+        gone = [a for a in listed if _expired(a.get("expires_at"), now)]
+        kept = [a for a in listed if not _expired(a.get("expires_at"), now)]
+        out = _with_actions(dict(doc), kept)
+        if not kept and out.get("mode") == "confirmation_pending":
+            out["mode"] = "normal"
+    if gone:
+        ids = [str(a.get("approval_id")) for a in gone if a.get("approval_id")]
+        out.update(
+            pending_expired=True,
+            expired_approval_id=ids[-1] if ids else None,
+            expired_approval_ids=ids,
+        )
+    return out
 
 
 def load_session(store: Store, org_id: str, conversation_key: str, now: datetime) -> dict[str, Any]:
@@ -106,11 +128,12 @@ def _change(
 
     def _txn(txn: Transaction) -> bool:
         doc = live(txn.get(path), now)
-        for transient in ("expired", "pending_expired", "expired_approval_id"):
+        for transient in ("expired", "pending_expired", "expired_approval_id", "expired_approval_ids"):
             doc.pop(transient, None)
         new = change(doc)
         if new is None:
             return False
+        new = _with_actions(new, actions(new))
         txn.set(
             path,
             {
@@ -139,21 +162,33 @@ def set_pending(
     pending: dict[str, Any],
     now: datetime,
     *,
+    replaces: str | None = None,
     config: Confirmation | None = None,
 ) -> None:
-    """Ask: the conversation waits for an answer to ``pending`` (replacing any earlier one)."""
+    """Ask: the conversation also waits for an answer to ``pending`` (the latest; an action of
+    the same approval id, a redelivered ask, or ``replaces``, the one answered by asking again,
+    makes way for it; earlier ones wait on until answered or expired)."""
     _, pending_ttl = _ttl(config)
-    _change(
-        store,
-        org_id,
-        conversation_key,
-        now,
-        lambda doc: {
-            **_moved(doc, "confirmation_pending"),
-            "pending_action": {**pending, "created_at": now, "expires_at": now + pending_ttl},
-        },
-        config,
-    )
+    gone = {pending.get("approval_id"), replaces} - {None}
+
+    def change(doc: dict[str, Any]) -> dict[str, Any]:
+        kept = [a for a in actions(doc) if a.get("approval_id") not in gone]
+        new = {**pending, "created_at": now, "expires_at": now + pending_ttl}
+        return _with_actions(_moved(doc, "confirmation_pending"), [*kept, new])
+
+    _change(store, org_id, conversation_key, now, change, config)
+
+
+def _entry(doc: dict[str, Any], approval_id: str) -> dict[str, Any] | None:
+    return next((a for a in actions(doc) if a.get("approval_id") == approval_id), None)
+
+
+def _replaced(doc: dict[str, Any], approval_id: str, entry: dict[str, Any] | None) -> dict[str, Any]:
+    """``doc`` with the action ``approval_id`` replaced by ``entry`` (removed when ``None``)."""
+    listed = actions(doc)
+    at = [a.get("approval_id") for a in listed].index(approval_id)
+    kept = listed[:at] + ([entry] if entry else []) + listed[at + 1 :]
+    return _with_actions(doc, kept)
 
 
 def advance_pending(
@@ -166,23 +201,38 @@ def advance_pending(
     confirmations: int,
     config: Confirmation | None = None,
 ) -> bool:
-    """Record the n-th "yes" of a double confirmation; ``False`` if the pending action is not that one."""
+    """Record the n-th "yes" of a double confirmation; ``False`` if no pending action is that one."""
     _, pending_ttl = _ttl(config)
 
     def change(doc: dict[str, Any]) -> dict[str, Any] | None:
-        pending = doc.get("pending_action") or {}
-        if pending.get("approval_id") != approval_id:
+        pending = _entry(doc, approval_id)
+        if pending is None:
             return None
         if int(pending.get("confirmations_received", 0)) not in (confirmations - 1, confirmations):
             return None
-        return {
-            **doc,
-            "pending_action": {
-                **pending,
-                "confirmations_received": confirmations,
-                "expires_at": now + pending_ttl,
-            },
-        }
+        advanced = {**pending, "confirmations_received": confirmations, "expires_at": now + pending_ttl}
+        return _replaced(doc, approval_id, advanced)
+
+    return _change(store, org_id, conversation_key, now, change, config)
+
+
+def mark_reminded(
+    store: Store,
+    org_id: str,
+    conversation_key: str,
+    approval_id: str,
+    now: datetime,
+    *,
+    config: Confirmation | None = None,
+) -> bool:
+    """The reminder about ``approval_id`` was shown: the next message that is no answer is a new
+    intent (seed 000 §5.1.7 reminds once; the action still waits until answered or expired)."""
+
+    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
+        pending = _entry(doc, approval_id)
+        if pending is None or pending.get("reminded"):
+            return None
+        return _replaced(doc, approval_id, {**pending, "reminded": True})
 
     return _change(store, org_id, conversation_key, now, change, config)
 
@@ -198,15 +248,14 @@ def resolve_pending(
     last_intent: str | None = None,
     config: Confirmation | None = None,
 ) -> bool:
-    """Clear the pending action if it is still the one named; ``False`` when it was not."""
+    """Clear the pending action ``approval_id`` if it still waits; ``False`` when it did not."""
 
     def change(doc: dict[str, Any]) -> dict[str, Any] | None:
-        pending = doc.get("pending_action") or {}
-        if pending.get("approval_id") != approval_id:
+        if _entry(doc, approval_id) is None:
             return None
+        new = _replaced(doc, approval_id, None)
         return {
-            **_moved(doc, "normal"),
-            "pending_action": None,
+            **(new if new["pending_actions"] else _moved(new, "normal")),
             "last_intent": last_intent or doc.get("last_intent"),
             "last_resolution": {"approval_id": approval_id, "outcome": outcome, "at": now},
         }

@@ -197,8 +197,13 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
     | st.sampled_from(["text/plain", "application/x-www-form-urlencoded", ""]),
 )
 def test_a_signed_delivery_of_another_media_type_is_415_and_publishes_nothing(channel, text, content_type):
-    # GIVEN a valid signed delivery whose Content-Type is anything but JSON
-    assume(content_type.split(";")[0].strip().lower() != "application/json")
+    # GIVEN a valid signed delivery whose Content-Type is anything but JSON (or, for Slack, the
+    # form its interactivity posts: tests/unit/channels/test_channel_buttons.py)
+    kind = content_type.split(";")[0].strip().lower()
+    assume(
+        kind != "application/json"
+        and not (channel == "slack" and kind == "application/x-www-form-urlencoded")
+    )
     _, headers, body = build_request(channel, text, event_id="E1", secrets=SECRETS, now=NOW)
     headers["Content-Type"] = content_type
     outcome = handle_webhook(

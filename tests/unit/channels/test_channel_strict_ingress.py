@@ -12,6 +12,7 @@ import pytest
 
 from infra.webhook_sender import build_request
 from shared_lib.channels import DEDUPE_WINDOW, ChannelSecrets, IngressConfig, handle_webhook, http
+from shared_lib.channels.webhooks import PROVIDERS
 from shared_lib.composition import build_runtime
 from shared_lib.layers.ingress import handle_http
 
@@ -41,17 +42,24 @@ def test_json_is_what_every_provider_posts(channel, content_type):
     assert handle(channel, headers | {"Content-Type": content_type}, body).status == 200
 
 
-@pytest.mark.parametrize("channel", CHANNELS)
+OTHER_TYPES = [
+    None,
+    "",
+    "text/plain",
+    "application/x-www-form-urlencoded",  # Slack interactivity only (test_channel_buttons.py)
+    "multipart/form-data; boundary=x",
+    "application/json; charset=latin-1",
+    "application/jsonp",
+]
+
+
 @pytest.mark.parametrize(
-    "content_type",
+    ("channel", "content_type"),
     [
-        None,
-        "",
-        "text/plain",
-        "application/x-www-form-urlencoded",  # Slack interactivity: not served
-        "multipart/form-data; boundary=x",
-        "application/json; charset=latin-1",
-        "application/jsonp",
+        (channel, kind)
+        for channel in CHANNELS
+        for kind in OTHER_TYPES
+        if not (channel == "slack" and kind == "application/x-www-form-urlencoded")
     ],
 )
 def test_anything_else_is_415_with_a_clear_json_error_and_no_message(channel, content_type):
@@ -63,7 +71,13 @@ def test_anything_else_is_415_with_a_clear_json_error_and_no_message(channel, co
     outcome = handle(channel, headers, body)
     # THEN 415, saying what is expected, before any parsing
     assert (outcome.status, outcome.messages) == (415, [])
-    assert outcome.body == {"ok": False, "error": "unsupported_media_type", "expected": ["application/json"]}
+    expected = sorted(PROVIDERS[channel].content_types)
+    assert outcome.body == {"ok": False, "error": "unsupported_media_type", "expected": expected}
+    assert expected == (
+        ["application/json", "application/x-www-form-urlencoded"]
+        if channel == "slack"
+        else ["application/json"]
+    )
 
 
 def test_the_media_type_is_checked_before_the_signature():

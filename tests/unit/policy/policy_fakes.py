@@ -117,19 +117,21 @@ class Pipeline:
         self.proposed_for.append(text)
         return self.script.get(text) or text_answer("わかったウル🐺 ほかに何かあるウル？")
 
-    def say(self, text: str, user: str = "u1") -> str:
+    def message(self, text: str, user: str = "u1", room: str = "r1") -> InboundMessage:
         self.count += 1
-        msg = InboundMessage(
+        return InboundMessage(
             channel="http",
             org_id=ORG,
-            room_id="r1",
+            room_id=room,
             user_id=user,
             text=text,
             message_id=f"m{self.count}",
             event_id=f"e{self.count}",
             received_at=self.clock(),
         )
-        accept(self.rt, msg)
+
+    def say(self, text: str, user: str = "u1", room: str = "r1") -> str:
+        accept(self.rt, self.message(text, user, room))
         return str(self.rt.channels["http"].sent[-1].text)  # type: ignore[attr-defined]
 
     def session(self, user: str = "u1") -> dict[str, Any]:

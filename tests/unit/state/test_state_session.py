@@ -74,6 +74,7 @@ def test_an_expired_session_with_a_pending_action_says_both():
         "expired": True,
         "pending_expired": True,
         "expired_approval_id": "ap-AAAAAA",
+        "expired_approval_ids": ["ap-AAAAAA"],
     }
 
 
