@@ -98,6 +98,33 @@ def turn_summary(record: dict[str, Any], speaker: str, text: str) -> dict[str, A
         "route": {k: route.get(k) for k in ("initial_route", "source", "rule_id")} if route else None,
         "steps": [_step_summary(s) for s in record.get("steps") or []],
         "loop": {k: loop.get(k) for k in ("stop_reason", "stop_detail", "reroute_used", "worker_calls")},
+        **agent_summary(record),
+    }
+
+
+FIVE = ("goal", "why_now", "constraints", "plan_brief", "open_questions")
+
+
+def agent_summary(record: dict[str, Any]) -> dict[str, Any]:
+    """Seed 004 in the demo: the agent state after the turn (the fixed five, step and status),
+    the transition taken (at most one), the refused ones, and the turn's approval events with
+    their job ids."""
+    agent = record.get("agent") or {}
+    events = (record.get("loop") or {}).get("events") or []
+    return {
+        "agent_state": {k: agent.get(k) for k in (*FIVE, "step", "status", "pending_gate")},
+        "transition": list(agent.get("transition") or []),
+        "refused_transitions": list(agent.get("refused") or []),
+        "approval_events": [
+            {
+                "event": e["event"],
+                "step": e.get("step"),
+                "job_id": e.get("job_id") or (e.get("other") or {}).get("job_id"),
+                "status": e.get("approval_status") or (e.get("other") or {}).get("approval_status"),
+            }
+            for e in events
+            if str(e.get("event") or "").startswith("approval.")
+        ],
     }
 
 
@@ -113,6 +140,15 @@ def _print_turn(i: int, s: dict[str, Any]) -> None:
         print(f"   route: {route['initial_route']} by {route['source']} ({route.get('rule_id') or '-'})")
     if len(s["steps"]) > 1:
         print("   steps: " + _steps_line(s))
+    state = s["agent_state"]
+    if state.get("step"):
+        moved = (
+            " ".join(f"{t['from_step']}→{t['to_step']} ({t['by']})" for t in s["transition"])
+            or "no transition"
+        )
+        print(f"   agent: {state['step']}/{state['status']} {moved}; goal: {state.get('goal') or '-'}")
+    for e in s["approval_events"]:
+        print(f"   approval: {e['event']} job {e['job_id'] or '-'}")
     for e in s["trail"]:
         print(
             f"   · {e['layer']:<12} {e['outcome']:<16} {e['reason_code'] or '':<28} {e['duration_ms']:>8.2f} ms"

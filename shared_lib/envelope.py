@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared_lib import collections
+from shared_lib.agent_record import AgentSection
 from shared_lib.decisions import AuthDecision, Verdict
 from shared_lib.errors import BrainError, EnvelopeError, EnvelopeTooLarge
 from shared_lib.ids import new_turn_id, utc_now
@@ -213,6 +214,7 @@ class Turn(BaseModel):
     execution: ExecutionSection = Field(default_factory=ExecutionSection)
     response: ResponseSection = Field(default_factory=ResponseSection)
     loop: LoopSection = Field(default_factory=LoopSection)
+    agent: AgentSection = Field(default_factory=AgentSection)  # seed 004: the agent state after the turn
 
     timings: dict[str, LayerTiming] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
@@ -357,5 +359,5 @@ LAYER_SECTIONS: dict[str, frozenset[str]] = {
     "guardian": frozenset({"guardian"}),
     "authorizer": frozenset({"authorization"}),
     "executor": frozenset({"execution"}),
-    "responder": frozenset({"response", "loop", "step", "deadline"}),  # the loop controller
+    "responder": frozenset({"response", "loop", "step", "deadline", "agent"}),  # the loop controller
 }

@@ -20,7 +20,16 @@ from pydantic import Field
 
 from shared_lib.envelope import Turn
 from shared_lib.logs import parse_traceparent
-from shared_lib.observability_steps import LoopRow, SelectedTool, StepRow, initial_route, loop_row, step_rows
+from shared_lib.observability_steps import (
+    AgentRow,
+    LoopRow,
+    SelectedTool,
+    StepRow,
+    agent_row,
+    initial_route,
+    loop_row,
+    step_rows,
+)
 from shared_lib.observability_steps import RecordRow as _Row
 from shared_lib.sanitizer import Sanitizer
 
@@ -200,6 +209,9 @@ class ObservabilityRecord(EventHeader):
     loop: LoopRow = Field(
         default_factory=LoopRow, description="Why the loop stopped and its seed 002 §7.1 events."
     )
+    agent: AgentRow = Field(
+        default_factory=AgentRow, description="Seed 004 agent state after the turn and its transition."
+    )
 
     @property
     def is_llm(self) -> bool:
@@ -351,6 +363,7 @@ def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> Ob
         route=_route(turn, s),
         steps=steps,
         loop=loop_row(turn, steps, s),
+        agent=agent_row(turn, s),
     )
 
 

@@ -6,7 +6,8 @@ has one ``StepRow`` per step in order (a single-step turn has one) and one ``Loo
 the loop stopped and the §7.1 events with their §7.2 fields. The loop controller writes the
 ``worker.*``, ``route.override``, ``loop.stop`` and ``final.route`` events; the record adds the
 router's own, ``router.decision`` (every turn a router decided) and ``classifier.error``,
-from ``turn.route``. Every text is masked.
+from ``turn.route``. ``AgentRow`` is the seed 004 agent state after the turn, with the transition
+taken and the refused ones (``turn.agent``). Every text is masked.
 """
 
 from __future__ import annotations
@@ -199,4 +200,42 @@ def loop_row(turn: Turn, steps: list[StepRow], s: Sanitizer) -> LoopRow:
         reroute_used=loop.reroute_used,
         worker_calls=calls if isinstance(calls, int) else sum(1 for row in steps if row.results),
         events=[_event_row(e, s) for e in events],
+    )
+
+
+class TransitionRow(RecordRow):
+    from_step: str = Field(description="Step before the transition (seed 004 §4.1).")
+    to_step: str = Field(description="Step the transition goes to.")
+    by: str = Field(description="Who decided it: code (the charter) or llm (a proposed state_update).")
+    reason: str = Field(default="", description="Its cause when taken; why it was refused otherwise.")
+
+
+class AgentRow(RecordRow):
+    goal: str = Field(default="", description="The conversation's goal after the turn (masked).")
+    why_now: str = Field(default="", description="Why it is done now (masked).")
+    constraints: list[str] = Field(default_factory=list, description="At most 2 constraints (masked).")
+    plan_brief: list[str] = Field(default_factory=list, description="At most 3 moves of the plan (masked).")
+    open_questions: list[str] = Field(default_factory=list, description="At most 2 open questions (masked).")
+    step: str = Field(default="", description="Step after the turn: PLANNING, EXECUTION, REVIEW, ...")
+    status: str = Field(default="", description="Status after the turn: IN_PROGRESS, SUCCESS, ERROR, ...")
+    pending_gate: bool = Field(default=False, description="An approval is pending.")
+    last_delta: str = Field(default="", description="What the turn changed, one line (masked).")
+    transition: list[TransitionRow] = Field(
+        default_factory=list, description="The step transition the turn took (at most one)."
+    )
+    refused: list[TransitionRow] = Field(
+        default_factory=list, description="Transitions refused (not in the table, a second one, ...)."
+    )
+    applied: bool = Field(default=False, description="The turn wrote the state (false: nothing to apply).")
+
+
+def agent_row(turn: Turn, s: Sanitizer) -> AgentRow:
+    """The agent state after the turn (seed 004), its transition and the refused ones, masked."""
+    a = turn.agent
+    keep = {k: v for k, v in a.state.items() if k in AgentRow.model_fields}
+    return AgentRow(
+        **s.mask_obj(keep),
+        transition=[TransitionRow(**t.model_dump(mode="json")) for t in a.transition],
+        refused=[TransitionRow(**t.model_dump(mode="json")) for t in a.refused],
+        applied=a.applied,
     )

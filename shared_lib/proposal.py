@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from shared_lib.agent_record import Status, Step
+
 ParameterSource = Literal["user_message", "context", "inferred", "default"]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -26,10 +28,26 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+class StateUpdate(_Model):
+    """What the LLM proposes for the conversation's agent state (seed 004 §5, §7 ``step`` and
+    ``state_delta``): the code validates and applies it (``shared_lib.state.agent``); texts over
+    their limits are cut there, a wrong type or an unknown step is a bad proposal (the retry)."""
+
+    goal: str | None = None
+    why_now: str | None = None
+    constraints: list[str] | None = None
+    plan_brief: list[str] | None = None
+    open_questions: list[str] | None = None
+    step: Step | None = None  # the proposed next step: a transition only the table allows
+    status: Status | None = None
+    decision: str | None = None  # one line appended to the decision log
+
+
 class _Output(_Model):
     # The step's hand-over to the loop controller (seed 002 §4.4): kept as the model wrote it and
     # validated by the controller (``shared_lib.loop``), so a bad block stops the loop, not the turn.
     loop: dict[str, Any] | None = None
+    state_update: StateUpdate | None = None
 
 
 class Confidence(_Model):
@@ -186,6 +204,39 @@ def proposal_json_schema() -> dict[str, Any]:
                     "suggested_route": {"type": "string"},
                 },
             },
+            "state_update": state_update_schema(),
         },
         "required": ["output_type", "reasoning", "confidence"],
+    }
+
+
+def state_update_schema() -> dict[str, Any]:
+    """The ``state_update`` object of ``submit_proposal``; its descriptions are what the model reads."""
+
+    def lines(n: int, what: str) -> dict[str, Any]:
+        return {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 100},
+            "maxItems": n,
+            "description": what,
+        }
+
+    return {
+        "type": "object",
+        "description": "Optional: your proposed update of the conversation's agent state (the charter "
+        "validates it, allows at most one step change per user message, and may refuse it).",
+        "properties": {
+            "goal": {"type": "string", "maxLength": 200, "description": "The conversation's goal, one line."},
+            "why_now": {"type": "string", "maxLength": 200, "description": "Why it is done now, one line."},
+            "constraints": lines(2, "At most 2 constraints to respect."),
+            "plan_brief": lines(3, "The next at most 3 moves of the plan."),
+            "open_questions": lines(2, "At most 2 questions still open."),
+            "step": {
+                "type": "string",
+                "enum": [s.value for s in Step],
+                "description": "The step you propose next; only the allowed transitions are taken.",
+            },
+            "status": {"type": "string", "enum": [s.value for s in Status]},
+            "decision": {"type": "string", "maxLength": 100, "description": "A decision taken, one line."},
+        },
     }

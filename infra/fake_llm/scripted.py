@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.fake_llm import steps
+from infra.fake_llm.agent_state import with_state_update
 from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
 
 PROPOSAL_TOOL = "submit_proposal"
@@ -567,7 +568,9 @@ def answer(request: MessagesRequest) -> Reply:
     tool = _required_tool(request)
     if tool == PROPOSAL_TOOL:
         later = steps.is_later_step(request)  # a step after a tool_result: multi-step scenarios
-        proposal = steps.next_step(request) if later else propose(utterance(request))
+        said = utterance(request)
+        proposal = steps.next_step(request) if later else propose(said)
+        proposal = with_state_update(said, proposal, later=later)
         return Reply(
             content=[{"type": "tool_use", "name": PROPOSAL_TOOL, "input": proposal}], stop_reason="tool_use"
         )

@@ -5,11 +5,11 @@ What is a person's (found without a collection-group query, so on Firestore's de
 
 * their conversations (``conversations`` where ``user_id``; and the conversation keys of their
   records, for history written before the conversation document existed): every message,
-  the conversation document, the session, the LLM calls (``session_id``) and dead-lettered
+  the conversation document, the session, the agent state, the LLM calls (``session_id``) and dead-lettered
   turns (``conversation_key``) of each;
-* ``memories``, ``goals``, ``vaults``, ``receipts``, ``observability``,
-  ``shadow_candidates`` and ``approval_jobs`` (the jobs they requested) where ``user_id``
-  (and the vaults of their recorded turns);
+* ``memories``, ``goals``, ``vaults``, ``receipts``, ``observability``, ``shadow_candidates``,
+  ``approval_jobs`` (the jobs they requested) and ``agent_states`` where ``user_id`` (and the
+  vaults of their recorded turns);
 * the store backend's ``tasks`` they own: created by them or assigned to them (the
   directory's task account), as ``delete_task`` counts ownership.
 
@@ -36,6 +36,7 @@ from shared_lib.cli.console import NO_STORE, err, json_text, live_store
 from shared_lib.cli.operations import store_options
 from shared_lib.context.history import conversation_path, history_path
 from shared_lib.ports import Op, Store
+from shared_lib.state.agent_store import agent_state_path
 from shared_lib.tools.directory import get_person
 from shared_lib.topology import TOPOLOGY
 
@@ -44,6 +45,7 @@ PURGED = (
     "messages",
     "conversations",
     "sessions",
+    "agent_states",
     "memories",
     "goals",
     "tasks",
@@ -83,6 +85,7 @@ def person_documents(store: Store, org: str, user: str) -> dict[str, list[str]]:
         messages = store.query(history_path(org, key), limit=SCAN_LIMIT)
         found["messages"].update(f"{history_path(org, key)}/{doc_id}" for doc_id, _ in messages)
         found["sessions"].add(collections.session_path(org, key))
+        found["agent_states"].add(agent_state_path(org, key))
         found["llm_calls"].update(_where(store, "llm_calls", org, "session_id", key))
         found["failures"].update(_where(store, "failures", org, "conversation_key", key))
     found["conversations"].update(f"orgs/{org}/conversations/{doc_id}" for doc_id, _ in conversations)
@@ -94,6 +97,7 @@ def person_documents(store: Store, org: str, user: str) -> dict[str, list[str]]:
         "observability",
         "shadow_candidates",
         "approval_jobs",
+        "agent_states",
     ):
         found[name].update(_where(store, name, org, "user_id", user))
     found["vaults"].update(

@@ -18,6 +18,7 @@ from typing import Any
 
 from shared_lib.context.history import conversation_summary, recent_messages
 from shared_lib.ports import Store
+from shared_lib.state.agent_store import load_agent_state
 from shared_lib.state.session import load_session
 from shared_lib.tools.directory import clean_name, get_person, list_people
 from shared_lib.tools.handlers.memory import own_memories, search_knowledge
@@ -51,6 +52,10 @@ class SourceSpec:
 
 def _session(r: SourceRequest) -> dict[str, Any]:
     return load_session(r.store, r.org_id, r.conversation_key, r.now)
+
+
+def _agent_state(r: SourceRequest) -> dict[str, Any]:
+    return load_agent_state(r.store, r.org_id, r.conversation_key)
 
 
 def _user(r: SourceRequest) -> dict[str, Any] | None:
@@ -152,4 +157,5 @@ def default_sources(tasks_truth: int = 2) -> list[SourceSpec]:
         SourceSpec("teachings", 2, 2, _teachings),
         SourceSpec("company_values", 2, 3, _company_values),
         SourceSpec("knowledge", 4, 2, _knowledge),
+        SourceSpec("agent_state", 1, 2, _agent_state),  # seed 004 §5; rendered by the prompt, not here
     ]

@@ -34,6 +34,7 @@ from shared_lib.ports import OutboundReply
 from shared_lib.proposal import ClarificationProposal, TextResponseProposal
 from shared_lib.routing import announcement_line
 from shared_lib.sanitizer import Sanitizer
+from shared_lib.state.agent_store import record_turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -181,6 +182,8 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     confirmation.after_reply(turn, rt)
     _send_once(turn, rt, text)
     append_history(rt, turn, "assistant", text, "out")
+    # seed 004: the conversation's agent state after this utterance, applied once (never for a shadow)
+    turn.agent = record_turn(rt.store, turn, now=rt.clock(), retention=rt.settings.retention(turn.org_id))
     return Outcome("sent", reason_code=kind, detail=f"{len(text)} chars")
 
 

@@ -106,6 +106,7 @@ def trail(
         f"(hit {_pct(r.cache_hit_ratio)}), {r.cost_usd:.6f} USD",
     ]
     out += _steps_lines(r)
+    out += _agent_lines(r)
     if r.self_critique_executed:
         out.append(f"  critique   {r.self_critique_result}")
     for err in r.errors:
@@ -124,6 +125,29 @@ def trail(
         )
         out.append(f"  shadow     {comparison.get('candidate_arm')} candidate: {verdict}")
     return "\n".join(out)
+
+
+def _agent_lines(r: ObservabilityRecord) -> list[str]:
+    """Seed 004: the agent state after the turn, the transition taken and the refused ones."""
+    a = r.agent
+    if not a.step:  # a record of an earlier version, or a turn that read no state
+        return []
+    out = [
+        f"  agent      {a.step} / {a.status}{'  approval pending' if a.pending_gate else ''}"
+        f"{'' if a.applied else '  (not written)'}",
+        f"  goal       {a.goal or '-'}" + (f"  (why now: {a.why_now})" if a.why_now else ""),
+    ]
+    for label, items in (
+        ("plan", a.plan_brief),
+        ("constraint", a.constraints),
+        ("question", a.open_questions),
+    ):
+        out += [f"  {label:<10} {item}" for item in items]
+    for t in a.transition:
+        out.append(f"  transition {t.from_step} -> {t.to_step} by {t.by} ({t.reason or '-'})")
+    for t in a.refused:
+        out.append(f"  refused    {t.from_step} -> {t.to_step} by {t.by}: {t.reason}")
+    return out
 
 
 def _steps_lines(r: ObservabilityRecord) -> list[str]:

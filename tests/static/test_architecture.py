@@ -28,6 +28,7 @@ FLOORS: dict[str, int] = {
             "ports",
             "envelope",
             "steps",
+            "agent_record",
             "proposal",
             "decisions",
             "errors",

@@ -52,6 +52,8 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # chain, in the authorizer and again in the executor's recheck) and an announcement was
     # delivered (its outbox read, the directory read, the status written): 49.2 with both;
     # 50.8 since the demo's six people have addresses, so the mix's announcement really
-    # reaches them (per recipient one receipt create and one completion: 12 RPCs / 8 turns)
+    # reaches them (per recipient one receipt create and one completion: 12 RPCs / 8 turns);
+    # 53.1 with seed 004's agent state: one read with the context sources, and a transaction
+    # (get, set) at the end of a turn that proposed or decided something about it
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 52, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 54, report["per_turn"]

@@ -95,3 +95,25 @@ def test_the_text_output_prints_the_steps_of_the_multi_step_turn_on_one_line(tmp
         "   steps: 1 chatwork_task_search allow/allowed ok → 2 chatwork_task_complete allow/allowed ok  · stop done"
     ]
     assert "   route: OPS by rules (ops.server_restart)" in out
+
+
+def test_every_demo_turn_shows_its_agent_state_one_transition_at_most_and_its_approval_events(demo_run):
+    _turns, printed = demo_run
+    five = {"goal", "why_now", "constraints", "plan_brief", "open_questions"}
+    for t in printed["turns"]:
+        # THEN each turn carries the agent state's five, at most one transition and its approval events
+        assert five <= set(t["agent_state"]), t["turn_id"]
+        assert len(t["transition"]) <= 1 and isinstance(t["approval_events"], list)
+        assert all(e["event"].startswith("approval.") and "job_id" in e for e in t["approval_events"])
+    # AND the scripted model filled the state: the first request's goal, plan and the code's move
+    first = printed["turns"][0]
+    assert "見積書" in first["agent_state"]["goal"] and first["agent_state"]["plan_brief"]
+    assert first["transition"] == [
+        {"from_step": "PLANNING", "to_step": "EXECUTION", "by": "code", "reason": "tool.executed"}
+    ]
+    # AND the announcement's confirmation waits for approval; the two-step turn took one transition
+    (announce,) = [t for t in printed["turns"] if t["kind"] == "confirm" and "アナウンス" in t["text"]]
+    assert announce["agent_state"]["step"] == "AWAITING_APPROVAL" and announce["agent_state"]["pending_gate"]
+    (multi,) = [t for t in printed["turns"] if t["text"] == MULTI_STEP_TEXT]
+    assert len(multi["steps"]) == 2 and len(multi["transition"]) == 1
+    assert [r["reason"] for r in multi["refused_transitions"]] == ["second_transition"]

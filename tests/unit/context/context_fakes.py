@@ -34,6 +34,7 @@ SOURCE_READS: dict[str, tuple[str, str]] = {
     "teachings": ("query", r"/teachings$"),
     "company_values": ("get", r"/settings/company$"),
     "knowledge": ("query", r"/knowledge$"),
+    "agent_state": ("get", r"/agent_states/[^/]+$"),
 }
 
 

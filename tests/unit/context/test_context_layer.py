@@ -106,3 +106,18 @@ def test_given_a_turn_then_its_message_and_reply_are_remembered_and_the_next_tur
     assert final_turn(rt, turn_id).context.recent_messages[-2]["text"] == "こんにちは"
     other = recent_messages(rt.store, OTHER_ORG, f"{OTHER_ORG}/{ROOM}/{USER}", 20)
     assert all("GLOBEX" in m["text"] for m in other)  # organisation B's history is its own
+
+
+def test_the_next_turn_reads_the_agent_state_the_last_one_left():
+    # GIVEN a turn whose tool ran (the legacy arm: the code's transition alone moves the step)
+    rt = runtime()
+    first = final_turn(rt, say(rt, "私のタスク一覧を見せて", event_id="e1"))
+    assert first.context.agent_state == {}  # a new conversation has no state yet
+    assert [(t.from_step, t.to_step, t.by) for t in first.agent.transition] == [
+        ("PLANNING", "EXECUTION", "code")
+    ]
+    # WHEN the next message arrives
+    second = final_turn(rt, say(rt, "ありがとう", event_id="e2"))
+    # THEN its context carries the state the first turn wrote, in the prompt's keys
+    assert second.context.agent_state["step"] == "EXECUTION"
+    assert second.context.agent_state == first.agent.state

@@ -60,7 +60,16 @@ def test_a_dry_run_counts_everything_of_the_person_and_deletes_nothing(rt):
     counts = purge(rt.store, ORG, USER, dry_run=True)
     assert rt.store.dump() == before  # type: ignore[attr-defined]
     assert set(counts) == set(PURGED)
-    for name in ("messages", "conversations", "sessions", "memories", "tasks", "receipts", "vaults"):
+    for name in (
+        "messages",
+        "conversations",
+        "sessions",
+        "agent_states",
+        "memories",
+        "tasks",
+        "receipts",
+        "vaults",
+    ):
         assert counts[name] > 0, (name, counts)
     assert counts["observability"] == len(SUZUKI_SAYS) and counts["llm_calls"] > 0
 
