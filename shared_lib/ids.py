@@ -6,6 +6,7 @@ their creation order (millisecond precision), so turn ids sort by time in Firest
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -48,6 +49,12 @@ def new_turn_id() -> str:
 def new_short_id(prefix: str) -> str:
     """A short random id for display (approval ids, error ids): ``prefix-XXXXXX``."""
     return f"{prefix}-{_encode(int.from_bytes(os.urandom(4), 'big'), 6)}"
+
+
+def derived_short_id(prefix: str, key: str) -> str:
+    """A short id like ``new_short_id``'s, the same every time for ``key`` (stable under redelivery)."""
+    digest = hashlib.sha256(key.encode()).digest()[:4]
+    return f"{prefix}-{_encode(int.from_bytes(digest, 'big'), 6)}"
 
 
 Clock = Callable[[], datetime]
