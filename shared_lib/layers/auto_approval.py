@@ -54,7 +54,9 @@ def job_id(turn: Turn) -> str:
 
 def apply(turn: Turn, rt: Runtime, verdict: Verdict) -> Verdict:
     proposal = turn.proposal.proposal
-    if verdict.action != "confirm" or proposal is None or turn.proposal.approval:
+    if verdict.action != "confirm" or verdict.double_confirmation or proposal is None:
+        return verdict  # never a block, never a double confirmation: nothing to read
+    if turn.proposal.approval:
         return verdict  # an answer to a pending confirmation stays in the confirmation flow
     sw, now = switch(rt), rt.clock()
     if not sw.enabled:

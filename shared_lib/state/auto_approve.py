@@ -33,7 +33,7 @@ non-zero — the highest tool level (``min_level``) a grant may cover; ``ttl_min
 gate denies is the caller's check (the guardian layer asks the gate before it records).
 
 Instant OFF (``turn_off``) is one write: an ``off`` document of the organisation (or of one
-person) with ``off_at``. Every check reads the OFF documents first (``live_grants``), with no
+person) with ``off_at``. Every check reads the OFF documents with the grants (``live_grants``), with no
 cache, so the very next turn asks again; a grant made before the OFF is over, one made after
 is not (``grant_on`` dates a new grant after the last OFF, whatever the clocks say).
 
@@ -155,12 +155,15 @@ def live_grants(
 ) -> list[dict[str, Any]]:
     """The grants of ``org_id`` in force at ``now`` (for ``user_id``: the org-wide ones and theirs).
 
-    The OFF documents are read first, each time: an OFF written a moment ago is seen."""
+    The OFF documents are read with the grants, each time, uncached: an OFF written a moment
+    ago is seen (with no grant at all there is nothing to end, and nothing more is read)."""
+    rows = store.query(grants_path(org_id), where=[("kind", "==", "grant")])
+    grants = [doc for _, doc in rows if doc.get("user_id") in (None, user_id) or user_id is None]
+    if not grants:
+        return []
     org = store.get(path(COLLECTION, org=org_id, id=off_id(None)))
     org_off = org.get("off_at") if org else None
     person_off: dict[str, datetime] = {}
-    rows = store.query(grants_path(org_id), where=[("kind", "==", "grant")])
-    grants = [doc for _, doc in rows if doc.get("user_id") in (None, user_id) or user_id is None]
     for who in {str(g["user_id"]) for g in grants if g.get("user_id")}:
         doc = store.get(path(COLLECTION, org=org_id, id=off_id(who)))
         if doc and isinstance(doc.get("off_at"), datetime):
