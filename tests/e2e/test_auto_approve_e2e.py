@@ -48,7 +48,11 @@ def test_auto_on_runs_a_confirmation_and_auto_off_asks_on_the_very_next_turn(loc
     grant = json.loads(on.stdout)
     # THEN the same request runs auto-approved, and the job says so
     auto = local_stack.record(ORG, post(local_stack, ASK, room=room))
-    assert auto["guardian_reason"] == "approval.auto_approved" and auto["execution_success"] is True
+    assert auto["guardian_reason"] == "approval.auto_approved" and auto["execution_success"] is True, (
+        auto.get("execution_result"),
+        auto.get("execution_skipped_reason"),
+        auto.get("final_response"),
+    )
     assert "自動承認の範囲内" in auto["final_response"]
     jobs = [d for _, d in local_stack.store.query(f"orgs/{ORG}/approval_jobs") if d.get("room_id") == room]
     assert [(j["status"], j["approver"]) for j in jobs if j["status"] == "auto_approved"] == [

@@ -97,6 +97,19 @@ def test_outside_the_grants_scope_the_confirmation_stands(pipe, scope, text, use
     assert announcements(pipe) == 0 and jobs(pipe) == []
 
 
+def test_what_the_grant_approved_counts_as_confirmed_for_the_executor(pipe):
+    # GIVEN a grant of task creation, and a task whose date has passed (confirmed once: date.past)
+    text = "田中さんに見積書のタスクを2025-01-10までにお願い"
+    pipe.script[text] = tool_call(
+        "chatwork_task_create", {"body": "見積書", "assignee_name": "田中太郎", "limit_date": "2025-01-10"}
+    )
+    grant(pipe, tools=["chatwork_task_create"])
+    # WHEN it is requested THEN it runs as a user's 「はい」 would have run it: the task exists
+    reply = pipe.say(text)
+    assert NOTE in reply and "1月10日" in reply
+    assert len(pipe.rt.store.query(f"orgs/{ORG}/tasks")) == 1
+
+
 def test_an_expired_grant_covers_nothing(pipe):
     grant(pipe, tools=["announce"], ttl_minutes=30)
     pipe.clock.advance(minutes=31)
