@@ -67,6 +67,8 @@ class ContextSection(_Section):
     user: UserInfo | None = None
     session: dict[str, Any] = Field(default_factory=dict)
     pending_action: dict[str, Any] | None = None
+    # the instant-OFF chat command's outcome (layers.auto_approval: scope own/org, grants left)
+    auto_off: dict[str, Any] | None = None
     # seed 004 §5: the conversation's agent state as the context layer read it (the fixed five
     # goal, why_now, constraints, plan_brief, open_questions; step, status, decision_log, last_delta)
     agent_state: dict[str, Any] = Field(default_factory=dict)

@@ -1,7 +1,8 @@
 """The dashboard's JSON API: thin views over ``shared_lib.ops`` (the CLI's code).
 
 Reads answer ``GET /api/...``; emergency controls are ``POST /api/controls/{stop,pause,
-resume}`` with ``{"author", "reason", "ttl_hours"}`` and the operator token. Errors are
+resume}`` with ``{"author", "reason", "ttl_hours"}`` and the operator token; the instant OFF of
+auto-approve is ``POST /api/approvals/auto_off`` with ``{"org", "user"?, "author"}``. Errors are
 ``{"error": code, "detail": text}`` with a 4xx status; never an exception string from
 deeper than the input check.
 """
@@ -21,6 +22,7 @@ from shared_lib.ops import controls, monitoring, queries
 from shared_lib.ops.replay import ReplayError, replay
 from shared_lib.rollout.guard import guard_status
 from shared_lib.rollout.report import build_report, load_comparisons
+from shared_lib.state import auto_approve
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -147,6 +149,20 @@ def build_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
         except (ConfigError, ValueError, TypeError) as exc:
             return error("bad_request", str(exc), 400)
         return json_response(result)
+
+    @api.post("/approvals/auto_off")
+    def auto_off() -> Response:
+        """The instant OFF of auto-approve (seed 002 §6.4), as ``charter approvals auto off``."""
+        body = request.get_json(silent=True) or {}
+        if not isinstance(body, dict):
+            return error("bad_request", "a JSON object is expected", 400)
+        org, user, author = (str(body.get(k) or "").strip() for k in ("org", "user", "author"))
+        if not org or not author or "/" in org + user:
+            return error("bad_request", "org and author are required (no '/')", 400)
+        doc = auto_approve.turn_off(
+            rt.store, org, rt.clock(), by=author, policy=rt.policy.approval, user_id=user or None
+        )
+        return json_response({"off": doc})
 
     @api.errorhandler(ValueError)
     def _bad_value(exc: ValueError) -> Response:

@@ -1,6 +1,7 @@
 """Response integration (seed 000 §5.1 step ⑦, §17.5): what the user reads after execution.
 
-``integrate(turn, rt)`` is the responder's entry point. Successful results of an LLM-served
+``integrate(turn, rt)`` is the responder's entry point; a turn whose action ran under an
+auto-approve grant says so in the persona's line (``auto_approved_note``). Successful results of an LLM-served
 turn are phrased by a second LLM call in the persona (3-5 sentences, masked results,
 the same cached prefix as the proposal call); failures, legacy turns and a failed
 phrasing call use the persona's fixed templates (``done_<tool>``, the error catalogue).
@@ -44,6 +45,20 @@ def all_results(turn: Turn) -> list[ToolResult]:
 
 
 def integrate(turn: Turn, rt: Runtime) -> str:
+    text = _integrate(turn, rt)
+    if _auto_approved(turn) and rt.persona.has("auto_approved_note"):
+        text = f"{text}\n{rt.persona.message('auto_approved_note')}"
+    return text
+
+
+def _auto_approved(turn: Turn) -> bool:
+    """Whether an action of this turn ran under an auto-approve grant (seed 002 §6.4)."""
+    return (turn.guardian is not None and turn.guardian.reason_code == "approval.auto_approved") or any(
+        e.get("event") == "approval.auto_approved" for e in turn.loop.events
+    )
+
+
+def _integrate(turn: Turn, rt: Runtime) -> str:
     results = all_results(turn)
     if not results:
         return error_text(rt.persona, "execution_error")

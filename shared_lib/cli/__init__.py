@@ -12,6 +12,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``data``           ``charter data purge``: a person's data, deleted everywhere in the store
 ``routing``        ``charter route "TEXT"``: the route the router gives a text (no turn run)
 ``dates``          ``charter dates parse "TEXT" --now T``: how the one date reader reads a text
+``approvals``      ``charter approvals list|show|auto on|auto off|auto status``: jobs and grants
 =================  ===============================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -31,7 +32,18 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from shared_lib.cli import data, dates, gates, operations, policy, revisions, rollout, routing, tools
+from shared_lib.cli import (
+    approvals,
+    data,
+    dates,
+    gates,
+    operations,
+    policy,
+    revisions,
+    rollout,
+    routing,
+    tools,
+)
 
 Register = Callable[[Any], None]
 PRODUCT_COMMANDS: tuple[Register, ...] = (
@@ -44,6 +56,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     data.register,
     routing.register,
     dates.register,
+    approvals.register,
 )
 
 

@@ -33,6 +33,15 @@ Percent = Annotated[float, Field(ge=0, le=100)]
 
 
 class AutoApprove(BaseModel):
+    """The deployment's master switch and ceilings of auto-approve (seed 002 §6.4;
+    ``shared_lib.state.auto_approve``). ``enabled`` false: no grant applies and none can be
+    made (seed 002 §10.2's default). ``tools``: the only tools a grant may name and cover;
+    ``max_level``: the highest tool level (``min_level``) a grant may cover; ``ttl_minutes``:
+    the longest a grant may live (under the policy's ``max_ttl_minutes``). An empty list or 0
+    is no ceiling of the deployment's own; the policy's rules (hard-require, TTL) still hold.
+    Grants themselves, and the instant OFF, live in the store, not here: a flags change
+    reaches a process only after its cache, an OFF must not wait for one."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     enabled: bool = False
     tools: list[str] = Field(default_factory=list)

@@ -2,6 +2,9 @@
 proposal (LLM arm, ``shared_lib.brain.llm_arm``; or the legacy keyword brain). It
 proposes; it decides nothing.
 
+An instant OFF of auto-approve (``/auto off``, done by the context layer) is answered first,
+from the catalogue, before the kill switch and before a pending confirmation's answer.
+
 Arms: ``kill_switch`` (fixed message), ``state`` (an answer to a pending confirmation,
 seed §5.1.7), ``fast_path`` (a trivial greeting, or the router's fixed answer: no LLM
 call), ``llm``, ``legacy`` (the control arm, and the fallback when no LLM is configured).
@@ -25,7 +28,7 @@ from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.brain.vault import store_vault
 from shared_lib.envelope import ProposalSection, Turn
 from shared_lib.errors import BrainError
-from shared_lib.layers import confirmation
+from shared_lib.layers import auto_approval, confirmation
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.sanitizer import Sanitizer
 
@@ -41,6 +44,8 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     sec = turn.proposal
     t0 = time.perf_counter()
     try:
+        if off := auto_approval.answer_off(turn, rt):  # the instant OFF first (seed 002 §6.4)
+            return off
         if turn.flags.kill_switch:
             sec.arm = "kill_switch"
             sec.proposal = fixed_text(

@@ -35,6 +35,7 @@ from shared_lib.context.builder import BuiltContext
 from shared_lib.context.history import append_message, history_path
 from shared_lib.envelope import RouteSection, Turn
 from shared_lib.errors import BrainError
+from shared_lib.layers import auto_approval
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.logs import log_event
 from shared_lib.routing import Classify, decide, llm_classifier
@@ -68,6 +69,7 @@ def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
+    auto_approval.chat_off(turn, rt)  # the instant OFF runs before anything else (seed 002 §6.4)
     flags, flag_error = rt.flags.evaluate(turn.org_id, turn.user_id, rt.clock())
     turn.flags = flags
     if flag_error:
@@ -132,6 +134,8 @@ def _stored_local_only(turn: Turn, rt: Runtime, built: BuiltContext) -> bool:
 def classifier(turn: Turn, rt: Runtime) -> Classify | None:
     """The classifier over the runtime's LLM, or ``None`` when this turn must not pay for one."""
     if rt.llm is None or turn.step != 0 or turn.shadow or turn.flags.kill_switch or turn.flags.arm != "llm":
+        return None
+    if turn.context.auto_off:  # the instant OFF is answered from the catalogue
         return None
     if (left := remaining()) is not None and left <= 0:  # the turn's budget is spent: no call starts
         return None

@@ -155,7 +155,11 @@ def _deliver(turn: Turn, rt: Runtime, announcement_id: str, params: dict[str, ob
 
 
 def _confirmed(turn: Turn) -> frozenset[str]:
-    """The guardian's reasons the user approved for the action being run (seed 000 §5.1.7)."""
+    """The guardian's reasons the user approved for the action being run (seed 000 §5.1.7), or
+    that an auto-approve grant approved in their place (seed 002 §6.4)."""
+    g = turn.guardian
+    if g is not None and g.reason_code == "approval.auto_approved":
+        return frozenset(str(r) for r in g.details.get("covers") or [g.details.get("auto_approved_from")])
     approval = turn.proposal.approval or {}
     return (
         frozenset(str(r) for r in approval.get("reasons") or []) if approval.get("approved") else frozenset()

@@ -4,6 +4,8 @@ The policy is the runtime's (``rt.policy``) plus the organisation's teachings th
 context builder found. A violation the brain's constitution enforcer marked ``block``
 (``turn.proposal.violations``) blocks at priority 1 before the tree runs. A constitution violation is recorded as a ``constitution_violation``
 error, which the observer turns into an admin alert (seed 000 §4.7.1: block + alert).
+A confirmation a live auto-approve grant covers becomes ``allow`` (``approval.auto_approved``,
+``layers.auto_approval``: seed 002 §6.4).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING
 from shared_lib.decisions import Verdict
 from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
+from shared_lib.layers import auto_approval
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy import guardian
 from shared_lib.policy.subject import Origin
@@ -54,6 +57,8 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         origin=origin(turn),
         teachings=valid_teachings(turn.context.teachings),
     )
+    if verdict.action == "confirm":  # a live auto-approve grant may run it without asking
+        verdict = auto_approval.apply(turn, rt, verdict)
     turn.guardian = verdict
     if verdict.reason_code.startswith("constitution."):
         turn.add_error(

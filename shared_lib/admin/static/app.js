@@ -241,6 +241,23 @@ async function control(action) {
   }
 }
 
+async function autoOff() {
+  const author = $("control-author").value.trim();
+  const org = $("auto-off-org").value.trim();
+  if (!author || !org) { say("an operator name and an organisation are required", true); return; }
+  try {
+    const r = await api("/api/approvals/auto_off", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ org, user: $("auto-off-user").value.trim(), author }),
+    });
+    $("auto-off-result").textContent = `auto-approve off in ${org} at ${r.off.off_at}`;
+    say("auto-approve off");
+  } catch (e) {
+    $("auto-off-result").textContent = `auto-approve off refused: ${e.message}`;
+    say(`auto-approve off refused: ${e.message}`, true);
+  }
+}
+
 // ---------------------------------------------------------------- start
 
 async function refresh() {
@@ -268,6 +285,7 @@ async function start() {
   for (const id of ["btn-stop", "btn-pause", "btn-resume"]) {
     $(id).addEventListener("click", () => control($(id).getAttribute("data-action")));
   }
+  $("btn-auto-off").addEventListener("click", () => autoOff());
   $("trail-close").addEventListener("click", () => { $("trail").hidden = true; state.openTurn = null; });
   $("btn-replay").addEventListener("click", () => replayOpenTurn().catch((e) => say(e.message, true)));
   await refresh();

@@ -1,0 +1,174 @@
+"""Auto-approve in the turn (seed 002 §6.4): the guardian's hook and the instant-OFF chat command.
+
+Three entry points, called by layers owned elsewhere (the rules are ``shared_lib.state.auto_approve``):
+
+* ``apply(turn, rt, verdict)`` — guardian layer, after the tree. A confirmation that a live
+  grant covers (and the deployment's switch allows, no hard-require kind applies, not a double
+  confirmation, the authorization gate allows) becomes ``allow`` with reason
+  ``approval.auto_approved``; the job is recorded ``auto_approved`` (``state.jobs``) with its
+  ``approval.auto_approved`` event, and the executor runs it. Anything else: the confirmation
+  stands. A shadow turn takes the same decision and records nothing.
+* ``chat_off(turn, rt)`` — context layer, first thing in the turn. ``/auto off`` or
+  「自動承認オフ」 ends the sender's own grants at once; a person of level ≥ ``ORG_OFF_LEVEL``
+  ends the organisation's. The outcome is kept on ``turn.context.auto_off``.
+* ``answer_off(turn, rt)`` — brain layer, before anything else (even an answer to a pending
+  confirmation, which stays pending): the persona's catalogue tells what was turned off.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from shared_lib.brain.llm_brain import fixed_text
+from shared_lib.brain.models import flags_document
+from shared_lib.decisions import Verdict
+from shared_lib.envelope import Turn
+from shared_lib.ids import derived_short_id
+from shared_lib.layers.base import Outcome
+from shared_lib.policy.authorization import authorize
+from shared_lib.policy.effective import Policy
+from shared_lib.proposal import ToolCallProposal
+from shared_lib.state import auto_approve, jobs
+from shared_lib.state.gate import summary
+from shared_lib.tools.directory import get_person
+
+if TYPE_CHECKING:
+    from shared_lib.runtime import Runtime
+
+ORG_OFF_LEVEL = 5  # who may turn off the organisation's grants from a chat (an admin's level)
+
+
+def switch(rt: Runtime) -> auto_approve.Switch:
+    """The flags document's ``auto_approve`` block; an unreadable document switches it off."""
+    doc = flags_document(rt)
+    if doc is None:
+        return auto_approve.Switch()
+    a = doc.auto_approve
+    return auto_approve.Switch(a.enabled, tuple(a.tools), a.max_level, a.ttl_minutes)
+
+
+def job_id(turn: Turn) -> str:
+    """A job id stable under redelivery: derived from the turn and its step (``J-XXXXXX``)."""
+    return derived_short_id("J", f"{turn.turn_id}-{turn.step}")
+
+
+def apply(turn: Turn, rt: Runtime, verdict: Verdict) -> Verdict:
+    proposal = turn.proposal.proposal
+    if verdict.action != "confirm" or verdict.double_confirmation or proposal is None:
+        return verdict  # never a block, never a double confirmation: nothing to read
+    if turn.proposal.approval:
+        return verdict  # an answer to a pending confirmation stays in the confirmation flow
+    sw, now = switch(rt), rt.clock()
+    if not sw.enabled:
+        return verdict
+    grants = auto_approve.live_grants(rt.store, turn.org_id, now, user_id=turn.user_id)
+    if not grants:
+        return verdict
+    decision = auto_approve.decide(
+        verdict,
+        proposal,
+        grants,
+        policy=rt.policy.approval,
+        switch=sw,
+        route=turn.route.route,
+        user_id=turn.user_id,
+        tool_levels={c.tool_name: rt.registry.min_level(c.tool_name) for c in proposal.tool_calls},
+    )
+    if decision.grant is None:
+        return verdict.with_details(auto_approve=decision.reason, hard_require=list(decision.hard_require))
+    gate = authorize(
+        proposal,
+        store=rt.store,
+        org_id=turn.org_id,
+        user_id=turn.user_id,
+        registry=rt.registry,
+        config=rt.policy,
+    )
+    if gate.result != "allowed":
+        return verdict.with_details(auto_approve="authorization")
+    grant_id = str(decision.grant["grant_id"])
+    allowed = Verdict(
+        action="allow",
+        reason_code=auto_approve.AUTO_APPROVED,
+        priority=0,
+        message=str(rt.policy.messages.get(auto_approve.AUTO_APPROVED, "")),
+        details={
+            **verdict.details,
+            "grant_id": grant_id,
+            "job_id": job_id(turn),
+            "auto_approved_from": verdict.reason_code,
+        },
+    )
+    if not turn.shadow:
+        _record(turn, rt, proposal.root, grant_id)
+    return allowed
+
+
+def _record(turn: Turn, rt: Runtime, root: Any, grant_id: str) -> None:
+    now = rt.clock()
+    assert isinstance(root, ToolCallProposal)
+    today = now.astimezone(rt.policy.zone).date()
+    policy = Policy.build(rt.policy, rt.registry)
+    job = jobs.create(
+        rt.store,
+        {
+            "job_id": job_id(turn),
+            "org_id": turn.org_id,
+            "room_id": turn.room_id,
+            "conversation_key": turn.conversation_key,
+            "user_id": turn.user_id,
+            "turn_id": turn.turn_id,
+            "step": turn.step,
+            "status": "auto_approved",
+            "tools": [c.tool_name for c in root.tool_calls],
+            "targets": [t for c in root.tool_calls for t in auto_approve.call_targets(c.parameters)],
+            "job_type": auto_approve.job_type(turn.route.route),
+            "summary": summary(root, rt.registry, today=today),
+            "reversible": not any(policy.irreversible(c.tool_name) for c in root.tool_calls),
+            "requested_at": now,
+            "decided_at": now,
+            "approver": f"auto:{grant_id}",
+            "grant_id": grant_id,
+            "expires_at": now + rt.settings.retention(turn.org_id),
+        },
+    )
+    jobs.record_event(turn, job)
+
+
+def chat_off(turn: Turn, rt: Runtime) -> None:
+    """The instant OFF, when the message is the command: one write, before anything else."""
+    if turn.step > 0 or turn.shadow or not auto_approve.is_off_command(turn.inbound.text):
+        return
+    person = get_person(rt.store, turn.org_id, turn.user_id)
+    whole_org = person is not None and person.level >= ORG_OFF_LEVEL
+    now = rt.clock()
+    others = [
+        g
+        for g in auto_approve.live_grants(rt.store, turn.org_id, now)
+        if not whole_org and g.get("user_id") != turn.user_id
+    ]
+    auto_approve.turn_off(
+        rt.store,
+        turn.org_id,
+        now,
+        by=turn.user_id,
+        policy=rt.policy.approval,
+        user_id=None if whole_org else turn.user_id,
+    )
+    turn.context.auto_off = {"scope": "org" if whole_org else "own", "others_left": len(others)}
+
+
+def answer_off(turn: Turn, rt: Runtime) -> Outcome | None:
+    """The catalogue answer to the OFF command (``None`` when the message was not one)."""
+    off = turn.context.auto_off
+    if not off:
+        return None
+    key = "auto_off_org" if off.get("scope") == "org" else "auto_off_own"
+    text = rt.persona.message(key)
+    if off.get("others_left"):
+        text += "\n" + rt.persona.message("auto_off_org_needs_admin", level=ORG_OFF_LEVEL)
+    turn.proposal.arm = "fast_path"
+    turn.proposal.proposal = fixed_text(
+        text, "自動承認を止める指示なので、止めたことを伝える（LLMは呼ばない）"
+    )
+    return Outcome("auto_off", reason_code=f"approval.auto_off.{off.get('scope')}")
