@@ -58,12 +58,6 @@ def new_short_id(prefix: str) -> str:
     return f"{prefix}-{_encode(int.from_bytes(os.urandom(4), 'big'), 6)}"
 
 
-def derived_short_id(prefix: str, key: str) -> str:
-    """A short id like ``new_short_id``'s, the same every time for ``key`` (stable under redelivery)."""
-    digest = hashlib.sha256(key.encode()).digest()[:4]
-    return f"{prefix}-{_encode(int.from_bytes(digest, 'big'), 6)}"
-
-
 Clock = Callable[[], datetime]
 
 

@@ -23,7 +23,6 @@ from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.brain.models import flags_document
 from shared_lib.decisions import Verdict
 from shared_lib.envelope import Turn
-from shared_lib.ids import derived_short_id
 from shared_lib.layers.base import Outcome
 from shared_lib.policy.authorization import authorize
 from shared_lib.policy.effective import Policy
@@ -49,7 +48,7 @@ def switch(rt: Runtime) -> auto_approve.Switch:
 
 def job_id(turn: Turn) -> str:
     """A job id stable under redelivery: derived from the turn and its step (``J-XXXXXX``)."""
-    return derived_short_id("J", f"{turn.turn_id}-{turn.step}")
+    return jobs.job_id_for(turn.turn_id, turn.step)
 
 
 def apply(turn: Turn, rt: Runtime, verdict: Verdict) -> Verdict:
@@ -59,10 +58,11 @@ def apply(turn: Turn, rt: Runtime, verdict: Verdict) -> Verdict:
     if turn.proposal.approval:
         return verdict  # an answer to a pending confirmation stays in the confirmation flow
     sw, now = switch(rt), rt.clock()
-    if not sw.enabled:
+    required = rt.policy.approval.required_by_default  # false: the policy itself approves
+    if required and not sw.enabled:
         return verdict
-    grants = auto_approve.live_grants(rt.store, turn.org_id, now, user_id=turn.user_id)
-    if not grants:
+    grants = auto_approve.live_grants(rt.store, turn.org_id, now, user_id=turn.user_id) if sw.enabled else []
+    if required and not grants:
         return verdict
     decision = auto_approve.decide(
         verdict,

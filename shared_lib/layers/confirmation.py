@@ -31,7 +31,7 @@ from shared_lib.policy.guardian import proposal_hash
 from shared_lib.policy.teachings import valid_teachings
 from shared_lib.proposal import Proposal, ToolCallProposal
 from shared_lib.sanitizer import Sanitizer
-from shared_lib.state import gate, jobs, session
+from shared_lib.state import auto_approve, gate, jobs, session
 from shared_lib.state.answers import is_urgent, read_answer
 from shared_lib.tools.display import parameter_lines
 
@@ -237,7 +237,7 @@ def _job(
         "step": turn.step,
         "tools": [c.tool_name for c in root.tool_calls],
         "targets": targets,
-        "job_type": turn.route.route or "tool_call",
+        "job_type": auto_approve.job_type(turn.route.route or "tool_call"),
         "summary": gate.short_summary(summary),
         "impact": gate.impact_lines(rt.persona, turn.guardian, root, policy),
         "reversible": gate.reversible(root, policy),

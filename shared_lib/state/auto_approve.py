@@ -92,6 +92,11 @@ class Decision:
     hard_require: tuple[str, ...] = ()
 
 
+# the "grant" of an operation the policy does not require approval for (``required_by_default``
+# false): recorded as the job's approver ``auto:policy``
+POLICY_GRANT = "policy"
+
+
 def job_type(route: str) -> str:
     """The job type of a turn: its route, lower case (``CHAT`` → ``chat``)."""
     return route.strip().lower()
@@ -302,11 +307,13 @@ def decide(
         return Decision(None, "not_a_confirmation")
     if verdict.double_confirmation:
         return Decision(None, "double_confirmation")
-    if not switch.enabled:
-        return Decision(None, "disabled")
     kinds = hard_require_kinds(proposal, verdict, policy, cost_estimate_usd=cost_estimate_usd)
     if kinds:
         return Decision(None, "hard_require", kinds)
+    if not policy.required_by_default:  # the policy's own choice: no person needed, no grant
+        return Decision({"grant_id": POLICY_GRANT}, "not_required")
+    if not switch.enabled:
+        return Decision(None, "disabled")
     tools = [c.tool_name for c in proposal.tool_calls]
     if switch.tools and any(t not in switch.tools for t in tools):
         return Decision(None, "outside_ceiling")

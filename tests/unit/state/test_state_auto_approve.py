@@ -13,6 +13,7 @@ import pytest
 from shared_lib.decisions import Verdict
 from shared_lib.errors import ArgumentError
 from shared_lib.flags import REPO_FLAGS_FILE, seed_flags
+from shared_lib.policy.config import load_policy_config
 from shared_lib.state import auto_approve
 from tests.unit.policy.policy_fakes import ORG, Pipeline, pipeline, tool_call
 
@@ -54,6 +55,11 @@ def jobs(pipe: Pipeline) -> list[dict[str, object]]:
     return [doc for _, doc in pipe.rt.store.query(f"orgs/{ORG}/approval_jobs")]
 
 
+def statuses(pipe: Pipeline) -> list[object]:
+    """The statuses of the org's approval jobs: a confirmation asked is a pending job."""
+    return sorted(str(j["status"]) for j in jobs(pipe))
+
+
 def announcements(pipe: Pipeline) -> int:
     return len(pipe.rt.store.query(f"orgs/{ORG}/announcements"))
 
@@ -72,12 +78,12 @@ def test_a_grant_within_scope_runs_the_confirmation_once_and_records_the_job(pip
     assert record["guardian_action"] == "allow" and record["execution_success"] is True
     (event,) = [e for e in record["loop"]["events"] if e["event"] == "approval.auto_approved"]
     # AND the job is recorded auto_approved by that grant, with the seed 002 §7.3 fields
-    (job,) = jobs(pipe)
+    (job,) = [j for j in jobs(pipe) if j["status"] == "auto_approved"]
+    assert statuses(pipe) == ["auto_approved", "denied"]  # the first ask, answered いいえ
     assert job["status"] == "auto_approved" and job["approver"] == f"auto:{g['grant_id']}"
     assert job["user_id"] == "u1" and job["tools"] == ["announce"] and job["reversible"] is False
     assert "アナウンスの送信" in str(job["summary"]) and job["decided_at"] == job["requested_at"]
-    # (the record's event rows keep the §7.3 fields once helper A1's EventRow has them)
-    assert event.get("job_id", job["job_id"]) == job["job_id"]
+    assert event["job_id"] == job["job_id"] and event["approver"] == f"auto:{g['grant_id']}"
     # AND nothing waits for an answer
     assert pipe.session()["pending_action"] is None
 
@@ -94,7 +100,7 @@ def test_a_grant_within_scope_runs_the_confirmation_once_and_records_the_job(pip
 def test_outside_the_grants_scope_the_confirmation_stands(pipe, scope, text, user):
     grant(pipe, **scope)
     assert "確認させてほしい" in pipe.say(text, user=user)
-    assert announcements(pipe) == 0 and jobs(pipe) == []
+    assert announcements(pipe) == 0 and statuses(pipe) == ["pending"]
 
 
 def test_what_the_grant_approved_counts_as_confirmed_for_the_executor(pipe):
@@ -122,7 +128,7 @@ def test_a_hard_require_operation_always_asks_even_with_a_grant_covering_everyth
     grant(pipe)
     # WHEN a deletion is requested THEN it is confirmed as always
     assert "確認させてほしい" in pipe.say(DELETE)
-    assert [r["response_kind"] for r in pipe.records()] == ["confirm"] and jobs(pipe) == []
+    assert [r["response_kind"] for r in pipe.records()] == ["confirm"] and statuses(pipe) == ["pending"]
     # AND a grant cannot even name it
     with pytest.raises(ArgumentError, match="hard-require"):
         grant(pipe, tools=["delete_task"])
@@ -131,7 +137,7 @@ def test_a_hard_require_operation_always_asks_even_with_a_grant_covering_everyth
 def test_a_double_confirmation_is_never_auto_approved(pipe):
     grant(pipe, tools=["announce"])
     assert "2回確認する" in pipe.say(EVERYONE)
-    assert announcements(pipe) == 0 and jobs(pipe) == []
+    assert announcements(pipe) == 0 and statuses(pipe) == ["pending"]
 
 
 def _decide(pipe: Pipeline, verdict: Verdict, proposal, **kw: object) -> auto_approve.Decision:
@@ -257,3 +263,24 @@ def test_the_ceilings_of_the_switch_and_the_policy_hold():
         store, ORG, NOW, author="a", policy=policy, switch=auto_approve.Switch(enabled=True)
     )
     assert free["expires_at"] - free["created_at"] == timedelta(minutes=60)
+
+
+def test_a_policy_that_does_not_require_approval_runs_confirmations_without_a_grant_but_never_hard_require(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # GIVEN a policy with approval.required_by_default false (seed 002 §10.2 defaults it to true)
+    base = load_policy_config()
+    policy = base.model_copy(
+        update={"approval": base.approval.model_copy(update={"required_by_default": False})}
+    )
+    p = pipeline(monkeypatch, policy=policy)
+    p.script.update({ASK: TO_TANAKA, DELETE: tool_call("delete_task", {"task_query": "資料作成"})})
+    # WHEN a request the guardian would confirm comes, with no grant at all
+    reply = p.say(ASK)
+    # THEN it runs without asking, recorded as approved by the policy itself
+    assert NOTE in reply and announcements(p) == 1
+    (job,) = jobs(p)
+    assert job["status"] == "auto_approved" and job["approver"] == f"auto:{auto_approve.POLICY_GRANT}"
+    # AND a hard-require operation still asks
+    assert "確認させてほしい" in p.say(DELETE)
+    assert statuses(p) == ["auto_approved", "pending"]
