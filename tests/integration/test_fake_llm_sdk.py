@@ -21,6 +21,7 @@ import httpx2
 import pytest
 
 from infra.fake_llm import FakeAnthropicServer, Scenario
+from infra.fake_llm.agent_state import with_state_update
 from infra.fake_llm.scripted import PROPOSAL_TOOL, integrate, propose
 
 MODEL = "claude-sonnet-4-6"
@@ -30,6 +31,11 @@ PROPOSAL_TOOLS: list[Any] = [
 ]
 FORCED: Any = {"type": "tool", "name": PROPOSAL_TOOL}
 TASK_MESSAGE = "田中さんに見積書を作成するタスクを明日までにお願い"
+
+
+def expected_proposal() -> dict[str, Any]:
+    """What the scripted model answers for TASK_MESSAGE: its proposal with its state_update."""
+    return with_state_update(TASK_MESSAGE, propose(TASK_MESSAGE))
 
 
 @pytest.fixture
@@ -80,7 +86,7 @@ def test_given_forced_proposal_tool_when_create_then_sdk_parses_a_tool_use_messa
     block = message.content[0]
     assert isinstance(block, anthropic.types.ToolUseBlock)
     assert (
-        block.id.startswith("toolu_") and block.name == PROPOSAL_TOOL and block.input == propose(TASK_MESSAGE)
+        block.id.startswith("toolu_") and block.name == PROPOSAL_TOOL and block.input == expected_proposal()
     )
     assert message.stop_reason == "tool_use" and message.id.startswith("msg_") and message.model == MODEL
     assert message.usage.input_tokens > 0 and message.usage.output_tokens > 0
@@ -116,7 +122,7 @@ def test_given_messages_stream_when_tool_use_then_final_message_has_the_assemble
         final = stream.get_final_message()
     assert len(json_events) > 1
     assert final.stop_reason == "tool_use" and final.usage.output_tokens > 1
-    assert final.content[0].type == "tool_use" and final.content[0].input == propose(TASK_MESSAGE)
+    assert final.content[0].type == "tool_use" and final.content[0].input == expected_proposal()
 
 
 def test_given_messages_endpoint_when_counting_tokens_then_sdk_gets_the_estimate(
