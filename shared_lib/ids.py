@@ -47,7 +47,7 @@ def new_turn_id() -> str:
 
 
 def short_id_for(prefix: str, key: str) -> str:
-    """The same short id for the same ``key`` (``prefix-XXXXXX``): a redelivered step names what
+    """The same short id for the same ``key`` (``prefix`` + six characters, ``J-7K2M9Q``): a redelivered step names what
     its first delivery named."""
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
     return f"{prefix}-{_encode(int.from_bytes(digest[:4], 'big'), 6)}"

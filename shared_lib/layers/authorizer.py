@@ -15,17 +15,15 @@ from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy.authorization import authorize
+from shared_lib.proposal import Proposal
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 
-def run(turn: Turn, rt: Runtime) -> Outcome:
-    proposal = turn.proposal.proposal
-    if proposal is None or (turn.guardian is not None and turn.guardian.blocked):
-        turn.authorization = AuthDecision.not_applicable()
-        return Outcome("not_applicable", reason_code="not_applicable")
-    decision = authorize(
+def gate(turn: Turn, rt: Runtime, proposal: Proposal) -> AuthDecision:
+    """The Authorization Gate on ``proposal`` for the turn's user (also asked by auto-approve)."""
+    return authorize(
         proposal,
         store=rt.store,
         org_id=turn.org_id,
@@ -33,6 +31,14 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         registry=rt.registry,
         config=rt.policy,
     )
+
+
+def run(turn: Turn, rt: Runtime) -> Outcome:
+    proposal = turn.proposal.proposal
+    if proposal is None or (turn.guardian is not None and turn.guardian.blocked):
+        turn.authorization = AuthDecision.not_applicable()
+        return Outcome("not_applicable", reason_code="not_applicable")
+    decision = gate(turn, rt, proposal)
     turn.authorization = decision
     if decision.reason_code == "directory.unavailable":
         detail = str(decision.details.get("error", "directory unreadable"))

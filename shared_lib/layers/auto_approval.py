@@ -23,8 +23,8 @@ from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.brain.models import flags_document
 from shared_lib.decisions import Verdict
 from shared_lib.envelope import Turn
+from shared_lib.layers import authorizer
 from shared_lib.layers.base import Outcome
-from shared_lib.policy.authorization import authorize
 from shared_lib.policy.effective import Policy
 from shared_lib.proposal import ToolCallProposal
 from shared_lib.state import auto_approve, jobs
@@ -47,7 +47,7 @@ def switch(rt: Runtime) -> auto_approve.Switch:
 
 
 def job_id(turn: Turn) -> str:
-    """A job id stable under redelivery: derived from the turn and its step (``J-XXXXXX``)."""
+    """A job id stable under redelivery: derived from the turn and its step (``J-7K2M9Q``)."""
     return jobs.job_id_for(turn.turn_id, turn.step)
 
 
@@ -76,15 +76,7 @@ def apply(turn: Turn, rt: Runtime, verdict: Verdict) -> Verdict:
     )
     if decision.grant is None:
         return verdict.with_details(auto_approve=decision.reason, hard_require=list(decision.hard_require))
-    gate = authorize(
-        proposal,
-        store=rt.store,
-        org_id=turn.org_id,
-        user_id=turn.user_id,
-        registry=rt.registry,
-        config=rt.policy,
-    )
-    if gate.result != "allowed":
+    if authorizer.gate(turn, rt, proposal).result != "allowed":
         return verdict.with_details(auto_approve="authorization")
     grant_id = str(decision.grant["grant_id"])
     allowed = Verdict(

@@ -25,7 +25,7 @@ from typing import Literal
 from shared_lib.policy.config import Confirmation, load_policy_config
 
 AnswerKind = Literal["approve", "deny", "other"]
-# a job id (J-XXXXXX) or an approval id of before (ap-XXXXXX), not inside a longer word
+# a job id (J-7K2M9Q) or an approval id of before (ap-7K2M9Q), not inside a longer word
 _APPROVAL_ID = re.compile(r"(?<![0-9a-z])(ap|j)-([0-9a-z]{6})(?![0-9a-z])", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\s、。,.!！?？・…~〜()（）「」\[\]]+")
 

@@ -1,7 +1,7 @@
 """Auto-approve grants and the instant OFF (seed 002 §6.4, §10.2): code decides, never the LLM.
 
 A grant lets the charter run, without asking, a confirmation the guardian would ask about:
-``orgs/{org}/auto_approve_grants/{G-XXXXXX}`` with the organisation, optionally one person
+``orgs/{org}/auto_approve_grants/{G-7K2M9Q}`` with the organisation, optionally one person
 (``user_id``: only that person's requests), a scope and an expiry::
 
     {"kind": "grant", "grant_id", "org_id", "user_id" | None, "tools": [...],
