@@ -100,9 +100,11 @@ def test_a_step_two_confirmation_pauses_and_yes_resumes_it_once(local_stack):
     # GIVEN a request whose second step deletes (the charter confirms a delete)
     asked = post(local_stack, f"自分のタスクを確認して、資料{tag}のタスクは削除して", room)
     question = wait_replies(local_stack, room, 2)[-1]
-    assert local_stack.record(ORG, asked)["final_response"]
+    first = local_stack.record(ORG, asked)
+    assert first["final_response"]
     assert len(tasks(local_stack, tag)) == 1  # paused: nothing deleted yet
-    assert "はい" in question or "確認" in question
+    # the steps and loop events say why, should the second step not be the delete's question
+    assert "はい" in question or "確認" in question, (question, first["steps"], first["loop"])
     # WHEN the user says yes
     yes = post(local_stack, "はい", room)
     done = wait_replies(local_stack, room, 3)[-1]
