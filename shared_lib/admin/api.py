@@ -71,10 +71,12 @@ def build_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
     @api.get("/metrics")
     def metrics() -> Response:
         hours = max(1, min(24 * 14, int(_arg("hours") or 24)))
-        step = max(5, min(24 * 60, int(_arg("step") or 60)))
-        rows = monitoring.chart_series(rt, hours=hours, step_minutes=step, org=_arg("org"))
+        step = max(60, min(24 * 60, int(_arg("step") or 60)))  # the roll-ups are hourly
         th = queries.thresholds(rt.store)
-        return json_response({"series": [r.as_dict() for r in rows], "charts": charts(rows, th)})
+        rows = monitoring.chart_series(rt, hours=hours, step_minutes=step, org=_arg("org"), th=th)
+        return json_response(
+            {"series": [r.as_dict() for r in rows], "charts": charts(rows, th), "timezone": th.timezone}
+        )
 
     @api.get("/turns")
     def turns() -> Response:
