@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 from flask import Blueprint, Response, request
 
@@ -205,8 +206,10 @@ def tokens(s: Any) -> int:
 def charts(rows: list[Any], th: Any) -> dict[str, str]:
     """The §15.1 metrics as inline SVG, one chart each, threshold dashed."""
 
-    def label(s: Any) -> str:
-        return f"{s.start:%m-%d %H:%M}"
+    zone = ZoneInfo(th.timezone)
+
+    def label(s: Any) -> str:  # the organisation's time, with its zone
+        return f"{s.start.astimezone(zone):%m-%d %H:%M %Z}"
 
     def pts(attr: str) -> list[tuple[str, float | None]]:
         return [(label(s), getattr(s, attr)) for s in rows]
