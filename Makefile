@@ -19,10 +19,13 @@ install: $(STAMP)
 demo: install
 	$(VENV)/bin/charter demo
 
-# Debian's Chromium and its driver for the dashboard's browser test (nothing downloads a browser).
+# Debian's Chromium and its driver for the dashboard's browser test (nothing downloads a browser),
+# and a Japanese font from Debian so its screenshots show Japanese, not boxes (a no-op when present).
 system-deps:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	@command -v fc-list >/dev/null && fc-list :lang=ja | grep -q . || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fontconfig fonts-ipafont-gothic >/dev/null; }
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 from flask import Blueprint, Response, request
 
@@ -71,10 +72,12 @@ def build_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
     @api.get("/metrics")
     def metrics() -> Response:
         hours = max(1, min(24 * 14, int(_arg("hours") or 24)))
-        step = max(5, min(24 * 60, int(_arg("step") or 60)))
-        rows = monitoring.chart_series(rt, hours=hours, step_minutes=step, org=_arg("org"))
+        step = max(60, min(24 * 60, int(_arg("step") or 60)))  # the roll-ups are hourly
         th = queries.thresholds(rt.store)
-        return json_response({"series": [r.as_dict() for r in rows], "charts": charts(rows, th)})
+        rows = monitoring.chart_series(rt, hours=hours, step_minutes=step, org=_arg("org"), th=th)
+        return json_response(
+            {"series": [r.as_dict() for r in rows], "charts": charts(rows, th), "timezone": th.timezone}
+        )
 
     @api.get("/turns")
     def turns() -> Response:
@@ -203,8 +206,10 @@ def tokens(s: Any) -> int:
 def charts(rows: list[Any], th: Any) -> dict[str, str]:
     """The §15.1 metrics as inline SVG, one chart each, threshold dashed."""
 
-    def label(s: Any) -> str:
-        return f"{s.start:%m-%d %H:%M}"
+    zone = ZoneInfo(th.timezone)
+
+    def label(s: Any) -> str:  # the organisation's time, with its zone
+        return f"{s.start.astimezone(zone):%m-%d %H:%M %Z}"
 
     def pts(attr: str) -> list[tuple[str, float | None]]:
         return [(label(s), getattr(s, attr)) for s in rows]

@@ -33,7 +33,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from shared_lib.admin.api import build_api, json_response
 from shared_lib.admin.auth import TokenPolicy
 from shared_lib.logs import log_event
-from shared_lib.ops import audit, monitoring
+from shared_lib.ops import audit, monitoring, queries
 from shared_lib.telemetry import alerts
 
 if TYPE_CHECKING:
@@ -82,7 +82,8 @@ def create_app(rt: Runtime, *, policy: TokenPolicy | None = None) -> Flask:
 
     @app.get("/api/session")
     def session() -> Response:
-        return json_response(policy.describe())
+        # the organisation's timezone: the page shows every time in it, with the zone
+        return json_response({**policy.describe(), "timezone": queries.thresholds(rt.store).timezone})
 
     @app.post("/tasks/heartbeat")
     def heartbeat() -> Response:

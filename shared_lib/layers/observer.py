@@ -17,6 +17,11 @@ like any turn, with ``smoke`` and each layer's revision, and streamed to the smo
 ``turns.events`` (so it stays out of BigQuery); the rollback guard, which judges the LLM arm
 on what users get, does not count it.
 
+The record's first write (and a later step's supersession) adds its contribution to the
+organisation's daily roll-up (``state.rollups``: ``orgs/{org}/daily_stats/{day}``, with hourly
+buckets) in the same transaction, so the dashboard reads counts, never the records, and a
+redelivered or killed observer counts each record exactly once. Candidates count apart.
+
 At rest: records are masked (``build_record``), events are stored ``mask_stored``, and
 records and dead-lettered turns carry ``expires_at`` = the organisation's retention.
 """
@@ -33,9 +38,10 @@ from shared_lib.errors import EnvelopeError
 from shared_lib.layers.base import Layer
 from shared_lib.logs import log_event
 from shared_lib.observability import ObservabilityRecord, build_record
-from shared_lib.ports import Transaction
+from shared_lib.ports import AlreadyExistsError, Transaction
 from shared_lib.rollout import comparison
 from shared_lib.sanitizer import Sanitizer
+from shared_lib.state import rollups
 from shared_lib.telemetry import alerts
 from shared_lib.telemetry.findings import findings_for
 from shared_lib.topology import TOPOLOGY
@@ -60,10 +66,7 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
     stream(rt, record)
     compared = _hook(rt, "on_served_turn", turn)
     doc = {**record.store_doc(), "expires_at": rt.clock() + rt.settings.retention(turn.org_id)}
-    # the first record of a turn is one ``create``; a later step (or a race) needs the read
-    written = (existing is None and rt.store.create(path, doc)) or rt.store.run_transaction(
-        lambda txn: _write_once(txn, path, record.step, doc)
-    )
+    written = _write(rt, path, record, doc, first=existing is None)
     if written:
         log_event(
             "turn_recorded",
@@ -80,12 +83,40 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
     return written
 
 
-def _write_once(txn: Transaction, path: str, step: int, doc: dict[str, Any]) -> bool:
+def timezone(rt: Runtime) -> str:
+    """The organisation's day for roll-ups: the flags' cost day (the dashboard's "today")."""
+    doc, _, _ = rt.flags.current()
+    return doc.rollback_guard.cost_day_timezone if doc is not None else rollups.DEFAULT_TIMEZONE
+
+
+def _write(rt: Runtime, path: str, record: ObservabilityRecord, doc: dict[str, Any], *, first: bool) -> bool:
+    """The record and its roll-up in one transaction. The first record of a turn is a
+    ``create`` in it (no read of its own); a later step, or a race, reads the record."""
+    tz = timezone(rt)
+    if first:
+        try:
+            return rt.store.run_transaction(lambda txn: _create_counted(txn, path, record, doc, tz))
+        except AlreadyExistsError:
+            pass  # another delivery wrote it first: decide on what is there
+    return rt.store.run_transaction(lambda txn: _write_once(txn, path, record, doc, tz))
+
+
+def _create_counted(
+    txn: Transaction, path: str, record: ObservabilityRecord, doc: dict[str, Any], tz: str
+) -> bool:
+    rollups.count_in(txn, record.organization_id, tz, record)
+    txn.create(path, doc)
+    return True
+
+
+def _write_once(
+    txn: Transaction, path: str, record: ObservabilityRecord, doc: dict[str, Any], tz: str
+) -> bool:
     current = txn.get(path)
     if current is None:
-        txn.create(path, doc)
-        return True
-    if int(current.get("step", 0)) < step:  # a later step of a multi-step turn supersedes
+        return _create_counted(txn, path, record, doc, tz)
+    if int(current.get("step", 0)) < record.step:  # a later step of a multi-step turn supersedes
+        rollups.count_in(txn, record.organization_id, tz, record, ObservabilityRecord.from_doc(current))
         txn.set(path, doc)
         return True
     return False
@@ -95,10 +126,13 @@ def record_candidate(rt: Runtime, turn: Turn) -> bool:
     """A shadow candidate (dry run): stored beside the served record and compared with it."""
     record = build_record(turn, recorded_at=rt.clock(), revision=rt.settings.revision)
     stream(rt, record)
-    created = rt.store.create(
-        collections.path("shadow_candidates", org=turn.org_id, id=f"{turn.turn_id}-{turn.step}"),
-        {**record.store_doc(), "expires_at": rt.clock() + rt.settings.retention(turn.org_id)},
-    )
+    path = collections.path("shadow_candidates", org=turn.org_id, id=f"{turn.turn_id}-{turn.step}")
+    doc = {**record.store_doc(), "expires_at": rt.clock() + rt.settings.retention(turn.org_id)}
+    tz = timezone(rt)
+    try:
+        created = rt.store.run_transaction(lambda txn: _create_counted(txn, path, record, doc, tz))
+    except AlreadyExistsError:
+        created = False
     compared = _hook(rt, "on_shadow_candidate", turn)
     if not turn.smoke:
         _guard(rt, record, compared)

@@ -1,5 +1,7 @@
 """Cost against the budget (seed 000 §14.3, §15.2): tokens, cache hits, cost today and this
-month, and a projection for the month, from the observability records.
+month, and a projection for the month, from the observer's daily roll-ups
+(``state.rollups``: one document per organisation and day, so at most 31 a month whatever
+the number of turns).
 
 Shadow candidates cost real money too: they are counted (and shown separately). The
 month projection is the month-to-date cost divided by the days elapsed (today counted
@@ -13,8 +15,9 @@ from datetime import date, datetime
 from typing import Any
 
 from shared_lib.ops import queries
-from shared_lib.ops.metrics import Thresholds, window_stats
-from shared_lib.ports import Store
+from shared_lib.ops.metrics import Thresholds, bucket_stats
+from shared_lib.ports import Doc, Store
+from shared_lib.state import rollups
 
 
 @dataclass(frozen=True)
@@ -55,23 +58,21 @@ def cost_report(
     day: date | None = None,
     org: str | None = None,
     th: Thresholds | None = None,
+    month: list[Doc] | None = None,
 ) -> CostReport:
+    """``month``: the roll-ups of the month up to ``day`` when the caller read them already."""
     th = th or queries.thresholds(store)
     today = queries.local_day(now, th.timezone)
     day = day or today
     start, end = queries.day_bounds(day, th.timezone)
-    records = queries.records_between(store, start, end, org=org)
-    shadow = queries.records_between(store, start, end, org=org, shadow=True)
-    stats = window_stats(records, start, end, shadow)
-    month_start, _ = queries.day_bounds(queries.month_start(day), th.timezone)
-    month_records = queries.records_between(store, month_start, end, org=org)
-    month_shadow = queries.records_between(store, month_start, end, org=org, shadow=True)
-    month_cost = sum(r.cost_usd for r in month_records) + sum(r.cost_usd for r in month_shadow)
+    if month is None:
+        month = rollups.read_days(store, queries.month_start(day), day, org=org)
+    day_total = rollups.total(d["totals"] for d in month if d.get("day") == day.isoformat())
+    stats = bucket_stats(day_total, start, end)
+    month_total = rollups.total(d["totals"] for d in month if str(d.get("day")) <= day.isoformat())
+    month_cost = month_total["cost_usd"] + month_total["shadow_cost_usd"]
     days = queries.days_in_month(day)
     elapsed = (day.day - 1) + (_fraction_of_day(now, start, end) if day == today else 1.0)
-    by_model: dict[str, float] = {}
-    for r in [*records, *shadow]:
-        by_model[r.llm_model] = round(by_model.get(r.llm_model, 0.0) + r.cost_usd, 6)
     return CostReport(
         day=day,
         org_id=org,
@@ -88,7 +89,7 @@ def cost_report(
         projected_month_usd=round(month_cost / elapsed * days, 6) if elapsed > 0 else 0.0,
         daily_budget_usd=th.daily_cost_usd,
         monthly_budget_usd=round(th.daily_cost_usd * days, 2),
-        by_model={k: v for k, v in sorted(by_model.items()) if v},
+        by_model=dict(day_total["model_cost_usd"]),
     )
 
 

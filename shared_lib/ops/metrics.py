@@ -29,8 +29,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared_lib.observability import ObservabilityRecord
+from shared_lib.state import rollups
 
-PROPOSING_ARMS = ("llm", "legacy")
+PROPOSING_ARMS = rollups.PROPOSING_ARMS
 
 
 class Thresholds(BaseModel):
@@ -145,6 +146,41 @@ def window_stats(
         cache_hit_ratio=_ratio(cache_read, tokens_in + cache_read + cache_write),
         cost_usd=round(sum(r.cost_usd for r in rows) + shadow_cost, 6),
         shadow_cost_usd=round(shadow_cost, 6),
+    )
+
+
+def bucket_stats(b: dict[str, Any], start: datetime, end: datetime) -> WindowStats:
+    """The statistics of a roll-up bucket (``state.rollups``): what ``window_stats`` gives for
+    the records it counted, the p95 read from its latency histogram."""
+    turns, calls, tokens_in = b["turns"], b["llm_calls"], b["input_tokens"]
+    cache_read, cache_write = b["cache_read_input_tokens"], b["cache_creation_input_tokens"]
+    n = b["confidence_n"]
+    return WindowStats(
+        start=start,
+        end=end,
+        turns=turns,
+        llm_turns=b["llm_turns"],
+        llm_calls=calls,
+        llm_latency_ms_mean=round(b["llm_duration_ms"] / calls, 3) if calls else None,
+        llm_latency_ms_p95=rollups.latency_p95(b["latency_hist"]),
+        tool_calls=b["tool_calls"],
+        tool_errors=b["tool_errors"],
+        tool_error_rate=_ratio(b["tool_errors"], b["tool_calls"]),
+        confirmations=b["confirmations"],
+        confirmation_rate=_ratio(b["confirmations"], turns),
+        blocks=b["blocks"],
+        block_rate=_ratio(b["blocks"], turns),
+        denials=b["denials"],
+        errors=b["errors"],
+        mean_confidence=round(b["confidence_sum"] / n, 3) if n else None,
+        avg_response_ms=round(b["duration_ms_sum"] / turns, 3) if turns else None,
+        input_tokens=tokens_in,
+        output_tokens=b["output_tokens"],
+        cache_read_input_tokens=cache_read,
+        cache_creation_input_tokens=cache_write,
+        cache_hit_ratio=_ratio(cache_read, tokens_in + cache_read + cache_write),
+        cost_usd=round(b["cost_usd"] + b["shadow_cost_usd"], 6),
+        shadow_cost_usd=round(b["shadow_cost_usd"], 6),
     )
 
 

@@ -2,7 +2,11 @@
 
 * ``today_panel`` — the §15.2 panel: conversations, average response time, mean
   confidence, confirmations and blocks (count and share), cost today, this month and the
-  month's projection.
+  month's projection; ``chart_series`` — the §15.1 metrics hour by hour. Both read the
+  observer's roll-ups (``state.rollups``), never the records: a dashboard refresh reads a
+  number of documents independent of the number of turns. Views longer than the roll-ups'
+  year, or across organisations by any other key, are BigQuery's (``turn_daily`` view,
+  ``terraform/modules/bigquery``).
 * ``check_thresholds`` — the §15.1 metrics over the last window, per organisation and
   overall; a crossed threshold raises one alert per metric, scope and window.
 * ``cost_check`` — the §14.3 daily cost check (scheduler, just after midnight): alerts
@@ -18,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from shared_lib.ops import queries
 from shared_lib.ops.cost import cost_report
-from shared_lib.ops.metrics import Thresholds, WindowStats, breaches, series, window_stats
+from shared_lib.ops.metrics import Thresholds, WindowStats, breaches, bucket_stats, window_stats
+from shared_lib.state import rollups
 from shared_lib.telemetry import alerts
 
 if TYPE_CHECKING:
@@ -30,16 +35,17 @@ HEARTBEAT_DOC = "ops_state/heartbeat"
 
 
 def today_panel(rt: Runtime, *, org: str | None = None) -> dict[str, Any]:
+    """Today's §15.2 panel from the roll-ups of the month: one read of the thresholds and one
+    query of at most 31 documents per organisation, whatever the number of turns."""
     now = rt.clock()
     th = queries.thresholds(rt.store)
-    start, end = queries.day_bounds(queries.local_day(now, th.timezone), th.timezone)
-    stats = window_stats(
-        queries.records_between(rt.store, start, end, org=org),
-        start,
-        end,
-        queries.records_between(rt.store, start, end, org=org, shadow=True),
+    today = queries.local_day(now, th.timezone)
+    start, end = queries.day_bounds(today, th.timezone)
+    month = rollups.read_days(rt.store, queries.month_start(today), today, org=org)
+    stats = bucket_stats(
+        rollups.total(d["totals"] for d in month if d.get("day") == today.isoformat()), start, end
     )
-    cost = cost_report(rt.store, now=now, org=org, th=th)
+    cost = cost_report(rt.store, now=now, org=org, th=th, month=month)
     return {
         "day": cost.day.isoformat(),
         "timezone": th.timezone,
@@ -59,15 +65,30 @@ def today_panel(rt: Runtime, *, org: str | None = None) -> dict[str, Any]:
 
 
 def chart_series(
-    rt: Runtime, *, hours: int = 24, step_minutes: int = 60, org: str | None = None
+    rt: Runtime,
+    *,
+    hours: int = 24,
+    step_minutes: int = 60,
+    org: str | None = None,
+    th: Thresholds | None = None,
 ) -> list[WindowStats]:
+    """Windows of ``step_minutes`` (rounded up to whole hours: the roll-ups are hourly) over the
+    last ``hours``, up to the end of the current local hour, summed from the roll-ups' hourly
+    buckets (one query: a document per organisation and day)."""
+    th = th or queries.thresholds(rt.store)
     now = rt.clock()
-    step = timedelta(minutes=step_minutes)
-    end = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    day, hour = rollups.slot(now, th.timezone)
+    end = rollups.day_start(day, th.timezone) + timedelta(hours=hour + 1)
     start = end - timedelta(hours=hours)
-    records = queries.records_between(rt.store, start, end, org=org)
-    shadow = queries.records_between(rt.store, start, end, org=org, shadow=True)
-    return series(records, start, end, step, shadow)
+    docs = rollups.read_days(rt.store, queries.local_day(start, th.timezone), day, org=org)
+    buckets = rollups.hourly(docs)
+    step = timedelta(hours=max(1, -(-step_minutes // 60)))
+    out, cur = [], start
+    while cur < end:
+        nxt = min(cur + step, end)
+        out.append(bucket_stats(rollups.total(b for at, b in buckets if cur <= at < nxt), cur, nxt))
+        cur = nxt
+    return out
 
 
 def check_thresholds(

@@ -1,8 +1,11 @@
 """The operator dashboard in a real headless browser (Debian's chromium and chromedriver).
 
-The demo conversation arrives as signed webhooks; the dashboard shows the turns, opens a
-decision trail, and its emergency stop makes the next webhook get the kill-switch reply.
-Screenshots go to ``test-artifacts/dashboard/``.
+The demo conversation arrives as signed webhooks; the dashboard's views (overview, turns, a
+turn's trail, LLM calls, shadow, controls) show them with times in the organisation's zone and
+multi-line text as written, and its emergency stop makes the next webhook get the kill-switch
+reply. Japanese must be readable: a Japanese font is installed (``make system-deps``) and the
+page draws two different kanji that must not come out as the same "tofu" box. A screenshot of
+each view goes to ``test-artifacts/dashboard/``.
 
 The stack is the whole local stack (``local_stack``: emulators, one functions-framework
 process per layer, the admin function). The emergency stop writes a kill-switch override
@@ -94,9 +97,32 @@ def stack(local_stack: Any) -> Iterator[Any]:
         time.sleep(local_stack.flags_ttl)
 
 
+# Two different kanji drawn with the page's own font: without a Japanese font both are the
+# same missing-glyph box, so their pixels are equal.
+KANJI_DIFFER = """
+const draw = (ch) => {
+  const c = document.createElement("canvas");
+  c.width = 64; c.height = 64;
+  const g = c.getContext("2d");
+  g.fillStyle = "#fff"; g.fillRect(0, 0, 64, 64);
+  g.fillStyle = "#000"; g.font = "48px " + getComputedStyle(document.body).fontFamily;
+  g.fillText(ch, 8, 52);
+  return Array.from(g.getImageData(0, 0, 64, 64).data).join(",");
+};
+return [draw("\u6f22") !== draw("\u5b57"), draw("\u6f22") !== draw("\u0378")];
+"""
+
+
+def view(driver: WebDriver, wait: WebDriverWait, name: str) -> None:
+    driver.find_element(By.CSS_SELECTOR, f'#views a[data-view="{name}"]').click()
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-view") == name)
+
+
 def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_the_brain(stack, browser):
-    # GIVEN the demo conversation, sent as signed webhooks and recorded
+    # GIVEN the demo conversation and a message of two lines, sent as signed webhooks and recorded
+    multi_line = "確認です。\n明日の会議は何時からですか？"
     turn_ids = [webhook(stack, text, speaker) for speaker, text in CONVERSATION]
+    turn_ids.append(webhook(stack, multi_line, CONVERSATION[0][0]))
     for turn_id in turn_ids:
         stack.record(DEMO_ORG, turn_id)
     wait = WebDriverWait(browser, WAIT)
@@ -104,11 +130,21 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     # WHEN the operator opens the dashboard
     browser.get(stack.admin_url + "/")
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == "1")
-    wait.until(lambda d: set(turn_ids) <= rows_of(d))
-    # THEN today's statistics count the demo turns and the charts are drawn
-    assert int(browser.find_element(By.ID, "stat-conversations").text) >= len(turn_ids)
+    # THEN the overview counts the demo turns from the roll-ups, draws the charts in Tokyo time
+    wait.until(lambda d: int(d.find_element(By.ID, "stat-conversations").text or 0) >= len(turn_ids))
     assert len(browser.find_elements(By.CSS_SELECTOR, "#chart-grid svg.chart")) == 7
-    shot(browser, "1-dashboard")
+    assert "JST" in browser.find_element(By.CSS_SELECTOR, "#chart-grid svg.chart").text
+    assert browser.find_element(By.ID, "tz-badge").text == "times in Asia/Tokyo"
+    # AND Japanese is drawn with real glyphs (a CJK font is installed)
+    assert browser.execute_script(KANJI_DIFFER) == [True, True], "kanji render as tofu: no Japanese font"
+    shot(browser, "1-overview")
+
+    # WHEN the turns view is opened THEN every turn is listed, its time in the organisation's zone
+    view(browser, wait, "turns")
+    wait.until(lambda d: set(turn_ids) <= rows_of(d))
+    first_time = browser.find_element(By.CSS_SELECTOR, "#turns-table tbody tr[data-turn-id] td").text
+    assert first_time.endswith("(Asia/Tokyo)"), first_time
+    shot(browser, "2-turns")
 
     # WHEN a turn is opened THEN its decision trail is shown layer by layer
     browser.find_element(By.CSS_SELECTOR, f'#turns-table tr[data-turn-id="{turn_ids[0]}"]').click()
@@ -118,9 +154,26 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
         td.text for td in browser.find_elements(By.CSS_SELECTOR, "#trail-body .trail-table td:nth-child(2)")
     ]
     assert trail_layers[:6] == ["context", "brain", "guardian", "authorizer", "executor", "responder"]
-    shot(browser, "2-trail")
+    shot(browser, "3-trail")
+
+    # WHEN the two-line message's trail is opened THEN its input keeps its line break
+    view(browser, wait, "turns")
+    browser.find_element(By.CSS_SELECTOR, f'#turns-table tr[data-turn-id="{turn_ids[-1]}"]').click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "trail-id"), turn_ids[-1]))
+    shown = [kv.text for kv in browser.find_elements(By.CSS_SELECTOR, "#trail-body .kv .v")]
+    assert multi_line in shown, shown
+    shot(browser, "3b-trail-multi-line")
+
+    # WHEN the LLM calls and the shadow views are opened THEN they show their data
+    view(browser, wait, "llm")
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#llm-calls-list details.call"))
+    shot(browser, "4-llm-calls")
+    view(browser, wait, "shadow")
+    wait.until(lambda d: "samples" in d.find_element(By.ID, "rollout-body").text)
+    shot(browser, "5-shadow")
 
     # WHEN the operator gives the token and presses the emergency stop
+    view(browser, wait, "controls")
     token = stack.admin_token
     browser.find_element(By.ID, "admin-token").send_keys(token)
     browser.find_element(By.ID, "token-save").click()
@@ -129,7 +182,8 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     browser.find_element(By.ID, "btn-stop").click()
     wait.until(lambda d: d.find_element(By.ID, "run-state").get_attribute("data-state") == "stopped")
     assert browser.find_element(By.ID, "control-result").get_attribute("data-effective") == "stopped"
-    shot(browser, "3-stopped")
+    assert "(Asia/Tokyo)" in browser.find_element(By.ID, "flags-body").text
+    shot(browser, "6-controls-stopped")
 
     # THEN the next webhook gets the kill-switch reply (once other processes' flags caches expired)
     time.sleep(stack.flags_ttl)

@@ -54,6 +54,9 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # 50.8 since the demo's six people have addresses, so the mix's announcement really
     # reaches them (per recipient one receipt create and one completion: 12 RPCs / 8 turns);
     # 53.1 with seed 004's agent state: one read with the context sources, and a transaction
-    # (get, set) at the end of a turn that proposed or decided something about it
+    # (get, set) at the end of a turn that proposed or decided something about it;
+    # 56.0 since the observer counts each record into the daily roll-up in the record's own
+    # transaction (begin, the roll-up's read, commit: two more a served turn, and a shadow
+    # candidate's create became the same), so no dashboard refresh reads the records
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 54, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 56, report["per_turn"]

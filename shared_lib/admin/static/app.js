@@ -3,7 +3,9 @@
 // which the server renders with all text escaped.
 "use strict";
 
-const state = { token: sessionStorage.getItem("charterAdminToken") || "", openTurn: null };
+const state = { token: sessionStorage.getItem("charterAdminToken") || "", openTurn: null, tz: "Asia/Tokyo",
+                view: "overview" };
+const VIEWS = ["overview", "turns", "trail", "llm", "shadow", "controls"];
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -46,14 +48,45 @@ const fmt = {
   pct: (v) => (v === null || v === undefined ? "–" : `${(v * 100).toFixed(1)} %`),
   num: (v, d) => (v === null || v === undefined ? "–" : Number(v).toFixed(d)),
   usd: (v) => (v === null || v === undefined ? "–" : `$${Number(v).toFixed(4)}`),
-  time: (iso) => (iso ? iso.replace("T", " ").slice(0, 19) : "–"),
+  // every time in the organisation's zone, the zone shown: "2026-11-24 14:05 (Asia/Tokyo)"
+  time: (iso) => {
+    if (!iso) return "–";
+    const at = new Date(iso);
+    if (Number.isNaN(at.getTime())) return String(iso);
+    const parts = {};
+    for (const p of new Intl.DateTimeFormat("en-CA", { timeZone: state.tz, year: "numeric", month: "2-digit",
+      day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" }).formatToParts(at)) {
+      parts[p.type] = p.value;
+    }
+    return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} (${state.tz})`;
+  },
 };
+
+// ---------------------------------------------------------------- views
+
+function show(view) {
+  state.view = VIEWS.includes(view) ? view : "overview";
+  for (const section of document.querySelectorAll("section[data-in-view]")) {
+    section.hidden = section.getAttribute("data-in-view") !== state.view;
+  }
+  for (const link of document.querySelectorAll("#views a[data-view]")) {
+    link.classList.toggle("active", link.getAttribute("data-view") === state.view);
+  }
+  document.body.setAttribute("data-view", state.view);
+}
+
+function loadView() {
+  const loaders = { overview: [loadStats, loadCharts, loadAlerts], turns: [loadTurns], trail: [],
+                    llm: [loadLlmCalls], shadow: [loadRollout], controls: [loadFlags] };
+  return Promise.allSettled((loaders[state.view] || []).map((f) => f()));
+}
 
 // ---------------------------------------------------------------- today and charts
 
 async function loadStats() {
   const s = await api("/api/stats");
   $("today-day").textContent = `${s.day} (${s.timezone})`;
+  $("charts-tz").textContent = s.timezone;
   $("stat-conversations").textContent = s.conversations;
   $("stat-avg-response").textContent = fmt.ms(s.avg_response_ms);
   $("stat-confidence").textContent = fmt.num(s.mean_confidence, 2);
@@ -144,10 +177,11 @@ async function openTrail(turnId, org) {
   const q = org ? `?org=${encodeURIComponent(org)}` : "";
   const data = await api(`/api/turns/${encodeURIComponent(turnId)}${q}`);
   $("trail-id").textContent = turnId;
+  $("trail-empty").hidden = true;
   $("trail-body").replaceChildren(renderTrail(data));
   $("replay-result").replaceChildren();
-  $("trail").hidden = false;
-  $("trail").scrollIntoView({ block: "start" });
+  if (location.hash !== "#trail") history.pushState(null, "", "#trail");
+  show("trail");
 }
 
 async function replayOpenTurn() {
@@ -250,7 +284,7 @@ async function autoOff() {
       method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ org, user: $("auto-off-user").value.trim(), author }),
     });
-    $("auto-off-result").textContent = `auto-approve off in ${org} at ${r.off.off_at}`;
+    $("auto-off-result").textContent = `auto-approve off in ${org} at ${fmt.time(r.off.off_at)}`;
     say("auto-approve off");
   } catch (e) {
     $("auto-off-result").textContent = `auto-approve off refused: ${e.message}`;
@@ -260,9 +294,10 @@ async function autoOff() {
 
 // ---------------------------------------------------------------- start
 
+// A refresh reads the header's state and the open view only; each request is bounded
+// (roll-ups and limited lists), whatever the number of turns.
 async function refresh() {
-  const jobs = [loadStats(), loadCharts(), loadTurns(), loadRollout(), loadFlags(), loadAlerts(), loadLlmCalls()];
-  const results = await Promise.allSettled(jobs);
+  const results = [...await Promise.allSettled([loadFlags()]), ...await loadView()];
   const failed = results.filter((r) => r.status === "rejected");
   if (failed.length) say(failed[0].reason.message, true);
   document.body.setAttribute("data-loaded", "1");
@@ -272,7 +307,11 @@ async function start() {
   try {
     const s = await api("/api/session");
     $("env-badge").textContent = s.locked ? `${s.env} · LOCKED` : s.env;
+    state.tz = s.timezone || state.tz;
   } catch (e) { say(e.message, true); }
+  $("tz-badge").textContent = `times in ${state.tz}`;
+  show(location.hash.slice(1));
+  window.addEventListener("hashchange", () => { show(location.hash.slice(1)); loadView(); });
   $("admin-token").value = state.token;
   $("token-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -286,12 +325,11 @@ async function start() {
     $(id).addEventListener("click", () => control($(id).getAttribute("data-action")));
   }
   $("btn-auto-off").addEventListener("click", () => autoOff());
-  $("trail-close").addEventListener("click", () => { $("trail").hidden = true; state.openTurn = null; });
   $("btn-replay").addEventListener("click", () => replayOpenTurn().catch((e) => say(e.message, true)));
   await refresh();
   const params = new URLSearchParams(location.search);
   if (params.get("turn")) openTrail(params.get("turn"), params.get("org")).catch((e) => say(e.message, true));
-  setInterval(() => { Promise.allSettled([loadStats(), loadFlags(), loadAlerts()]); }, 15000);
+  setInterval(() => { if (state.view !== "trail" && state.view !== "controls") refresh(); }, 15000);
 }
 
 document.addEventListener("DOMContentLoaded", start);

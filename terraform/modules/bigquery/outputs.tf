@@ -13,3 +13,8 @@ output "dataset_id" {
   description = "Dataset id."
   value       = google_bigquery_dataset.observability.dataset_id
 }
+
+output "turn_daily_view" {
+  description = "The daily-aggregate view over turn_events (multi-day dashboard ranges)."
+  value       = "${var.project_id}.${google_bigquery_table.turn_daily.dataset_id}.${google_bigquery_table.turn_daily.table_id}"
+}

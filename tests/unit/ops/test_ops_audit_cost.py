@@ -10,6 +10,7 @@ from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.ops.audit import audit, audit_records, findings_for
 from shared_lib.ops.cost import cost_report
 from shared_lib.ops.metrics import Thresholds
+from shared_lib.state import rollups
 from shared_lib.telemetry import alerts
 
 T0 = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)  # 12:00 in Tokyo
@@ -88,10 +89,9 @@ def test_cost_today_this_month_and_the_projection():
         make_record(datetime(2026, 10, 31, 16, 0, tzinfo=UTC), cost_usd=3.0),  # Nov 1st 01:00 Tokyo
         make_record(datetime(2026, 10, 30, 12, 0, tzinfo=UTC), cost_usd=100.0),
     ]
-    for r in rows:
-        store.set(f"orgs/{ORG}/observability/{r.record_id}", r.store_doc())
     cand = make_record(T0, shadow=True, kind="shadow_candidate", cost_usd=0.5)
-    store.set(f"orgs/{ORG}/shadow_candidates/{cand.record_id}-0", cand.store_doc())
+    for r in [*rows, cand]:  # counted as the observer counts what it records
+        rollups.add(store, r, "Asia/Tokyo")
     th = Thresholds(daily_cost_usd=3.0, timezone="Asia/Tokyo")
     # WHEN the report is made at noon on the 23rd
     rep = cost_report(store, now=T0 + timedelta(minutes=1), th=th)
@@ -109,6 +109,6 @@ def test_cost_of_a_past_day_and_one_organisation():
     store = MemoryStore()
     for org, cost in (("a", 1.0), ("b", 2.0)):
         r = make_record(T0 - timedelta(days=1), cost_usd=cost, organization_id=org, org_id=org)
-        store.set(f"orgs/{org}/observability/{r.record_id}", r.store_doc())
+        rollups.add(store, r)
     rep = cost_report(store, now=T0, day=date(2026, 11, 22), org="b", th=Thresholds())
     assert rep.cost_today_usd == 2.0 and rep.turns == 1 and rep.org_id == "b"
