@@ -296,6 +296,7 @@ class Turn(BaseModel):
     def attributes(self, layer: str) -> dict[str, str]:
         attrs = {
             "turn_id": self.turn_id,
+            "org_id": self.org_id,  # the consumer's span names the organisation before it decodes
             "layer": layer,
             "schema_version": str(self.schema_version),
             "step": str(self.step),

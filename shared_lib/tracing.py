@@ -80,6 +80,7 @@ __all__ = [
     "tool_span",
     "trace_id",
     "trace_id_of",
+    "with_context",
 ]
 
 EXPORTERS = ("none", "store", "cloud_trace", "memory")
@@ -304,6 +305,13 @@ def inject(carrier: dict[str, str]) -> dict[str, str]:
     """``carrier`` with the current span's ``traceparent`` (and ``tracestate``) when there is one."""
     _PROPAGATOR.inject(carrier)
     return carrier
+
+
+def with_context(attributes: Mapping[str, str]) -> dict[str, str]:
+    """A message's attributes with the current span as its trace context, unless they carry one
+    (every bus adapter's publish: events and alerts stay in the trace of the turn that made them)."""
+    out = dict(attributes)
+    return out if "traceparent" in out else inject(out)
 
 
 def current_traceparent() -> str:

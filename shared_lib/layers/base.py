@@ -101,6 +101,7 @@ class LayerRunner:
         step = attributes.get("step", "")
         return {
             "charter.turn_id": attributes.get("turn_id"),
+            "charter.org_id": attributes.get("org_id"),
             "charter.step": int(step) if step.isdigit() else None,
             "charter.layer": self.layer.name,
             "charter.revision": self.rt.settings.revision,
