@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
+from test_pipeline import ORG
+from test_pipeline import runtime as chain_runtime
 
 from infra.fake_llm import FakeAnthropicServer
 from infra.fake_llm.port import InProcessScriptedLLM
@@ -22,16 +24,14 @@ from shared_lib.adapters.anthropic_llm import AnthropicLLM, RetryPolicy
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.adapters.sqlite_store import SQLiteStore
 from shared_lib.cli.operations import turns_show
-from shared_lib.composition import build_runtime, wire_inprocess
+from shared_lib.composition import build_runtime
 from shared_lib.errors import ConfigError
 from shared_lib.layers.ingress import handle_http
 from shared_lib.ops.spans import cloud_trace_url, trace_section
 from shared_lib.ports import LLMRequest
 from shared_lib.runtime import Runtime
 from shared_lib.settings import Settings
-from shared_lib.tools.directory import seed_directory
 
-ORG = "acme"
 CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 CHAIN = ["context", "brain", "guardian", "authorizer", "executor", "responder", "observer"]
 TASK = "田中さんに明日までに見積書のタスクをお願い"
@@ -44,25 +44,8 @@ def _tracing_back_to_none() -> Iterator[None]:
 
 
 def runtime(exporter: str = "memory", **env: str) -> Runtime:
-    rt = build_runtime(
-        {
-            "CHARTER_ENV": "test",
-            "CHARTER_LLM": "none",
-            "CHARTER_CHANNELS": "recording",
-            "CHARTER_TRACE_EXPORTER": exporter,
-            **env,
-        }
-    )
-    wire_inprocess(rt)
-    seed_directory(
-        rt.store,
-        ORG,
-        [
-            {"user_id": "u1", "name": "鈴木一郎", "level": 2, "department_id": "d1"},
-            {"user_id": "u2", "name": "田中太郎", "level": 2, "department_id": "d1"},
-        ],
-        {"d1": None},
-    )
+    """The in-process chain of ``test_pipeline`` (its directory), tracing to ``exporter``."""
+    rt = chain_runtime(CHARTER_TRACE_EXPORTER=exporter, **env)
     if exporter == "memory":
         tracing.memory_exporter().clear()
     return rt
