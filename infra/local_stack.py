@@ -153,6 +153,8 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
             "LINE_CHANNEL_ACCESS_TOKEN": "local-line-token",
             "SLACK_BOT_TOKEN": "xoxb-local-fake",
             "CHARTER_LOG_JSON": "1",
+            # every process's spans go to the emulator's trace_spans (charter turns show prints them)
+            "CHARTER_TRACE_EXPORTER": "store",
             "CHARTER_FLAGS_TTL": str(state.get("flags_ttl", 2)),
             "CHARTER_DEFAULT_ORG": "demo",
             # deliveries of every provider land in the demo organisation; the bot identities are the
@@ -349,6 +351,7 @@ def spawn_function(
 ) -> None:
     """One functions-framework process of ``target`` on a free port, recorded as component ``name``."""
     port = free_port()
+    env = {**env, "FUNCTION_TARGET": target}  # as Cloud Run sets it: the service's name in its spans
     _spawn(paths, state, name, _function_cmd(target, kind, port), env, port, f"http://127.0.0.1:{port}")
 
 

@@ -6,7 +6,8 @@ adapters the settings name (Firestore / SQLite / memory store, Pub/Sub / in-proc
 the Anthropic client behind the local-only guard, the channel clients or recording ones),
 builds every service once
 (policy, context builder, task backend, notifiers, ingress configuration, rollback guard,
-vault cipher), applies the process-wide configuration (configuration files, log format),
+vault cipher), applies the process-wide configuration (configuration files, log format, the tracer
+provider and its exporter),
 and wires the layers: ``runner(rt, target)`` and ``wire_inprocess(rt)`` follow the same
 ``topology.json`` the emulator and Terraform use.
 
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from shared_lib import config_files, logs
+from shared_lib import config_files, logs, tracing
 from shared_lib.brain.vault import vault_cipher
 from shared_lib.channels.base import IngressConfig
 from shared_lib.channels.secrets import ChannelSecrets
@@ -62,6 +63,7 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
     settings: Settings = overrides.pop("settings", None) or Settings.from_env(environ)
     apply_process_settings(settings)
     store = overrides.pop("store", None) or _store(settings)
+    _tracing(settings, store)
     clock = overrides.get("clock")
     prices = overrides.pop("prices", None) or PriceTable.load()
     # an injected LLM is used as given, behind the local-only guard like a built one
@@ -110,6 +112,7 @@ def check_startup(environ: Mapping[str, str] | None = None) -> Settings:
     IngressConfig.load(settings.ingress_config)
     vault_cipher(settings.env, settings.secret("vault_key"))
     ContextConfig.from_settings(settings)
+    tracing.TraceConfig.of(settings)
     apply_process_settings(settings)
     return settings
 
@@ -118,6 +121,19 @@ def apply_process_settings(settings: Settings) -> None:
     """What is process-wide by nature: which configuration files, and the log format."""
     config_files.configure(config_files.ConfigFiles.of(settings))
     logs.configure(json_logs=settings.log_json, project=settings.project)
+
+
+def _tracing(settings: Settings, store: Store) -> None:
+    """This process's tracer provider (``shared_lib.tracing``), kept while nothing changed."""
+    config = tracing.TraceConfig.of(settings)
+    if tracing.configured(config, store):
+        return
+    exporter = None
+    if config.exporter == "store":
+        from shared_lib.adapters.trace_exporter import StoreSpanExporter
+
+        exporter = StoreSpanExporter(store)
+    tracing.configure(config, exporter=exporter, owner=store)
 
 
 def operator_runtime(

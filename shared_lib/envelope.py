@@ -5,8 +5,9 @@ test enforces it). Shared bookkeeping (``timings``, ``trail``, ``errors``, ``usa
 appended by every layer through the helpers here.
 
 On Pub/Sub the JSON body is the message data; the attributes carry ``turn_id``,
-``layer`` (the producer), ``schema_version``, ``step`` and ``traceparent`` (and ``smoke``
-on a smoke turn). A body over ``MAX_INLINE_BYTES`` is stored in the store and the message
+``layer`` (the producer), ``schema_version``, ``step`` and the W3C trace context of the
+publishing span (``traceparent``, put there by the OpenTelemetry propagator: ``shared_lib.tracing``;
+``Turn.traceparent`` is the turn's trace, from its ingress) (and ``smoke`` on a smoke turn). A body over ``MAX_INLINE_BYTES`` is stored in the store and the message
 carries a reference.
 
 A smoke turn (``smoke``) comes from a signed smoke webhook at the candidate ingress and
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shared_lib import collections
+from shared_lib import collections, tracing
 from shared_lib.agent_record import AgentSection
 from shared_lib.decisions import AuthDecision, Verdict
 from shared_lib.errors import BrainError, EnvelopeError, EnvelopeTooLarge
@@ -295,12 +296,15 @@ class Turn(BaseModel):
     def attributes(self, layer: str) -> dict[str, str]:
         attrs = {
             "turn_id": self.turn_id,
+            "org_id": self.org_id,  # the consumer's span names the organisation before it decodes
             "layer": layer,
             "schema_version": str(self.schema_version),
             "step": str(self.step),
             "shadow": "1" if self.shadow else "0",
         }
-        if self.traceparent:
+        # the publisher's current span is the next hop's parent; outside any, the turn's own
+        tracing.inject(attrs)
+        if "traceparent" not in attrs and self.traceparent:
             attrs["traceparent"] = self.traceparent
         if self.smoke:
             attrs["smoke"] = "1"

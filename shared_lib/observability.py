@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from shared_lib import tracing
 from shared_lib.envelope import Turn
-from shared_lib.logs import parse_traceparent
 from shared_lib.observability_steps import (
     AgentRow,
     LoopRow,
@@ -257,7 +257,6 @@ def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> Ob
     results = turn.execution.results
     failed = [r for r in results if not r.ok]
     g, a = turn.guardian, turn.authorization
-    trace = parse_traceparent(turn.traceparent)
     kind: RecordKind = "shadow_candidate" if turn.shadow else "turn_record"
     steps = step_rows(turn, s)
     return ObservabilityRecord(
@@ -275,7 +274,7 @@ def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> Ob
         room_id=turn.room_id,
         channel=turn.channel,
         conversation_key=turn.conversation_key,
-        trace_id=trace[0] if trace else None,
+        trace_id=tracing.trace_id_of(turn.traceparent) or None,
         input_message=s.mask_text(turn.inbound.text),
         context_summary=s.mask_text(turn.context.rendered[:2000]),
         context_degraded=list(turn.context.degraded),

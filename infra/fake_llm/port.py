@@ -16,17 +16,28 @@ import time
 from infra.fake_llm.scenario import MessagesRequest
 from infra.fake_llm.scripted import answer
 from infra.fake_llm.server import PromptCache, output_tokens
+from shared_lib import tracing
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
+
+PROVIDER = "charter.scripted"  # the span's gen_ai.provider.name: not Anthropic's service
 
 
 class InProcessScriptedLLM:
-    """``complete`` answers as the fake server's scripted model does; ``calls`` counts them."""
+    """``complete`` answers as the fake server's scripted model does; ``calls`` counts them.
+
+    Each call is a GenAI span, as the Anthropic adapter's are (``tracing.llm_span``)."""
 
     def __init__(self) -> None:
         self.cache = PromptCache()
         self.calls = 0
 
     def complete(self, request: LLMRequest) -> LLMResponse:
+        with tracing.llm_span(request, provider=PROVIDER) as span:
+            response = self._complete(request)
+            tracing.record_llm_response(span, response)
+            return response
+
+    def _complete(self, request: LLMRequest) -> LLMResponse:
         start = time.perf_counter()
         self.calls += 1
         body = request.model_dump(exclude_none=True)

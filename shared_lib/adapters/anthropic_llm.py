@@ -37,6 +37,7 @@ import tenacity
 from pydantic import BaseModel, ConfigDict, Field
 from tenacity.stop import stop_base
 
+from shared_lib import tracing
 from shared_lib.callctx import remaining
 from shared_lib.errors import CharterError, LLMError
 from shared_lib.logs import log_event
@@ -111,6 +112,13 @@ class AnthropicLLM:
         self._sleep = sleep
 
     def complete(self, request: LLMRequest) -> LLMResponse:
+        """One call with its retries, under one span with the GenAI conventions (``tracing.llm_span``)."""
+        with tracing.llm_span(request) as span:
+            response = self._complete(request)
+            tracing.record_llm_response(span, response)
+            return response
+
+    def _complete(self, request: LLMRequest) -> LLMResponse:
         t0 = time.perf_counter()
         tally = _Tally()
         left = remaining()

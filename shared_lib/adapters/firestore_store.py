@@ -11,6 +11,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import firestore
 from google.cloud.firestore_v1.base_query import FieldFilter
 
+from shared_lib import tracing
 from shared_lib.errors import StoreUnavailable
 from shared_lib.ports import AlreadyExistsError, Doc, Op
 
@@ -105,9 +106,14 @@ class FirestoreStore:
         def _run(txn: firestore.Transaction) -> T:
             return fn(_FirestoreTransaction(self.client, txn))
 
+        with tracing.store_span("firestore"):
+            result: T = self._attempts(_run, attempts)
+            return result
+
+    def _attempts(self, run: Callable[[Any], T], attempts: int) -> T:
         for attempt in range(1, attempts + 1):
             try:
-                result: T = _run(self.client.transaction())
+                result: T = run(self.client.transaction())
                 return result
             except (gexc.Aborted, ValueError) as exc:
                 # the client gives up on contention with ``Aborted`` or, after its own quick

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from shared_lib import tracing
 from shared_lib.topology import TOPOLOGY, Topology
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class InProcessBus:
     def publish(self, topic_key: str, data: bytes, attributes: dict[str, str], ordering_key: str = "") -> str:
         if topic_key not in self.topology.topic_ids:
             raise ValueError(f"unknown topic key {topic_key!r}")
+        attributes = tracing.with_context(attributes)
         with self._lock:
             self._counter += 1
             self.published.append((topic_key, data, dict(attributes), ordering_key))

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from shared_lib import tracing
 from shared_lib.ports import AlreadyExistsError, Doc, Op
 
 T = TypeVar("T")
@@ -151,7 +152,7 @@ class MemoryStore:
         return out[:limit] if limit is not None else out
 
     def run_transaction(self, fn: Callable[[Any], T]) -> T:
-        with self._lock:
+        with tracing.store_span("memory"), self._lock:
             txn = _MemoryTransaction(self)
             result = fn(txn)
             txn.commit()

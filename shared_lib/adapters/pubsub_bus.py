@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
+from shared_lib import tracing
 from shared_lib.topology import TOPOLOGY, Topology
 
 
@@ -37,6 +38,7 @@ class PubSubBus:
 
     def publish(self, topic_key: str, data: bytes, attributes: dict[str, str], ordering_key: str = "") -> str:
         path = self._paths[topic_key]
+        attributes = tracing.with_context(attributes)
         try:
             future = self.publisher.publish(path, data, ordering_key=ordering_key, **attributes)
             message_id: str = future.result(timeout=self.timeout)

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from shared_lib import tracing
 from shared_lib.adapters.document_values import (
     INEQUALITIES,
     MISSING,
@@ -276,7 +277,8 @@ class SQLiteStore:
             txn.commit()
             return result
 
-        return self._retrying(work)
+        with tracing.store_span("sqlite"):
+            return self._retrying(work)
 
     def dump(self) -> dict[str, Doc]:
         """Every document by path (tests and the demo's summary)."""

@@ -32,6 +32,7 @@ from shared_lib.errors import CharterError
 from shared_lib.ops import audit, monitoring, queries, render
 from shared_lib.ops.cost import cost_report
 from shared_lib.ops.replay import ReplayError, replay
+from shared_lib.ops.spans import trace_section
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -74,8 +75,14 @@ def turns_show(rt: Runtime, args: argparse.Namespace) -> int:
         return 1
     calls = queries.llm_calls_for(rt.store, rec.organization_id, rec.record_id)
     comparison = queries.comparison_for(rt.store, rec.organization_id, rec.record_id)
-    data = {"record": rec.model_dump(mode="json"), "llm_calls": calls, "shadow_comparison": comparison}
-    _out(args, data, render.trail(rec, llm_calls=calls, comparison=comparison))
+    spans, tree = trace_section(rt.store, rec.trace_id, rt.settings)
+    data = {
+        "record": rec.model_dump(mode="json"),
+        "llm_calls": calls,
+        "shadow_comparison": comparison,
+        "trace": spans,
+    }
+    _out(args, data, render.trail(rec, llm_calls=calls, comparison=comparison) + "\n" + tree)
     return 0
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from shared_lib import idempotency
+from shared_lib import idempotency, tracing
 from shared_lib.callctx import call_context, turn_budget
 from shared_lib.decisions import DEFAULT, Outcome
 
@@ -39,6 +39,7 @@ from shared_lib.envelope import Turn
 from shared_lib.errors import CharterError, LayerRetry
 from shared_lib.logs import log_event
 from shared_lib.topology import TOPOLOGY
+from shared_lib.tracing import SpanKind
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -84,10 +85,37 @@ class LayerRunner:
         self.rt = runtime
 
     def handle(self, data: bytes, attributes: dict[str, str]) -> str:
+        """Run one delivery under the span ``layer <name>``, a child of the publisher's span."""
+        with tracing.span(
+            f"layer {self.layer.name}",
+            kind=SpanKind.CONSUMER,
+            parent=tracing.extract(attributes),
+            attributes=self._span_attributes(attributes),
+        ) as span:
+            result = self._handle(data, attributes)
+            span.set_attribute("charter.outcome", result)
+            return result
+
+    def _span_attributes(self, attributes: dict[str, str]) -> dict[str, object]:
+        topics = sorted({s.topic for s in TOPOLOGY.all_subscriptions.values() if s.target == self.layer.name})
+        step = attributes.get("step", "")
+        return {
+            "charter.turn_id": attributes.get("turn_id"),
+            "charter.org_id": attributes.get("org_id"),
+            "charter.step": int(step) if step.isdigit() else None,
+            "charter.layer": self.layer.name,
+            "charter.revision": self.rt.settings.revision,
+            tracing.MESSAGING_SYSTEM: "gcp_pubsub",
+            tracing.MESSAGING_OPERATION_TYPE: "process",
+            tracing.MESSAGING_DESTINATION_NAME: ",".join(topics),
+        }
+
+    def _handle(self, data: bytes, attributes: dict[str, str]) -> str:
         rt = self.rt
         if self.layer.receive is not None:
             return self.layer.receive(rt, data, attributes)
         turn = Turn.from_message(data, attributes, rt.store)
+        tracing.annotate({"charter.org_id": turn.org_id, "charter.shadow": turn.shadow})
         self._maybe_fail(turn)
         path = idempotency.claim_path(
             turn.org_id, turn.turn_id, self.layer.name, turn.step, shadow=turn.shadow

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from shared_lib import tracing
 from shared_lib.brain.vault import restore_parameters
 from shared_lib.envelope import ExecutionSection, ToolResult, Turn
 from shared_lib.errors import BrainError
@@ -84,22 +85,24 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         if turn.guardian and turn.guardian.action == "modify" and turn.guardian.modified_parameters:
             params.update(turn.guardian.modified_parameters)
         t0 = time.perf_counter()
-        outcome = engine.execute(
-            CallRequest(
-                tool_name=call.tool_name,
-                parameters=params,
-                org_id=turn.org_id,
-                user_id=turn.user_id,
-                room_id=turn.room_id,
-                conversation_key=turn.conversation_key,
-                call_id=call_id(turn, index),
-                dry_run=turn.shadow,
-                confirmed=_confirmed(turn),
+        with tracing.tool_span(call.tool_name, call_id(turn, index), dry_run=turn.shadow):
+            outcome = engine.execute(
+                CallRequest(
+                    tool_name=call.tool_name,
+                    parameters=params,
+                    org_id=turn.org_id,
+                    user_id=turn.user_id,
+                    room_id=turn.room_id,
+                    conversation_key=turn.conversation_key,
+                    call_id=call_id(turn, index),
+                    dry_run=turn.shadow,
+                    confirmed=_confirmed(turn),
+                )
             )
-        )
-        result = outcome.result
-        if outcome.ok and not turn.shadow and "announcement_id" in result:
-            result = {**result, "delivery": _deliver(turn, rt, str(result["announcement_id"]), params)}
+            result = outcome.result
+            if outcome.ok and not turn.shadow and "announcement_id" in result:
+                result = {**result, "delivery": _deliver(turn, rt, str(result["announcement_id"]), params)}
+            tracing.tool_outcome(ok=outcome.ok, error_code=outcome.error_code, replayed=outcome.replayed)
         if outcome.error_code:
             turn.add_error(
                 BrainError.of(

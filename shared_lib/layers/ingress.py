@@ -3,7 +3,8 @@
 ``handle_http`` is the HTTP entry (functions-framework ``ingress`` target): the channel's
 verification and normalisation (``shared_lib.channels.webhooks``), then ``accept``:
 dedupe on the provider's event id (a ``create`` in the store) and publish to
-``turns.received`` with the conversation as ordering key. If publishing fails the dedupe
+``turns.received`` with the conversation as ordering key. The request is the span
+``ingress`` (a caller's valid ``traceparent`` its parent), the root of the turn's one trace. If publishing fails the dedupe
 record is removed and the provider gets a 503, so its retry is not lost.
 
 A delivery with a valid signed smoke header (``shared_lib.rollout.smoke``) becomes a smoke
@@ -19,11 +20,11 @@ costs two round trips before its answer, the dedupe record and the publish.
 from __future__ import annotations
 
 import hashlib
-import secrets
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from shared_lib import tracing
 from shared_lib.channels import DEDUPE_WINDOW
 from shared_lib.envelope import Turn
 from shared_lib.errors import CharterError
@@ -31,6 +32,7 @@ from shared_lib.inbound import InboundMessage
 from shared_lib.logs import log_event
 from shared_lib.rollout.smoke import SmokeSignatureError, is_smoke
 from shared_lib.topology import TOPOLOGY
+from shared_lib.tracing import SpanKind
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -42,22 +44,40 @@ if TYPE_CHECKING:
 DEDUPE_RETENTION: timedelta = DEDUPE_WINDOW
 
 
-def new_traceparent() -> str:
-    return f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
-
-
 def dedupe_path(msg: InboundMessage) -> str:
     key = f"{msg.channel}:{msg.org_id}:{msg.event_id}"
     return f"orgs/{msg.org_id}/webhook_events/{hashlib.sha256(key.encode()).hexdigest()[:40]}"
 
 
 def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "", smoke: bool = False) -> str | None:
-    """Publish one inbound message as a new turn; ``None`` when it is a duplicate delivery."""
+    """Publish one inbound message as a new turn; ``None`` when it is a duplicate delivery.
+
+    The turn's trace is the current span's (the request's, ``handle_http``), else the one
+    ``traceparent`` names when it is valid, else a fresh one.
+    """
+    parent = tracing.extract({"traceparent": traceparent}) if traceparent else None
+    with tracing.span(
+        "ingress accept",
+        kind=SpanKind.PRODUCER,
+        parent=parent,
+        attributes={
+            "charter.layer": "ingress",
+            "charter.org_id": msg.org_id,
+            tracing.MESSAGING_SYSTEM: "gcp_pubsub",
+            tracing.MESSAGING_OPERATION_TYPE: "send",
+            tracing.MESSAGING_DESTINATION_NAME: TOPOLOGY.route("received", smoke=smoke),
+        },
+    ):
+        return _accept(rt, msg, smoke=smoke)
+
+
+def _accept(rt: Runtime, msg: InboundMessage, *, smoke: bool) -> str | None:
     path = dedupe_path(msg)
     now = rt.clock()
     budget = timedelta(seconds=rt.settings.turn_budget_seconds)
-    turn = Turn.from_inbound(msg, traceparent=traceparent or new_traceparent(), deadline=now + budget)
+    turn = Turn.from_inbound(msg, traceparent=tracing.current_traceparent(), deadline=now + budget)
     turn.smoke, turn.ingress_revision = smoke, rt.settings.revision
+    tracing.annotate({"charter.turn_id": turn.turn_id, "charter.step": 0})
     if not rt.store.create(path, {"turn_id": turn.turn_id, "at": now, "expires_at": now + DEDUPE_RETENTION}):
         log_event("webhook_duplicate", layer="ingress", channel=msg.channel, event_id=msg.event_id)
         return None
@@ -90,6 +110,22 @@ def _directory_person(rt: Runtime, msg: InboundMessage) -> InboundMessage:
 def handle_http(
     rt: Runtime, channel: str, method: str, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
 ) -> tuple[int, dict[str, Any]]:
+    """One webhook request under the span ``ingress``: a child of the caller's valid
+    ``traceparent`` header, else the root of a fresh trace (the turns' trace)."""
+    with tracing.span(
+        "ingress",
+        kind=SpanKind.SERVER,
+        parent=tracing.extract(headers),
+        attributes={"charter.layer": "ingress", "charter.channel": channel, "http.request.method": method},
+    ) as span:
+        status, answer = _handle_http(rt, channel, method, headers, query, body)
+        span.set_attribute("http.response.status_code", status)
+        return status, answer
+
+
+def _handle_http(
+    rt: Runtime, channel: str, method: str, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
+) -> tuple[int, dict[str, Any]]:
     from shared_lib.channels.webhooks import handle_webhook
 
     outcome = handle_webhook(
@@ -117,7 +153,6 @@ def handle_http(
             reason="bad_smoke_signature",
         )
         return 401, {"ok": False, "error": "unauthorized"}
-    traceparent = {k.lower(): v for k, v in headers.items()}.get("traceparent", "")
     turn_ids = []
     try:
         messages = [_directory_person(rt, msg) for msg in outcome.messages]
@@ -136,7 +171,7 @@ def handle_http(
         return 503, {"error": "temporarily_unavailable"}
     try:
         for msg in messages:
-            turn_id = accept(rt, msg, traceparent=traceparent, smoke=smoke)
+            turn_id = accept(rt, msg, smoke=smoke)
             if turn_id:
                 turn_ids.append(turn_id)
     except Exception as exc:

@@ -101,6 +101,14 @@ class Settings(BaseSettings):
     home: Path = _f(Path(".charter"), "CHARTER_HOME", doc="where the local stack and the demo leave settings")
     # Cloud Run sets K_REVISION itself; the local stack's candidate processes set CHARTER_REVISION.
     revision: str = _f("stable", "CHARTER_REVISION", "K_REVISION", doc="recorded per layer in the trail")
+    # -- tracing (shared_lib.tracing): the exporter of every service and the share of turns traced
+    trace_exporter: Literal["none", "store", "cloud_trace", "memory"] = _f(
+        None,
+        "CHARTER_TRACE_EXPORTER",
+        deploy="env",
+        doc="none, store (local stack), cloud_trace, memory (tests)",
+    )
+    trace_sample_ratio: float = _f(1.0, "CHARTER_TRACE_SAMPLE_RATIO", deploy="env", ge=0, le=1)
 
     # -- configuration files (defaults ship in the package)
     policy_file: Path | None = _f(None, "CHARTER_POLICY")
@@ -264,6 +272,7 @@ class Settings(BaseSettings):
             "bus": "pubsub" if cloud or given("pubsub_emulator_host") else "inproc",
             "log_json": cloud,
             "task_backend": "store",
+            "trace_exporter": "cloud_trace" if cloud else "none",
         }
         for field, value in defaults.items():
             if given(field) is None:

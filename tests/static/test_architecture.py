@@ -42,6 +42,7 @@ FLOORS: dict[str, int] = {
             "inbound",
             "callctx",
             "logs",
+            "tracing",
             "idempotency",
             "observability",
             "observability_steps",

@@ -56,6 +56,8 @@ def test_a_cloud_service_missing_a_required_value_refuses_to_start(target: str) 
         "THREADS": "8",
         "CHARTER_LLM_RETRY_BUDGET": "40",
         "CHARTER_TASK_BACKEND": "store",
+        "CHARTER_TRACE_EXPORTER": "cloud_trace",
+        "CHARTER_TRACE_SAMPLE_RATIO": "0.5",
     }
     Settings.from_env(environ)  # complete: starts
     for name in required_names(target):

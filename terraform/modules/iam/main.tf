@@ -81,6 +81,15 @@ resource "google_project_iam_member" "datastore_user" {
   member  = google_service_account.target[each.key].member
 }
 
+# Every service exports its spans of a turn to Cloud Trace (shared_lib.tracing, CHARTER_TRACE_EXPORTER).
+resource "google_project_iam_member" "cloudtrace_agent" {
+  for_each = local.topology.targets
+
+  project = var.project_id
+  role    = "roles/cloudtrace.agent"
+  member  = google_service_account.target[each.key].member
+}
+
 resource "google_pubsub_topic_iam_member" "publisher" {
   for_each = local.publisher_grants
 

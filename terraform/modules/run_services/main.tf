@@ -76,7 +76,8 @@ locals {
 
   # Plain env vars of every service. Read by shared_lib.settings / shared_lib.logs: without
   # CHARTER_STORE and CHARTER_BUS the product would fall back to its in-memory adapters;
-  # CHARTER_LOG_JSON=1 makes the structured log lines the log-based metrics of modules/monitoring read.
+  # CHARTER_LOG_JSON=1 makes the structured log lines the log-based metrics of modules/monitoring read;
+  # CHARTER_TRACE_* export every turn's spans to Cloud Trace (the share of turns: var.trace_sample_ratio).
   common_env = {
     GOOGLE_CLOUD_PROJECT   = var.project_id
     CHARTER_PROJECT        = var.project_id
@@ -85,6 +86,9 @@ locals {
     CHARTER_BUS            = "pubsub"
     CHARTER_LOG_JSON       = "1"
     CHARTER_FLAGS_DOCUMENT = var.flags_document_path
+    # one trace per turn, every hop (shared_lib.tracing); the accounts hold roles/cloudtrace.agent
+    CHARTER_TRACE_EXPORTER     = "cloud_trace"
+    CHARTER_TRACE_SAMPLE_RATIO = tostring(var.trace_sample_ratio)
   }
 
   # Each target's own plain env vars, merged over common_env.

@@ -91,3 +91,14 @@ variable "labels" {
   type        = map(string)
   default     = {}
 }
+
+variable "trace_sample_ratio" {
+  description = "The share of turns traced to Cloud Trace (CHARTER_TRACE_SAMPLE_RATIO, 0..1); a caller's sampled traceparent is always followed."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.trace_sample_ratio >= 0 && var.trace_sample_ratio <= 1
+    error_message = "trace_sample_ratio is between 0 and 1."
+  }
+}

@@ -8,6 +8,7 @@ import logging
 import pytest
 from ops_fakes import ORG, TASK_DONE, send
 
+from shared_lib import tracing
 from shared_lib.callctx import call_context, current
 from shared_lib.composition import apply_process_settings
 from shared_lib.envelope import Turn
@@ -92,10 +93,13 @@ def test_every_hop_carries_the_same_traceparent_and_every_layer_line_the_trace(r
     caplog.set_level(logging.INFO, logger="charter")
     # WHEN a turn goes through it
     turn_id = send(rt, TASK_DONE)
-    # THEN every message of that turn on the bus carries the ingress traceparent
+    # THEN every message of that turn on the bus carries the turn's trace, each hop its own parent
+    # span (the publishing layer's: shared_lib.tracing)
     hops = [a for t, _, a, _ in rt.bus.published if a.get("turn_id") == turn_id and t != "events"]
     parents = {a.get("traceparent") for a in hops}
-    assert len(hops) >= 7 and len(parents) == 1 and parse_traceparent(parents.pop() or "")
+    assert len(hops) >= 7 and len(parents) == len(hops)
+    assert {tracing.trace_id_of(p or "") for p in parents} == {tracing.trace_id_of(hops[0]["traceparent"])}
+    assert parse_traceparent(hops[0]["traceparent"])
     # AND every layer's line for the turn names the same trace
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "charter"]
     mine = [e for e in lines if e.get(LABELS_KEY, {}).get("turn_id") == turn_id]
