@@ -191,24 +191,24 @@ def count_in(
     """
     changes: list[tuple[ObservabilityRecord, int]] = [(add, 1)] + ([(remove, -1)] if remove else [])
     slots = [(rec, sign, *slot(rec.timestamp, tz)) for rec, sign in changes]
-    docs = {day: txn.get(path(org, day)) for day in {s[2] for s in slots}}
-    for _, _, day, _ in slots:
-        docs[day] = docs[day] or {
-            "org_id": org,
-            "day": day.isoformat(),
-            "timezone": tz,
-            "totals": empty(),
-            "hours": {},
-            "expires_at": day_start(day, tz) + timedelta(days=ROLLUP_DAYS),
-        }
+    docs = {day: txn.get(path(org, day)) or _new_day(org, day, tz) for day in {s[2] for s in slots}}
     for rec, sign, day, hour in slots:
         doc, part = docs[day], contribution(rec)
-        assert doc is not None
         doc["totals"] = merge(doc["totals"], part, sign)
         doc["hours"][str(hour)] = merge(doc["hours"].get(str(hour), empty()), part, sign)
     for day, doc in docs.items():
-        assert doc is not None
         txn.set(path(org, day), doc)
+
+
+def _new_day(org: str, day: date, tz: str) -> Doc:
+    return {
+        "org_id": org,
+        "day": day.isoformat(),
+        "timezone": tz,
+        "totals": empty(),
+        "hours": {},
+        "expires_at": day_start(day, tz) + timedelta(days=ROLLUP_DAYS),
+    }
 
 
 def add(store: Store, record: ObservabilityRecord, tz: str = DEFAULT_TIMEZONE) -> None:
