@@ -12,7 +12,15 @@ from shared_lib.callctx import call_context, current
 from shared_lib.composition import apply_process_settings
 from shared_lib.envelope import Turn
 from shared_lib.inbound import InboundMessage
-from shared_lib.logs import LABELS_KEY, SPAN_KEY, TRACE_KEY, build_entry, log_event, parse_traceparent
+from shared_lib.logs import (
+    LABELS_KEY,
+    SPAN_KEY,
+    TRACE_KEY,
+    build_entry,
+    log_event,
+    parse_traceparent,
+    record_entry,
+)
 from shared_lib.settings import Settings
 from tests.conftest import configure_from_env
 
@@ -88,7 +96,7 @@ def test_json_lines_go_to_stderr_on_cloud_run(monkeypatch, capsys):
 
 
 def test_every_hop_carries_the_same_traceparent_and_every_layer_line_the_trace(rt, caplog, monkeypatch):
-    # GIVEN the in-process chain (lines go to the "charter" logger here)
+    # GIVEN the in-process chain (log_event's records go to the "charter" logger, with their entry)
     caplog.set_level(logging.INFO, logger="charter")
     # WHEN a turn goes through it
     turn_id = send(rt, TASK_DONE)
@@ -97,7 +105,7 @@ def test_every_hop_carries_the_same_traceparent_and_every_layer_line_the_trace(r
     parents = {a.get("traceparent") for a in hops}
     assert len(hops) >= 7 and len(parents) == 1 and parse_traceparent(parents.pop() or "")
     # AND every layer's line for the turn names the same trace
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "charter"]
+    lines = [record_entry(r) for r in caplog.records if r.name == "charter"]
     mine = [e for e in lines if e.get(LABELS_KEY, {}).get("turn_id") == turn_id]
     layers = {e["layer"] for e in mine if e["message"] == "layer_done"}
     assert {"context", "brain", "guardian", "authorizer", "executor", "responder"} <= layers
