@@ -9,7 +9,6 @@ text: no severity, no trace, no turn, and not masked. So ``shared_lib`` and ``fu
 from __future__ import annotations
 
 import ast
-import shutil
 from pathlib import Path
 
 import pytest
@@ -73,13 +72,6 @@ def printing_calls(repo: Path) -> list[str]:
     return found
 
 
-@pytest.fixture
-def tree_copy(tmp_path: Path) -> Path:
-    for name in ("shared_lib", "functions"):
-        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    return tmp_path
-
-
 def test_nothing_on_the_serving_path_prints() -> None:
     assert printing_calls(REPO) == []
 
@@ -100,13 +92,13 @@ def test_nothing_on_the_serving_path_prints() -> None:
         ("shared_lib/ops/monitoring.py", "from pprint import pprint\npprint({})"),
     ],
 )
-def test_a_new_print_is_caught(tree_copy: Path, where: str, code: str) -> None:
+def test_a_new_print_is_caught(repo_copy: Path, where: str, code: str) -> None:
     # GIVEN a copy of the tree, WHEN a module writes to a stream by itself
-    path = tree_copy / where
+    path = repo_copy / where
     before = len(path.read_text(encoding="utf-8").splitlines())
     path.write_text(path.read_text(encoding="utf-8") + "\n" + code + "\n", encoding="utf-8")
     # THEN the check names that line
-    assert printing_calls(tree_copy) == [f"{where}:{before + 1 + len(code.splitlines())}"]
+    assert printing_calls(repo_copy) == [f"{where}:{before + 1 + len(code.splitlines())}"]
 
 
 def test_the_allowed_folders_are_off_the_serving_path() -> None:

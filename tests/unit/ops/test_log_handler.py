@@ -7,43 +7,24 @@ import inspect
 import json
 import logging
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from ops_fakes import TRACE_ID, TRACEPARENT, traced_turn
 
 from shared_lib import logs
 from shared_lib.callctx import call_context
-from shared_lib.envelope import Turn
-from shared_lib.inbound import InboundMessage
 from shared_lib.logs import LABELS_KEY, SAMPLED_KEY, SOURCE_KEY, SPAN_KEY, TRACE_KEY, CloudLoggingHandler
 
-TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
-TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
 PHONE, EMAIL, API_KEY = "090-1234-5678", "taro@example.com", "sk-ant-api03-AbCdEfGhIjKlMnOp"
 
 
-def a_turn() -> Turn:
-    msg = InboundMessage(
-        channel="http",
-        org_id="acme",
-        room_id="r1",
-        user_id="u1",
-        text="hi",
-        message_id="m1",
-        event_id="e1",
-        received_at="2026-11-23T00:00:00+00:00",
-    )
-    return Turn.from_inbound(msg, traceparent=TRACEPARENT)
-
-
 @pytest.fixture
-def json_logs() -> Iterator[None]:
-    logs.configure(json_logs=True, project="p1")
-    yield
+def json_logs() -> None:
+    logs.configure(json_logs=True, project="p1")  # the autouse fixture configures it back
 
 
 def lines(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
@@ -55,7 +36,7 @@ def test_a_stdlib_line_in_a_span_and_a_turn_carries_the_span_the_labels_and_its_
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    turn = a_turn()
+    turn = traced_turn()
     with call_context(turn, "guardian"), provider.get_tracer("test").start_as_current_span("guardian"):
         # WHEN a module logs with the standard library
         logging.getLogger("some.module").warning("checked %d rules", 3)
@@ -83,7 +64,7 @@ def test_a_stdlib_line_in_a_span_and_a_turn_carries_the_span_the_labels_and_its_
 
 def test_outside_a_span_the_call_context_gives_the_trace_and_outside_both_there_is_none(json_logs, capsys):
     # GIVEN a turn's call context and no span
-    with call_context(a_turn(), "brain"):
+    with call_context(traced_turn(), "brain"):
         logging.getLogger("shared_lib.brain.vault").error("no key")
     # WHEN a line is written outside both
     logging.getLogger("shared_lib.brain.vault").error("no key either")
