@@ -159,7 +159,8 @@ def record_entry(record: logging.LogRecord) -> dict[str, Any]:
         return entry
     _, correlation, labels = _context(None, "")
     extra = {k: v for k, v in vars(record).items() if k not in _STANDARD_ATTRS and not k.startswith("_")}
-    masked = Sanitizer.default().mask_obj({"message": record.getMessage(), "fields": _jsonable(extra)})
+    text = record.getMessage().rstrip("\n")  # a captured warning ends in one
+    masked = Sanitizer.default().mask_obj({"message": text, "fields": _jsonable(extra)})
     built = {"severity": severity_of(record.levelno), "message": masked["message"], "logger": record.name}
     built.update({**correlation, LABELS_KEY: labels})
     built.update({k: v for k, v in masked["fields"].items() if k not in built})

@@ -111,7 +111,7 @@ def test_configured_twice_one_handler_and_library_loggers_and_warnings_are_json_
     assert (library["logger"], library["severity"]) == ("urllib3.connectionpool", "WARNING")
     assert library["message"] == "Retrying (1) after [EMAIL_1]"
     assert (warned["logger"], warned["severity"]) == ("py.warnings", "WARNING")
-    assert "DeprecationWarning: old API" in warned["message"]
+    assert "DeprecationWarning: old API" in warned["message"] and not warned["message"].endswith("\n")
 
 
 def test_log_event_is_one_entry_of_the_same_handler_with_its_fields_and_its_caller(json_logs, capsys):
