@@ -17,6 +17,7 @@ from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.flags import FLAGS_DOC, FlagsProvider, flags_store_doc, load_flags_file
 from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
+from shared_lib.logs import record_entry
 from shared_lib.persona import load_persona
 from shared_lib.runtime import Runtime
 from shared_lib.tools.directory import seed_directory
@@ -466,7 +467,8 @@ def test_given_secrets_in_messages_then_no_request_and_no_log_line_contains_them
     for secret in SECRETS:
         assert secret not in sent
     # AND no log line does
-    logged = caplog.text + "\n".join(r.getMessage() for r in caplog.records) + capsys.readouterr().err
+    entries = [json.dumps(record_entry(r), ensure_ascii=False) for r in caplog.records]
+    logged = caplog.text + "\n".join(entries) + capsys.readouterr().err
     assert logged.strip()
     for secret in SECRETS:
         assert secret not in logged

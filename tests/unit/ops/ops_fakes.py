@@ -5,6 +5,7 @@
 * ``Clock`` — the runtime's clock, moved by hand.
 * ``make_runtime`` — the real in-process chain (memory store, in-process bus, recording
   channels) with the demo directory; ``send`` puts one message through it.
+* ``traced_turn`` — a turn of organisation ``acme`` with a W3C ``traceparent`` (``TRACEPARENT``).
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from infra.fake_llm.scenario import MessagesRequest
 from infra.fake_llm.scripted import answer
 from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.demo_data import DEMO_ORG, DEMO_ROOM, DEMO_USER, seed_demo_directory
+from shared_lib.envelope import Turn
 from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
 from shared_lib.runtime import Runtime
 
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
 ORG = DEMO_ORG
 ROOM = DEMO_ROOM
 USER = DEMO_USER
@@ -179,3 +183,17 @@ def make_record(at: datetime, **fields: Any) -> Any:
     }
     base.update(fields)
     return ObservabilityRecord.model_validate(base)
+
+
+def traced_turn(traceparent: str = TRACEPARENT) -> Turn:
+    msg = InboundMessage(
+        channel="http",
+        org_id="acme",
+        room_id="r1",
+        user_id="u1",
+        text="hi",
+        message_id="m1",
+        event_id="e1",
+        received_at="2026-11-23T00:00:00+00:00",
+    )
+    return Turn.from_inbound(msg, traceparent=traceparent)

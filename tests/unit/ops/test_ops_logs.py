@@ -6,39 +6,29 @@ import json
 import logging
 
 import pytest
-from ops_fakes import ORG, TASK_DONE, send
+from ops_fakes import ORG, TASK_DONE, send, traced_turn
 
 from shared_lib import tracing
 from shared_lib.callctx import call_context, current
 from shared_lib.composition import apply_process_settings
-from shared_lib.envelope import Turn
-from shared_lib.inbound import InboundMessage
-from shared_lib.logs import LABELS_KEY, SPAN_KEY, TRACE_KEY, build_entry, log_event, parse_traceparent
+from shared_lib.logs import (
+    LABELS_KEY,
+    SPAN_KEY,
+    TRACE_KEY,
+    build_entry,
+    log_event,
+    parse_traceparent,
+    record_entry,
+)
 from shared_lib.settings import Settings
 from tests.conftest import configure_from_env
-
-TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-
-
-def a_turn(traceparent: str = TRACEPARENT) -> Turn:
-    msg = InboundMessage(
-        channel="http",
-        org_id="acme",
-        room_id="r1",
-        user_id="u1",
-        text="hi",
-        message_id="m1",
-        event_id="e1",
-        received_at="2026-11-23T00:00:00+00:00",
-    )
-    return Turn.from_inbound(msg, traceparent=traceparent)
 
 
 def test_a_line_for_a_turn_has_severity_message_trace_and_labels(monkeypatch):
     # GIVEN a turn with a W3C traceparent in project p1
     monkeypatch.setenv("CHARTER_PROJECT", "p1")
     configure_from_env()
-    turn = a_turn()
+    turn = traced_turn()
     # WHEN a layer logs for it
     entry = build_entry("layer_done", turn=turn, layer="guardian", severity="WARNING", outcome="allow")
     # THEN the line is in the Cloud Logging shape
@@ -56,7 +46,7 @@ def test_fields_are_masked():
 
 def test_a_line_without_a_turn_takes_the_turn_from_the_call_context():
     # GIVEN the runner bound a turn for the layer
-    turn = a_turn()
+    turn = traced_turn()
     with call_context(turn, "brain"):
         assert current() is not None
         # WHEN code below it logs without naming the turn
@@ -73,7 +63,7 @@ def test_a_line_without_a_turn_takes_the_turn_from_the_call_context():
 )
 def test_an_invalid_traceparent_gives_no_trace_field(bad):
     assert parse_traceparent(bad) is None
-    assert TRACE_KEY not in build_entry("x", turn=a_turn(bad))
+    assert TRACE_KEY not in build_entry("x", turn=traced_turn(bad))
 
 
 def test_json_lines_go_to_stderr_on_cloud_run(monkeypatch, capsys):
@@ -89,7 +79,7 @@ def test_json_lines_go_to_stderr_on_cloud_run(monkeypatch, capsys):
 
 
 def test_every_hop_carries_the_same_traceparent_and_every_layer_line_the_trace(rt, caplog, monkeypatch):
-    # GIVEN the in-process chain (lines go to the "charter" logger here)
+    # GIVEN the in-process chain (log_event's records go to the "charter" logger, with their entry)
     caplog.set_level(logging.INFO, logger="charter")
     # WHEN a turn goes through it
     turn_id = send(rt, TASK_DONE)
@@ -101,7 +91,7 @@ def test_every_hop_carries_the_same_traceparent_and_every_layer_line_the_trace(r
     assert {tracing.trace_id_of(p or "") for p in parents} == {tracing.trace_id_of(hops[0]["traceparent"])}
     assert parse_traceparent(hops[0]["traceparent"])
     # AND every layer's line for the turn names the same trace
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "charter"]
+    lines = [record_entry(r) for r in caplog.records if r.name == "charter"]
     mine = [e for e in lines if e.get(LABELS_KEY, {}).get("turn_id") == turn_id]
     layers = {e["layer"] for e in mine if e["message"] == "layer_done"}
     assert {"context", "brain", "guardian", "authorizer", "executor", "responder"} <= layers

@@ -17,6 +17,7 @@ from shared_lib.brain.tool_defs import DECISION_TOOL
 from shared_lib.composition import wire_inprocess
 from shared_lib.errors import LLMError
 from shared_lib.layers.context import classifier
+from shared_lib.logs import record_entry
 from shared_lib.observability import ObservabilityRecord
 from shared_lib.ops.render import trail
 from shared_lib.persona import load_persona
@@ -116,7 +117,7 @@ def test_an_undecided_input_is_classified_once_and_its_route_adopted_and_counted
     # AND its usage is the turn's: every call the turn made is counted
     assert record["usage"]["llm_calls"] == len(requests) == 2  # the classifier, the proposal
     # AND the log line and `charter turns show` carry it
-    (line,) = [json.loads(r.getMessage()) for r in caplog.records if "router.decision" in r.getMessage()]
+    (line,) = [record_entry(r) for r in caplog.records if r.getMessage() == "router.decision"]
     assert (line["classifier_route"], line["classifier_confidence"], line["classifier_error"]) == (
         "ANALYZE",
         0.8,
