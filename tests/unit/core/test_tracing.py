@@ -25,6 +25,7 @@ from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.adapters.sqlite_store import SQLiteStore
 from shared_lib.cli.operations import turns_show
 from shared_lib.composition import build_runtime
+from shared_lib.logs import record_entry
 from shared_lib.errors import ConfigError
 from shared_lib.layers.ingress import handle_http
 from shared_lib.ops.spans import cloud_trace_url, trace_section
@@ -143,7 +144,8 @@ def test_sampling_ratio_zero_exports_no_span_but_the_record_and_the_log_lines_ca
     assert record is not None
     trace_id = record["trace_id"]
     assert isinstance(trace_id, str) and len(trace_id) == 32 and set(trace_id) != {"0"}
-    lines = [r.getMessage() for r in caplog.records if turn_id in r.getMessage()]
+    entries = [record_entry(r) for r in caplog.records]
+    lines = [json.dumps(e, ensure_ascii=False) for e in entries if turn_id in json.dumps(e)]
     assert lines and all(trace_id in line for line in lines)
 
 
