@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
+from shared_lib.cli.runner import fail
 from shared_lib.errors import ConfigError
 from shared_lib.evals.dataset import DATASET, check_cases, load_cases
 from shared_lib.evals.report import internal_names, render_text, run_eval
@@ -71,7 +71,7 @@ def _cases(path: str) -> list[Any]:
     cases = load_cases(path)
     problems = check_cases(cases, builtin_registry())
     if problems:
-        raise ConfigError("the dataset names what the product does not have:\n  " + "\n  ".join(problems))
+        raise ConfigError("the dataset names what the product does not have: " + "; ".join(problems))
     return cases
 
 
@@ -81,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
         settings = eval_settings()
         brains, note = choose_brains(args.brain, settings, args.model)
     except ConfigError as exc:
-        print(f"charter eval: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"eval: {exc}", EXIT_USAGE)
     if args.limit is not None:
         cases = cases[: args.limit]
     result = run_eval(
@@ -104,8 +103,7 @@ def check(args: argparse.Namespace) -> int:
     try:
         cases = _cases(args.dataset)
     except ConfigError as exc:
-        print(f"charter eval: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"eval: {exc}", EXIT_USAGE)
     groups: dict[str, int] = {}
     for case in cases:
         groups[case.group] = groups.get(case.group, 0) + 1
@@ -138,4 +136,3 @@ def register(sub: Any) -> None:
     c = commands.add_parser("check", help="validate the dataset against the registry (no turn is run)")
     c.add_argument("--dataset", default=str(DATASET), help="a .jsonl file or a directory of them")
     c.set_defaults(func=check)
-    p.set_defaults(func=lambda _args: p.print_help() or EXIT_USAGE)

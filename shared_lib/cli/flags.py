@@ -22,6 +22,7 @@ from typing import Any
 
 from shared_lib.cli.console import duration_arg, err, json_text, live_store
 from shared_lib.cli.operations import store_options
+from shared_lib.cli.runner import fail
 from shared_lib.errors import ArgumentError, ConfigError
 from shared_lib.flags import (
     ENVIRONMENTS,
@@ -56,8 +57,7 @@ def _validate(args: argparse.Namespace) -> int:
         try:
             doc = load_flags_file(path)
         except ConfigError as exc:
-            err(str(exc))
-            return 2
+            return fail(str(exc), 2)
         stage = stage_of(doc)
         docs[path.stem] = doc
         print(
@@ -88,8 +88,7 @@ def _stage(args: argparse.Namespace) -> int:
     try:
         doc = load_flags_file(env_flags_file(args.env, Path(args.dir)))
     except (ArgumentError, ConfigError) as exc:
-        err(str(exc))
-        return 2
+        return fail(str(exc), 2)
     stage = stage_of(doc)
     if stage is None:
         err(
@@ -110,8 +109,7 @@ def _promote(args: argparse.Namespace) -> int:
         here, target = plan_move(args.env, doc, args.to, {env: d for env, (_, _, d) in found.items()})
         new = moved_text(text, target, utc_now().date(), source=str(path))
     except (ArgumentError, ConfigError, RefusedStep) as exc:
-        err(f"refused: {exc}".splitlines()[0])
-        return 2
+        return fail(f"refused: {exc}", 2)
     sys.stdout.writelines(
         difflib.unified_diff(
             text.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path.name}", f"b/{path.name}"
@@ -148,8 +146,7 @@ def _flags_source(args: argparse.Namespace) -> tuple[FlagsDocument | None, Flags
         try:
             return load_flags_file(args.flags), None, ""
         except ConfigError as exc:
-            err(str(exc))
-            return 2
+            return fail(str(exc), 2)
     store = live_store(args)
     if store is None:
         err(
@@ -159,8 +156,7 @@ def _flags_source(args: argparse.Namespace) -> tuple[FlagsDocument | None, Flags
         try:
             return load_flags_file(REPO_FLAGS_FILE), None, ""
         except ConfigError as exc:
-            err(str(exc))
-            return 2
+            return fail(str(exc), 2)
     snap = FlagsProvider(store, ttl_seconds=0, on_error=lambda code, message: None).snapshot()
     if snap.error:
         err(f"live flags unusable, the runtime serves legacy: {snap.error}")
@@ -230,8 +226,7 @@ def _seed(args: argparse.Namespace) -> int:
     try:
         doc = seed_flags(store, args.file, updated_by=args.author)
     except ConfigError as exc:
-        err(str(exc))
-        return 2
+        return fail(str(exc), 2)
     print(f"seeded config/flags from {args.file}: version {doc.version}")
     return 0
 
@@ -260,8 +255,7 @@ def _override(args: argparse.Namespace) -> int:
             reason=args.reason,
         )
     except ConfigError as exc:
-        err(str(exc))
-        return 2
+        return fail(str(exc), 2)
     print(json_text(written.model_dump() if written else None))
     return 0
 

@@ -26,9 +26,11 @@ import argparse
 import sys
 from collections.abc import Callable
 from datetime import date, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.errors import CharterError
+from shared_lib.cli.runner import fail
+from shared_lib.errors import ConfigError
 from shared_lib.ops import audit, monitoring, queries, render
 from shared_lib.ops.cost import cost_report
 from shared_lib.ops.replay import ReplayError, replay
@@ -68,10 +70,7 @@ def turns_list(rt: Runtime, args: argparse.Namespace) -> int:
 def turns_show(rt: Runtime, args: argparse.Namespace) -> int:
     rec = queries.find_record(rt.store, args.turn_id, org=args.org, shadow=args.shadow)
     if rec is None:
-        print(
-            f"no {'shadow candidate' if args.shadow else 'record'} for turn {args.turn_id}", file=sys.stderr
-        )
-        return 1
+        return fail(f"no {'shadow candidate' if args.shadow else 'record'} for turn {args.turn_id}", 1)
     calls = queries.llm_calls_for(rt.store, rec.organization_id, rec.record_id)
     comparison = queries.comparison_for(rt.store, rec.organization_id, rec.record_id)
     data = {"record": rec.model_dump(mode="json"), "llm_calls": calls, "shadow_comparison": comparison}
@@ -83,8 +82,7 @@ def replay_cmd(rt: Runtime, args: argparse.Namespace) -> int:
     try:
         rep = replay(rt, args.turn_id, org=args.org)
     except ReplayError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
+        return fail(str(exc), 1)
     _out(args, rep.as_dict(), render.replay_report(rep))
     return 0
 
@@ -128,8 +126,7 @@ def alerts_cmd(rt: Runtime, args: argparse.Namespace) -> int:
 def llm_calls_cmd(rt: Runtime, args: argparse.Namespace) -> int:
     if args.turn:
         if not args.org:
-            print("--turn needs --org", file=sys.stderr)
-            return 2
+            return fail("--turn needs --org", 2)
         rows = queries.llm_calls_for(rt.store, args.org, args.turn)
     else:
         rows = queries.recent_llm_calls(rt.store, org=args.org, limit=args.limit)
@@ -160,17 +157,34 @@ def _run(command: Command) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         try:
             return command(runtime_for(args), args)
-        except (ValueError, CharterError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+        except (ValueError, ConfigError) as exc:  # bad input or configuration; any other
+            return fail(str(exc), 2)  # CharterError is a failed operation (runner: exit 1)
 
     return handler
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def store_arg(text: str) -> str:
+    """An argparse type: ``firestore``, ``memory``, or an existing SQLite file (never a new one)."""
+    if text in ("firestore", "memory"):
+        return text
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"no SQLite store at {text} (give an existing FILE.sqlite)")
+    with path.open("rb") as f:
+        header = f.read(len(SQLITE_HEADER))
+    if header and header != SQLITE_HEADER:
+        raise argparse.ArgumentTypeError(f"{text} is not a SQLite database")
+    return text
 
 
 def store_options(p: argparse.ArgumentParser) -> None:
     """``--store``/``--project``: which store an operator command reads."""
     p.add_argument(
         "--store",
+        type=store_arg,
         dest="store_choice",
         metavar="firestore|FILE.sqlite",
         help="the store to read (default: settings)",

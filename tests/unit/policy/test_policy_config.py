@@ -149,5 +149,5 @@ def test_the_policy_cli_validates_files(tmp_path, capsys):
     bad.write_text(json.dumps(policy_data(confidence={"low": 2})), encoding="utf-8")
     assert main(["policy", "validate", str(good)]) == 0
     assert json.loads(capsys.readouterr().out)["valid"] is True
-    assert main(["policy", "validate", str(bad)]) == 1
+    assert main(["policy", "validate", str(bad)]) == 2  # a file that does not validate: bad input, as flags validate
     assert "confidence.low" in capsys.readouterr().err
