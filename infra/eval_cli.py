@@ -107,6 +107,9 @@ def check(args: argparse.Namespace) -> int:
     groups: dict[str, int] = {}
     for case in cases:
         groups[case.group] = groups.get(case.group, 0) + 1
+    if args.json:
+        print(json.dumps({"cases": len(cases), "valid": True, "groups": dict(sorted(groups.items()))}))
+        return EXIT_OK
     print(f"{len(cases)} cases, valid: " + ", ".join(f"{g} {n}" for g, n in sorted(groups.items())))
     return EXIT_OK
 
@@ -135,4 +138,5 @@ def register(sub: Any) -> None:
     r.set_defaults(func=run)
     c = commands.add_parser("check", help="validate the dataset against the registry (no turn is run)")
     c.add_argument("--dataset", default=str(DATASET), help="a .jsonl file or a directory of them")
+    c.add_argument("--json", action="store_true", help="print {cases, valid, groups}")
     c.set_defaults(func=check)

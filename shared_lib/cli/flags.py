@@ -47,6 +47,7 @@ from shared_lib.flags.stages import (
 )
 from shared_lib.ids import utc_now
 from shared_lib.rollout.overrides import audit_entries, clear_override, write_override
+from shared_lib.rollout.report import plain
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -196,12 +197,30 @@ def _explain(args: argparse.Namespace) -> int:
     return 1 if error else 0
 
 
+def _print_show(out: dict[str, Any], as_json: bool) -> None:
+    """``flags show``: one JSON document, or the document's fields, the override and the audit."""
+    if as_json:
+        print(json_text(out))
+        return
+    print(f"source    {out['source']}" + (f"  (error: {out['error']})" if out.get("error") else ""))
+    for name, value in (out["flags"] or {}).items():
+        print(f"  {name:<24} {plain(value) if not isinstance(value, dict) else json_text(value)}")
+    override = out.get("override")
+    print("override  " + (", ".join(f"{k} {plain(v)}" for k, v in override.items()) if override else "none"))
+    for entry in out.get("audit", []):
+        print(
+            f"  {plain(entry.get('at'))}  {plain(entry.get('action')):<18} by {plain(entry.get('author'))}: "
+            f"{plain(entry.get('reason'))}"
+        )
+
+
 def _show(args: argparse.Namespace) -> int:
     store = live_store(args)
     if store is None:
         err("no flags store configured: showing the repository file")
         doc = load_flags_file(REPO_FLAGS_FILE)
-        print(json_text({"source": f"file:{REPO_FLAGS_FILE}", "flags": doc.model_dump(), "override": None}))
+        out = {"source": f"file:{REPO_FLAGS_FILE}", "flags": doc.model_dump(), "override": None}
+        _print_show(out, args.json)
         return 0
     snap = FlagsProvider(store, ttl_seconds=0, on_error=lambda code, message: None).snapshot()
     now = utc_now()
@@ -214,7 +233,7 @@ def _show(args: argparse.Namespace) -> int:
         ),
         "audit": audit_entries(store, limit=args.audit),
     }
-    print(json_text(out))
+    _print_show(out, args.json)
     return 1 if snap.error else 0
 
 
@@ -310,6 +329,9 @@ def register(sub: Any) -> None:
 
     p = fsub.add_parser("show", help="the live document, the override and the latest audit entries")
     p.add_argument("--audit", type=int, default=10, help="how many audit entries (default 10)")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON document {source, error, flags, override, audit}"
+    )
     store_options(p)
     p.set_defaults(func=_show, store=None)
 

@@ -36,7 +36,7 @@ from shared_lib.rollout.gates import (
     live_document,
     promotion_step,
 )
-from shared_lib.rollout.report import parse_duration
+from shared_lib.rollout.report import parse_duration, plain
 
 GATE_HELP: tuple[tuple[GateName, str], ...] = (
     ("shadow", "before canary 10: the shadow comparisons against the promotion criteria"),
@@ -50,10 +50,12 @@ def render(result: GateResult) -> str:
     if result.since is not None:
         lines.append(f"window: since {result.since.isoformat()}{'  org ' + result.org if result.org else ''}")
     for c in result.checks:
-        lines.append(f"  [{'ok' if c['ok'] else 'NO'}] {c['name']}: {c['actual']} (required {c['required']})")
+        lines.append(
+            f"  [{'ok' if c['ok'] else 'NO'}] {c['name']}: {plain(c['actual'])} (required {plain(c['required'])})"
+        )
     for name, value in result.figures.items():
         if name != "criteria":
-            lines.append(f"  {name}: {value}")
+            lines.append(f"  {name}: {plain(value)}")
     return "\n".join(lines)
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from shared_lib.errors import ConfigError
 from shared_lib.ops import audit, monitoring, queries, render
 from shared_lib.ops.cost import cost_report
 from shared_lib.ops.replay import ReplayError, replay
+from shared_lib.rollout.report import plain
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -48,6 +49,18 @@ def runtime_for(args: argparse.Namespace) -> Runtime:
     from shared_lib.composition import operator_runtime
 
     return operator_runtime(store=getattr(args, "store_choice", None), project=getattr(args, "project", None))
+
+
+def _when(value: Any) -> str:
+    """A stored time as the tables show it: ``YYYY-MM-DD HH:MM:SS`` UTC (the header says UTC)."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    if isinstance(value, datetime):
+        return f"{value.astimezone(UTC):%Y-%m-%d %H:%M:%S}"
+    return "-"
 
 
 def _out(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -111,13 +124,16 @@ def metrics_cmd(rt: Runtime, args: argparse.Namespace) -> int:
 
 def alerts_cmd(rt: Runtime, args: argparse.Namespace) -> int:
     rows = monitoring.recent_alerts(rt, since=_since(args, rt, "24h"), limit=args.limit)
+    header = f"{'time (UTC)':<19}  {'severity':<8} {'code':<28} {'org':<10} {'delivery':<11} message\n"
     text = (
-        "\n".join(
-            f"{a.get('at')}  {a.get('severity', '-'):<8} {a.get('code'):<28} "
-            f"{a.get('org_id') or '-':<10} {a.get('notification', 'pending'):<11} {a.get('message')}"
+        header
+        + "\n".join(
+            f"{_when(a.get('at'))}  {plain(a.get('severity')):<8} {plain(a.get('code')):<28} "
+            f"{a.get('org_id') or '-':<10} {a.get('notification') or 'pending':<11} {plain(a.get('message'))}"
             for a in rows
         )
-        or "no alerts"
+        if rows
+        else "no alerts"
     )
     _out(args, rows, text)
     return 0
@@ -130,14 +146,20 @@ def llm_calls_cmd(rt: Runtime, args: argparse.Namespace) -> int:
         rows = queries.llm_calls_for(rt.store, args.org, args.turn)
     else:
         rows = queries.recent_llm_calls(rt.store, org=args.org, limit=args.limit)
+    header = (
+        f"{'time (UTC)':<19}  {'call':<13} {'model':<20} {'status':<8} {'latency':>11} {'tokens':>11}  turn\n"
+    )
     text = (
-        "\n".join(
-            f"{c.get('at')}  {c.get('call_type'):<13} {c.get('model'):<20} {c.get('status'):<8} "
-            f"{float(c.get('latency_ms') or 0):>8.0f} ms {c.get('total_tokens'):>7} tok  "
+        header
+        + "\n".join(
+            f"{_when(c.get('at'))}  {plain(c.get('call_type')):<13} {plain(c.get('model')):<20} "
+            f"{plain(c.get('status')):<8} {float(c.get('latency_ms') or 0):>8.0f} ms "
+            f"{plain(c.get('total_tokens')):>7} tok  "
             f"turn {c.get('turn_id') or '-'}"
             for c in rows
         )
-        or "no LLM calls"
+        if rows
+        else "no LLM calls"
     )
     _out(args, rows, text)
     return 0

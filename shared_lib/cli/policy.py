@@ -37,6 +37,7 @@ def register(subparsers: Any) -> None:
     validate.add_argument(
         "file", nargs="?", help=f"policy file (default: CHARTER_POLICY or {POLICY_FILE.name})"
     )
+    validate.add_argument("--json", action="store_true", help='print {"valid": true, "version": …}')
     validate.set_defaults(func=run_validate)
 
 
@@ -85,5 +86,9 @@ def run_validate(args: argparse.Namespace) -> int:
             config = load_policy_config()
     except (OSError, ValueError, ConfigError) as exc:
         return fail(f"policy: {exc}", EXIT_USAGE)
-    print(json.dumps({"valid": True, "version": Policy.build(config, builtin_registry()).version}))
+    version = Policy.build(config, builtin_registry()).version
+    if args.json:
+        print(json.dumps({"valid": True, "version": version}))
+    else:
+        print(f"{path or POLICY_FILE.name}: valid (version {version})")
     return EXIT_OK

@@ -21,6 +21,7 @@ from shared_lib.rollout.report import (
     build_report,
     load_comparisons,
     parse_duration,
+    plain,
     render_text,
 )
 
@@ -92,8 +93,9 @@ def _compare(args: argparse.Namespace) -> int:
     for side in ("served", "candidate"):
         f = stored[side]
         print(
-            f"  {side:<9} intent {f['intent']}  tools {f['tools']}  guardian {f['guardian_action']}"
-            f"/{f['guardian_reason']}  auth {f['auth_result']}  params {f['parameters']}"
+            f"  {side:<9} intent {plain(f['intent'])}  tools {plain(f['tools'])}  guardian "
+            f"{plain(f['guardian_action'])}/{plain(f['guardian_reason'])}  auth {plain(f['auth_result'])}  "
+            f"params {json_text(f['parameters'])}"
         )
     for name, link in stored["links"].items():
         print(f"  {name}: {link}")

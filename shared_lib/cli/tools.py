@@ -80,6 +80,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     if registry is None:
         return 2
     problems = registry_problems(registry)
+    if args.json:
+        print(json.dumps({"tools": len(registry), "problems": problems}, ensure_ascii=False))
+        return 1 if problems else 0
     for p in problems:
         print(p)
     print(f"{len(registry)} tools, {len(problems)} problem(s)")
@@ -93,4 +96,5 @@ def register(subparsers: Any) -> None:
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.set_defaults(func=cmd_list)
     check = sub.add_parser("check", help="the tool addition checklist (seed §7.1b)")
+    check.add_argument("--json", action="store_true", help="print {tools, problems}")
     check.set_defaults(func=cmd_check)
