@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from typing import Any
 
-from shared_lib.cli.runner import fail
+from shared_lib.cli.runner import fail, progress
 from shared_lib.errors import ConfigError
 from shared_lib.evals.dataset import DATASET, check_cases, load_cases
 from shared_lib.evals.report import internal_names, render_text, run_eval
@@ -84,12 +85,19 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"eval: {exc}", EXIT_USAGE)
     if args.limit is not None:
         cases = cases[: args.limit]
+    started = time.monotonic()
+
+    def said(brain: str, done: int, total: int) -> None:  # about every tenth of the set, on stderr
+        if done == total or done % max(1, total // 10) == 0:
+            progress(f"[{time.monotonic() - started:5.1f} s] {brain}: {done}/{total} cases")
+
     result = run_eval(
         cases,
         brains,
         settings,
         dataset=str(args.dataset),
         note=note,
+        progress=said,
         internal=internal_names(builtin_registry()),
     )
     if args.json:

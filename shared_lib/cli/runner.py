@@ -32,6 +32,11 @@ def fail(message: str, code: int = EXIT_USAGE) -> int:
     return code
 
 
+def progress(line: str) -> None:
+    """A step of a long operation, on stderr at once (stdout stays the result: ``--json`` parses)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[Any] | None:
     return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
 
