@@ -285,6 +285,13 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if failed or leaked else 0
 
 
+def _folder(text: str) -> str:
+    """An argparse type: a folder, or a path where one can be made (not a file)."""
+    if Path(text).exists() and not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+    return text
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="run the sample conversation through every layer")
     p.add_argument(
@@ -293,6 +300,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the turns as JSON")
     p.add_argument(
         "--keep",
+        type=_folder,
         metavar="DIR",
         default=".charter/demo",
         help="where the embedded demo keeps its records (a SQLite store the operator commands read "

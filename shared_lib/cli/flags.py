@@ -219,8 +219,12 @@ def _show(args: argparse.Namespace) -> int:
     if store is None:
         err("no flags store configured: showing the repository file")
         doc = load_flags_file(REPO_FLAGS_FILE)
-        out = {"source": f"file:{REPO_FLAGS_FILE}", "flags": doc.model_dump(), "override": None}
-        _print_show(out, args.json)
+        found: dict[str, Any] = {
+            "source": f"file:{REPO_FLAGS_FILE}",
+            "flags": doc.model_dump(),
+            "override": None,
+        }
+        _print_show(found, args.json)
         return 0
     snap = FlagsProvider(store, ttl_seconds=0, on_error=lambda code, message: None).snapshot()
     now = utc_now()
@@ -240,8 +244,9 @@ def _show(args: argparse.Namespace) -> int:
 def _seed(args: argparse.Namespace) -> int:
     store = live_store(args)
     if store is None:
-        err("no flags store configured: nothing to seed (set FIRESTORE_EMULATOR_HOST and CHARTER_PROJECT)")
-        return 2
+        return fail(
+            "no flags store configured: nothing to seed (set FIRESTORE_EMULATOR_HOST and CHARTER_PROJECT)", 2
+        )
     try:
         doc = seed_flags(store, args.file, updated_by=args.author)
     except ConfigError as exc:
@@ -262,8 +267,7 @@ def _on_off(text: str) -> bool:
 def _override(args: argparse.Namespace) -> int:
     store = live_store(args)
     if store is None:
-        err("no flags store configured: an override needs the live store")
-        return 2
+        return fail("no flags store configured: an override needs the live store", 2)
     try:
         written = write_override(
             store,
@@ -282,8 +286,7 @@ def _override(args: argparse.Namespace) -> int:
 def _clear(args: argparse.Namespace) -> int:
     store = live_store(args)
     if store is None:
-        err("no flags store configured: an override needs the live store")
-        return 2
+        return fail("no flags store configured: an override needs the live store", 2)
     cleared = clear_override(store, args.author, args.reason)
     print("override cleared" if cleared else "no override was set")
     return 0

@@ -70,7 +70,7 @@ def run_check(args: argparse.Namespace) -> int:
     try:
         config = _config(args.policy)
     except ConfigError as exc:
-        return _error(str(exc))
+        return _error(f"{args.policy or 'the active policy'}: {exc}")
     out = simulate(sim, config=config)
     print(json.dumps(out, ensure_ascii=False, sort_keys=True))
     return EXIT_OK
@@ -85,7 +85,7 @@ def run_validate(args: argparse.Namespace) -> int:
         else:
             config = load_policy_config()
     except (OSError, ValueError, ConfigError) as exc:
-        return fail(f"policy: {exc}", EXIT_USAGE)
+        return fail(f"{path or 'the active policy'}: {exc}", EXIT_USAGE)
     version = Policy.build(config, builtin_registry()).version
     if args.json:
         print(json.dumps({"valid": True, "version": version}))
