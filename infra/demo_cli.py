@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM, PEOPLE, seed_demo_directory
+from shared_lib.errors import CharterError, ConfigError
 from shared_lib.inbound import InboundMessage
 from shared_lib.ports import Store
 
@@ -252,8 +253,7 @@ def _stack(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     st = local_stack.status()
     if not st["running"]:
-        print("the local stack is not running: start it with `charter local up`", file=sys.stderr)
-        raise SystemExit(1)
+        raise ConfigError("the local stack is not running: start it with `charter local up`")
     from shared_lib.composition import operator_runtime
 
     store = operator_runtime(
@@ -266,7 +266,7 @@ def _stack(args: argparse.Namespace) -> list[dict[str, Any]]:
         resp = send(st["ingress_url"], "http", text, org=DEMO_ORG, room=DEMO_ROOM, user=speaker)
         status, body = resp.status, resp.body
         if status != 200 or not body.get("turn_ids"):
-            raise SystemExit(f"webhook rejected: {status} {body}")
+            raise CharterError(f"webhook rejected: {status} {body}")
         record = _record(store, body["turn_ids"][0], timeout=60)
         out.append(turn_summary(record, speaker, text))
         if not args.json:
@@ -285,6 +285,13 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if failed or leaked else 0
 
 
+def _folder(text: str) -> str:
+    """An argparse type: a folder, or a path where one can be made (not a file)."""
+    if Path(text).exists() and not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+    return text
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="run the sample conversation through every layer")
     p.add_argument(
@@ -293,6 +300,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the turns as JSON")
     p.add_argument(
         "--keep",
+        type=_folder,
         metavar="DIR",
         default=".charter/demo",
         help="where the embedded demo keeps its records (a SQLite store the operator commands read "

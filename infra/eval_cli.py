@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import time
 from typing import Any
 
+from shared_lib.cli.runner import fail, progress
 from shared_lib.errors import ConfigError
 from shared_lib.evals.dataset import DATASET, check_cases, load_cases
 from shared_lib.evals.report import internal_names, render_text, run_eval
@@ -71,7 +72,7 @@ def _cases(path: str) -> list[Any]:
     cases = load_cases(path)
     problems = check_cases(cases, builtin_registry())
     if problems:
-        raise ConfigError("the dataset names what the product does not have:\n  " + "\n  ".join(problems))
+        raise ConfigError("the dataset names what the product does not have: " + "; ".join(problems))
     return cases
 
 
@@ -81,16 +82,22 @@ def run(args: argparse.Namespace) -> int:
         settings = eval_settings()
         brains, note = choose_brains(args.brain, settings, args.model)
     except ConfigError as exc:
-        print(f"charter eval: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"eval: {exc}", EXIT_USAGE)
     if args.limit is not None:
         cases = cases[: args.limit]
+    started = time.monotonic()
+
+    def said(brain: str, done: int, total: int) -> None:  # about every tenth of the set, on stderr
+        if done == total or done % max(1, total // 10) == 0:
+            progress(f"[{time.monotonic() - started:5.1f} s] {brain}: {done}/{total} cases")
+
     result = run_eval(
         cases,
         brains,
         settings,
         dataset=str(args.dataset),
         note=note,
+        progress=said,
         internal=internal_names(builtin_registry()),
     )
     if args.json:
@@ -104,11 +111,13 @@ def check(args: argparse.Namespace) -> int:
     try:
         cases = _cases(args.dataset)
     except ConfigError as exc:
-        print(f"charter eval: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"eval: {exc}", EXIT_USAGE)
     groups: dict[str, int] = {}
     for case in cases:
         groups[case.group] = groups.get(case.group, 0) + 1
+    if args.json:
+        print(json.dumps({"cases": len(cases), "valid": True, "groups": dict(sorted(groups.items()))}))
+        return EXIT_OK
     print(f"{len(cases)} cases, valid: " + ", ".join(f"{g} {n}" for g, n in sorted(groups.items())))
     return EXIT_OK
 
@@ -137,5 +146,5 @@ def register(sub: Any) -> None:
     r.set_defaults(func=run)
     c = commands.add_parser("check", help="validate the dataset against the registry (no turn is run)")
     c.add_argument("--dataset", default=str(DATASET), help="a .jsonl file or a directory of them")
+    c.add_argument("--json", action="store_true", help="print {cases, valid, groups}")
     c.set_defaults(func=check)
-    p.set_defaults(func=lambda _args: p.print_help() or EXIT_USAGE)

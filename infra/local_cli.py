@@ -6,11 +6,22 @@ import argparse
 import json
 from typing import Any
 
+from shared_lib.cli.runner import fail, progress
+
 
 def _up(args: argparse.Namespace) -> int:
     from infra import local_stack
 
-    state = local_stack.up(fault_injection=args.fault_injection, candidates=args.candidates)
+    if local_stack.load_state().get("components"):
+        return fail(
+            f"local up: a stack is already recorded in {local_stack.STATE_DIR}: run `charter local down`"
+        )
+    try:
+        state = local_stack.up(
+            fault_injection=args.fault_injection, candidates=args.candidates, progress=progress
+        )
+    except RuntimeError as exc:  # StackError names the component and its log; what started is stopped
+        return fail(f"local up: {exc}", 1)
     print(f"local stack up: ingress {state['ingress_url']} (project {state['project']})")
     if state.get("candidate_ingress_url"):
         print(f"candidate ingress (smoke webhooks): {state['candidate_ingress_url']}")
@@ -48,11 +59,9 @@ def _restart(args: argparse.Namespace) -> int:
     try:
         comp = local_stack.restart(args.component, hard=args.kill)
     except (KeyError, ValueError) as exc:
-        print(f"charter local restart: {exc.args[0] if exc.args else exc}")
-        return 2
+        return fail(f"local restart: {exc.args[0] if exc.args else exc}", 2)
     except RuntimeError as exc:
-        print(f"charter local restart: {exc}")
-        return 1
+        return fail(f"local restart: {exc}", 1)
     workers = ", ".join(str(w) for w in local_stack.workers(comp))
     print(f"restarted {args.component}: pid {comp['pid']} (workers {workers}) on port {comp['port']}")
     return 0

@@ -34,11 +34,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from infra.emulators import child_pids, free_port, kill_group, pid_alive, stop_pid, wait_port
+from shared_lib.errors import CharterError
 from shared_lib.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,6 +56,17 @@ EMULATOR_NOTES = [
     "Push subscriptions here carry no OIDC token (the cloud's do), and the Firestore emulator applies no TTL "
     "policy: expired claims and receipts stay until the emulator stops.",
 ]
+
+
+class StackError(CharterError, RuntimeError):
+    """A component did not come up: its name, why, and the log that says more."""
+
+
+Progress = Callable[[str], None]
+
+
+def _silent(_line: str) -> None:
+    pass
 
 
 @dataclass
@@ -105,17 +118,21 @@ def _spawn(
     url: str,
 ) -> None:
     paths.logs.mkdir(parents=True, exist_ok=True)
-    with open(paths.logs / f"{name}.log", "ab") as log:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    state["components"][name] = {"pid": proc.pid, "port": port, "url": url, "cmd": cmd}
+    log_path = paths.logs / f"{name}.log"
+    with open(log_path, "ab") as log:
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise StackError(f"{name}: {cmd[0]} is not installed (not on PATH)") from exc
+    state["components"][name] = {"pid": proc.pid, "port": port, "url": url, "cmd": cmd, "log": str(log_path)}
     _save(paths, state)
 
 
@@ -203,16 +220,19 @@ def up(
     candidates: bool = False,
     chatwork_tasks: bool = False,
     extra_env: dict[str, str] | None = None,
+    progress: Progress = _silent,
 ) -> dict[str, Any]:
-    """Start everything; returns the state. Raises (after stopping what started) on failure.
+    """Start everything; returns the state. Raises (after stopping what started) on failure:
+    ``StackError`` names the component and its log.
 
     ``candidates`` also starts a candidate process per target (smoke turns reach only those);
     ``chatwork_tasks`` also starts the fake ChatWork task API and keeps tasks there
-    (``CHARTER_TASK_BACKEND=chatwork``); ``extra_env`` goes to every function.
+    (``CHARTER_TASK_BACKEND=chatwork``); ``extra_env`` goes to every function. ``progress``
+    receives one line per step and per component up, with the seconds since the start.
     """
     paths = _paths(root)
     if load_state(root).get("components"):
-        raise RuntimeError(
+        raise StackError(
             f"a local stack is already recorded in {paths.state}: run `charter local down` first"
         )
     state: dict[str, Any] = {
@@ -225,20 +245,28 @@ def up(
         "extra_env": dict(extra_env or {}),
     }
     _save(paths, state)
+    started = time.monotonic()
+
+    def say(line: str) -> None:
+        progress(f"[{time.monotonic() - started:5.1f} s] {line}")
+
     try:
-        _start_all(paths, state, timeout)
+        _start_all(paths, state, timeout, say)
         if candidates:
             from infra import local_candidates
 
+            say("starting the candidate processes")
             state = local_candidates.start(root=root, timeout=timeout)
+        say("ready")
     except BaseException:
         down(root=root)
         raise
     return state
 
 
-def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float) -> None:
+def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float, say: Progress = _silent) -> None:
     ps, fs, llm, fc = free_port(), free_port(), free_port(), free_port()
+    say(f"starting the emulators and fakes (logs in {paths.logs})")
     base_env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
     _spawn(
         paths,
@@ -308,9 +336,11 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float) -> None
         fakes.append("fake_chatwork")
     for name in fakes:
         _wait(state, name, timeout)
+        say(f"{name} up on port {state['components'][name]['port']}")
     env = function_env(state, {"CHARTER_REVISION": "stable"})
     paths.function_env.touch(mode=0o600)
     paths.function_env.write_text(json.dumps(env))
+    say(f"starting {len(_targets())} functions")
     for target, kind in _targets().items():
         spawn_function(paths, state, target, target, kind, env)
     os.environ.update(
@@ -319,12 +349,17 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float) -> None
             "FIRESTORE_EMULATOR_HOST": env["FIRESTORE_EMULATOR_HOST"],
         }
     )
+    say("seeding the flags and the demo directory")
     _seed(state)
     for target in _targets():
         _wait(state, target, timeout)
+        say(f"{target} up on port {state['components'][target]['port']}")
     for name in ("ingress", "admin"):  # the first request builds the process's runtime: do it now
         if name in state["components"] and not _until_healthy(state["components"][name], name, timeout):
-            raise RuntimeError(f"{name} is not healthy (see {paths.logs / (name + '.log')})")
+            raise StackError(f"{name} is not healthy (see {paths.logs / (name + '.log')})")
+        if name in state["components"]:
+            say(f"{name} healthy")
+    say("creating the topics and push subscriptions")
     _create_topology(state)
     state["ingress_url"] = state["components"]["ingress"]["url"]
     if "admin" in state["components"]:
@@ -374,11 +409,18 @@ def _function_cmd(target: str, kind: str, port: int) -> list[str]:
 
 
 def _wait(state: dict[str, Any], name: str, timeout: float) -> None:
+    """Until ``name`` listens on its port; ``StackError`` (with its log) when it exits or times out."""
     comp = state["components"][name]
-    if not wait_port(comp["port"], timeout):
-        raise RuntimeError(
-            f"{name} did not start on port {comp['port']} (see .charter/local/logs/{name}.log)"
-        )
+    log = comp.get("log") or f".charter/local/logs/{name}.log"
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not pid_alive(comp["pid"]):
+            raise StackError(f"{name} exited while starting (port {comp['port']} taken?): see {log}")
+        if wait_port(comp["port"], 0.5):
+            if pid_alive(comp["pid"]):
+                return
+            raise StackError(f"{name} exited while starting (port {comp['port']} taken?): see {log}")
+    raise StackError(f"{name} did not start on port {comp['port']} within {timeout:.0f} s: see {log}")
 
 
 def _seed(state: dict[str, Any]) -> None:

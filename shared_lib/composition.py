@@ -155,14 +155,7 @@ def operator_runtime(
         values.update(store="sqlite", store_path=Path(store))
     if project:
         values["project"] = project
-    environment = Settings.from_env()
-    home = home or environment.home
-    env_file = None
-    if environment.store == "memory":  # the environment names no store: what the stack or demo left
-        env_file = next(
-            (f for f in (home / "local" / ENV_FILE, home / "demo" / ENV_FILE) if f.is_file()), None
-        )
-    settings = Settings.from_env(env_file=env_file, **values)
+    settings = Settings.from_env(env_file=operator_env_file(home), **values)
     if settings.store == "memory":
         raise ConfigError(
             "no store configured: start the local stack (`charter local up`), run `charter demo`, "
@@ -171,6 +164,17 @@ def operator_runtime(
     from shared_lib.adapters.inproc_bus import InProcessBus
 
     return build_runtime(settings=settings, llm=None, bus=InProcessBus(), notifiers=[])
+
+
+def operator_env_file(home: Path | None = None) -> Path | None:
+    """The settings file the operator commands read: none when the environment names a store,
+    else what ``charter local up`` (``.charter/local/charter.env``) or else ``charter demo``
+    (``.charter/demo/charter.env``) left behind."""
+    environment = Settings.from_env()
+    if environment.store != "memory":
+        return None
+    home = home or environment.home
+    return next((f for f in (home / "local" / ENV_FILE, home / "demo" / ENV_FILE) if f.is_file()), None)
 
 
 def write_env_file(path: Path, values: Mapping[str, str]) -> Path:

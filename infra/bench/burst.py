@@ -45,6 +45,7 @@ import httpx
 
 from infra import local_stack
 from infra.webhook_sender import build_request
+from shared_lib.cli.runner import progress
 
 ORG = "demo"
 USERS = ("u-suzuki",)
@@ -372,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"turns": a.turns, "conversations": a.conversations, "senders": a.senders}
     root = Path(tempfile.mkdtemp(prefix="charter-burst-")) / ".charter" / "local"
     print("starting the local stack…", file=sys.stderr)
-    state = local_stack.up(root=root)
+    state = local_stack.up(root=root, progress=progress)
     state["root"] = str(root)
     try:
         stack = Stack(state)

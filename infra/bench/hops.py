@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from shared_lib.cli.runner import progress
 from shared_lib.ports import Doc, Store, Transaction
 
 _target: contextvars.ContextVar[str] = contextvars.ContextVar("bench_target", default="ingress")
@@ -162,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--turns", type=int, default=0, help="turns of the mix (default: the mix once)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
+    progress(f"counting the store and bus operations of {a.turns or 'the mix once, its'} turns…")
     report = count(a.turns)
     if a.json:
         print(json.dumps(report, ensure_ascii=False))

@@ -22,6 +22,7 @@ import httpx
 
 from infra import local_stack
 from infra.webhook_sender import build_request
+from shared_lib.cli.runner import progress
 
 CHANNELS = ("chatwork", "line", "slack", "http")
 USERS = {
@@ -38,7 +39,8 @@ def _percentile(ordered: list[float], q: float) -> float:
 
 def run(requests: int) -> dict[str, Any]:
     root = Path(f"/tmp/charter-bench-ingress-{uuid.uuid4().hex[:6]}")
-    state = local_stack.up(root=root)
+    progress("starting the local stack…")
+    state = local_stack.up(root=root, progress=progress)
     try:
         samples: dict[str, list[float]] = {c: [] for c in CHANNELS}
         with httpx.Client(timeout=30) as client:

@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from shared_lib.cli.runner import progress
+
 TEXT = "こんにちは"
 
 
@@ -80,7 +82,8 @@ def bench_stack(turns: int) -> dict[str, float]:
     from infra.webhook_sender import send
 
     root = Path(f"/tmp/charter-bench-{uuid.uuid4().hex[:6]}")
-    state = local_stack.up(root=root)
+    progress(f"stack arm: starting the local stack, then {turns} turns…")
+    state = local_stack.up(root=root, progress=progress)
     try:
         fake = state["components"]["fake_channels"]["url"]
         samples = []
@@ -131,11 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--floor", type=Path, help="directory of shared/bench/chain_floor to compare with")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    result: dict[str, Any] = {
-        "turns": args.turns,
-        "inprocess": bench_inprocess(args.turns),
-        "stack": bench_stack(args.turns),
-    }
+    progress(f"in-process arm: {args.turns} turns…")
+    inprocess = bench_inprocess(args.turns)
+    result: dict[str, Any] = {"turns": args.turns, "inprocess": inprocess, "stack": bench_stack(args.turns)}
     result["stack_over_inprocess_median"] = round(
         result["stack"]["median_ms"] / result["inprocess"]["median_ms"], 1
     )

@@ -13,6 +13,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``routing``        ``charter route "TEXT"``: the route the router gives a text (no turn run)
 ``dates``          ``charter dates parse "TEXT" --now T``: how the one date reader reads a text
 ``approvals``      ``charter approvals list|show|auto on|auto off|auto status``: jobs and grants
+``config``         ``charter config show``: the effective settings, where each comes from
 =================  ===============================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -21,19 +22,33 @@ what the local stack or the demo left in ``.charter/``). The developer commands 
 demo`` and ``charter local`` belong to ``infra`` (``infra/cli.py`` adds them; the console
 script is that one), so the product never imports its test infrastructure.
 
-Exit codes: 0 ok, 1 a check failed or the operation failed, 2 bad input/usage.
+Exit codes, the same for every command (``charter`` and the developer ones):
+
+====  ==========================================================================================
+0     ok (a gate passes, a check finds nothing, the operation was done)
+1     a finding or a threshold crossed: a gate fails, a check or an audit finds a problem, a
+      record asked for does not exist, an operation failed (a ``CharterError`` that is not
+      about the input; an unexpected error, whose traceback goes to ``.charter/logs/``)
+2     bad input or configuration: a usage error, a group without its action (its help is
+      printed), a file that does not parse or validate, no store configured, a value out of
+      range, a gate without evidence
+====  ==========================================================================================
+
+Errors are one line on stderr, ``charter: error: …``; results go to stdout (``--json``: one
+JSON document), progress of long operations to stderr. A reader that leaves early
+(``charter metrics | head -1``) ends the command quietly with 0. ``shared_lib.cli.runner``
+holds the convention.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from shared_lib.cli import (
     approvals,
+    config,
     data,
     dates,
     gates,
@@ -42,6 +57,7 @@ from shared_lib.cli import (
     revisions,
     rollout,
     routing,
+    runner,
     tools,
 )
 
@@ -57,31 +73,22 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     routing.register,
     dates.register,
     approvals.register,
+    config.register,
 )
 
 
 def build_parser(extra: Iterable[Register] = ()) -> argparse.ArgumentParser:
+    """The whole ``charter`` parser: ``extra`` commands first, then the product's."""
     parser = argparse.ArgumentParser(
         prog="charter", description="Charter: the LLM proposes; the charter decides."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for register in (*extra, *PRODUCT_COMMANDS):
         register(sub)
+    runner.give_groups_help(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, *, extra: Iterable[Register] = ()) -> int:
-    parser = build_parser(extra)
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    try:
-        result = args.func(args)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # the reader went away (``charter metrics | head``): not an error of ours
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
-    return int(result or 0)
+    """Run one command; its exit code by the convention above (``shared_lib.cli.runner``)."""
+    return runner.run(build_parser(extra), None if argv is None else list(argv))

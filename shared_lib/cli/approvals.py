@@ -19,8 +19,9 @@ import argparse
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.cli.console import NO_STORE, err, json_text
+from shared_lib.cli.console import NO_STORE, json_text
 from shared_lib.cli.operations import runtime_for, store_options
+from shared_lib.cli.runner import fail
 from shared_lib.collections import collection_path
 from shared_lib.errors import ArgumentError, ConfigError
 from shared_lib.layers.auto_approval import switch
@@ -37,7 +38,7 @@ def _runtime(args: argparse.Namespace) -> Runtime | None:
     try:
         return runtime_for(args)
     except ConfigError:
-        err(f"error: {NO_STORE}")
+        fail(f"{NO_STORE}")
         return None
 
 
@@ -54,8 +55,7 @@ def _json(args: argparse.Namespace, data: Any) -> bool:
 
 def _list(args: argparse.Namespace) -> int:
     if args.status and args.status not in STATUSES:
-        err(f"error: --status is one of {', '.join(STATUSES)}")
-        return 2
+        return fail(f"--status is one of {', '.join(STATUSES)}", 2)
     if (rt := _runtime(args)) is None:
         return 2
     now = rt.clock()
@@ -84,8 +84,7 @@ def _show(args: argparse.Namespace) -> int:
         return 2
     job = jobs.get(rt.store, args.org, args.job_id, rt.clock())
     if job is None:
-        err(f"error: no job {args.job_id} in {args.org}")
-        return 1
+        return fail(f"no job {args.job_id} in {args.org}", 1)
     if _json(args, job):
         return 0
     for key in ("job_id", "org_id", "status", "job_type", "tools", "targets", "user_id", "approver"):
@@ -120,8 +119,7 @@ def _on(args: argparse.Namespace) -> int:
             known_tools=rt.registry.names(),
         )
     except ArgumentError as exc:
-        err(f"error: {exc}")
-        return 2
+        return fail(f"{exc}", 2)
     if _json(args, grant):
         return 0
     who = f"person {args.user}" if args.user else "the whole organisation"

@@ -32,8 +32,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from shared_lib import collections
-from shared_lib.cli.console import NO_STORE, err, json_text, live_store
+from shared_lib.cli.console import NO_STORE, json_text, live_store
 from shared_lib.cli.operations import store_options
+from shared_lib.cli.runner import fail
 from shared_lib.context.history import conversation_path, history_path
 from shared_lib.ports import Op, Store
 from shared_lib.state.agent_store import agent_state_path
@@ -136,12 +137,10 @@ def purge(store: Store, org: str, user: str, *, dry_run: bool = False) -> dict[s
 def _purge(args: argparse.Namespace) -> int:
     org, user = (args.org or "").strip(), (args.user or "").strip()
     if not org or not user or "/" in org + user:
-        err("error: --org and --user name one organisation and one person (no '/')")
-        return 2
+        return fail("--org and --user name one organisation and one person (no '/')", 2)
     store = live_store(args)
     if store is None:
-        err(f"error: {NO_STORE}")
-        return 2
+        return fail(f"{NO_STORE}", 2)
     counts = purge(store, org, user, dry_run=args.dry_run)
     report = {
         "org": org,

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from shared_lib.cli.runner import fail
 from shared_lib.dates import DateError, Reading, display_reading, read_or_error
 
 EXIT_OK, EXIT_NOT_READ, EXIT_USAGE = 0, 1, 2
@@ -56,13 +56,11 @@ def run_parse(args: argparse.Namespace) -> int:
     try:
         tz = ZoneInfo(args.tz)
     except (ZoneInfoNotFoundError, ValueError):
-        print(f"charter dates parse: unknown time zone {args.tz!r}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"dates parse: unknown time zone {args.tz!r}", EXIT_USAGE)
     try:
         now = datetime.fromisoformat(args.now)
     except ValueError:
-        print(f"charter dates parse: --now {args.now!r} is not an ISO date-time", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"dates parse: --now {args.now!r} is not an ISO date-time", EXIT_USAGE)
     now = now.astimezone(tz) if now.tzinfo else now.replace(tzinfo=tz)
     try:
         reading = read_or_error(args.text, now, tz, whole=args.whole)

@@ -22,6 +22,7 @@ from typing import Any
 
 from shared_lib.cli.console import duration_arg, err, json_text, live_store
 from shared_lib.cli.operations import store_options
+from shared_lib.cli.runner import fail
 from shared_lib.errors import ArgumentError, ConfigError
 from shared_lib.flags import (
     ENVIRONMENTS,
@@ -46,6 +47,7 @@ from shared_lib.flags.stages import (
 )
 from shared_lib.ids import utc_now
 from shared_lib.rollout.overrides import audit_entries, clear_override, write_override
+from shared_lib.rollout.report import plain
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -56,8 +58,7 @@ def _validate(args: argparse.Namespace) -> int:
         try:
             doc = load_flags_file(path)
         except ConfigError as exc:
-            err(str(exc))
-            return 2
+            return fail(str(exc), 2)
         stage = stage_of(doc)
         docs[path.stem] = doc
         print(
@@ -88,8 +89,7 @@ def _stage(args: argparse.Namespace) -> int:
     try:
         doc = load_flags_file(env_flags_file(args.env, Path(args.dir)))
     except (ArgumentError, ConfigError) as exc:
-        err(str(exc))
-        return 2
+        return fail(str(exc), 2)
     stage = stage_of(doc)
     if stage is None:
         err(
@@ -110,8 +110,7 @@ def _promote(args: argparse.Namespace) -> int:
         here, target = plan_move(args.env, doc, args.to, {env: d for env, (_, _, d) in found.items()})
         new = moved_text(text, target, utc_now().date(), source=str(path))
     except (ArgumentError, ConfigError, RefusedStep) as exc:
-        err(f"refused: {exc}".splitlines()[0])
-        return 2
+        return fail(f"refused: {exc}", 2)
     sys.stdout.writelines(
         difflib.unified_diff(
             text.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path.name}", f"b/{path.name}"
@@ -148,8 +147,7 @@ def _flags_source(args: argparse.Namespace) -> tuple[FlagsDocument | None, Flags
         try:
             return load_flags_file(args.flags), None, ""
         except ConfigError as exc:
-            err(str(exc))
-            return 2
+            return fail(str(exc), 2)
     store = live_store(args)
     if store is None:
         err(
@@ -159,8 +157,7 @@ def _flags_source(args: argparse.Namespace) -> tuple[FlagsDocument | None, Flags
         try:
             return load_flags_file(REPO_FLAGS_FILE), None, ""
         except ConfigError as exc:
-            err(str(exc))
-            return 2
+            return fail(str(exc), 2)
     snap = FlagsProvider(store, ttl_seconds=0, on_error=lambda code, message: None).snapshot()
     if snap.error:
         err(f"live flags unusable, the runtime serves legacy: {snap.error}")
@@ -200,12 +197,34 @@ def _explain(args: argparse.Namespace) -> int:
     return 1 if error else 0
 
 
+def _print_show(out: dict[str, Any], as_json: bool) -> None:
+    """``flags show``: one JSON document, or the document's fields, the override and the audit."""
+    if as_json:
+        print(json_text(out))
+        return
+    print(f"source    {out['source']}" + (f"  (error: {out['error']})" if out.get("error") else ""))
+    for name, value in (out["flags"] or {}).items():
+        print(f"  {name:<24} {plain(value) if not isinstance(value, dict) else json_text(value)}")
+    override = out.get("override")
+    print("override  " + (", ".join(f"{k} {plain(v)}" for k, v in override.items()) if override else "none"))
+    for entry in out.get("audit", []):
+        print(
+            f"  {plain(entry.get('at'))}  {plain(entry.get('action')):<18} by {plain(entry.get('author'))}: "
+            f"{plain(entry.get('reason'))}"
+        )
+
+
 def _show(args: argparse.Namespace) -> int:
     store = live_store(args)
     if store is None:
         err("no flags store configured: showing the repository file")
         doc = load_flags_file(REPO_FLAGS_FILE)
-        print(json_text({"source": f"file:{REPO_FLAGS_FILE}", "flags": doc.model_dump(), "override": None}))
+        found: dict[str, Any] = {
+            "source": f"file:{REPO_FLAGS_FILE}",
+            "flags": doc.model_dump(),
+            "override": None,
+        }
+        _print_show(found, args.json)
         return 0
     snap = FlagsProvider(store, ttl_seconds=0, on_error=lambda code, message: None).snapshot()
     now = utc_now()
@@ -218,20 +237,20 @@ def _show(args: argparse.Namespace) -> int:
         ),
         "audit": audit_entries(store, limit=args.audit),
     }
-    print(json_text(out))
+    _print_show(out, args.json)
     return 1 if snap.error else 0
 
 
 def _seed(args: argparse.Namespace) -> int:
     store = live_store(args)
     if store is None:
-        err("no flags store configured: nothing to seed (set FIRESTORE_EMULATOR_HOST and CHARTER_PROJECT)")
-        return 2
+        return fail(
+            "no flags store configured: nothing to seed (set FIRESTORE_EMULATOR_HOST and CHARTER_PROJECT)", 2
+        )
     try:
         doc = seed_flags(store, args.file, updated_by=args.author)
     except ConfigError as exc:
-        err(str(exc))
-        return 2
+        return fail(str(exc), 2)
     print(f"seeded config/flags from {args.file}: version {doc.version}")
     return 0
 
@@ -248,8 +267,7 @@ def _on_off(text: str) -> bool:
 def _override(args: argparse.Namespace) -> int:
     store = live_store(args)
     if store is None:
-        err("no flags store configured: an override needs the live store")
-        return 2
+        return fail("no flags store configured: an override needs the live store", 2)
     try:
         written = write_override(
             store,
@@ -260,8 +278,7 @@ def _override(args: argparse.Namespace) -> int:
             reason=args.reason,
         )
     except ConfigError as exc:
-        err(str(exc))
-        return 2
+        return fail(str(exc), 2)
     print(json_text(written.model_dump() if written else None))
     return 0
 
@@ -269,8 +286,7 @@ def _override(args: argparse.Namespace) -> int:
 def _clear(args: argparse.Namespace) -> int:
     store = live_store(args)
     if store is None:
-        err("no flags store configured: an override needs the live store")
-        return 2
+        return fail("no flags store configured: an override needs the live store", 2)
     cleared = clear_override(store, args.author, args.reason)
     print("override cleared" if cleared else "no override was set")
     return 0
@@ -316,6 +332,9 @@ def register(sub: Any) -> None:
 
     p = fsub.add_parser("show", help="the live document, the override and the latest audit entries")
     p.add_argument("--audit", type=int, default=10, help="how many audit entries (default 10)")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON document {source, error, flags, override, audit}"
+    )
     store_options(p)
     p.set_defaults(func=_show, store=None)
 

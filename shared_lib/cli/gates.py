@@ -23,6 +23,7 @@ from typing import Any
 
 from shared_lib.cli.console import NO_STORE, duration_arg, err, json_text, live_store
 from shared_lib.cli.operations import store_options
+from shared_lib.cli.runner import fail
 from shared_lib.errors import ArgumentError, ConfigError
 from shared_lib.flags import ENVIRONMENTS, env_flags_file, load_flags_file, stage_of
 from shared_lib.flags.stages import GateName
@@ -35,7 +36,7 @@ from shared_lib.rollout.gates import (
     live_document,
     promotion_step,
 )
-from shared_lib.rollout.report import parse_duration
+from shared_lib.rollout.report import parse_duration, plain
 
 GATE_HELP: tuple[tuple[GateName, str], ...] = (
     ("shadow", "before canary 10: the shadow comparisons against the promotion criteria"),
@@ -49,10 +50,12 @@ def render(result: GateResult) -> str:
     if result.since is not None:
         lines.append(f"window: since {result.since.isoformat()}{'  org ' + result.org if result.org else ''}")
     for c in result.checks:
-        lines.append(f"  [{'ok' if c['ok'] else 'NO'}] {c['name']}: {c['actual']} (required {c['required']})")
+        lines.append(
+            f"  [{'ok' if c['ok'] else 'NO'}] {c['name']}: {plain(c['actual'])} (required {plain(c['required'])})"
+        )
     for name, value in result.figures.items():
         if name != "criteria":
-            lines.append(f"  {name}: {value}")
+            lines.append(f"  {name}: {plain(value)}")
     return "\n".join(lines)
 
 
@@ -62,7 +65,7 @@ def _report(result: GateResult, as_json: bool) -> int:
     elif result.outcome != "no_data":
         print(render(result))
     if result.outcome == "no_data":
-        err(f"error: {result.message}")
+        fail(f"{result.message}")
     return result.exit_code
 
 
@@ -71,10 +74,10 @@ def _store(args: argparse.Namespace) -> Store | None:
     try:
         store = live_store(args)
     except Exception as exc:  # e.g. no cloud credentials: the gate has no evidence, it is not a finding
-        err(f"error: cannot open the store: {type(exc).__name__}: {exc}".splitlines()[0])
+        fail(f"cannot open the store: {type(exc).__name__}: {exc}")
         return None
     if store is None:
-        err(f"error: {NO_STORE}: a gate over no store cannot pass")
+        fail(f"{NO_STORE}: a gate over no store cannot pass")
     return store
 
 
@@ -92,8 +95,7 @@ def _gate(gate: GateName) -> Any:
         try:
             result = _run_gate(gate, store, args.since, args.org)
         except Exception as exc:  # the store is unreachable or refuses us: no evidence, not a finding
-            err(f"error: cannot read the store: {type(exc).__name__}: {exc}".splitlines()[0])
-            return 2
+            return fail(f"cannot read the store: {type(exc).__name__}: {exc}", 2)
         return _report(result, args.json)
 
     return handler
@@ -104,8 +106,7 @@ def _promotion(args: argparse.Namespace) -> int:
         path = Path(args.file) if args.file else env_flags_file(args.env)
         committed = load_flags_file(path)
     except (ArgumentError, ConfigError) as exc:
-        err(f"error: {exc}".splitlines()[0])
-        return 2
+        return fail(f"{exc}", 2)
     store = _store(args)
     if store is None:
         return 2
@@ -120,11 +121,9 @@ def _promotion(args: argparse.Namespace) -> int:
     try:
         live = live_document(store)
     except ConfigError as exc:
-        err(f"error: the live config/flags is unusable, so the step cannot be judged: {exc}".splitlines()[0])
-        return 2
+        return fail(f"the live config/flags is unusable, so the step cannot be judged: {exc}", 2)
     except Exception as exc:  # unreachable store: no evidence, not a finding
-        err(f"error: cannot read the live config/flags: {type(exc).__name__}: {exc}".splitlines()[0])
-        return 2
+        return fail(f"cannot read the live config/flags: {type(exc).__name__}: {exc}", 2)
     step = promotion_step(args.env, committed, live)
     if step.refused:
         err(f"refused: {args.env}: {step.refused}")
@@ -137,8 +136,7 @@ def _promotion(args: argparse.Namespace) -> int:
     try:
         result = _run_gate(step.gate, store, args.since, None)
     except Exception as exc:  # unreachable store: no evidence, not a finding
-        err(f"error: cannot read the store: {type(exc).__name__}: {exc}".splitlines()[0])
-        return 2
+        return fail(f"cannot read the store: {type(exc).__name__}: {exc}", 2)
     return _report(result, args.json)
 
 

@@ -25,14 +25,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.errors import CharterError
+from shared_lib.cli.runner import fail
+from shared_lib.errors import ConfigError
 from shared_lib.ops import audit, monitoring, queries, render
 from shared_lib.ops.cost import cost_report
 from shared_lib.ops.replay import ReplayError, replay
 from shared_lib.ops.spans import trace_section
+from shared_lib.rollout.report import plain
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -47,6 +50,18 @@ def runtime_for(args: argparse.Namespace) -> Runtime:
     from shared_lib.composition import operator_runtime
 
     return operator_runtime(store=getattr(args, "store_choice", None), project=getattr(args, "project", None))
+
+
+def _when(value: Any) -> str:
+    """A stored time as the tables show it: ``YYYY-MM-DD HH:MM:SS`` UTC (the header says UTC)."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return str(value)
+    if isinstance(value, datetime):
+        return f"{value.astimezone(UTC):%Y-%m-%d %H:%M:%S}"
+    return "-"
 
 
 def _out(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -69,10 +84,7 @@ def turns_list(rt: Runtime, args: argparse.Namespace) -> int:
 def turns_show(rt: Runtime, args: argparse.Namespace) -> int:
     rec = queries.find_record(rt.store, args.turn_id, org=args.org, shadow=args.shadow)
     if rec is None:
-        print(
-            f"no {'shadow candidate' if args.shadow else 'record'} for turn {args.turn_id}", file=sys.stderr
-        )
-        return 1
+        return fail(f"no {'shadow candidate' if args.shadow else 'record'} for turn {args.turn_id}", 1)
     calls = queries.llm_calls_for(rt.store, rec.organization_id, rec.record_id)
     comparison = queries.comparison_for(rt.store, rec.organization_id, rec.record_id)
     spans, tree = trace_section(rt.store, rec.trace_id, rt.settings)
@@ -90,8 +102,7 @@ def replay_cmd(rt: Runtime, args: argparse.Namespace) -> int:
     try:
         rep = replay(rt, args.turn_id, org=args.org)
     except ReplayError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
+        return fail(str(exc), 1)
     _out(args, rep.as_dict(), render.replay_report(rep))
     return 0
 
@@ -120,13 +131,16 @@ def metrics_cmd(rt: Runtime, args: argparse.Namespace) -> int:
 
 def alerts_cmd(rt: Runtime, args: argparse.Namespace) -> int:
     rows = monitoring.recent_alerts(rt, since=_since(args, rt, "24h"), limit=args.limit)
+    header = f"{'time (UTC)':<19}  {'severity':<8} {'code':<28} {'org':<10} {'delivery':<11} message\n"
     text = (
-        "\n".join(
-            f"{a.get('at')}  {a.get('severity', '-'):<8} {a.get('code'):<28} "
-            f"{a.get('org_id') or '-':<10} {a.get('notification', 'pending'):<11} {a.get('message')}"
+        header
+        + "\n".join(
+            f"{_when(a.get('at'))}  {plain(a.get('severity')):<8} {plain(a.get('code')):<28} "
+            f"{a.get('org_id') or '-':<10} {a.get('notification') or 'pending':<11} {plain(a.get('message'))}"
             for a in rows
         )
-        or "no alerts"
+        if rows
+        else "no alerts"
     )
     _out(args, rows, text)
     return 0
@@ -135,19 +149,24 @@ def alerts_cmd(rt: Runtime, args: argparse.Namespace) -> int:
 def llm_calls_cmd(rt: Runtime, args: argparse.Namespace) -> int:
     if args.turn:
         if not args.org:
-            print("--turn needs --org", file=sys.stderr)
-            return 2
+            return fail("--turn needs --org", 2)
         rows = queries.llm_calls_for(rt.store, args.org, args.turn)
     else:
         rows = queries.recent_llm_calls(rt.store, org=args.org, limit=args.limit)
+    header = (
+        f"{'time (UTC)':<19}  {'call':<13} {'model':<20} {'status':<8} {'latency':>11} {'tokens':>11}  turn\n"
+    )
     text = (
-        "\n".join(
-            f"{c.get('at')}  {c.get('call_type'):<13} {c.get('model'):<20} {c.get('status'):<8} "
-            f"{float(c.get('latency_ms') or 0):>8.0f} ms {c.get('total_tokens'):>7} tok  "
+        header
+        + "\n".join(
+            f"{_when(c.get('at'))}  {plain(c.get('call_type')):<13} {plain(c.get('model')):<20} "
+            f"{plain(c.get('status')):<8} {float(c.get('latency_ms') or 0):>8.0f} ms "
+            f"{plain(c.get('total_tokens')):>7} tok  "
             f"turn {c.get('turn_id') or '-'}"
             for c in rows
         )
-        or "no LLM calls"
+        if rows
+        else "no LLM calls"
     )
     _out(args, rows, text)
     return 0
@@ -167,17 +186,34 @@ def _run(command: Command) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         try:
             return command(runtime_for(args), args)
-        except (ValueError, CharterError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+        except (ValueError, ConfigError) as exc:  # bad input or configuration; any other
+            return fail(str(exc), 2)  # CharterError is a failed operation (runner: exit 1)
 
     return handler
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def store_arg(text: str) -> str:
+    """An argparse type: ``firestore``, ``memory``, or an existing SQLite file (never a new one)."""
+    if text in ("firestore", "memory"):
+        return text
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"no SQLite store at {text} (give an existing FILE.sqlite)")
+    with path.open("rb") as f:
+        header = f.read(len(SQLITE_HEADER))
+    if header and header != SQLITE_HEADER:
+        raise argparse.ArgumentTypeError(f"{text} is not a SQLite database")
+    return text
 
 
 def store_options(p: argparse.ArgumentParser) -> None:
     """``--store``/``--project``: which store an operator command reads."""
     p.add_argument(
         "--store",
+        type=store_arg,
         dest="store_choice",
         metavar="firestore|FILE.sqlite",
         help="the store to read (default: settings)",

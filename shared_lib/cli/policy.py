@@ -4,7 +4,8 @@
   one JSON object on stdout: the guardian verdict and the authorization result. Exit 0;
   malformed input prints the problem on stderr and exits 2.
 * ``charter policy validate [FILE]`` — validate a policy file (default: the active one)
-  and print its version. Exit 0 valid, 1 invalid.
+  and print its version. Exit 0 valid, 2 a file that does not parse or validate (bad input,
+  as ``flags validate``).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shared_lib.cli.runner import fail
 from shared_lib.errors import ConfigError
 from shared_lib.policy.config import POLICY_FILE, PolicyConfig, load_policy_config, parse_policy_config
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.simulator import SimulationInput, simulate
 from shared_lib.tools.builtin import builtin_registry
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def register(subparsers: Any) -> None:
@@ -35,12 +37,12 @@ def register(subparsers: Any) -> None:
     validate.add_argument(
         "file", nargs="?", help=f"policy file (default: CHARTER_POLICY or {POLICY_FILE.name})"
     )
+    validate.add_argument("--json", action="store_true", help='print {"valid": true, "version": …}')
     validate.set_defaults(func=run_validate)
 
 
 def _error(message: str) -> int:
-    print(f"charter policy: {message}", file=sys.stderr)
-    return EXIT_USAGE
+    return fail(message, EXIT_USAGE)
 
 
 def _describe(exc: ValidationError) -> str:
@@ -68,7 +70,7 @@ def run_check(args: argparse.Namespace) -> int:
     try:
         config = _config(args.policy)
     except ConfigError as exc:
-        return _error(str(exc))
+        return _error(f"{args.policy or 'the active policy'}: {exc}")
     out = simulate(sim, config=config)
     print(json.dumps(out, ensure_ascii=False, sort_keys=True))
     return EXIT_OK
@@ -83,7 +85,10 @@ def run_validate(args: argparse.Namespace) -> int:
         else:
             config = load_policy_config()
     except (OSError, ValueError, ConfigError) as exc:
-        print(f"charter policy: {exc}", file=sys.stderr)
-        return EXIT_INVALID
-    print(json.dumps({"valid": True, "version": Policy.build(config, builtin_registry()).version}))
+        return fail(f"{path or 'the active policy'}: {exc}", EXIT_USAGE)
+    version = Policy.build(config, builtin_registry()).version
+    if args.json:
+        print(json.dumps({"valid": True, "version": version}))
+    else:
+        print(f"{path or POLICY_FILE.name}: valid (version {version})")
     return EXIT_OK

@@ -27,8 +27,9 @@ from typing import Any
 
 import httpx
 
-from shared_lib.cli.console import NO_STORE, duration_arg, err, json_text
+from shared_lib.cli.console import NO_STORE, duration_arg, json_text
 from shared_lib.cli.operations import store_options
+from shared_lib.cli.runner import fail
 from shared_lib.errors import ConfigError
 from shared_lib.ports import Store
 from shared_lib.rollout import guard, revisions
@@ -62,13 +63,11 @@ def _time_arg(text: str) -> datetime:
 def _rollback(args: argparse.Namespace) -> int:
     found = _store_and_settings(args)
     if found is None:
-        err(f"error: {NO_STORE}: the rollback guard's state lives in the live store")
-        return 2
+        return fail(f"{NO_STORE}: the rollback guard's state lives in the live store", 2)
     store, settings = found
     region = args.region or settings.region
     if not region:
-        err("error: no region: give --region or set CHARTER_REGION")
-        return 2
+        return fail("no region: give --region or set CHARTER_REGION", 2)
     project = args.project or settings.project
 
     def token() -> str:
@@ -93,8 +92,7 @@ def _rollback(args: argparse.Namespace) -> int:
         )
         plans, read = revisions.rollback_plan(admin, services) if check.rollback else ([], {})
     except revisions.RevisionError as exc:
-        err(f"error: the check could not run: {exc}")
-        return 2
+        return fail(f"the check could not run: {exc}", 2)
     decision: dict[str, Any] = {
         "rollback": check.rollback,
         "dry_run": args.dry_run,

@@ -10,7 +10,7 @@ it too). No classifier runs here: the operator runtime never has an LLM
 (``composition.operator_runtime``), so a text no command or rule decides is CHAT with
 ``classifier_called: false`` and the reason "no classifier configured".
 
-Exit codes: 0 ok, 1 the routing file does not load, 2 bad usage (an empty text).
+Exit codes: 0 ok, 2 bad input (an empty text, a routing file that does not load).
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ import json
 import sys
 from typing import Any
 
+from shared_lib.cli.runner import fail
 from shared_lib.errors import ConfigError
 from shared_lib.routing.config import ROUTING_FILE, RoutingConfig, load_routing_config
 from shared_lib.routing.model import RoutingDecision
 from shared_lib.routing.router import decide
 
-EXIT_OK, EXIT_CONFIG, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def register(subparsers: Any) -> None:
@@ -70,13 +71,11 @@ def render(decision: RoutingDecision) -> str:
 def run_route(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     if not text.strip():
-        print("charter route: the text is empty", file=sys.stderr)
-        return EXIT_USAGE
+        return fail("route: the text is empty", EXIT_USAGE)
     try:
         config: RoutingConfig = load_routing_config(args.config) if args.config else load_routing_config()
     except ConfigError as exc:
-        print(f"charter route: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return fail(f"route: {exc}", EXIT_USAGE)
     decision = decide(text, local_only=args.local_only, config=config)
     if args.json:
         print(json.dumps(decision.model_dump(mode="json"), ensure_ascii=False))

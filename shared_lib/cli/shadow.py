@@ -10,14 +10,18 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from shared_lib.cli.console import NO_STORE, duration_arg, err, json_text, live_store
 from shared_lib.cli.operations import store_options
+from shared_lib.cli.runner import fail
 from shared_lib.ids import utc_now
 from shared_lib.rollout.report import (
     PromotionCriteria,
     build_report,
     load_comparisons,
     parse_duration,
+    plain,
     render_text,
 )
 
@@ -46,13 +50,14 @@ def _criteria(args: argparse.Namespace) -> PromotionCriteria:
 def _report(args: argparse.Namespace) -> int:
     try:
         criteria = _criteria(args)
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(file)'}: {e['msg']}" for e in exc.errors())
+        return fail(f"criteria {args.criteria}: {where}", 2)
     except (OSError, ValueError) as exc:
-        err(f"criteria: {exc}")
-        return 2
+        return fail(f"criteria: {exc}", 2)
     store = live_store(args)
     if store is None:
-        err(f"error: {NO_STORE}: a report over no records would say nothing")
-        return 2
+        return fail(f"{NO_STORE}: a report over no records would say nothing", 2)
     rows = load_comparisons(store, since=utc_now() - args.since, org=args.org)
     report = build_report(
         rows, criteria=criteria, since=utc_now() - args.since, org=args.org, mismatch_limit=args.mismatches
@@ -67,8 +72,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     store = live_store(args)
     if store is None:
-        err(f"error: {NO_STORE}")
-        return 2
+        return fail(f"{NO_STORE}", 2)
     stored = store.get(comparison_path(args.org, args.turn_id))
     if stored is None:
         served = store.get(f"orgs/{args.org}/observability/{args.turn_id}")
@@ -89,8 +93,9 @@ def _compare(args: argparse.Namespace) -> int:
     for side in ("served", "candidate"):
         f = stored[side]
         print(
-            f"  {side:<9} intent {f['intent']}  tools {f['tools']}  guardian {f['guardian_action']}"
-            f"/{f['guardian_reason']}  auth {f['auth_result']}  params {f['parameters']}"
+            f"  {side:<9} intent {plain(f['intent'])}  tools {plain(f['tools'])}  guardian "
+            f"{plain(f['guardian_action'])}/{plain(f['guardian_reason'])}  auth {plain(f['auth_result'])}  "
+            f"params {json_text(f['parameters'])}"
         )
     for name, link in stored["links"].items():
         print(f"  {name}: {link}")
@@ -106,7 +111,7 @@ def _guard_view(args: argparse.Namespace) -> dict[str, Any] | None:
 
     store = live_store(args)
     if store is None:
-        err(f"error: {NO_STORE}: the guard keeps its window in the live store")
+        fail(f"{NO_STORE}: the guard keeps its window in the live store")
         return None
     rt = build_runtime(store=store, llm=None, bus=InProcessBus(), channels={"http": RecordingChannel("http")})
     return guard_status(rt)

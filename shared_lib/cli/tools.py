@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
+from shared_lib.cli.runner import fail
 from shared_lib.errors import ConfigError
 from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.checklist import registry_problems
@@ -59,14 +59,14 @@ def _load() -> ToolRegistry | None:
     try:
         return builtin_registry()
     except ConfigError as exc:
-        print(f"charter tools: {exc}", file=sys.stderr)
+        fail(f"tools: {exc}")
         return None
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     registry = _load()
     if registry is None:
-        return 1
+        return 2
     rows = tool_rows(registry)
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
@@ -78,8 +78,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     registry = _load()
     if registry is None:
-        return 1
+        return 2
     problems = registry_problems(registry)
+    if args.json:
+        print(json.dumps({"tools": len(registry), "problems": problems}, ensure_ascii=False))
+        return 1 if problems else 0
     for p in problems:
         print(p)
     print(f"{len(registry)} tools, {len(problems)} problem(s)")
@@ -93,5 +96,5 @@ def register(subparsers: Any) -> None:
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.set_defaults(func=cmd_list)
     check = sub.add_parser("check", help="the tool addition checklist (seed §7.1b)")
+    check.add_argument("--json", action="store_true", help="print {tools, problems}")
     check.set_defaults(func=cmd_check)
-    tools.set_defaults(func=lambda args: (tools.print_help(), 2)[1])

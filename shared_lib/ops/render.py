@@ -11,6 +11,7 @@ from shared_lib.ops.audit import AuditReport
 from shared_lib.ops.cost import CostReport
 from shared_lib.ops.metrics import WindowStats
 from shared_lib.ops.replay import ReplayReport
+from shared_lib.rollout.report import plain
 
 
 def to_json(data: Any) -> str:
@@ -61,7 +62,7 @@ def trail(
         f"  input      {r.input_message}",
         f"  context    {_short(r.context_summary, 160) or '-'}"
         + (f"  (degraded: {', '.join(r.context_degraded)})" if r.context_degraded else ""),
-        f"  flags      arm {r.flags_arm} ({r.flags_reason}), flags {r.flags_version or '-'}, bucket {r.bucket}"
+        f"  flags      arm {r.flags_arm} ({r.flags_reason}), flags {r.flags_version or '-'}, bucket {plain(r.bucket)}"
         + ("  KILL SWITCH" if r.kill_switch else ""),
         _route_line(r),
         "",
@@ -171,7 +172,7 @@ def _steps_lines(r: ObservabilityRecord) -> list[str]:
     )
     for e in loop.events:
         fields = {k: v for k, v in e.model_dump(exclude={"event", "step", "other"}).items() if v is not None}
-        shown = " ".join(f"{k}={v}" for k, v in {**fields, **e.other}.items())
+        shown = " ".join(f"{k}={plain(v)}" for k, v in {**fields, **e.other}.items())
         out.append(f"  event      {e.step} {e.event:<16} {_short(shown, 160)}")
     return out
 

@@ -279,6 +279,21 @@ def build_report(
     return report
 
 
+def plain(value: Any) -> str:
+    """A value as an operator reads it: ``n/a`` for none, yes/no, lists joined, numbers rounded."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return str(round(value, 6))
+    if isinstance(value, list | tuple):
+        return ", ".join(plain(v) for v in value) or "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {plain(v)}" for k, v in value.items()) or "-"
+    return str(value)
+
+
 def _pct(rate: Any) -> str:
     return "  n/a " if rate is None else f"{100 * rate:5.1f}%"
 
@@ -305,22 +320,25 @@ def render_text(report: dict[str, Any]) -> str:
     lat, cost = report["latency_ms"], report["cost_usd"]
     lines += [
         "",
-        f"decision latency ms: served {lat['served_mean']}  candidate {lat['candidate_mean']}  "
-        f"delta mean {lat['delta']['mean']} p95 {lat['delta']['p95']}",
-        f"LLM ms: delta mean {report['llm_ms']['delta']['mean']}",
-        f"cost USD: served {cost['served_total']}  candidate {cost['candidate_total']}  "
-        f"delta/turn {cost['delta']['mean']}",
+        f"decision latency ms: served {plain(lat['served_mean'])}  candidate {plain(lat['candidate_mean'])}  "
+        f"delta mean {plain(lat['delta']['mean'])} p95 {plain(lat['delta']['p95'])}",
+        f"LLM ms: delta mean {plain(report['llm_ms']['delta']['mean'])}",
+        f"cost USD: served {plain(cost['served_total'])}  candidate {plain(cost['candidate_total'])}  "
+        f"delta/turn {plain(cost['delta']['mean'])}",
     ]
     if report["mismatches"]:
         lines += ["", f"mismatches ({report['mismatch_count']}, first {len(report['mismatches'])}):"]
         for m in report["mismatches"]:
             lines.append(
-                f"  {m['turn_id']} [{', '.join(m['fields'])}] served {m['served']['tools'] or m['served']['intent']}"
-                f" / candidate {m['candidate']['tools'] or m['candidate']['intent']}"
+                f"  {m['turn_id']} [{', '.join(m['fields'])}] "
+                f"served {plain(m['served']['tools'] or m['served']['intent'])}"
+                f" / candidate {plain(m['candidate']['tools'] or m['candidate']['intent'])}"
             )
             lines.append(f"      {m['links'].get('served', '')}  |  {m['links'].get('candidate', '')}")
     v = report["verdict"]
     lines += ["", f"verdict: {v['verdict']}"]
     for c in v["checks"]:
-        lines.append(f"  [{'ok' if c['ok'] else 'NO'}] {c['name']}: {c['actual']} (required {c['required']})")
+        lines.append(
+            f"  [{'ok' if c['ok'] else 'NO'}] {c['name']}: {plain(c['actual'])} (required {plain(c['required'])})"
+        )
     return "\n".join(lines)

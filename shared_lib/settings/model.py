@@ -23,6 +23,7 @@ mis-configured service fails to start instead of failing its first turn.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from contextvars import ContextVar
 from datetime import timedelta
@@ -344,6 +345,22 @@ class Settings(BaseSettings):
         """The value of the setting read from ``env_name``, as text (secrets revealed)."""
         value = self.secret(_BY_ENV[env_name])
         return None if value is None else str(value)
+
+    @classmethod
+    def origins(cls, env_file: Path | None = None) -> dict[str, str]:
+        """Variable name -> where its value comes from: ``environment``, ``env_file`` or ``default``."""
+        from dotenv import dotenv_values
+
+        environ = _EXPLICIT.get() or os.environ
+        in_file = {k for k, v in (dotenv_values(env_file) if env_file else {}).items() if v and v.strip()}
+        out = {}
+        for info in cls.model_fields.values():
+            names = _names(info)
+            given = [n for n in names if (environ.get(n) or "").strip()]
+            out[_meta(info)["env"]] = (
+                "environment" if given else str(env_file) if in_file & set(names) else "default"
+            )
+        return out
 
     def describe(self) -> dict[str, Any]:
         """The effective settings by variable name, secrets masked (``charter config show``)."""

@@ -20,6 +20,9 @@ def test_up_status_down_leaves_no_process(tmp_path):
     try:
         up = subprocess.run([*cli, "up"], env=env, capture_output=True, text=True, timeout=240)
         assert up.returncode == 0, up.stdout + up.stderr
+        # progress on stderr as each component comes up; stdout is the result
+        assert "] ingress up on port " in up.stderr and up.stderr.rstrip().endswith("] ready")
+        assert up.stdout.startswith("local stack up: ingress http://127.0.0.1:")
         st = subprocess.run([*cli, "status", "--json"], env=env, capture_output=True, text=True, timeout=60)
         status = json.loads(st.stdout)
         assert (
@@ -52,7 +55,9 @@ def test_up_status_down_leaves_no_process(tmp_path):
         bad = subprocess.run(
             [*cli, "restart", "no-such-layer"], env=env, capture_output=True, text=True, timeout=60
         )
-        assert bad.returncode == 2 and "no-such-layer" in bad.stdout
+        # an error goes to stderr, one line (it went to stdout before the CLI's convention)
+        assert bad.returncode == 2 and bad.stdout == ""
+        assert bad.stderr.startswith("charter: error: local restart: no component 'no-such-layer'")
     finally:
         down = subprocess.run([*cli, "down"], env=env, capture_output=True, text=True, timeout=120)
     assert down.returncode == 0

@@ -147,7 +147,9 @@ def test_the_policy_cli_validates_files(tmp_path, capsys):
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(json.dumps(policy_data()), encoding="utf-8")
     bad.write_text(json.dumps(policy_data(confidence={"low": 2})), encoding="utf-8")
-    assert main(["policy", "validate", str(good)]) == 0
+    assert main(["policy", "validate", str(good), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["valid"] is True
-    assert main(["policy", "validate", str(bad)]) == 1
+    assert (
+        main(["policy", "validate", str(bad)]) == 2
+    )  # a file that does not validate: bad input, as flags validate
     assert "confidence.low" in capsys.readouterr().err

@@ -163,7 +163,7 @@ def test_given_an_operator_when_overriding_and_clearing_then_both_are_audited(tm
     capsys.readouterr()
     # THEN the override is gone and `flags show` lists both audit entries, newest first
     assert store.get(OVERRIDE_DOC) is None
-    assert run(["flags", "show"], store) == 0
+    assert run(["flags", "show", "--json"], store) == 0
     shown = out_json(capsys)
     assert shown["override"] is None and shown["source"] == "store"
     assert [(a["action"], a["author"], a["reason"]) for a in shown["audit"]] == [

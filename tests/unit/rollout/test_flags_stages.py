@@ -191,7 +191,10 @@ def test_flags_promote_past_the_environment_before_is_refused_with_exit_2_and_on
     assert main(["flags", "promote", "--env", "prod", "--dir", str(flags_dir)]) == 2
     # THEN one line says why, and the file is untouched
     captured = capsys.readouterr()
-    assert captured.err == "refused: prod -> canary-10 would pass stg (shadow): promote stg first\n"
+    assert (
+        captured.err
+        == "charter: error: refused: prod -> canary-10 would pass stg (shadow): promote stg first\n"
+    )
     assert captured.out == ""
     assert (flags_dir / "prod.json").read_text(encoding="utf-8") == text
 

@@ -187,7 +187,9 @@ def test_charter_gate_canary_json_exits_1_naming_the_failed_check(store, capsys)
 def test_charter_gate_shadow_without_data_exits_2_saying_so(store, capsys):
     assert run(["gate", "shadow", "--since", "24h"], store) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: no shadow comparisons since ") and "cannot pass without data" in err
+    assert (
+        err.startswith("charter: error: no shadow comparisons since ") and "cannot pass without data" in err
+    )
 
 
 def test_charter_gate_without_a_store_exits_2_in_one_line(capsys, monkeypatch, tmp_path):

@@ -73,10 +73,10 @@ def test_given_an_empty_text_then_usage_exit_two(capsys):
     assert "empty" in capsys.readouterr().err
 
 
-def test_given_a_broken_routing_file_then_exit_one(capsys, tmp_path):
+def test_given_a_broken_routing_file_then_exit_two_as_any_bad_input(capsys, tmp_path):
     data = json.loads(ROUTING_FILE.read_text(encoding="utf-8"))
     data["rules"][0]["route"] = "SUMMARIZE"
     path = tmp_path / "routing.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    assert main(["route", "こんにちは", "--config", str(path)]) == 1
+    assert main(["route", "こんにちは", "--config", str(path)]) == 2
     assert "rules.0.route" in capsys.readouterr().err

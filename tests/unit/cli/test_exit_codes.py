@@ -1,0 +1,287 @@
+"""One exit-code convention over every ``charter`` command (``shared_lib.cli.runner``).
+
+0 ok; 1 a finding (a gate that fails, a record that is not there, a check that finds a
+problem); 2 bad input or configuration (usage, a file that does not parse, no store).
+The test walks the whole parser (product and developer commands): ``COMMANDS`` must name
+every leaf, so a command added without a row here fails ``test_every_command_has_a_row``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from infra import cli
+from shared_lib.cli import runner
+from tests.unit.policy.test_policy_simulator_cli import USER, text
+
+
+@dataclass(frozen=True)
+class Row:
+    """How one command is held to the convention. An argv is a list of words where ``{store}``
+    is the demo's SQLite store, ``{bad}`` a file that is not JSON (nor SQLite) and ``{tmp}`` an
+    empty folder; ``None`` says the case does not apply, and ``why`` says why for a reader."""
+
+    no_store: list[str] | None = None  # run with no store configured: exit 2, one line
+    bad: list[str] | None = None  # a bad file: exit 2, no traceback
+    finding: list[str] | None = None  # exit 1 over the demo's store
+    ok: list[str] | None = None  # exit 0 over the demo's store
+    why: str = ""
+
+
+S = ["--store", "{store}"]
+COMMANDS: dict[str, Row] = {
+    "demo": Row(
+        bad=["demo", "--keep", "{bad}"],
+        why="embedded, it makes its own store; the fixture runs it (ok); --stack needs the stack",
+    ),
+    "local up": Row(why="starts the stack: its failure path is test_local_up_failure_*, the run is e2e"),
+    "local status": Row(finding=["local", "status"], why="no stack is running in the unit tests"),
+    "local restart": Row(finding=["local", "restart", "ingress"], why="no stack: nothing to restart"),
+    "local down": Row(ok=["local", "down"]),
+    "eval run": Row(
+        bad=["eval", "run", "--dataset", "{bad}"],
+        ok=["eval", "run", "--brain", "legacy", "--limit", "1", "--json"],
+    ),
+    "eval check": Row(bad=["eval", "check", "--dataset", "{bad}"], ok=["eval", "check", "--json"]),
+    "policy check": Row(
+        bad=["policy", "check", "--policy", "{bad}"], ok=["policy", "check"], why="stdin: a valid case"
+    ),
+    "policy validate": Row(bad=["policy", "validate", "{bad}"], ok=["policy", "validate"]),
+    "tools list": Row(ok=["tools", "list", "--json"], why="reads the packaged registry only"),
+    "tools check": Row(ok=["tools", "check"], why="the packaged registry has no problem"),
+    "flags validate": Row(bad=["flags", "validate", "{bad}"], ok=["flags", "validate"]),
+    "flags stage": Row(
+        bad=["flags", "stage", "--env", "dev", "--dir", "{tmp}"], ok=["flags", "stage", "--env", "dev"]
+    ),
+    "flags promote": Row(bad=["flags", "promote", "--env", "dev", "--dir", "{tmp}", "--dry-run"]),
+    "flags explain": Row(
+        bad=["flags", "explain", "--flags", "{bad}", "--org", "o", "--user", "u"],
+        finding=["flags", "explain", "--org", "demo", "--user", "u", *S],
+        why="no store: the repository's file, said on stderr (documented); the demo's store has no live flags",
+    ),
+    "flags show": Row(
+        bad=["flags", "show", "--store", "{bad}"],
+        finding=["flags", "show", *S],
+        why="no store: the repository's file, said on stderr (documented)",
+    ),
+    "flags seed": Row(no_store=["flags", "seed"], bad=["flags", "seed", "{bad}", *S]),
+    "flags override": Row(
+        no_store=[
+            "flags",
+            "override",
+            "--ttl",
+            "1h",
+            "--author",
+            "a",
+            "--reason",
+            "r",
+            "--kill-switch",
+            "on",
+        ],
+        bad=["flags", "override", "--ttl", "1h", "--author", "a", "--reason", "r", "--kill-switch", "maybe"],
+    ),
+    "flags clear-override": Row(no_store=["flags", "clear-override", "--author", "a", "--reason", "r"]),
+    "shadow report": Row(
+        no_store=["shadow", "report"],
+        bad=["shadow", "report", "--criteria", "{bad}", *S],
+        finding=["shadow", "report", "--fail-on-hold", *S],
+        ok=["shadow", "report", *S],
+    ),
+    "shadow compare": Row(
+        no_store=["shadow", "compare", "T", "--org", "demo"],
+        bad=["shadow", "compare", "T", "--org", "demo", "--store", "{bad}"],
+        finding=["shadow", "compare", "NO-SUCH-TURN", "--org", "demo", *S],
+    ),
+    "guard status": Row(no_store=["guard", "status"], ok=["guard", "status", *S]),
+    "guard explain": Row(no_store=["guard", "explain"], ok=["guard", "explain", *S]),
+    "gate shadow": Row(no_store=["gate", "shadow"], bad=["gate", "shadow", "--store", "{bad}"]),
+    "gate canary": Row(no_store=["gate", "canary"], bad=["gate", "canary", "--store", "{bad}"]),
+    "gate promotion": Row(
+        no_store=["gate", "promotion", "--env", "prod"],
+        bad=["gate", "promotion", "--env", "prod", "--file", "{bad}"],
+        why="no data in a window is 2 too (a gate never passes without evidence)",
+    ),
+    "turns list": Row(
+        no_store=["turns", "list"], bad=["turns", "list", "--store", "{bad}"], ok=["turns", "list", *S]
+    ),
+    "turns show": Row(
+        no_store=["turns", "show", "T"],
+        bad=["turns", "show", "T", "--store", "{bad}"],
+        finding=["turns", "show", "NO-SUCH-TURN", *S],
+    ),
+    "replay": Row(no_store=["replay", "T"], finding=["replay", "NO-SUCH-TURN", *S]),
+    "audit constitution": Row(no_store=["audit", "constitution"], ok=["audit", "constitution", *S]),
+    "cost": Row(no_store=["cost"], bad=["cost", "--day", "yesterday", *S], ok=["cost", *S]),
+    "metrics": Row(no_store=["metrics"], bad=["metrics", "--store", "{bad}"], ok=["metrics", *S]),
+    "alerts": Row(no_store=["alerts"], ok=["alerts", *S]),
+    "llm-calls": Row(no_store=["llm-calls"], bad=["llm-calls", "--turn", "T", *S], ok=["llm-calls", *S]),
+    "admin serve": Row(no_store=["admin", "serve"], why="serving blocks: ok is the dashboard's own tests"),
+    "rollout rollback": Row(
+        no_store=["rollout", "rollback", "--region", "r"],
+        bad=["rollout", "rollback", "--shifted-at", "noon"],
+        why="the check needs the Cloud Run Admin API (tests/unit/rollout/test_revision_rollback.py)",
+    ),
+    "data purge": Row(
+        no_store=["data", "purge", "--org", "o", "--user", "u"],
+        bad=["data", "purge", "--org", "o/x", "--user", "u", *S],
+        ok=["data", "purge", "--org", "demo", "--user", "u-nobody", "--dry-run", *S],
+    ),
+    "route": Row(bad=["route", "x", "--config", "{bad}"], ok=["route", "こんにちは"]),
+    "dates parse": Row(
+        bad=["dates", "parse", "明日", "--now", "noon"],
+        finding=["dates", "parse", "こんにちは", "--now", "2026-11-24T10:00"],
+        ok=["dates", "parse", "明日", "--now", "2026-11-24T10:00"],
+    ),
+    "approvals list": Row(no_store=["approvals", "list"], ok=["approvals", "list", *S]),
+    "approvals show": Row(
+        no_store=["approvals", "show", "J-1", "--org", "demo"],
+        finding=["approvals", "show", "J-NONE", "--org", "demo", *S],
+    ),
+    "approvals auto on": Row(no_store=["approvals", "auto", "on", "--org", "demo"]),
+    "approvals auto off": Row(no_store=["approvals", "auto", "off", "--org", "demo"]),
+    "approvals auto status": Row(
+        no_store=["approvals", "auto", "status", "--org", "demo"],
+        ok=["approvals", "auto", "status", "--org", "demo", *S],
+    ),
+    "config show": Row(ok=["config", "show", "--json"], why="the settings need no store"),
+}
+
+
+@pytest.fixture(autouse=True)
+def _a_case_on_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``charter policy check`` reads (the other commands read no stdin)."""
+    case = {"proposal": text("こんにちはウル"), "user": USER}
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(case, ensure_ascii=False)))
+
+
+def _leaves() -> list[str]:
+    return [" ".join(path) for path, _, group in runner.walk(cli.parser()) if path and not group]
+
+
+def _groups() -> list[tuple[str, ...]]:
+    return [path for path, _, group in runner.walk(cli.parser()) if group]
+
+
+@pytest.fixture
+def no_store_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An environment that names no store and a CHARTER_HOME nothing was left in."""
+    for name in ("CHARTER_STORE", "CHARTER_STORE_PATH", "FIRESTORE_EMULATOR_HOST", "CHARTER_ENV"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CHARTER_HOME", str(tmp_path / "home"))
+    return tmp_path
+
+
+def _argv(argv: list[str], tmp: Path, store: Path | None = None) -> list[str]:
+    bad = tmp / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    (tmp / "empty").mkdir(exist_ok=True)
+    words = {"{store}": str(store), "{bad}": str(bad), "{tmp}": str(tmp / "empty")}
+    return [words.get(w, w) for w in argv]
+
+
+def _exit(argv: list[str]) -> int:
+    try:
+        return cli.main(argv)
+    except SystemExit as exc:  # argparse's own usage errors
+        return int(exc.code or 0)
+
+
+def _assert_one_error_line(err: str) -> None:
+    # argparse's usage (its first line and the indented rest) may precede its one error line
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith(("usage:", " "))]
+    assert "Traceback" not in err
+    assert len(lines) == 1 and "error:" in lines[0], err
+
+
+def test_every_command_has_a_row():
+    # GIVEN the whole parser, WHEN its leaves are listed, THEN each has a row (and no row is stale)
+    assert sorted(_leaves()) == sorted(COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_is_0_and_an_unknown_option_is_2(command: str, capsys: pytest.CaptureFixture[str]):
+    assert _exit([*command.split(), "--help"]) == 0
+    assert capsys.readouterr().out.startswith(f"usage: charter {command}")
+    assert _exit([*command.split(), "--no-such-option"]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err  # unrecognized, or a required one missing
+
+
+@pytest.mark.parametrize("group", _groups(), ids=lambda p: " ".join(p) or "charter")
+def test_a_group_without_its_action_prints_its_own_help_on_stderr_and_exits_2(
+    group: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+):
+    assert _exit(list(group)) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"usage: {' '.join(('charter', *group))} ")
+
+
+@pytest.mark.parametrize("command", sorted(c for c, row in COMMANDS.items() if row.no_store))
+def test_no_store_is_2_with_one_line(command: str, no_store_home: Path, capsys: pytest.CaptureFixture[str]):
+    argv = COMMANDS[command].no_store
+    assert argv is not None
+    assert _exit(_argv(argv, no_store_home)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("charter: error: ") and captured.err.count("\n") == 1, captured.err
+    assert "store" in captured.err
+
+
+@pytest.mark.parametrize("command", sorted(c for c, row in COMMANDS.items() if row.bad))
+def test_a_bad_file_or_value_is_2_without_a_traceback(
+    command: str, demo_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    argv = COMMANDS[command].bad
+    assert argv is not None
+    assert _exit(_argv(argv, tmp_path, demo_store)) == 2
+    err = capsys.readouterr().err
+    _assert_one_error_line(err)
+    if "{bad}" in argv:  # the line is about the file, not about something else
+        assert "bad.json" in err
+
+
+@pytest.mark.parametrize("command", sorted(c for c, row in COMMANDS.items() if row.finding))
+def test_a_finding_is_1(command: str, demo_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    argv = COMMANDS[command].finding
+    assert argv is not None
+    assert _exit(_argv(argv, tmp_path, demo_store)) == 1
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", sorted(c for c, row in COMMANDS.items() if row.ok))
+def test_ok_is_0_and_json_is_one_document(
+    command: str, demo_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    argv = COMMANDS[command].ok
+    assert argv is not None
+    assert _exit(_argv(argv, tmp_path, demo_store)) == 0
+    out = capsys.readouterr().out
+    if "--json" in argv:
+        json.loads(out)
+    else:
+        assert "None" not in out.split() and "True" not in out.split() and "False" not in out.split()
+
+
+def test_an_unexpected_exception_is_one_line_naming_its_log(
+    no_store_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    # GIVEN a command that fails in a way nobody planned for
+    from shared_lib.cli import tools
+
+    def broken(_args: object) -> int:
+        raise KeyError("surprise")
+
+    monkeypatch.setattr(tools, "cmd_check", broken)
+    # WHEN it runs, THEN one line names the log that holds the traceback, exit 1
+    assert _exit(["tools", "check"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("charter: error: unexpected KeyError") and err.count("\n") == 1
+    log = Path(err.split("the traceback is in ")[1].rstrip(")\n"))
+    assert log.is_relative_to(no_store_home / "home" / "logs")
+    assert "Traceback" in log.read_text(encoding="utf-8") and "surprise" in log.read_text(encoding="utf-8")
