@@ -25,9 +25,9 @@ from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.adapters.sqlite_store import SQLiteStore
 from shared_lib.cli.operations import turns_show
 from shared_lib.composition import build_runtime
-from shared_lib.logs import record_entry
 from shared_lib.errors import ConfigError
 from shared_lib.layers.ingress import handle_http
+from shared_lib.logs import record_entry
 from shared_lib.ops.spans import cloud_trace_url, trace_section
 from shared_lib.ports import LLMRequest
 from shared_lib.runtime import Runtime
