@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 MAX_LIMIT = 500
+# The shadow view's report is over the newest comparisons of its window, at most this many
+# (``charter shadow report`` and the gates read the whole window).
+SHADOW_LATEST = 500
 
 
 def json_response(data: Any, status: int = 200) -> Response:
@@ -115,8 +118,10 @@ def build_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
     @api.get("/shadow")
     def shadow() -> Response:
         since = queries.parse_since(_arg("since") or "7d", rt.clock())
-        report = build_report(load_comparisons(rt.store, since=since, org=_arg("org")))
-        return json_response({"report": report, "guard": guard_status(rt)})
+        rows = load_comparisons(rt.store, since=since, org=_arg("org"), latest=SHADOW_LATEST)
+        report = build_report(rows)
+        sample = {"latest": SHADOW_LATEST, "read": len(rows), "limited": len(rows) >= SHADOW_LATEST}
+        return json_response({"report": report, "guard": guard_status(rt), "sample": sample})
 
     @api.get("/flags")
     def flags() -> Response:

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared_lib.errors import ArgumentError
-from shared_lib.ports import Store
+from shared_lib.ports import Op, Store
 from shared_lib.rollout.comparison import AGREEMENT_FIELDS, COMPARISONS
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -66,14 +66,25 @@ def _as_datetime(value: Any) -> datetime | None:
 
 
 def load_comparisons(
-    store: Store, *, since: datetime | None = None, until: datetime | None = None, org: str | None = None
+    store: Store,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    org: str | None = None,
+    latest: int | None = None,
 ) -> list[dict[str, Any]]:
     """Comparison records of one organisation (or all, as a collection-group read), oldest first.
 
     The time filter runs here rather than in the query, so no composite or collection-group
-    index is needed.
+    index is needed. ``latest`` reads only the newest that many since ``since`` (one range and
+    order on ``at``: a single-field index), so a view that refreshes reads a bounded number.
     """
-    rows = store.query(f"orgs/{org}/{COMPARISONS}") if org else store.query(COMPARISONS, group=True)
+    coll, group = (f"orgs/{org}/{COMPARISONS}", False) if org else (COMPARISONS, True)
+    if latest is not None:
+        where: list[tuple[str, Op, Any]] = [("at", ">=", since)] if since is not None else []
+        rows = store.query(coll, where=where, order_by="at", descending=True, limit=latest, group=group)
+    else:
+        rows = store.query(coll, group=group)
     out = []
     for _, doc in rows:
         at = _as_datetime(doc.get("at"))

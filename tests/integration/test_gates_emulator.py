@@ -88,7 +88,8 @@ def test_given_an_empty_environment_when_gated_then_exit_2_saying_there_is_no_da
     assert gate(cli_env, "shadow", "--since", "24h") == 2
     err = capsys.readouterr().err
     assert (
-        err.startswith("error: no shadow comparisons since ") and "the gate cannot pass without data" in err
+        err.startswith("charter: error: no shadow comparisons since ")
+        and "the gate cannot pass without data" in err
     )
     assert gate(cli_env, "canary") == 2
     assert "no llm-arm turns since" in capsys.readouterr().err

@@ -208,7 +208,7 @@ async function loadRollout() {
   const all = rep.agreement && rep.agreement.all ? rep.agreement.all : { rate: null, total: 0 };
   const guard = d.guard || {};
   $("rollout-body").replaceChildren(
-    kv("samples", `${rep.samples} comparison(s) · candidate failures ${rep.candidate_failures}`),
+    kv("samples", `${rep.samples} comparison(s)${d.sample && d.sample.limited ? ` (the newest ${d.sample.latest} of the last 7 days)` : " (last 7 days)"} · candidate failures ${rep.candidate_failures}`),
     kv("agreement", `${fmt.pct(all.rate)} of ${all.total}`),
     kv("verdict", rep.verdict ? `${rep.verdict.decision || rep.verdict.verdict || JSON.stringify(rep.verdict)}` : "–"),
     kv("rollback guard", guard.tripped && guard.tripped.length ? `TRIPPED: ${guard.tripped.join("; ")}` : "within thresholds"),

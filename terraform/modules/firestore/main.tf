@@ -53,6 +53,32 @@ resource "google_firestore_index" "this" {
   }
 }
 
+# Single-field indexes in collection-group scope, for the all-organisations reads of the
+# dashboard: the roll-ups of a range of days (daily_stats.day) and the newest shadow
+# comparisons of a window (shadow_comparisons.at). Collection scope has them by default.
+resource "google_firestore_field" "group_range" {
+  for_each = {
+    daily_stats        = { field = "day" }
+    shadow_comparisons = { field = "at" }
+  }
+
+  project    = var.project_id
+  database   = google_firestore_database.this.name
+  collection = each.key
+  field      = each.value.field
+
+  index_config {
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION_GROUP"
+    }
+    indexes {
+      order       = "DESCENDING"
+      query_scope = "COLLECTION_GROUP"
+    }
+  }
+}
+
 resource "google_firestore_field" "ttl" {
   for_each = local.ttl_policies
 

@@ -12,9 +12,11 @@ from ops_fakes import ORG, TASK_CREATE, TASK_DONE, Clock, make_record, make_runt
 from test_ops_admin import client
 
 from shared_lib.adapters.memory_store import MemoryStore
+from shared_lib.admin.api import SHADOW_LATEST
 from shared_lib.envelope import Turn
 from shared_lib.layers import observer
 from shared_lib.ops.metrics import bucket_stats, window_stats
+from shared_lib.rollout.comparison import compare, comparison_path
 from shared_lib.state import rollups
 
 NOW = datetime(2026, 11, 23, 3, 30, tzinfo=UTC)  # 12:30 on the 23rd in Tokyo
@@ -215,3 +217,31 @@ def test_an_observer_killed_mid_write_counts_the_record_once_on_redelivery():
     # THEN the record is written and counted exactly once
     assert results == ["recorded", "duplicate"]
     assert today(rt)["turns"] == 1
+
+
+def with_comparisons(count: int) -> tuple[Any, CountingStore]:
+    """A runtime whose store holds ``count`` shadow comparisons of the last six days."""
+    store = CountingStore(MemoryStore())
+    rt = make_runtime(store=store, clock=Clock(NOW))
+    for i in range(count):
+        at = NOW - timedelta(days=6) + timedelta(minutes=10 * i)
+        served = make_record(at).store_doc()
+        candidate = make_record(at, arm="llm").store_doc() | {"turn_id": served["turn_id"]}
+        store.inner.set(comparison_path(ORG, served["turn_id"]), compare(served, candidate))
+    return rt, store
+
+
+def test_the_shadow_view_reads_the_newest_comparisons_of_its_window_at_most():
+    # GIVEN a week with a few comparisons, and one with more than the view reads
+    few_rt, few_store = with_comparisons(12)
+    many_rt, many_store = with_comparisons(SHADOW_LATEST + 150)
+    # WHEN the shadow view refreshes
+    url = "/api/shadow?since=7d"
+    few_store.counting = many_store.counting = True
+    few = client(few_rt).get(url).get_json()
+    many = client(many_rt).get(url).get_json()
+    # THEN the busy week is read up to the bound, and the page is told it is the newest part
+    assert few["report"]["samples"] == 12 and few["sample"]["limited"] is False
+    assert many["report"]["samples"] == SHADOW_LATEST and many["sample"]["limited"] is True
+    guard_reads = few_store.reads - 12  # what the rollback guard's status reads, whatever the week
+    assert many_store.reads - guard_reads == SHADOW_LATEST, (few_store.reads, many_store.reads)
