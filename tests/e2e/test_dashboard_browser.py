@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -113,6 +114,20 @@ return [draw("\u6f22") !== draw("\u5b57"), draw("\u6f22") !== draw("\u0378")];
 """
 
 
+def open_turn(driver: WebDriver, wait: WebDriverWait, turn_id: str) -> None:
+    """Click the turn's row, again if a refresh replaced the table under the click."""
+
+    def clicked(d: WebDriver) -> bool:
+        try:
+            d.find_element(By.CSS_SELECTOR, f'#turns-table tr[data-turn-id="{turn_id}"]').click()
+        except (StaleElementReferenceException, NoSuchElementException):
+            return False
+        return True
+
+    wait.until(clicked)
+    wait.until(ec.text_to_be_present_in_element((By.ID, "trail-id"), turn_id))
+
+
 def view(driver: WebDriver, wait: WebDriverWait, name: str) -> None:
     driver.find_element(By.CSS_SELECTOR, f'#views a[data-view="{name}"]').click()
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-view") == name)
@@ -147,9 +162,8 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     shot(browser, "2-turns")
 
     # WHEN a turn is opened THEN its decision trail is shown layer by layer
-    browser.find_element(By.CSS_SELECTOR, f'#turns-table tr[data-turn-id="{turn_ids[0]}"]').click()
+    open_turn(browser, wait, turn_ids[0])
     wait.until(ec.visibility_of_element_located((By.ID, "trail")))
-    wait.until(ec.text_to_be_present_in_element((By.ID, "trail-id"), turn_ids[0]))
     trail_layers = [
         td.text for td in browser.find_elements(By.CSS_SELECTOR, "#trail-body .trail-table td:nth-child(2)")
     ]
@@ -158,8 +172,7 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
 
     # WHEN the two-line message's trail is opened THEN its input keeps its line break
     view(browser, wait, "turns")
-    browser.find_element(By.CSS_SELECTOR, f'#turns-table tr[data-turn-id="{turn_ids[-1]}"]').click()
-    wait.until(ec.text_to_be_present_in_element((By.ID, "trail-id"), turn_ids[-1]))
+    open_turn(browser, wait, turn_ids[-1])
     shown = [kv.text for kv in browser.find_elements(By.CSS_SELECTOR, "#trail-body .kv .v")]
     assert multi_line in shown, shown
     shot(browser, "3b-trail-multi-line")
