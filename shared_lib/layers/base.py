@@ -83,6 +83,10 @@ class LayerRunner:
     def __init__(self, layer: Layer, runtime: Runtime) -> None:
         self.layer = layer
         self.rt = runtime
+        # the topics this layer consumes, for its span (the topology is fixed per process)
+        self._topics = ",".join(
+            sorted({s.topic for s in TOPOLOGY.all_subscriptions.values() if s.target == layer.name})
+        )
 
     def handle(self, data: bytes, attributes: dict[str, str]) -> str:
         """Run one delivery under the span ``layer <name>``, a child of the publisher's span."""
@@ -97,7 +101,6 @@ class LayerRunner:
             return result
 
     def _span_attributes(self, attributes: dict[str, str]) -> dict[str, object]:
-        topics = sorted({s.topic for s in TOPOLOGY.all_subscriptions.values() if s.target == self.layer.name})
         step = attributes.get("step", "")
         return {
             "charter.turn_id": attributes.get("turn_id"),
@@ -107,7 +110,7 @@ class LayerRunner:
             "charter.revision": self.rt.settings.revision,
             tracing.MESSAGING_SYSTEM: "gcp_pubsub",
             tracing.MESSAGING_OPERATION_TYPE: "process",
-            tracing.MESSAGING_DESTINATION_NAME: ",".join(topics),
+            tracing.MESSAGING_DESTINATION_NAME: self._topics,
         }
 
     def _handle(self, data: bytes, attributes: dict[str, str]) -> str:

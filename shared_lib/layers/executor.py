@@ -84,8 +84,8 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         params = restore_parameters(turn, dict(call.parameters), rt.store, cipher=rt.vault)
         if turn.guardian and turn.guardian.action == "modify" and turn.guardian.modified_parameters:
             params.update(turn.guardian.modified_parameters)
-        t0 = time.perf_counter()
-        with tracing.tool_span(call.tool_name, call_id(turn, index), dry_run=turn.shadow):
+        t0, cid = time.perf_counter(), call_id(turn, index)
+        with tracing.tool_span(call.tool_name, cid, dry_run=turn.shadow):
             outcome = engine.execute(
                 CallRequest(
                     tool_name=call.tool_name,
@@ -94,7 +94,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                     user_id=turn.user_id,
                     room_id=turn.room_id,
                     conversation_key=turn.conversation_key,
-                    call_id=call_id(turn, index),
+                    call_id=cid,
                     dry_run=turn.shadow,
                     confirmed=_confirmed(turn),
                 )
