@@ -15,9 +15,10 @@ False
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol, TypeVar
+from datetime import datetime
+from typing import Any, Literal, Protocol, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared_lib.errors import CharterError
 
@@ -74,11 +75,30 @@ class Bus(Protocol):
     ) -> str: ...
 
 
+# What a call is for (seed 001 §6.2 peer routing): the peers' routing table is keyed by it.
+Purpose = Literal["proposal", "phrasing", "critique", "evaluation", "classification", "summary"]
+PURPOSES: tuple[str, ...] = get_args(Purpose)
+CallType = Literal[
+    "proposal", "integration", "self_critique", "shadow", "continuation", "routing", "evaluation", "summary"
+]
+# the purpose of a call type; a continuation keeps the purpose of the call it continues
+CALL_PURPOSE: dict[str, Purpose] = {
+    "proposal": "proposal",
+    "shadow": "proposal",
+    "continuation": "proposal",
+    "integration": "phrasing",
+    "self_critique": "critique",
+    "routing": "classification",
+    "evaluation": "evaluation",
+    "summary": "summary",
+}
+
+
 class LLMRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    call_type: Literal["proposal", "integration", "self_critique", "shadow", "continuation", "routing"] = (
-        "proposal"
-    )
+    call_type: CallType = "proposal"
+    # set from ``call_type`` when not given; kept by ``model_copy`` (a continuation keeps it)
+    purpose: Purpose | None = None
     model: str
     max_tokens: int = Field(default=1024, ge=1, le=64000)
     system: list[dict[str, Any]] = Field(default_factory=list)
@@ -87,6 +107,12 @@ class LLMRequest(BaseModel):
     messages: list[dict[str, Any]]
     temperature: float | None = None
     stream: bool = False
+
+    @model_validator(mode="after")
+    def _purpose(self) -> LLMRequest:
+        if self.purpose is None:
+            self.purpose = CALL_PURPOSE[self.call_type]
+        return self
 
 
 class LLMUsage(BaseModel):
@@ -107,6 +133,10 @@ class LLMResponse(BaseModel):
     attempts: int = 1  # HTTP attempts under the adapter's retry policy
     interruptions: int = 0  # streams cut before message_stop (retried or salvaged)
     salvaged: bool = False  # the answer is the complete text received before a stream was cut
+    peer: str = ""  # the peer that answered (set by the peer router; "" for a bare adapter)
+    # peers tried before the one that answered, in order: {"peer": name, "reason": why skipped or failed}
+    fallbacks: list[dict[str, str]] = Field(default_factory=list)
+    call_id: str | None = None  # the LLM call log's entry of this answer (``orgs/{org}/llm_calls/{id}``)
 
     def tool_uses(self, name: str | None = None) -> list[dict[str, Any]]:
         return [
@@ -121,6 +151,39 @@ class LLM(Protocol):
     def complete(self, request: LLMRequest) -> LLMResponse:
         """One model call with the adapter's retry policy; raises ``LLMError`` when it gives up."""
         ...
+
+
+PeerKind = Literal["anthropic", "vertex", "openai_compatible"]
+
+
+class PeerHealth(BaseModel):
+    """One health probe of a peer (seed 001 §6.3): what every instance reads from the store."""
+
+    model_config = ConfigDict(extra="forbid")
+    healthy: bool
+    checked_at: datetime
+    latency_ms: float = 0.0
+    reason: str = ""  # why unhealthy: a content-free description (``APIStatusError status=529``)
+
+
+class LLMPeer(Protocol):
+    """One LLM backend (seed 001 §6.1): an ``LLM`` with a name, its limits and a health probe.
+
+    ``complete`` keeps the product's contract whatever the wire (Anthropic-shaped content
+    blocks: ``text`` and ``tool_use``; the adapter maps another API's tool calls to them) and
+    raises ``LLMError`` when its retry policy gives up. ``health`` makes one cheap call with no
+    retries and never raises.
+    """
+
+    name: str
+    kind: PeerKind
+    local: bool  # runs on the company's own machines: the only peers a local-only turn may use
+    max_context_tokens: int
+    supports_parallel: bool
+
+    def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+    def health(self) -> PeerHealth: ...
 
 
 class OutboundReply(BaseModel):

@@ -56,6 +56,7 @@ class LLMCallEntry(BaseModel):
     peer: str
     model: str
     call_type: str
+    purpose: str = ""  # what the call was for (``ports.Purpose``): the peers' routing key
     prompt_messages: list[dict[str, Any]] = Field(
         default_factory=list, description="system + messages, masked"
     )
@@ -135,10 +136,10 @@ class LLMCallLog:
             status: Status = "timeout" if exc.code == "api_timeout" else "error"
             self._write(request, None, (time.perf_counter() - t0) * 1000, status, f"{exc.code}: {exc.detail}")
             raise
-        self._write(
+        call_id = self._write(
             request, response, response.duration_ms or (time.perf_counter() - t0) * 1000, "success", None
         )
-        return response
+        return response.model_copy(update={"call_id": call_id}) if call_id else response
 
     def _entry(
         self,
@@ -167,6 +168,7 @@ class LLMCallLog:
             peer=self.peer,
             model=response.model if response else request.model,
             call_type=call_type,
+            purpose=request.purpose or "",
             prompt_messages=clip(s.mask_obj(prompt)),
             tools=[str(t.get("name")) for t in request.tools],
             parameters={
@@ -202,7 +204,8 @@ class LLMCallLog:
         latency_ms: float,
         status: Status,
         error: str | None,
-    ) -> None:
+    ) -> str | None:
+        """Write the entry; its id (``None`` when the write failed: the call still answers)."""
         try:
             entry = self._entry(request, response, latency_ms, status, error)
             doc = entry.model_dump(mode="python")
@@ -213,7 +216,7 @@ class LLMCallLog:
             log_event(
                 "llm_call_log_failed", layer="llm", severity="ERROR", error=f"{type(exc).__name__}: {exc}"
             )
-            return
+            return None
         log_event(
             "llm_call",
             layer=entry.layer or "llm",
@@ -228,3 +231,4 @@ class LLMCallLog:
             cache_read_input_tokens=entry.cache_read_input_tokens,
             call_id=entry.call_id,
         )
+        return entry.call_id

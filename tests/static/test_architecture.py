@@ -38,6 +38,7 @@ FLOORS: dict[str, int] = {
             "config_files",
             "sanitizer",
             "persona",
+            "persona_core",
             "prices",
             "inbound",
             "callctx",
