@@ -81,9 +81,14 @@ def judge(
     return ext, section
 
 
+# Masked labels that are credentials: refused outright (a phone or an address is kept, masked).
+SECRET_LABELS = ("PRIVATE_KEY", "API_KEY", "TOKEN", "SECRET")
+
+
 def _has_secret(value: Any, sanitizer: Sanitizer) -> bool:
     texts = value if isinstance(value, list) else [value]
-    return any(isinstance(t, str) and sanitizer.contains_secret(t) for t in texts)
+    masked = [str(sanitizer.mask_stored(t)) for t in texts if isinstance(t, str)]
+    return any(f"[{label}" in m for m in masked for label in SECRET_LABELS)
 
 
 def apply_turn(store: Store, turn: Turn, core: PersonaCore, *, now: datetime) -> PersonaSection:
