@@ -30,7 +30,7 @@ from shared_lib.errors import ConfigError
 from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider
 from shared_lib.layers import authorizer, brain, context, executor, guardian, observer, responder, shadow
 from shared_lib.layers.base import Layer, LayerRunner
-from shared_lib.persona import load_persona
+from shared_lib.persona import load_persona, verify_persona
 from shared_lib.policy.config import load_policy_config
 from shared_lib.ports import LLM, Bus, Channel, Store
 from shared_lib.prices import PriceTable
@@ -70,6 +70,8 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
     llm = overrides.pop("llm") if "llm" in overrides else _llm(settings, store, prices)
     if llm is not None and not isinstance(llm, LocalOnlyGuard):
         llm = LocalOnlyGuard(llm)  # every outbound request is checked against /local
+    persona = overrides.pop("persona", None) or load_persona()
+    verify_persona(persona, settings.persona_core_sha256)  # a core that is not the pinned one: no start
     secrets = overrides.pop("channel_secrets", None) or ChannelSecrets.from_settings(settings)
     channels = overrides.pop("channels", None) or _channels(settings, secrets)
     services: dict[str, Any] = {
@@ -81,7 +83,7 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         "channel_secrets": secrets,
         "prices": prices,
         "registry": builtin_registry(),
-        "persona": load_persona(),
+        "persona": persona,
         "policy": load_policy_config(),
         "flags": FlagsProvider(
             store,
@@ -114,6 +116,7 @@ def check_startup(environ: Mapping[str, str] | None = None) -> Settings:
     ContextConfig.from_settings(settings)
     tracing.TraceConfig.of(settings)
     apply_process_settings(settings)
+    verify_persona(load_persona(), settings.persona_core_sha256)
     return settings
 
 

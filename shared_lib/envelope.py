@@ -29,6 +29,7 @@ from shared_lib.decisions import AuthDecision, Verdict
 from shared_lib.errors import BrainError, EnvelopeError, EnvelopeTooLarge
 from shared_lib.ids import new_turn_id, utc_now
 from shared_lib.inbound import ChannelName, InboundMessage
+from shared_lib.persona_ext import PersonaSection
 from shared_lib.proposal import Proposal
 from shared_lib.steps import StepRecord as StepRecord  # the step models are part of the envelope
 from shared_lib.steps import ToolResult as ToolResult
@@ -73,6 +74,7 @@ class ContextSection(_Section):
     # seed 004 §5: the conversation's agent state as the context layer read it (the fixed five
     # goal, why_now, constraints, plan_brief, open_questions; step, status, decision_log, last_delta)
     agent_state: dict[str, Any] = Field(default_factory=dict)
+    persona_ext: dict[str, Any] = Field(default_factory=dict)  # the organisation's learned persona (masked)
     recent_messages: list[dict[str, Any]] = Field(default_factory=list)
     summary: str = ""
     persons: list[dict[str, Any]] = Field(default_factory=list)
@@ -218,6 +220,7 @@ class Turn(BaseModel):
     response: ResponseSection = Field(default_factory=ResponseSection)
     loop: LoopSection = Field(default_factory=LoopSection)
     agent: AgentSection = Field(default_factory=AgentSection)  # seed 004: the agent state after the turn
+    persona: PersonaSection = Field(default_factory=PersonaSection)  # seed 001 §16: taught, refused
 
     timings: dict[str, LayerTiming] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
@@ -365,5 +368,7 @@ LAYER_SECTIONS: dict[str, frozenset[str]] = {
     "guardian": frozenset({"guardian"}),
     "authorizer": frozenset({"authorization"}),
     "executor": frozenset({"execution"}),
-    "responder": frozenset({"response", "loop", "step", "deadline", "agent"}),  # the loop controller
+    "responder": frozenset(
+        {"response", "loop", "step", "deadline", "agent", "persona"}
+    ),  # the loop controller
 }

@@ -5,7 +5,9 @@ override) naming its prompt files: the system prompt (seed 000 §17.4 v2.0 for �
 the charter's instructions to the proposer (§5.2.5), and the templates of the response
 integration and self-critique calls, and the specialised prompts (``prompts``: one short
 text per step of seed 004 §3.3, chosen by ``brain.specialised``). Every fixed user-visible
-message comes from ``messages``, never from code or an exception.
+message comes from ``messages``, never from code or an exception. It names its immutable core
+(``core_file``, seed 001 §16.2) and pins the core's SHA-256 (``core_sha256``); ``verify_persona``
+is the start check.
 
 >>> p = load_persona()
 >>> p.message("permission_denied").endswith("🐺")
@@ -25,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared_lib import config_files
 from shared_lib.errors import ConfigError
+from shared_lib.persona_core import PersonaCore, load_core, verify_core, verify_identity_text
 
 PERSONA_DIR = Path(__file__).with_name("personas")
 
@@ -41,6 +44,16 @@ class Persona(BaseModel):
     integration_file: str = "soulkun_integration.md"
     self_critique_file: str = "soulkun_self_critique.md"
     base_dir: str = str(PERSONA_DIR)
+    core_file: str = "soulkun.core.toml"
+    core_sha256: str = ""  # the pin (configuration): a start with any other core refuses
+
+    def core_path(self) -> Path:
+        """The core file: beside the persona, else the packaged one of that name."""
+        path = Path(self.base_dir) / self.core_file
+        return path if path.exists() else PERSONA_DIR / self.core_file
+
+    def core(self) -> PersonaCore:
+        return load_core(str(self.core_path()))
 
     def message(self, key: str, **values: object) -> str:
         """A catalogue message with ``{placeholders}`` filled; unknown keys are a config error."""
@@ -78,6 +91,16 @@ class Persona(BaseModel):
         return fill(_read(str(path)), values)
 
 
+def verify_persona(persona: Persona, pinned: str | None = None) -> str:
+    """The start check: the core's bytes are the pinned ones (``pinned``, the setting
+    ``CHARTER_PERSONA_CORE_SHA256``, wins over the persona file's ``core_sha256``), and the system
+    prompt is the one the core pins. The core's hash, or ``ConfigError`` (one line)."""
+    path = persona.core_path()
+    got = verify_core(path, pinned or persona.core_sha256)
+    verify_identity_text(load_core(str(path)), Path(persona.base_dir) / persona.system_prompt_file)
+    return got
+
+
 def fill(template: str, values: dict[str, object]) -> str:
     """``str.format`` that tolerates missing values (empty) and shows ``None`` as なし."""
     fields = {f for _, f, _, _ in string.Formatter().parse(template) if f}
@@ -93,10 +116,15 @@ def _read(path: str) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=8)
 def load_persona(path: str | None = None) -> Persona:
     """Load ``CHARTER_PERSONA`` (a TOML file) or the default persona."""
-    file = Path(path or config_files.current().persona or PERSONA_DIR / "soulkun.toml")
+    # resolved before the cache: a process configured with another persona file reads that one
+    return _load_persona(str(path or config_files.current().persona or PERSONA_DIR / "soulkun.toml"))
+
+
+@lru_cache(maxsize=8)
+def _load_persona(path: str) -> Persona:
+    file = Path(path)
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:

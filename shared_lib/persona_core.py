@@ -36,6 +36,9 @@ class Identity(_Section):
     species: str = ""
     base_personality: str = ""
     language: str = "ja"
+    # The identity text (the persona's system prompt: 「私は誰か」) is part of the core: pinned here,
+    # so changing it changes the core's hash too, and a start refuses a prompt that drifted.
+    system_prompt_sha256: str = ""
 
 
 class Tone(_Section):
@@ -68,11 +71,42 @@ class PersonaCore(_Section):
 
 def core_sha256(path: Path | str | None = None) -> str:
     """SHA-256 (hex) of the core file's bytes: what the configuration pins."""
-    file = Path(path or CORE_FILE)
+    return file_sha256(Path(path or CORE_FILE), "persona core")
+
+
+def file_sha256(file: Path, what: str) -> str:
+    """SHA-256 (hex) of ``file``'s bytes; ``ConfigError`` naming ``what`` when it cannot be read."""
     try:
         return hashlib.sha256(file.read_bytes()).hexdigest()
     except OSError as exc:
-        raise ConfigError(f"persona core {file}: {exc.strerror or exc}") from exc
+        raise ConfigError(f"{what} {file}: {exc.strerror or exc}") from exc
+
+
+def verify_core(path: Path | str, pinned: str) -> str:
+    """The core's hash when it is ``pinned``; else ``ConfigError`` with one line naming the file,
+    the hash it has and the pinned one (a process refuses to start on it)."""
+    file, want = Path(path), pinned.strip().lower()
+    got = core_sha256(file)
+    if not want:
+        raise ConfigError(f"persona core {file}: no pinned sha256 (core_sha256); refusing to start")
+    if got != want:
+        raise ConfigError(
+            f"persona core {file}: sha256 {got} does not match the pinned {want}; refusing to start"
+        )
+    return got
+
+
+def verify_identity_text(core: PersonaCore, prompt_file: Path) -> None:
+    """The system prompt (the identity text) is the one the core pins, if it pins one."""
+    want = core.persona.system_prompt_sha256.strip().lower()
+    if not want:
+        return
+    got = file_sha256(prompt_file, "persona system prompt")
+    if got != want:
+        raise ConfigError(
+            f"persona system prompt {prompt_file}: sha256 {got} does not match the core's pinned {want}; "
+            "refusing to start"
+        )
 
 
 @lru_cache(maxsize=8)

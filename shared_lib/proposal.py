@@ -43,11 +43,22 @@ class StateUpdate(_Model):
     decision: str | None = None  # one line appended to the decision log
 
 
+class PersonaUpdate(_Model):
+    """A change the LLM proposes to its organisation's learned persona extension (seed 001 §16.4
+    自己更新): a dotted key of the extension, its value, why. The code judges and applies it
+    (``shared_lib.state.persona_store``); a key of the core is refused there, never here."""
+
+    key: Annotated[str, Field(min_length=1, max_length=100)]
+    value: Any = None
+    reasoning: Annotated[str, Field(max_length=300)] = ""
+
+
 class _Output(_Model):
     # The step's hand-over to the loop controller (seed 002 §4.4): kept as the model wrote it and
     # validated by the controller (``shared_lib.loop``), so a bad block stops the loop, not the turn.
     loop: dict[str, Any] | None = None
     state_update: StateUpdate | None = None
+    persona_update: Annotated[list[PersonaUpdate], Field(max_length=3)] | None = None
 
 
 class Confidence(_Model):
@@ -205,6 +216,7 @@ def proposal_json_schema() -> dict[str, Any]:
                 },
             },
             "state_update": state_update_schema(),
+            "persona_update": persona_update_schema(),
         },
         "required": ["output_type", "reasoning", "confidence"],
     }
@@ -238,5 +250,32 @@ def state_update_schema() -> dict[str, Any]:
             },
             "status": {"type": "string", "enum": [s.value for s in Status]},
             "decision": {"type": "string", "maxLength": 100, "description": "A decision taken, one line."},
+        },
+    }
+
+
+def persona_update_schema() -> dict[str, Any]:
+    """The ``persona_update`` array of ``submit_proposal``: what the organisation taught you."""
+    return {
+        "type": "array",
+        "maxItems": 3,
+        "description": "Optional, rare: a preference this organisation clearly taught you, to remember. "
+        "Keys: learned_preferences.favorite_topics (a short topic), learned_preferences."
+        "communication_style_notes (<= 200 chars), dynamic_traits.humor_frequency or "
+        "dynamic_traits.verbosity (0..1), custom_rules (one rule, <= 100 chars), "
+        "context_overrides.announcement.formality (casual|formal|mixed) or .emoji_usage (true|false). "
+        "Your core (name, tone, sentence endings, rules) cannot be changed: such keys are refused.",
+        "items": {
+            "type": "object",
+            "properties": {
+                "key": {"type": "string", "maxLength": 100},
+                "value": {"description": "A string, a number 0..1, a boolean or a list of strings."},
+                "reasoning": {
+                    "type": "string",
+                    "maxLength": 300,
+                    "description": "What the user said that taught it.",
+                },
+            },
+            "required": ["key", "value"],
         },
     }

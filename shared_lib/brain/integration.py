@@ -24,6 +24,7 @@ from shared_lib.brain.accounting import add_call_usage
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.continuation import complete
 from shared_lib.brain.models import model_for
+from shared_lib.brain.persona_prompt import persona_system
 from shared_lib.brain.prompt import proposal_tools, stable_system
 from shared_lib.envelope import ToolResult, Turn
 from shared_lib.errors import CATALOGUE, BrainError, LLMError
@@ -169,7 +170,7 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
         call_type="integration",
         model=model_for(cfg.models.integration, turn, rt),
         max_tokens=cfg.max_tokens.integration,
-        system=[stable_system(rt.persona)],
+        system=[stable_system(rt.persona), *persona_system(turn, rt.persona, rt.registry)],
         # the proposal call's tools and Base keep the cached prefix identical (tools, then Base)
         tools=proposal_tools(rt.registry) if same else [],
         tool_choice={"type": "none"} if same else None,

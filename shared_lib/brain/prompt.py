@@ -11,8 +11,9 @@ Fixed order, the cache order of the Messages API, stable first:
 4. **Specialised** (``clarify``, ``plan``, ``confirm_gate``, ``summarise`` or none, chosen by
    code: ``specialised.choose_specialised``, the persona's ``[prompts]``); breakpoint 3, so
    turns choosing the same one share the prefix up to it;
-5. **Main**, volatile, no breakpoint: the agent state (``agent_state_prompt``, never cut)
-   then the context in Truth order (``context_prompt``, the builder's budget);
+5. **Main**, volatile, no breakpoint: the agent state (``agent_state_prompt``, never cut),
+   the organisation's learned persona and the context's override (``persona_prompt``), then
+   the context in Truth order (``context_prompt``, the builder's budget);
 6. **messages**: the user's message, then at a later step the earlier steps
    (``steps_prompt``), breakpoint 4 on the last step's result.
 
@@ -34,6 +35,7 @@ from typing import Any
 
 from shared_lib.brain.agent_state_prompt import render_agent_state
 from shared_lib.brain.context_prompt import render_context
+from shared_lib.brain.persona_prompt import persona_block
 from shared_lib.brain.specialised import Specialised, choose_specialised, specialised_blocks
 from shared_lib.brain.tool_defs import CACHE, DECISION_TOOL, anthropic_tools
 from shared_lib.envelope import Turn
@@ -73,7 +75,9 @@ def assemble(
     sanitizer = sanitizer or Sanitizer.default()
     user_text, user_vault = sanitizer.mask(turn.brain_text())
     working = dict(user_vault)  # same value, same placeholder; context-only entries stay here
-    main = render_agent_state(turn.context.agent_state) + "\n\n" + render_context(turn, now)
+    # Main: the agent state, the organisation's learned persona (seed 001 §16), the context
+    parts = (render_agent_state(turn.context.agent_state), persona_block(turn, persona, registry))
+    main = "\n\n".join(p for p in parts if p) + "\n\n" + render_context(turn, now)
     main, _ = sanitizer.mask(main, working)
     route = [{"type": "text", "text": route_prompt, "cache_control": dict(CACHE)}] if route_prompt else []
     chosen = choose_specialised(turn)

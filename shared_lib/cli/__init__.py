@@ -2,7 +2,7 @@
 
 Each module registers its subcommands with ``register(subparsers)``:
 
-=================  ===============================================================
+=================  =====================================================================================
 ``policy``         ``charter policy check|validate``: the guardian and gate on a case
 ``tools``          ``charter tools list``: the registry as the LLM sees it
 ``rollout``        ``charter flags …``, ``charter shadow …``, ``charter guard …``
@@ -14,7 +14,8 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``dates``          ``charter dates parse "TEXT" --now T``: how the one date reader reads a text
 ``approvals``      ``charter approvals list|show|auto on|auto off|auto status``: jobs and grants
 ``config``         ``charter config show``: the effective settings, where each comes from
-=================  ===============================================================
+``persona``        ``charter persona show|verify|diff``: the pinned core, an organisation's extension
+=================  =====================================================================================
 
 Every command that reads the live store gets it from one operator runtime
 (``shared_lib.composition.operator_runtime``: ``--store``/``--project``, the settings, or
@@ -53,6 +54,7 @@ from shared_lib.cli import (
     dates,
     gates,
     operations,
+    persona,
     policy,
     revisions,
     rollout,
@@ -74,6 +76,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     dates.register,
     approvals.register,
     config.register,
+    persona.register,
 )
 
 

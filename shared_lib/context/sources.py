@@ -19,6 +19,7 @@ from typing import Any
 from shared_lib.context.history import conversation_summary, recent_messages
 from shared_lib.ports import Store
 from shared_lib.state.agent_store import load_agent_state
+from shared_lib.state.persona_store import load_ext
 from shared_lib.state.session import load_session
 from shared_lib.tools.directory import clean_name, get_person, list_people
 from shared_lib.tools.handlers.memory import own_memories, search_knowledge
@@ -137,6 +138,10 @@ def wants_knowledge(text: str, triggers: tuple[str, ...]) -> bool:
     return any(t in text for t in triggers)
 
 
+def _persona_ext(r: SourceRequest) -> dict[str, Any]:
+    return load_ext(r.store, r.org_id)
+
+
 def _knowledge(r: SourceRequest) -> list[dict[str, Any]] | None:
     if not wants_knowledge(r.text, r.knowledge_triggers):
         return None  # on demand only: not asked for
@@ -158,4 +163,5 @@ def default_sources(tasks_truth: int = 2) -> list[SourceSpec]:
         SourceSpec("company_values", 2, 3, _company_values),
         SourceSpec("knowledge", 4, 2, _knowledge),
         SourceSpec("agent_state", 1, 2, _agent_state),  # seed 004 §5; rendered by the prompt, not here
+        SourceSpec("persona_ext", 3, 3, _persona_ext),  # seed 001 §16: the prompt's 「学んだ好み」
     ]

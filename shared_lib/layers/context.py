@@ -89,6 +89,9 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     )
     record(turn.context, built, user_id=turn.user_id, user_name=turn.inbound.user_name)
     turn.context.agent_state = dict(built.values.get("agent_state") or {})  # seed 004: read with the sources
+    turn.context.persona_ext = dict(
+        built.values.get("persona_ext") or {}
+    )  # seed 001 §16: the org's extension
     failures = built.failures()
     for failure in failures:
         turn.add_error(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from shared_lib import collections, loop
 from shared_lib.brain import constitution, integration
+from shared_lib.brain.persona_prompt import context_for
 from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.idempotency import Claims, ClaimState
@@ -30,11 +31,13 @@ from shared_lib.layers import confirmation
 from shared_lib.layers.base import Layer, Outcome, lateness
 from shared_lib.layers.context import append_history
 from shared_lib.logs import log_event
+from shared_lib.persona_ext import PersonaSection
 from shared_lib.ports import OutboundReply
 from shared_lib.proposal import ClarificationProposal, TextResponseProposal
 from shared_lib.routing import announcement_line
 from shared_lib.sanitizer import Sanitizer
 from shared_lib.state.agent_store import record_turn
+from shared_lib.state.persona_store import apply_turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -177,14 +180,25 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     text = Sanitizer.default().present(text, own=own, language=turn.inbound.language)
     res = turn.response
     res.kind, res.text = kind, text  # type: ignore[assignment]
-    if turn.shadow:
-        return Outcome("dry_run", reason_code=kind, next_topic=None)
+    if turn.shadow:  # a dry run teaches nothing: its proposals are recorded refused (shadow)
+        turn.persona = _persona(turn, rt)
+        return Outcome("dry_run", reason_code=kind, detail=turn.persona.note(), next_topic=None)
     confirmation.after_reply(turn, rt)
     _send_once(turn, rt, text)
     append_history(rt, turn, "assistant", text, "out")
     # seed 004: the conversation's agent state after this utterance, applied once (never for a shadow)
     turn.agent = record_turn(rt.store, turn, now=rt.clock(), retention=rt.settings.retention(turn.org_id))
-    return Outcome("sent", reason_code=kind, detail=f"{len(text)} chars")
+    # seed 001 §16: what the LLM proposed to teach the organisation's persona, judged and applied once
+    turn.persona = _persona(turn, rt)
+    return Outcome(
+        "sent", reason_code=kind, detail=" ".join(x for x in (f"{len(text)} chars", turn.persona.note()) if x)
+    )
+
+
+def _persona(turn: Turn, rt: Runtime) -> PersonaSection:
+    section = apply_turn(rt.store, turn, rt.persona.core(), now=rt.clock())
+    section.context = context_for(turn, rt.registry)
+    return section
 
 
 LAYER = Layer("responder", "completed", run)

@@ -50,7 +50,7 @@ def load_agent_state(store: Store, org_id: str, conversation_key: str) -> dict[s
     return AgentState.model_validate(doc).context_view() if doc else {}
 
 
-def _own_steps(turn: Turn) -> list[StepRecord]:
+def own_steps(turn: Turn) -> list[StepRecord]:
     """The steps this utterance ran: a resumed loop carries the paused turn's, applied then."""
     return [*(s for s in turn.loop.steps if s.turn_id == turn.turn_id), turn.current_step(turn.loop.worker)]
 
@@ -108,7 +108,7 @@ def code_transition(
 
 def turn_plan(turn: Turn) -> list[tuple[StateUpdate | None, CodeTransition]]:
     """Per step of the utterance, in order: the LLM's proposed update and the code's transition."""
-    steps = _own_steps(turn)
+    steps = own_steps(turn)
     plan = []
     for i, step in enumerate(steps):
         first, last = i == 0, i == len(steps) - 1

@@ -39,6 +39,7 @@ FLOORS: dict[str, int] = {
             "sanitizer",
             "persona",
             "persona_core",
+            "persona_ext",
             "prices",
             "inbound",
             "callctx",

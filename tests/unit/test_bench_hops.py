@@ -57,6 +57,8 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # (get, set) at the end of a turn that proposed or decided something about it;
     # 56.0 since the observer counts each record into the daily roll-up in the record's own
     # transaction (begin, the roll-up's read, commit: two more a served turn, and a shadow
-    # candidate's create became the same), so no dashboard refresh reads the records
+    # candidate's create became the same), so no dashboard refresh reads the records;
+    # 57.0 with the organisation's learned persona (seed 001 §16): one read with the context
+    # sources (its write only on a turn that taught something)
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 56, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 57, report["per_turn"]

@@ -89,6 +89,9 @@ locals {
     # one trace per turn, every hop (shared_lib.tracing); the accounts hold roles/cloudtrace.agent
     CHARTER_TRACE_EXPORTER     = "cloud_trace"
     CHARTER_TRACE_SAMPLE_RATIO = tostring(var.trace_sample_ratio)
+    # the persona core's pin (shared_lib.persona.verify_persona, checked at start); empty: the
+    # pin of the persona file. A company shipping its own core sets its hash here.
+    CHARTER_PERSONA_CORE_SHA256 = var.persona_core_sha256
   }
 
   # Each target's own plain env vars, merged over common_env.

@@ -102,3 +102,14 @@ variable "trace_sample_ratio" {
     error_message = "trace_sample_ratio is between 0 and 1."
   }
 }
+
+variable "persona_core_sha256" {
+  description = "The persona core's pinned SHA-256 (CHARTER_PERSONA_CORE_SHA256); empty: the pin of the persona file (personas/soulkun.toml core_sha256). Set it only when shipping a core of your own."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^([0-9a-f]{64})?$", var.persona_core_sha256))
+    error_message = "persona_core_sha256 is empty or 64 lowercase hex digits."
+  }
+}

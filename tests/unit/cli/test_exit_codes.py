@@ -138,6 +138,20 @@ COMMANDS: dict[str, Row] = {
         finding=["dates", "parse", "こんにちは", "--now", "2026-11-24T10:00"],
         ok=["dates", "parse", "明日", "--now", "2026-11-24T10:00"],
     ),
+    "persona show": Row(
+        no_store=["persona", "show", "--org", "demo"], ok=["persona", "show", "--org", "demo", "--json", *S]
+    ),
+    "persona verify": Row(
+        bad=["persona", "verify", "--core", "{tmp}"],
+        finding=["persona", "verify", "--core", "{bad}"],
+        ok=["persona", "verify"],
+    ),
+    "persona diff": Row(
+        no_store=["persona", "diff", "--org", "demo"],
+        bad=["persona", "diff", "--core", "{tmp}"],
+        finding=["persona", "diff", "--core", "{bad}"],
+        ok=["persona", "diff", "--org", "demo", *S],
+    ),
     "approvals list": Row(no_store=["approvals", "list"], ok=["approvals", "list", *S]),
     "approvals show": Row(
         no_store=["approvals", "show", "J-1", "--org", "demo"],

@@ -35,6 +35,7 @@ SOURCE_READS: dict[str, tuple[str, str]] = {
     "company_values": ("get", r"/settings/company$"),
     "knowledge": ("query", r"/knowledge$"),
     "agent_state": ("get", r"/agent_states/[^/]+$"),
+    "persona_ext": ("get", r"/persona_ext/current$"),
 }
 
 
