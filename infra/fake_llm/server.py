@@ -431,7 +431,8 @@ class _HTTPServer(ThreadingHTTPServer):
 class MessagesHandler(BaseHTTPRequestHandler):
     """One HTTP/1.1 connection (keep-alive like the real API); routes to the endpoints.
 
-    A subclass serves another API by overriding ``routes`` and ``send_error_json``."""
+    A subclass serves another API by overriding ``routes``, ``send_error_json`` and
+    ``send_message`` (``infra.fake_openai``)."""
 
     protocol_version = "HTTP/1.1"
     server_version = "fake-anthropic"
@@ -549,8 +550,12 @@ class MessagesHandler(BaseHTTPRequestHandler):
         if decision.reply is None:
             raise RuntimeError("a scenario decision has neither an error nor a reply")
         message = build_message(decision.reply, request.body, app.cache.account(request.body))
-        if request.stream:
-            self._send_stream(message, decision.cut_after_blocks)
+        self.send_message(message, request.stream, decision.cut_after_blocks)
+
+    def send_message(self, message: JSON, stream: bool, cut_after_blocks: int | None) -> None:
+        """Send the answer (a wire Message): as JSON, or as SSE cut after ``cut_after_blocks``."""
+        if stream:
+            self._send_stream(message, cut_after_blocks)
         else:
             self._send_json(200, message)
 
@@ -567,14 +572,18 @@ class MessagesHandler(BaseHTTPRequestHandler):
 
     def _send_stream(self, message: JSON, cut_after_blocks: int | None) -> None:
         events, complete = stream_events(message, cut_after_blocks)
+        self.send_sse([sse_frame(name, data) for name, data in events], complete)
+
+    def send_sse(self, frames: list[bytes], complete: bool) -> None:
+        """A chunked ``text/event-stream``; when not ``complete`` the connection drops mid-body."""
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.send_header("request-id", new_id("req"))
         self.end_headers()
-        for name, data in events:
-            self._write_chunk(sse_frame(name, data))
+        for frame in frames:
+            self._write_chunk(frame)
         if complete:
             self.wfile.write(b"0\r\n\r\n")
         else:  # drop the connection mid-body: no terminating chunk, like a network failure
