@@ -25,13 +25,13 @@ import string
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self, TypedDict
 
-from infra.fake_llm import scripted
+from infra.fake_llm import scripted, vertex
 from infra.fake_llm.scenario import (
     JSON,
     Fault,
@@ -41,12 +41,13 @@ from infra.fake_llm.scenario import (
     ScenarioEngine,
     ScenarioError,
 )
+from infra.fake_llm.sse import canonical as _canonical
+from infra.fake_llm.sse import compact as _compact
+from infra.fake_llm.sse import sse_frame, stream_events
 
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
-TEXT_CHUNK_CHARS = 12
-JSON_CHUNK_CHARS = 16
 ERROR_TYPES: dict[int, str] = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -58,6 +59,7 @@ ERROR_TYPES: dict[int, str] = {
     529: "overloaded_error",
 }
 _ID_ALPHABET = string.ascii_letters + string.digits
+Rewrite = Callable[[Any], tuple[Any, "str | None"]]  # a body → (the Messages body, a 400 problem)
 
 
 class RecordedRequest(TypedDict):
@@ -88,15 +90,6 @@ def error_body(status: int, message: str, error_type: str | None = None) -> JSON
 def estimate_tokens(text: str) -> int:
     """Deterministic token estimate: one token per 4 characters, rounded up, at least 1."""
     return max(1, math.ceil(len(text) / 4))
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-def _compact(value: Any) -> str:
-    """JSON as the real API sends it: compact, key order kept, UTF-8 (no ASCII escapes)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _without_cache_control(block: Mapping[str, Any]) -> JSON:
@@ -283,91 +276,6 @@ def build_message(reply: Reply, body: Mapping[str, Any], usage: InputUsage) -> J
     }
 
 
-# --------------------------------------------------------------------------- streaming
-
-
-def _chunks(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def _block_start(block: JSON) -> JSON:
-    if block["type"] == "tool_use":
-        return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-    return {"type": "text", "text": ""}
-
-
-def _block_deltas(block: JSON, cut: bool) -> list[JSON]:
-    """The deltas of one block; when ``cut``, only about the first half of them (at least one)."""
-    if block["type"] == "tool_use":
-        kind, field, pieces = (
-            "input_json_delta",
-            "partial_json",
-            _chunks(_canonical(block["input"]), JSON_CHUNK_CHARS),
-        )
-    else:
-        kind, field, pieces = "text_delta", "text", _chunks(str(block.get("text", "")), TEXT_CHUNK_CHARS)
-    if cut:
-        whole = "".join(pieces)
-        pieces = pieces[: len(pieces) // 2] if len(pieces) > 1 else [whole[: max(1, len(whole) // 2)]]
-    if block["type"] == "tool_use":
-        pieces = ["", *pieces]  # the real API opens tool input with an empty partial_json
-    return [{"type": kind, field: piece} for piece in pieces if piece or kind == "input_json_delta"]
-
-
-def stream_events(message: JSON, cut_after_blocks: int | None = None) -> tuple[list[tuple[str, JSON]], bool]:
-    """The SSE events for a message, and whether the stream is complete.
-
-    With ``cut_after_blocks=K`` the stream stops in the middle of block K (0-based, clamped to
-    the last block): after some of its deltas, without content_block_stop / message_stop.
-    """
-    start = {
-        **message,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {**message["usage"], "output_tokens": 1},
-    }
-    events: list[tuple[str, JSON]] = [
-        ("message_start", {"type": "message_start", "message": start}),
-        ("ping", {"type": "ping"}),
-    ]
-    blocks: list[JSON] = message["content"]
-    cut_index = None if cut_after_blocks is None else min(cut_after_blocks, len(blocks) - 1)
-    if cut_index is not None and cut_index < 0:
-        return events, False
-    for index, block in enumerate(blocks):
-        events.append(
-            (
-                "content_block_start",
-                {"type": "content_block_start", "index": index, "content_block": _block_start(block)},
-            )
-        )
-        events += [
-            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-            for delta in _block_deltas(block, cut=index == cut_index)
-        ]
-        if index == cut_index:
-            return events, False
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    delta = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": delta,
-                "usage": {"output_tokens": message["usage"]["output_tokens"]},
-            },
-        )
-    )
-    events.append(("message_stop", {"type": "message_stop"}))
-    return events, True
-
-
-def sse_frame(name: str, data: JSON) -> bytes:
-    return f"event: {name}\ndata: {_compact(data)}\n\n".encode()
-
-
 # --------------------------------------------------------------------------- the server
 
 
@@ -390,11 +298,15 @@ class FakeAnthropicServer:
 
     # -- lifecycle
 
+    def _handler(self) -> type[MessagesHandler]:
+        """The request handler class (the fake OpenAI-compatible server serves another)."""
+        return MessagesHandler
+
     def start(self) -> Self:
         if self._httpd is not None:
             return self
         self._stopping.clear()
-        self._httpd = _HTTPServer((HOST, self._requested_port), _Handler, app=self)
+        self._httpd = _HTTPServer((HOST, self._requested_port), self._handler(), app=self)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -516,8 +428,11 @@ class _HTTPServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    """One HTTP/1.1 connection (keep-alive like the real API); routes to the endpoints."""
+class MessagesHandler(BaseHTTPRequestHandler):
+    """One HTTP/1.1 connection (keep-alive like the real API); routes to the endpoints.
+
+    A subclass serves another API by overriding ``routes``, ``send_error_json`` and
+    ``send_message`` (``infra.fake_openai``)."""
 
     protocol_version = "HTTP/1.1"
     server_version = "fake-anthropic"
@@ -548,14 +463,24 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self) -> None:
         try:
             raw = self._read_body()
-            route = _ROUTES.get((self.command, self.path.split("?", 1)[0]))
-            if route is None:
+            route = self.routes().get((self.command, self.path.split("?", 1)[0]))
+            if route is not None:
+                route(self, raw)
+            elif self.command == "POST" and (found := vertex.vertex_route(self.path)) is not None:
+                self._messages(raw, lambda body: vertex.messages_body(body, found))
+            else:
                 self._record(raw)
-                self._send_json(404, error_body(404, f"Not Found: {self.command} {self.path}"))
-                return
-            route(self, raw)
+                self.send_error_json(404, f"Not Found: {self.command} {self.path}")
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             self.close_connection = True
+
+    def routes(self) -> Mapping[tuple[str, str], Callable[[Any, bytes], None]]:
+        return _ROUTES
+
+    def send_error_json(
+        self, status: int, message: str, error_type: str | None = None, **headers: str
+    ) -> None:
+        self._send_json(status, error_body(status, message, error_type), headers)
 
     def _read_body(self) -> bytes:
         length = int(self.headers.get("content-length") or 0)
@@ -594,20 +519,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- API endpoints
 
-    def _checked_request(self, raw: bytes, *, count_only: bool = False) -> MessagesRequest | None:
-        """Record, authenticate and validate; None once an error response has been sent."""
+    def _checked_request(
+        self, raw: bytes, *, count_only: bool = False, rewrite: Rewrite | None = None
+    ) -> MessagesRequest | None:
+        """Record, authenticate and validate (after ``rewrite``, e.g. from Vertex's body); None
+        once an error response has been sent."""
         body = self._record(raw)
         if not _has_credentials(self.headers.get("x-api-key"), self.headers.get("authorization")):
-            self._send_json(401, error_body(401, "x-api-key header (or Authorization: Bearer) is required"))
+            self.send_error_json(401, "x-api-key header (or Authorization: Bearer) is required")
             return None
-        problem = validate_messages_body(body, count_only=count_only)
+        body, problem = rewrite(body) if rewrite is not None else (body, None)
+        problem = problem or validate_messages_body(body, count_only=count_only)
         if problem is not None:
-            self._send_json(400, error_body(400, problem))
+            self.send_error_json(400, problem)
             return None
         return MessagesRequest(body)
 
-    def _messages(self, raw: bytes) -> None:
-        request = self._checked_request(raw)
+    def _messages(self, raw: bytes, rewrite: Rewrite | None = None) -> None:
+        request = self._checked_request(raw, rewrite=rewrite)
         if request is None:
             return
         app = self.server.app
@@ -621,8 +550,12 @@ class _Handler(BaseHTTPRequestHandler):
         if decision.reply is None:
             raise RuntimeError("a scenario decision has neither an error nor a reply")
         message = build_message(decision.reply, request.body, app.cache.account(request.body))
-        if request.stream:
-            self._send_stream(message, decision.cut_after_blocks)
+        self.send_message(message, request.stream, decision.cut_after_blocks)
+
+    def send_message(self, message: JSON, stream: bool, cut_after_blocks: int | None) -> None:
+        """Send the answer (a wire Message): as JSON, or as SSE cut after ``cut_after_blocks``."""
+        if stream:
+            self._send_stream(message, cut_after_blocks)
         else:
             self._send_json(200, message)
 
@@ -635,18 +568,22 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_fault(self, fault: Fault) -> None:
         headers = {} if fault.retry_after is None else {"retry-after": f"{fault.retry_after:g}"}
         message = fault.message or f"fake-anthropic injected fault (HTTP {fault.status})"
-        self._send_json(fault.status, error_body(fault.status, message, fault.error_type), headers)
+        self.send_error_json(fault.status, message, fault.error_type, **headers)
 
     def _send_stream(self, message: JSON, cut_after_blocks: int | None) -> None:
         events, complete = stream_events(message, cut_after_blocks)
+        self.send_sse([sse_frame(name, data) for name, data in events], complete)
+
+    def send_sse(self, frames: list[bytes], complete: bool) -> None:
+        """A chunked ``text/event-stream``; when not ``complete`` the connection drops mid-body."""
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.send_header("request-id", new_id("req"))
         self.end_headers()
-        for name, data in events:
-            self._write_chunk(sse_frame(name, data))
+        for frame in frames:
+            self._write_chunk(frame)
         if complete:
             self.wfile.write(b"0\r\n\r\n")
         else:  # drop the connection mid-body: no terminating chunk, like a network failure
@@ -668,18 +605,21 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             scenario = Scenario.from_text(raw.decode("utf-8"))
         except (ScenarioError, UnicodeDecodeError) as err:
-            self._send_json(400, error_body(400, str(err)))
+            self.send_error_json(400, str(err))
             return
         self.server.app.set_scenario(scenario)
         summary = {"ok": True, "rules": len(scenario.rules), "has_default": scenario.default is not None}
         self._send_json(200, summary)
 
 
+ADMIN_ROUTES: dict[tuple[str, str], Callable[[Any, bytes], None]] = {
+    ("GET", "/_admin/health"): MessagesHandler._admin_health,
+    ("GET", "/_admin/requests"): MessagesHandler._admin_requests,
+    ("POST", "/_admin/reset"): MessagesHandler._admin_reset,
+    ("POST", "/_admin/scenario"): MessagesHandler._admin_scenario,
+}
 _ROUTES = {
-    ("POST", "/v1/messages"): _Handler._messages,
-    ("POST", "/v1/messages/count_tokens"): _Handler._count_tokens,
-    ("GET", "/_admin/health"): _Handler._admin_health,
-    ("GET", "/_admin/requests"): _Handler._admin_requests,
-    ("POST", "/_admin/reset"): _Handler._admin_reset,
-    ("POST", "/_admin/scenario"): _Handler._admin_scenario,
+    ("POST", "/v1/messages"): MessagesHandler._messages,
+    ("POST", "/v1/messages/count_tokens"): MessagesHandler._count_tokens,
+    **ADMIN_ROUTES,
 }

@@ -1,8 +1,9 @@
-"""Anthropic ``LLM`` adapter: the real ``anthropic`` SDK (``base_url`` configurable, so the
-same client talks to Claude, a gateway, or the local fake server).
+"""Anthropic ``LLMPeer`` adapter: the real ``anthropic`` SDK (``base_url`` configurable, so the
+same client talks to Claude, a gateway, or the local fake server; ``vertex_llm`` passes the
+SDK's Vertex client in). ``health()`` is one minimal messages call, never raising.
 
-**One retry policy** (seed 000 §6.7): the SDK's own retries are switched off
-(``max_retries=0``) and this adapter retries with ``tenacity``, because a stream that is
+**One retry policy** (seed 000 §6.7, ``llm_retry``, shared with the other peers): the SDK's
+own retries are switched off (``max_retries=0``) and the adapter retries with ``tenacity``, because a stream that is
 cut after the response headers arrived is outside the SDK's retry loop, and one policy
 must cover both. Retried: 408/409/429/5xx/529, timeouts, connection errors and
 interrupted streams, with exponential backoff and jitter; a ``retry-after``
@@ -26,73 +27,49 @@ is dropped); otherwise it is retried: a ``tool_use`` block cut in the middle is 
 
 from __future__ import annotations
 
-import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anthropic
 import httpx2
-import tenacity
-from pydantic import BaseModel, ConfigDict, Field
-from tenacity.stop import stop_base
 
 from shared_lib import tracing
-from shared_lib.callctx import remaining
-from shared_lib.errors import CharterError, LLMError
+from shared_lib.adapters.llm_retry import (
+    RETRYABLE_STATUS,
+    RetryPolicy,
+    StreamInterrupted,
+    Tally,
+    call_with_retries,
+    header_retry_after,
+    plus,
+    probe,
+    seconds_left,
+)
+from shared_lib.errors import LLMError
 from shared_lib.logs import log_event
-from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
-from shared_lib.settings import Settings
+from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage, PeerHealth, PeerKind
 
-RETRYABLE_STATUS = frozenset({408, 409, 429})
+__all__ = ["FAILURES", "AnthropicLLM", "RetryPolicy", "StreamInterrupted"]
+
 RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
 
-class RetryPolicy(BaseModel):
-    """Attempts, backoff and the ``retry-after`` ceiling of the one retry policy."""
+class AnthropicLLM:
+    """The Anthropic API as an ``LLMPeer`` (``shared_lib.ports``). Keyword-only arguments:
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    max_retries: int = Field(default=3, ge=0, le=10)
-    initial_delay: float = Field(default=0.5, ge=0)
-    max_delay: float = Field(default=8.0, ge=0)
-    max_retry_after: float = Field(default=60.0, ge=0)
-    max_elapsed: float = Field(default=120.0, gt=0)
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> RetryPolicy:
-        return cls(
-            max_retries=settings.llm_max_retries,
-            initial_delay=settings.llm_backoff_initial,
-            max_delay=settings.llm_backoff_max,
-            max_retry_after=settings.llm_retry_after_max,
-            max_elapsed=settings.llm_retry_budget,
-        )
-
-    def backoff(self, retry_number: int) -> float:
-        """Exponential backoff with "equal jitter": half fixed, half random (retry 1-based)."""
-        ceiling = min(self.max_delay, self.initial_delay * 2.0 ** max(retry_number - 1, 0))
-        return ceiling / 2 + random.uniform(0, ceiling / 2)
-
-
-class _RetryAfterTooLong(stop_base):
-    """Stop at once when the server asks for a longer wait than we may spend."""
-
-    def __init__(self, limit: float) -> None:
-        self.limit = limit
-
-    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
-        wait = retry_after(_exception(retry_state))
-        return wait is not None and wait > self.limit
-
-
-class StreamInterrupted(CharterError):
-    """A stream ended before ``message_stop`` with content that cannot be used as it is.
-
-    Never leaves the adapter: retried, then turned into ``LLMError("llm_unavailable")``.
+    * the client: ``api_key``, ``base_url``, ``timeout`` (seconds per attempt), or a ready
+      ``client`` (the Vertex peer passes ``anthropic.AnthropicVertex``); ``max_retries`` or a
+      whole ``policy``; ``sleep`` (tests record the waits instead of sleeping);
+    * the peer: ``name`` (``"anthropic"``), ``local`` (``False``), ``max_context_tokens``
+      (200 000), ``supports_parallel`` (``True``), ``models`` (the product's model name → the
+      name this peer serves; a name not in the map passes through);
+    * the probe: ``health_model`` (the product's name, mapped too) and ``health_timeout`` (5 s).
     """
 
+    kind: PeerKind = "anthropic"
+    provider = "anthropic"  # the span's gen_ai.provider.name
 
-class AnthropicLLM:
     def __init__(
         self,
         *,
@@ -100,9 +77,16 @@ class AnthropicLLM:
         base_url: str | None = None,
         timeout: float = 30.0,
         max_retries: int = 3,
-        client: anthropic.Anthropic | None = None,
+        client: anthropic.Anthropic | anthropic.AnthropicVertex | None = None,
         policy: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        name: str = "anthropic",
+        local: bool = False,
+        max_context_tokens: int = 200_000,
+        supports_parallel: bool = True,
+        models: Mapping[str, str] | None = None,
+        health_model: str = "claude-haiku-4-5",
+        health_timeout: float = 5.0,
     ) -> None:
         self.client = client or anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
@@ -110,82 +94,43 @@ class AnthropicLLM:
         self.policy = policy or RetryPolicy(max_retries=max_retries)
         self.timeout = timeout
         self._sleep = sleep
+        self.name = name
+        self.local = local
+        self.max_context_tokens = max_context_tokens
+        self.supports_parallel = supports_parallel
+        self.models = dict(models or {})
+        self.health_model = health_model
+        self.health_timeout = health_timeout
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         """One call with its retries, under one span with the GenAI conventions (``tracing.llm_span``)."""
-        with tracing.llm_span(request) as span:
-            response = self._complete(request)
+        served = request.model_copy(update={"model": self.models.get(request.model, request.model)})
+        with tracing.llm_span(served, provider=self.provider) as span:
+            response = call_with_retries(
+                served,
+                lambda tally, end: self._once(served, tally, end),
+                policy=self.policy,
+                failures=FAILURES,
+                sleep=self._sleep,
+            )
             tracing.record_llm_response(span, response)
             return response
 
-    def _complete(self, request: LLMRequest) -> LLMResponse:
-        t0 = time.perf_counter()
-        tally = _Tally()
-        left = remaining()
-        if left is not None and left <= 0:
-            raise LLMError("api_timeout", "turn budget spent before the call")
-        limit = self.policy.max_elapsed if left is None else min(self.policy.max_elapsed, left)
-        end = time.monotonic() + limit
-        try:
-            for attempt in self._retrying(request, limit):
-                with attempt:
-                    tally.attempts += 1
-                    response = self._once(request, tally, end)
-        except Exception as exc:
-            error = to_llm_error(exc)
-            if error is None:
-                raise
-            raise error from exc
-        return response.model_copy(
-            update={
-                "attempts": tally.attempts,
-                "interruptions": tally.interruptions,
-                "duration_ms": (time.perf_counter() - t0) * 1000,
-                "usage": _plus(response.usage, tally.spent),
-            }
-        )
+    def health(self) -> PeerHealth:
+        """One messages call (``max_tokens`` 1, no retries): an overloaded API still lists models."""
+        model = self.models.get(self.health_model, self.health_model)
 
-    # -- the policy ---------------------------------------------------------------------
-    def _retrying(self, request: LLMRequest, limit: float) -> tenacity.Retrying:
-        policy = self.policy
-
-        def wait(state: tenacity.RetryCallState) -> float:
-            asked = retry_after(_exception(state))
-            return asked if asked is not None else policy.backoff(state.attempt_number)
-
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            exc = _exception(state)
-            log_event(
-                "llm_retry",
-                layer="llm",
-                severity="WARNING",
-                call_type=request.call_type,
-                model=request.model,
-                attempt=state.attempt_number,
-                reason=describe(exc),
-                wait_seconds=round(state.upcoming_sleep, 3),
+        def ping() -> object:
+            client = self.client.with_options(max_retries=0, timeout=self.health_timeout)
+            return client.messages.create(
+                model=model, max_tokens=1, messages=[{"role": "user", "content": "ping"}]
             )
 
-        return tenacity.Retrying(
-            stop=tenacity.stop_any(
-                tenacity.stop_after_attempt(policy.max_retries + 1),
-                tenacity.stop_after_delay(limit),
-                tenacity.stop_before_delay(limit),  # no backoff that would end past the limit
-                _RetryAfterTooLong(policy.max_retry_after),
-            ),
-            wait=wait,
-            retry=tenacity.retry_if_exception(is_retryable),
-            sleep=self._sleep,
-            before_sleep=before_sleep,
-            reraise=True,
-        )
+        return probe(ping, FAILURES)
 
     # -- one attempt --------------------------------------------------------------------
-    def _once(self, request: LLMRequest, tally: _Tally, end: float) -> LLMResponse:
-        left = end - time.monotonic()
-        if left <= 0:
-            raise LLMError("api_timeout", "turn budget spent between attempts")
-        kwargs = {**_kwargs(request), "timeout": min(self.timeout, left)}
+    def _once(self, request: LLMRequest, tally: Tally, end: float) -> LLMResponse:
+        kwargs = {**_kwargs(request), "timeout": min(self.timeout, seconds_left(end))}
         if not request.stream:
             return _response(self.client.messages.create(**kwargs))
         with self.client.messages.stream(**kwargs) as stream:
@@ -199,7 +144,7 @@ class AnthropicLLM:
                 return self._interrupted(stream, seen, tally, None)
             return _response(stream.get_final_message())
 
-    def _interrupted(self, stream: Any, seen: _Seen, tally: _Tally, cause: Exception | None) -> LLMResponse:
+    def _interrupted(self, stream: Any, seen: _Seen, tally: Tally, cause: Exception | None) -> LLMResponse:
         tally.interruptions += 1
         snapshot = stream.current_message_snapshot if seen.started else None
         partial = _response(snapshot) if snapshot is not None else None
@@ -215,15 +160,8 @@ class AnthropicLLM:
             texts = [b for i, b in enumerate(partial.content) if i in seen.closed]  # the cut block is dropped
             return partial.model_copy(update={"content": texts, "stop_reason": None, "salvaged": True})
         if partial is not None:
-            tally.spent = _plus(tally.spent, partial.usage)
+            tally.spent = plus(tally.spent, partial.usage)
         raise StreamInterrupted(describe(cause) if cause else "stream ended before message_stop") from cause
-
-
-class _Tally:
-    def __init__(self) -> None:
-        self.attempts = 0
-        self.interruptions = 0
-        self.spent = LLMUsage()  # tokens of interrupted attempts that were not used
 
 
 class _Seen:
@@ -283,14 +221,6 @@ def _response(message: Any) -> LLMResponse:
     )
 
 
-def _plus(a: LLMUsage, b: LLMUsage) -> LLMUsage:
-    return LLMUsage(**{k: getattr(a, k) + getattr(b, k) for k in LLMUsage.model_fields})
-
-
-def _exception(state: tenacity.RetryCallState) -> BaseException | None:
-    return state.outcome.exception() if state.outcome is not None else None
-
-
 def _stream_error_type(exc: anthropic.APIStatusError) -> str:
     body = exc.body if isinstance(exc.body, dict) else {}
     error = body.get("error") if isinstance(body.get("error"), dict) else {}
@@ -307,17 +237,7 @@ def is_retryable(exc: BaseException) -> bool:
 
 def retry_after(exc: BaseException | None) -> float | None:
     """Seconds the server asked us to wait (``retry-after-ms`` or ``retry-after``), if any."""
-    if not isinstance(exc, anthropic.APIStatusError):
-        return None
-    headers = exc.response.headers
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            value = float(headers.get(name, "")) * scale
-        except ValueError:
-            continue
-        if value >= 0:
-            return value
-    return None
+    return header_retry_after(exc.response.headers) if isinstance(exc, anthropic.APIStatusError) else None
 
 
 def describe(exc: BaseException | None) -> str:
@@ -338,3 +258,15 @@ def to_llm_error(exc: BaseException) -> LLMError | None:
     if isinstance(exc, anthropic.APIError | httpx2.TransportError | StreamInterrupted):
         return LLMError("llm_unavailable", describe(exc))
     return None
+
+
+class _AnthropicFailures:
+    """The anthropic SDK's errors for the one retry policy (``llm_retry.Failures``)."""
+
+    is_retryable = staticmethod(is_retryable)
+    retry_after = staticmethod(retry_after)
+    describe = staticmethod(describe)
+    to_llm_error = staticmethod(to_llm_error)
+
+
+FAILURES = _AnthropicFailures()
