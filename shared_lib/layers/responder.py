@@ -184,7 +184,9 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     append_history(rt, turn, "assistant", text, "out")
     # seed 004: the conversation's agent state after this utterance, applied once (never for a shadow)
     turn.agent = record_turn(rt.store, turn, now=rt.clock(), retention=rt.settings.retention(turn.org_id))
-    return Outcome("sent", reason_code=kind, detail=f"{len(text)} chars")
+    bon = res.best_of_n  # Best-of-N phrased it: the trail says so (brain.best_of_n)
+    note = f", best-of-n N={bon.get('n')} chosen={bon.get('chosen')}" if bon else ""
+    return Outcome("sent", reason_code=kind, detail=f"{len(text)} chars{note}")
 
 
 LAYER = Layer("responder", "completed", run)
