@@ -89,28 +89,33 @@ def settings_for(turn: Turn, rt: Runtime) -> BestOfN | None:
     return doc.best_of_n if doc is not None and doc.best_of_n.enabled_for(turn.org_id) else None
 
 
-def _tokens(request: LLMRequest, chars_per_token: int) -> int:
-    size = len(json.dumps([request.system, request.tools, request.messages], ensure_ascii=False))
-    return size // chars_per_token + 1
+def _tokens(value: Any, chars_per_token: int) -> int:
+    return len(json.dumps(value, ensure_ascii=False)) // chars_per_token + 1
 
 
 def estimated_cost(
     n: int, level: Level, request: LLMRequest, judge_model: str, prices: PriceTable, cfg: BestOfNConfig
 ) -> float:
-    """What ``n`` candidates, the judge (when the level runs it) and the refinement would cost at most."""
+    """What ``n`` candidates, the judge (when the level runs it) and the refinement would cost at
+    most: every answer its ``max_tokens``; the tools and system a cache read (the phrasing call
+    shares the proposal call's cached prefix), the messages plain input."""
     cpt = cfg.chars_per_token
+    prefix, body = _tokens([request.tools, request.system], cpt), _tokens(request.messages, cpt)
     one = prices.cost(
-        request.model, LLMUsage(input_tokens=_tokens(request, cpt), output_tokens=request.max_tokens)
+        request.model,
+        LLMUsage(input_tokens=body, cache_read_input_tokens=prefix, output_tokens=request.max_tokens),
     )
     total = n * one
     if level.judge == "full":
-        judge_in = _tokens(request, cpt) + n * request.max_tokens + len(cfg.judge.instructions) // cpt
+        judge_in = body + n * request.max_tokens + len(cfg.judge.instructions) // cpt
         total += prices.cost(judge_model, LLMUsage(input_tokens=judge_in, output_tokens=cfg.judge.max_tokens))
     if level.refine:
-        refine_in = _tokens(request, cpt) + request.max_tokens
-        total += prices.cost(
-            request.model, LLMUsage(input_tokens=refine_in, output_tokens=cfg.refine.max_tokens)
+        refine_in = LLMUsage(
+            input_tokens=body + request.max_tokens,
+            cache_read_input_tokens=prefix,
+            output_tokens=cfg.refine.max_tokens,
         )
+        total += prices.cost(request.model, refine_in)
     return total
 
 
