@@ -213,20 +213,18 @@ def _candidates(
     record: Callable[[LLMRequest, LLMResponse], object],
 ) -> list[Candidate]:
     """Every candidate that answered, in temperature order; ``LLMError`` when none did."""
-    with ThreadPoolExecutor(max_workers=min(cfg.max_workers, len(temperatures))) as pool:
-        futures: list[Future[LLMResponse]] = [
-            # each candidate in its own copy of this context: the turn, the budget, the span
-            pool.submit(
-                contextvars.copy_context().run,
-                _one,
-                rt,
-                request.model_copy(update={"temperature": t}),
-                record,
-            )
-            for t in temperatures
-        ]
-        left = remaining()
-        wait(futures, timeout=None if left is None else max(0.0, left))
+    pool = ThreadPoolExecutor(max_workers=min(cfg.max_workers, len(temperatures)))
+    futures: list[Future[LLMResponse]] = [
+        # each candidate in its own copy of this context: the turn, the budget, the span
+        pool.submit(
+            contextvars.copy_context().run, _one, rt, request.model_copy(update={"temperature": t}), record
+        )
+        for t in temperatures
+    ]
+    left = remaining()
+    wait(futures, timeout=None if left is None else max(0.0, left))
+    # past the budget the late candidates are left behind (not waited on; queued ones cancelled)
+    pool.shutdown(wait=False, cancel_futures=True)
     out, failure = [], None
     for i, (t, f) in enumerate(zip(temperatures, futures, strict=True), 1):
         if not f.done() or f.exception() is not None:
