@@ -57,6 +57,10 @@ class UsageRow(_Row):
     cost_usd: float = Field(default=0.0, description="Cost in USD.")
     llm_calls: int = Field(default=0, description="LLM calls.")
     llm_duration_ms: float = Field(default=0.0, description="Time in LLM calls.")
+    cost_by_purpose: dict[str, float] = Field(
+        default_factory=dict,
+        description="Cost in USD by purpose of call (proposal, phrasing, evaluation, ...).",
+    )
 
 
 class TrailRow(_Row):

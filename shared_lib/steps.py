@@ -38,10 +38,25 @@ class Usage(_Section):
     cost_usd: float = 0.0
     llm_calls: int = 0
     llm_duration_ms: float = 0.0
+    # what each purpose of call cost (``ports.Purpose``: proposal, phrasing, evaluation, ...)
+    cost_by_purpose: dict[str, float] = Field(default_factory=dict)
 
     def add(self, other: Usage) -> None:
         for name in type(self).model_fields:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+            if name == "cost_by_purpose":
+                for purpose, cost in other.cost_by_purpose.items():
+                    self.cost_by_purpose[purpose] = round(self.cost_by_purpose.get(purpose, 0.0) + cost, 8)
+            else:
+                setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def since(self, before: Usage) -> Usage:
+        """What was added to this usage after ``before`` was taken (a copy of it)."""
+        out = Usage(
+            **{k: getattr(self, k) - getattr(before, k) for k in Usage.model_fields if k != "cost_by_purpose"}
+        )
+        spent = {p: round(c - before.cost_by_purpose.get(p, 0.0), 8) for p, c in self.cost_by_purpose.items()}
+        out.cost_by_purpose = {p: c for p, c in spent.items() if c}
+        return out
 
 
 class WorkerOutput(_Section):

@@ -139,6 +139,10 @@ def build_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
             return json_response({"llm_calls": queries.llm_calls_for(rt.store, org, turn_id)})
         return json_response({"llm_calls": queries.recent_llm_calls(rt.store, org=org, limit=_limit(50))})
 
+    @api.get("/evaluations")
+    def evaluations() -> Response:
+        return json_response(queries.recent_evaluations(rt.store, org=_arg("org"), limit=_limit(50)))
+
     @api.post("/controls/<action>")
     def control(action: str) -> Response:
         body = request.get_json(silent=True) or {}

@@ -20,6 +20,7 @@ from datetime import date
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from shared_lib.brain import best_of_n
 from shared_lib.brain.accounting import add_call_usage
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.continuation import complete
@@ -177,6 +178,21 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
         messages=[{"role": "user", "content": prompt}],
         stream=cfg.stream,
     )
+    single = partial(_single_phrase, turn, rt)
+    flags = None if turn.shadow else best_of_n.settings_for(turn, rt)
+    if flags is None:
+        return single(request)
+    question = f"{user}\n{json.dumps(results, ensure_ascii=False, default=str)}"
+    text = best_of_n.phrase(
+        turn, rt, request, question=question, results=all_results(turn), flags=flags, single=single
+    )
+    return _clip(text)
+
+
+def _single_phrase(turn: Turn, rt: Runtime, request: LLMRequest) -> str:
+    """The one phrasing call (Best-of-N off, or N = 1)."""
+    assert rt.llm is not None
+    cfg = load_brain_config()
     done = complete(
         rt.llm,
         request,
@@ -184,5 +200,8 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
         cap=cfg.max_tokens.cap,
         record=partial(add_call_usage, turn, rt.prices),
     )
-    text = done.response.text().strip()
+    return _clip(done.response.text().strip())
+
+
+def _clip(text: str) -> str:
     return text if len(text) <= MAX_REPLY_CHARS else text[: MAX_REPLY_CHARS - 1] + "…"

@@ -112,7 +112,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
 
 def _delta(after: Usage, before: Usage) -> Usage:
     """This step's brain calls: what they added to the turn's usage."""
-    return Usage(**{k: getattr(after, k) - getattr(before, k) for k in Usage.model_fields})
+    return after.since(before)
 
 
 def _store_vault(turn: Turn, rt: Runtime, entries: dict[str, str], cfg: BrainConfig) -> str:

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from shared_lib.brain.reply_checks import internal_names as internal_names  # the CLI reads it here
 from shared_lib.evals.dataset import Case
 from shared_lib.evals.runner import Brain, run_case
 from shared_lib.evals.scoring import score_case, summarize
 from shared_lib.settings import Settings
-from shared_lib.tools.registry import ToolRegistry
 
 Progress = Callable[[str, int, int], None]
 
@@ -63,12 +63,6 @@ def run_eval(
         "brains": summaries,
         "leaks": sum(s["leaks"] + (s["deciding"] or {}).get("leaks", 0) for s in summaries),
     }
-
-
-def internal_names(registry: ToolRegistry) -> list[str]:
-    """What a reply must not show: tool names and the snake_case parameter names."""
-    params = {p for spec in registry for p in spec.params.model_fields if "_" in p}
-    return sorted({spec.name for spec in registry} | params)
 
 
 def _pct(figure: dict[str, Any]) -> str:

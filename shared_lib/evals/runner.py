@@ -16,13 +16,13 @@ and any LLM run such a case identically.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from shared_lib.brain import reply_checks
 from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.demo_data import DEMO_ORG, seed_demo_directory
 from shared_lib.envelope import Turn
@@ -34,12 +34,9 @@ from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLM
 from shared_lib.runtime import Runtime
-from shared_lib.sanitizer import PLACEHOLDER, STORED_PLACEHOLDER
 from shared_lib.settings import Settings
 
 ROOM = "room-eval"
-_MASKS = re.compile(f"{PLACEHOLDER.pattern}|{STORED_PLACEHOLDER.pattern}")
-_ISO_DATE = re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)")
 
 
 @dataclass(frozen=True)
@@ -83,15 +80,15 @@ class Observed:
 
     def leaks(self) -> list[str]:
         """Mask placeholders (「[PHONE_1]」) in what the user was sent."""
-        return [m.group(0) for text in self.replies for m in _MASKS.finditer(text)]
+        return [leak for text in self.replies for leak in reply_checks.placeholders(text)]
 
     def iso_dates(self) -> list[str]:
         """ISO dates in what the user was sent (the persona shows 「11月25日（水）」)."""
-        return [m.group(0) for text in self.replies for m in _ISO_DATE.finditer(text)]
+        return [day for text in self.replies for day in reply_checks.iso_dates(text)]
 
     def internal_names(self, names: Iterable[str]) -> list[str]:
         """Tool or parameter names (``chatwork_task_create``, ``new_level``) in what the user was sent."""
-        return sorted({n for n in names for text in self.replies if n in text})
+        return sorted({n for text in self.replies for n in reply_checks.names_in(text, names)})
 
 
 class FixedClock:

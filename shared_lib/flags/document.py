@@ -49,6 +49,20 @@ class AutoApprove(BaseModel):
     ttl_minutes: int = Field(default=0, ge=0, le=1440)
 
 
+class BestOfN(BaseModel):
+    """Best-of-N phrasing of the reply text (seed 001 §3-4; ``shared_lib.brain.best_of_n``), per
+    organisation and off by default: ``orgs`` lists the organisations it serves (``"*"``: all).
+    ``max_cost_usd_per_turn`` is the hard cap of one turn's Best-of-N calls (candidates, judge,
+    refinement), estimated from the price table before any call: N is lowered until it fits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    orgs: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    max_cost_usd_per_turn: float = Field(default=0.05, gt=0, le=10)
+
+    def enabled_for(self, org_id: str) -> bool:
+        return "*" in self.orgs or org_id in self.orgs
+
+
 class RollbackGuardConfig(BaseModel):
     """Thresholds of the rollback guard (seed 000 §15.1, §14.3); ``shared_lib.rollout.guard``.
 
@@ -108,6 +122,7 @@ class FlagsDocument(BaseModel):
     model: Annotated[str, Field(min_length=1)] = "claude-sonnet-4-6"
     fast_model: Annotated[str, Field(min_length=1)] = "claude-haiku-4-5"
     auto_approve: AutoApprove = Field(default_factory=AutoApprove)
+    best_of_n: BestOfN = Field(default_factory=BestOfN)
     rollback_guard: RollbackGuardConfig = Field(default_factory=RollbackGuardConfig)
 
     @field_validator("denylist")

@@ -190,9 +190,13 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     turn.agent = record_turn(rt.store, turn, now=rt.clock(), retention=rt.settings.retention(turn.org_id))
     # seed 001 §16: what the LLM proposed to teach the organisation's persona, judged and applied once
     turn.persona = _persona(turn, rt)
-    return Outcome(
-        "sent", reason_code=kind, detail=" ".join(x for x in (f"{len(text)} chars", turn.persona.note()) if x)
+    bon = res.best_of_n  # Best-of-N phrased it: the trail says so (brain.best_of_n)
+    notes = (
+        f"{len(text)} chars",
+        f"best-of-n N={bon.get('n')} chosen={bon.get('chosen')}" if bon else "",
+        turn.persona.note(),
     )
+    return Outcome("sent", reason_code=kind, detail=" ".join(x for x in notes if x))
 
 
 def _persona(turn: Turn, rt: Runtime) -> PersonaSection:

@@ -38,6 +38,7 @@ class CostReport:
     daily_budget_usd: float
     monthly_budget_usd: float
     by_model: dict[str, float]
+    by_purpose: dict[str, float]  # what each purpose of call cost today (proposal, phrasing, evaluation, ...)
 
     @property
     def over_daily_budget(self) -> bool:
@@ -90,6 +91,7 @@ def cost_report(
         daily_budget_usd=th.daily_cost_usd,
         monthly_budget_usd=round(th.daily_cost_usd * days, 2),
         by_model=dict(day_total["model_cost_usd"]),
+        by_purpose=dict(day_total["purpose_cost_usd"]),
     )
 
 

@@ -23,6 +23,7 @@ from shared_lib.ports import Doc, Op, Store
 RECORDS = "observability"
 CANDIDATES = "shadow_candidates"
 LLM_CALLS = "llm_calls"
+EVALUATIONS = "evaluations"
 COMPARISONS = "shadow_comparisons"
 _DURATION = re.compile(r"^(\d+)\s*([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -127,6 +128,20 @@ def llm_calls_for(store: Store, org_id: str, turn_id: str) -> list[Doc]:
 def recent_llm_calls(store: Store, *, org: str | None = None, limit: int = 50) -> list[Doc]:
     coll, group = _collection(org, LLM_CALLS)
     return [doc for _, doc in store.query(coll, order_by="at", descending=True, limit=limit, group=group)]
+
+
+def recent_evaluations(store: Store, *, org: str | None = None, limit: int = 50) -> dict[str, Any]:
+    """The newest Best-of-N runs (``brain.best_of_n``: seed 001 §20.4's evaluator monitor) and
+    the judge's average spread over them (seed 001 §4.2: a judge that discriminates spreads)."""
+    coll, group = _collection(org, EVALUATIONS)
+    runs = [doc for _, doc in store.query(coll, order_by="at", descending=True, limit=limit, group=group)]
+    judged = [float(r["judge_spread"]) for r in runs if r.get("judge_spread") is not None]
+    return {
+        "evaluations": runs,
+        "judge_spread_mean": round(sum(judged) / len(judged), 4) if judged else None,
+        "regenerated": sum(1 for r in runs if r.get("regenerated")),
+        "fallbacks": sum(1 for r in runs if r.get("fallback")),
+    }
 
 
 def comparison_for(store: Store, org_id: str, turn_id: str) -> Doc | None:

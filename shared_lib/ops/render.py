@@ -250,6 +250,7 @@ def cost_report(rep: CostReport) -> str:
             f"  this month     {rep.cost_month_usd:.4f} USD, projected {rep.projected_month_usd:.4f} USD "
             f"(budget {rep.monthly_budget_usd:.2f} USD)",
             *[f"  model {m:<20} {c:.6f} USD" for m, c in rep.by_model.items()],
+            *[f"  purpose {p:<18} {c:.6f} USD" for p, c in rep.by_purpose.items()],
         ]
     )
 

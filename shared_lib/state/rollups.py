@@ -10,7 +10,7 @@ One document per organisation and calendar day of the organisation's timezone (t
 ``hours`` is keyed by the hour's index since local midnight (so a day with a DST change has
 23 or 25 of them and none is ambiguous). A ``BUCKET`` holds counts (turns, per arm, per reply
 kind, confirmations, blocks, denials, errors, tool calls and errors), sums (cost, tokens by
-kind, response and LLM time, confidence) and a fixed histogram of LLM latency per call
+kind, response and LLM time, confidence; cost per model and per purpose of call) and a fixed histogram of LLM latency per call
 (``LATENCY_BOUNDS_MS``), so a p95 can be read from it; shadow candidates count apart
 (``shadow_turns``, ``shadow_cost_usd``: real money, never a conversation).
 
@@ -67,7 +67,7 @@ COUNTERS = (
     "shadow_turns",
     "shadow_cost_usd",
 )
-MAPS = ("arms", "outcomes", "model_cost_usd")
+MAPS = ("arms", "outcomes", "model_cost_usd", "purpose_cost_usd")
 
 
 def path(org: str, day: date) -> str:
@@ -103,8 +103,9 @@ def contribution(r: ObservabilityRecord) -> Doc:
     """What one record adds to a bucket (the definitions of ``ops.metrics``, seed §15.1)."""
     out = empty()
     model = {r.llm_model: r.cost_usd} if r.cost_usd else {}
+    purpose = {k: v for k, v in r.usage.cost_by_purpose.items() if v}
     if r.shadow:
-        out.update(shadow_turns=1, shadow_cost_usd=r.cost_usd, model_cost_usd=model)
+        out.update(shadow_turns=1, shadow_cost_usd=r.cost_usd, model_cost_usd=model, purpose_cost_usd=purpose)
         return out
     llm = r.usage.llm_calls > 0
     proposing = r.arm in PROPOSING_ARMS and bool(r.output_type)
@@ -130,6 +131,7 @@ def contribution(r: ObservabilityRecord) -> Doc:
         arms={r.arm: 1},
         outcomes={r.response_kind: 1},
         model_cost_usd=model,
+        purpose_cost_usd=purpose,
     )
     if llm:
         out["latency_hist"] = bucket_for_latency(r.usage.llm_duration_ms / r.usage.llm_calls)

@@ -82,6 +82,7 @@ class LLMCallEntry(BaseModel):
 def usage_of(request: LLMRequest, response: LLMResponse, prices: PriceTable | None) -> Usage:
     """Tokens, duration and cost of one answered call (seed 000 §14); no price table, no cost."""
     u = response.usage
+    cost = prices.cost(request.model, u) if prices is not None else 0.0
     return Usage(
         input_tokens=u.input_tokens,
         output_tokens=u.output_tokens,
@@ -89,7 +90,8 @@ def usage_of(request: LLMRequest, response: LLMResponse, prices: PriceTable | No
         cache_read_input_tokens=u.cache_read_input_tokens,
         llm_calls=1,
         llm_duration_ms=round(response.duration_ms, 3),
-        cost_usd=prices.cost(request.model, u) if prices is not None else 0.0,
+        cost_usd=cost,
+        cost_by_purpose={request.purpose or request.call_type: cost} if cost else {},
     )
 
 

@@ -77,7 +77,7 @@ function show(view) {
 
 function loadView() {
   const loaders = { overview: [loadStats, loadCharts, loadAlerts], turns: [loadTurns], trail: [],
-                    llm: [loadLlmCalls], shadow: [loadRollout], controls: [loadFlags] };
+                    llm: [loadLlmCalls, loadEvaluations], shadow: [loadRollout], controls: [loadFlags] };
   return Promise.allSettled((loaders[state.view] || []).map((f) => f()));
 }
 
@@ -252,6 +252,18 @@ async function loadLlmCalls() {
   const list = $("llm-calls-list");
   list.replaceChildren(...d.llm_calls.map(callDetails));
   if (!d.llm_calls.length) list.append(el("p", { class: "muted" }, "no LLM calls logged"));
+}
+
+// the evaluator monitor (seed 001 §20.4): recent Best-of-N runs and the judge's average spread
+async function loadEvaluations() {
+  const d = await api("/api/evaluations?limit=20");
+  $("judge-spread").textContent = fmt.num(d.judge_spread_mean, 3);
+  const body = $("evaluations-table").querySelector("tbody");
+  body.replaceChildren(...d.evaluations.map((e) => el("tr", { "data-turn-id": e.turn_id },
+    el("td", {}, fmt.time(e.at)), el("td", {}, e.org_id), el("td", {}, String(e.difficulty)),
+    el("td", {}, `${e.n} of ${e.planned_n}`), el("td", {}, e.judge),
+    el("td", {}, e.fallback ? "templates" : fmt.num(e.chosen_score, 3)), el("td", {}, fmt.num(e.spread, 3)),
+    el("td", {}, e.regenerated ? "yes" : "no"), el("td", {}, e.refined ? "yes" : "no"), el("td", {}, fmt.usd(e.cost_usd)))));
 }
 
 // ---------------------------------------------------------------- controls

@@ -30,6 +30,7 @@ POLLED = (
     "/api/flags",
     "/api/turns?since=30d&limit=20",
     "/api/llm_calls?limit=20",
+    "/api/evaluations?limit=20",
 )
 # thresholds (1 get per panel, metrics), 31 roll-ups a month at most, 2 days of hours for the
 # chart, the two lists' limits, the flags and controls documents: well under 100 reads
@@ -245,3 +246,32 @@ def test_the_shadow_view_reads_the_newest_comparisons_of_its_window_at_most():
     assert many["report"]["samples"] == SHADOW_LATEST and many["sample"]["limited"] is True
     guard_reads = few_store.reads - 12  # what the rollback guard's status reads, whatever the week
     assert many_store.reads - guard_reads == SHADOW_LATEST, (few_store.reads, many_store.reads)
+
+
+def test_the_evaluator_monitor_reads_the_newest_runs_with_a_limit_and_the_judges_mean_spread():
+    # GIVEN thirty Best-of-N runs, the judge's spread known on the even ones
+    store = CountingStore(MemoryStore())
+    rt = make_runtime(store=store, clock=Clock(NOW))
+    for i in range(30):
+        run = {
+            "at": NOW - timedelta(minutes=i),
+            "org_id": ORG,
+            "turn_id": f"t{i:02d}",
+            "difficulty": 4,
+            "n": 6,
+            "planned_n": 6,
+            "judge": "full",
+            "chosen_score": 0.8,
+            "spread": 0.1,
+            "judge_spread": 0.2 if i % 2 == 0 else None,
+            "regenerated": i == 3,
+            "fallback": False,
+            "cost_usd": 0.01,
+        }
+        store.inner.set(f"orgs/{ORG}/evaluations/t{i:02d}-0", run)
+    # WHEN the page asks for the latest twenty
+    store.reads, store.counting = 0, True
+    data = client(rt).get("/api/evaluations?limit=20").get_json()
+    # THEN twenty rows, newest first, twenty documents read, and the mean over the judged ones
+    assert [e["turn_id"] for e in data["evaluations"]] == [f"t{i:02d}" for i in range(20)]
+    assert store.reads == 20 and data["judge_spread_mean"] == 0.2 and data["regenerated"] == 1
