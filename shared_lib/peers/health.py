@@ -65,7 +65,8 @@ class HealthBoard:
         self._cache: dict[str, PeerHealth] = {}
         self._read_at: datetime | None = None
         self._seen: set[str] = set()
-        self._probing: dict[str, threading.Thread] = {}
+        self._probing: set[str] = set()
+        self._threads: list[threading.Thread] = []
 
     # -- the request path --------------------------------------------------------------
     def status(self, name: str) -> PeerHealth | None:
@@ -116,7 +117,7 @@ class HealthBoard:
     def join(self, timeout: float | None = None) -> None:
         """Wait for the probes under way (tests, a command about to exit)."""
         with self._lock:
-            threads = list(self._probing.values())
+            threads = list(self._threads)
         for thread in threads:
             thread.join(timeout)
 
@@ -128,10 +129,11 @@ class HealthBoard:
             first = name not in self._seen
             self._seen.add(name)
             stale = record is None or now - record.checked_at >= timedelta(seconds=self.interval)
-            running = name in self._probing and self._probing[name].is_alive()
-            if not (first or stale) or running:
+            if not (first or stale) or name in self._probing:
                 return
-            self._probing[name] = self._spawn(lambda: self._refresh(name))
+            self._probing.add(name)  # single-flight: until this refresh ends
+            self._threads = [t for t in self._threads if t.is_alive()]
+        self._threads.append(self._spawn(lambda: self._refresh(name)))
 
     def _refresh(self, name: str) -> None:
         try:
@@ -139,6 +141,9 @@ class HealthBoard:
                 self.probe(name)
         except Exception as exc:  # a daemon thread: log, never die loudly
             log_event("llm_peer_probe_failed", layer="llm", severity="WARNING", peer=name, error=type(exc).__name__)
+        finally:
+            with self._lock:
+                self._probing.discard(name)
 
     def _take_lease(self, name: str) -> bool:
         """This interval's probe of ``name`` is ours (one create: another instance got it, or we did)."""
