@@ -30,10 +30,10 @@ from shared_lib.errors import ConfigError
 from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider
 from shared_lib.layers import authorizer, brain, context, executor, guardian, observer, responder, shadow
 from shared_lib.layers.base import Layer, LayerRunner
-from shared_lib.persona import load_persona
-from shared_lib.policy.config import load_policy_config
 from shared_lib.peers.config import PeersConfig, load_peers
 from shared_lib.peers.router import PeerRouter
+from shared_lib.persona import load_persona
+from shared_lib.policy.config import load_policy_config
 from shared_lib.ports import LLM, Bus, Channel, LLMPeer, LLMResponse, Store
 from shared_lib.prices import PriceTable
 from shared_lib.rollout.guard import RollbackGuard
@@ -233,7 +233,9 @@ def _llm(settings: Settings, store: Store, prices: PriceTable) -> LLM | None:
     if not all(ready):
         lacking = ", ".join(s.name for s, ok in zip(config.peers, ready, strict=True) if not ok)
         raise ConfigError(f"peer {lacking}: no API key and no base URL")
-    return peer_router(config, {s.name: build_peer(s, settings) for s in config.peers}, settings, store, prices)
+    return peer_router(
+        config, {s.name: build_peer(s, settings) for s in config.peers}, settings, store, prices
+    )
 
 
 def peer_router(

@@ -62,7 +62,9 @@ def run_list(args: argparse.Namespace) -> int:
 
 def render(rows: list[dict[str, Any]]) -> str:
     """One line per peer: name, kind, where, purposes, then its health."""
-    lines = [f"{'peer':<12} {'kind':<18} {'where':<6} {'health':<10} {'checked':<20} {'ms':>7}  purposes / reason"]
+    lines = [
+        f"{'peer':<12} {'kind':<18} {'where':<6} {'health':<10} {'checked':<20} {'ms':>7}  purposes / reason"
+    ]
     for row in rows:
         health = row["health"]
         state = "-" if health is None else ("healthy" if health["healthy"] else "unhealthy")

@@ -11,13 +11,12 @@ this build: asking for one is a ``ConfigError`` at start, never a silent fallbac
 from __future__ import annotations
 
 import time
-from typing import Literal
 
 from shared_lib.adapters.anthropic_llm import AnthropicLLM, RetryPolicy, describe
 from shared_lib.errors import ConfigError
 from shared_lib.ids import utc_now
 from shared_lib.peers.config import PeerSpec
-from shared_lib.ports import LLMPeer, LLMRequest, LLMResponse, PeerHealth
+from shared_lib.ports import LLMPeer, LLMRequest, LLMResponse, PeerHealth, PeerKind
 from shared_lib.settings import Settings
 
 HEALTH_TIMEOUT = 5.0
@@ -31,7 +30,7 @@ class AnthropicPeer:
     not ``models.list``: an overloaded API (529) still lists its models.
     """
 
-    kind: Literal["anthropic"] = "anthropic"
+    kind: PeerKind = "anthropic"
 
     def __init__(self, spec: PeerSpec, llm: AnthropicLLM, *, probe_model: str) -> None:
         self.llm = llm
@@ -53,9 +52,7 @@ class AnthropicPeer:
                 model=self.probe_model, max_tokens=1, messages=[{"role": "user", "content": "ping"}]
             )
         except Exception as exc:  # a probe never raises: the failure is its answer
-            return PeerHealth(
-                healthy=False, checked_at=utc_now(), latency_ms=_ms(t0), reason=describe(exc)
-            )
+            return PeerHealth(healthy=False, checked_at=utc_now(), latency_ms=_ms(t0), reason=describe(exc))
         return PeerHealth(healthy=True, checked_at=utc_now(), latency_ms=_ms(t0))
 
 

@@ -140,7 +140,9 @@ class HealthBoard:
             if self._take_lease(name):
                 self.probe(name)
         except Exception as exc:  # a daemon thread: log, never die loudly
-            log_event("llm_peer_probe_failed", layer="llm", severity="WARNING", peer=name, error=type(exc).__name__)
+            log_event(
+                "llm_peer_probe_failed", layer="llm", severity="WARNING", peer=name, error=type(exc).__name__
+            )
         finally:
             with self._lock:
                 self._probing.discard(name)

@@ -151,7 +151,9 @@ class LLMCallLog:
         try:
             self.store.set(f"orgs/{org}/llm_calls/{call_id}", fields, merge=True)
         except Exception as exc:  # evidence, not a gate (like the entry itself)
-            log_event("llm_call_log_failed", layer="llm", severity="ERROR", error=f"{type(exc).__name__}: {exc}")
+            log_event(
+                "llm_call_log_failed", layer="llm", severity="ERROR", error=f"{type(exc).__name__}: {exc}"
+            )
 
     def _entry(
         self,

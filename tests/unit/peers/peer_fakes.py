@@ -6,11 +6,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Literal
 
 from shared_lib import callctx
 from shared_lib.errors import LLMError
-from shared_lib.ports import LLMRequest, LLMResponse, PeerHealth
+from shared_lib.ports import LLMRequest, LLMResponse, PeerHealth, PeerKind
 
 T0 = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 
@@ -29,7 +28,7 @@ class Clock:
 class FakePeer:
     """An ``LLMPeer``: answers ``text`` unless ``failure`` (an ``LLMError`` code) is set."""
 
-    kind: Literal["anthropic"] = "anthropic"
+    kind: PeerKind = "anthropic"
 
     def __init__(self, name: str, *, local: bool = False, text: str | None = None) -> None:
         self.name = name
@@ -51,7 +50,9 @@ class FakePeer:
             self.hold.wait(5)
         if self.failure:
             raise LLMError(self.failure, "APIStatusError status=529 overloaded_error")
-        return LLMResponse(content=[{"type": "text", "text": self.text}], stop_reason="end_turn", model=request.model)
+        return LLMResponse(
+            content=[{"type": "text", "text": self.text}], stop_reason="end_turn", model=request.model
+        )
 
     def health(self) -> PeerHealth:
         self.probes += 1
@@ -60,14 +61,22 @@ class FakePeer:
 
 
 def request(call_type: str = "proposal") -> LLMRequest:
-    return LLMRequest(call_type=call_type, model="claude-sonnet-4-6", messages=[{"role": "user", "content": "hi"}])  # type: ignore[arg-type]
+    return LLMRequest(
+        call_type=call_type, model="claude-sonnet-4-6", messages=[{"role": "user", "content": "hi"}]
+    )  # type: ignore[arg-type]
 
 
 @contextmanager
 def local_only_turn() -> Iterator[None]:
     """The call context of a local-only turn (what the layer runner binds)."""
     ctx = callctx.CallContext(
-        org_id="acme", turn_id="T1", step=0, layer="brain", shadow=False, conversation_key="c", traceparent="",
+        org_id="acme",
+        turn_id="T1",
+        step=0,
+        layer="brain",
+        shadow=False,
+        conversation_key="c",
+        traceparent="",
         local_only=True,
     )
     token = callctx._current.set(ctx)

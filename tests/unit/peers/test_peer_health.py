@@ -115,7 +115,9 @@ def test_the_probe_writes_the_peer_health_document():
     (board,), _, _, _, store = boards(1)
     health = board.probe("a")
     doc = store.get("peer_health/a")
-    assert doc is not None and doc["healthy"] is True and doc["source"] == "probe" and doc["latency_ms"] == 12.0
+    assert (
+        doc is not None and doc["healthy"] is True and doc["source"] == "probe" and doc["latency_ms"] == 12.0
+    )
     assert health.healthy
 
 

@@ -42,7 +42,7 @@ def test_the_first_routed_peer_answers_and_says_so():
 
 
 def test_each_purpose_goes_to_its_own_peers():
-    r, peers = router([A, V, L], routing={"classification": ["l"], "summary": ["v", "a"]})
+    r, _ = router([A, V, L], routing={"classification": ["l"], "summary": ["v", "a"]})
     assert r.complete(request("routing")).peer == "l"  # routing → classification
     assert r.complete(request("summary")).peer == "v"
     assert r.complete(request("integration")).peer == "a"  # phrasing: not listed → every peer in order
@@ -83,7 +83,9 @@ def test_a_peer_that_failed_unavailable_is_skipped_until_a_probe_says_it_recover
     answer = r.complete(request())
     # THEN "a" is skipped without a call, with the reason
     assert answer.peer == "v" and peers["a"].calls == 1
-    assert answer.fallbacks == [{"peer": "a", "reason": "unhealthy: llm_unavailable: APIStatusError status=529 overloaded_error"}]
+    assert answer.fallbacks == [
+        {"peer": "a", "reason": "unhealthy: llm_unavailable: APIStatusError status=529 overloaded_error"}
+    ]
     # WHEN a probe finds it healthy again
     r.board.probe("a")
     # THEN traffic returns to it
@@ -99,7 +101,7 @@ def test_a_timeout_does_not_mark_the_peer_unhealthy():
 
 
 def test_when_every_routed_peer_is_unhealthy_they_are_all_tried_anyway():
-    r, peers = router([A, V])
+    r, _ = router([A, V])
     r.board.mark_unhealthy("a", "stale")
     r.board.mark_unhealthy("v", "stale")
     answer = r.complete(request())
@@ -115,7 +117,10 @@ def test_a_local_only_turn_uses_only_local_peers_and_never_calls_a_cloud_one():
 
 def test_a_local_only_turn_without_a_local_peer_is_refused_before_any_call():
     r, peers = router([A, V, L], routing={"proposal": ["a", "v"]})
-    with local_only_turn(), pytest.raises(LocalOnlyViolation, match="local_only: no local peer serves proposal"):
+    with (
+        local_only_turn(),
+        pytest.raises(LocalOnlyViolation, match="local_only: no local peer serves proposal"),
+    ):
         r.complete(request())
     assert peers["a"].calls == peers["v"].calls == peers["l"].calls == 0
 
@@ -166,8 +171,18 @@ def test_describe_lists_every_peer_with_purposes_and_last_health():
     r, _ = router([A, L], routing={"classification": ["l"]})
     r.board.mark_unhealthy("a", "llm_unavailable: 529")
     rows = r.describe()
-    assert [(row["name"], row["kind"], row["local"]) for row in rows] == [("a", "anthropic", False), ("l", "openai_compatible", True)]
-    assert rows[1]["purposes"] == ["proposal", "phrasing", "critique", "evaluation", "classification", "summary"]
+    assert [(row["name"], row["kind"], row["local"]) for row in rows] == [
+        ("a", "anthropic", False),
+        ("l", "openai_compatible", True),
+    ]
+    assert rows[1]["purposes"] == [
+        "proposal",
+        "phrasing",
+        "critique",
+        "evaluation",
+        "classification",
+        "summary",
+    ]
     assert "classification" not in rows[0]["purposes"]
     assert rows[0]["health"]["healthy"] is False and rows[0]["health"]["reason"] == "llm_unavailable: 529"
     assert rows[1]["health"] is None

@@ -48,12 +48,20 @@ def test_probe_records_an_overloaded_peer_as_a_finding_then_its_recovery(
     code, out = run(["peers", "list", "--store", store], capsys)
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith("peer") and lines[1].split()[:4] == ["anthropic", "anthropic", "cloud", "healthy"]
+    assert lines[0].startswith("peer") and lines[1].split()[:4] == [
+        "anthropic",
+        "anthropic",
+        "cloud",
+        "healthy",
+    ]
     assert "proposal,phrasing,critique,evaluation,classification,summary" in lines[1]
 
 
 def test_a_peers_configuration_that_does_not_load_is_2(
-    server: FakeAnthropicServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    server: FakeAnthropicServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ):
     store = str(tmp_path / "s.sqlite")
     SQLiteStore(Path(store))

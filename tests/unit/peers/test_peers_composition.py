@@ -22,7 +22,9 @@ FAKE = "http://127.0.0.1:9"  # never called: the tests only build
 
 
 def test_the_default_is_a_router_over_one_anthropic_peer_from_the_settings():
-    rt = build_runtime({"CHARTER_ENV": "test", "ANTHROPIC_BASE_URL": FAKE, "CHARTER_PEER_HEALTH_SECONDS": "7"})
+    rt = build_runtime(
+        {"CHARTER_ENV": "test", "ANTHROPIC_BASE_URL": FAKE, "CHARTER_PEER_HEALTH_SECONDS": "7"}
+    )
     assert isinstance(rt.llm, PeerRouter)  # not wrapped again: it guards its cloud peers itself
     (peer,) = rt.llm.peers()
     assert isinstance(peer, AnthropicPeer) and peer.name == "anthropic" and not peer.local
@@ -32,13 +34,20 @@ def test_the_default_is_a_router_over_one_anthropic_peer_from_the_settings():
 
 def test_no_key_and_no_base_url_is_no_llm_as_before():
     assert build_runtime({"CHARTER_ENV": "test"}).llm is None
-    assert build_runtime({"CHARTER_ENV": "test", "ANTHROPIC_BASE_URL": FAKE, "CHARTER_LLM": "none"}).llm is None
+    assert (
+        build_runtime({"CHARTER_ENV": "test", "ANTHROPIC_BASE_URL": FAKE, "CHARTER_LLM": "none"}).llm is None
+    )
 
 
 def test_charter_peers_names_the_peers_and_their_routing():
     peers = {
         "peers": [
-            {"name": "primary", "kind": "anthropic", "base_url": "http://127.0.0.1:8", "api_key_setting": "anthropic_api_key"},
+            {
+                "name": "primary",
+                "kind": "anthropic",
+                "base_url": "http://127.0.0.1:8",
+                "api_key_setting": "anthropic_api_key",
+            },
             {"name": "fallback", "kind": "anthropic", "base_url": "http://127.0.0.1:9", "concurrency": 2},
         ],
         "routing": {"classification": ["fallback"]},
@@ -72,9 +81,11 @@ def test_each_call_is_logged_under_its_peer_and_the_answer_entry_carries_the_fal
     answer = router.complete(request())
     entries = {doc["peer"]: doc for _, doc in store.query("orgs/default/llm_calls")}
     assert entries["a"]["status"] == "error" and entries["b"]["status"] == "success"
-    assert entries["b"]["fallbacks"] == answer.fallbacks == [
-        {"peer": "a", "reason": "llm_unavailable: APIStatusError status=529 overloaded_error"}
-    ]
+    assert (
+        entries["b"]["fallbacks"]
+        == answer.fallbacks
+        == [{"peer": "a", "reason": "llm_unavailable: APIStatusError status=529 overloaded_error"}]
+    )
 
 
 def test_a_cloud_peer_is_guarded_and_a_local_one_is_not():
@@ -82,7 +93,12 @@ def test_a_cloud_peer_is_guarded_and_a_local_one_is_not():
         {
             "peers": [
                 {"name": "cloud", "kind": "anthropic"},
-                {"name": "local", "kind": "openai_compatible", "local": True, "base_url": "http://127.0.0.1:1/v1"},
+                {
+                    "name": "local",
+                    "kind": "openai_compatible",
+                    "local": True,
+                    "base_url": "http://127.0.0.1:1/v1",
+                },
             ]
         }
     )

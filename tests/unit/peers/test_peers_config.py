@@ -14,7 +14,12 @@ from shared_lib.ports import PURPOSES
 TWO = {
     "peers": [
         {"name": "anthropic", "kind": "anthropic", "api_key_setting": "anthropic_api_key"},
-        {"name": "ollama", "kind": "openai_compatible", "local": True, "base_url": "http://127.0.0.1:11434/v1"},
+        {
+            "name": "ollama",
+            "kind": "openai_compatible",
+            "local": True,
+            "base_url": "http://127.0.0.1:11434/v1",
+        },
     ],
     "routing": {"classification": ["ollama"], "phrasing": ["ollama", "anthropic"]},
 }
@@ -51,11 +56,17 @@ def test_inline_json_and_a_file_both_load(tmp_path: Path):
         ({"routing": {"proposal": ["nobody"]}}, "unknown peer nobody"),
         ({"routing": {"translation": ["anthropic"]}}, "unknown purpose 'translation'"),
         ({"routing": {"proposal": []}}, "names no peer"),
-        ({"peers": [{"name": "a", "kind": "anthropic"}, {"name": "a", "kind": "anthropic"}]}, "duplicate peer name a"),
+        (
+            {"peers": [{"name": "a", "kind": "anthropic"}, {"name": "a", "kind": "anthropic"}]},
+            "duplicate peer name a",
+        ),
         ({"peers": [{"name": "v", "kind": "vertex"}]}, "needs its region"),
         ({"peers": [{"name": "o", "kind": "openai_compatible", "local": True}]}, "needs its base_url"),
         ({"peers": [{"name": "x", "kind": "mistral"}]}, "kind"),
-        ({"peers": [{"name": "a", "kind": "anthropic", "api_key_setting": "anthropic_base_url"}]}, "no secret setting"),
+        (
+            {"peers": [{"name": "a", "kind": "anthropic", "api_key_setting": "anthropic_base_url"}]},
+            "no secret setting",
+        ),
         ({"peers": [{"name": "a", "kind": "anthropic", "api_key": "sk-ant-123"}]}, "api_key"),
         ({"peers": []}, "peers"),
     ],
@@ -68,11 +79,11 @@ def test_a_bad_configuration_is_one_clear_config_error(patch: dict, message: str
 
 
 def test_a_missing_file_and_text_that_is_not_json_name_their_source(tmp_path: Path):
-    with pytest.raises(ConfigError, match="cannot read .*nope.json"):
+    with pytest.raises(ConfigError, match=r"cannot read .*nope\.json"):
         load_peers(str(tmp_path / "nope.json"))
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
-    with pytest.raises(ConfigError, match="bad.json: not JSON"):
+    with pytest.raises(ConfigError, match=r"bad\.json: not JSON"):
         load_peers(str(bad))
 
 
