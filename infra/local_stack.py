@@ -203,12 +203,26 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
             env[var] = os.environ[var]
     if state.get("fault_injection"):
         env["CHARTER_FAULT_INJECTION"] = "1"
+    if "fake_llm_fallback" in c:  # two LLM peers, the fake Anthropic API first (shared_lib.peers)
+        env["CHARTER_PEERS"] = local_peers(c["fake_llm_fallback"]["url"])
+        env["CHARTER_PEER_HEALTH_SECONDS"] = "2"  # recovery seen within seconds (e2e)
     if "fake_chatwork" in c:  # tasks live in (fake) ChatWork: the executor's effects are external
         env["CHARTER_TASK_BACKEND"] = "chatwork"
         env["CHATWORK_TASKS_API_BASE"] = f"{c['fake_chatwork']['url']}/v2"
     env.update(state.get("extra_env") or {})
     env.update(extra or {})
     return env
+
+
+def local_peers(fallback_url: str) -> str:
+    """``CHARTER_PEERS`` of the local stack: ``anthropic`` on ``ANTHROPIC_BASE_URL`` (the first
+    fake), then ``fallback`` on the second fake, for every purpose."""
+    key = {"api_key_setting": "anthropic_api_key"}
+    peers = [
+        {"name": "anthropic", "kind": "anthropic", "base_url_setting": "anthropic_base_url", **key},
+        {"name": "fallback", "kind": "anthropic", "base_url": fallback_url, **key},
+    ]
+    return json.dumps({"description": "the local stack (infra.local_stack)", "peers": peers, "routing": {}})
 
 
 def up(
@@ -265,7 +279,7 @@ def up(
 
 
 def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float, say: Progress = _silent) -> None:
-    ps, fs, llm, fc = free_port(), free_port(), free_port(), free_port()
+    ps, fs, llm, fc, fallback = free_port(), free_port(), free_port(), free_port(), free_port()
     say(f"starting the emulators and fakes (logs in {paths.logs})")
     base_env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
     _spawn(
@@ -304,6 +318,16 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float, say: Pr
         llm,
         f"http://127.0.0.1:{llm}",
     )
+    # the second LLM peer the functions fall back to when the first is down (CHARTER_PEERS)
+    _spawn(
+        paths,
+        state,
+        "fake_llm_fallback",
+        [sys.executable, "-m", "infra.fake_llm", "--port", str(fallback)],
+        base_env,
+        fallback,
+        f"http://127.0.0.1:{fallback}",
+    )
     _spawn(
         paths,
         state,
@@ -313,7 +337,7 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float, say: Pr
         fc,
         f"http://127.0.0.1:{fc}",
     )
-    fakes = ["pubsub", "firestore", "fake_llm", "fake_channels"]
+    fakes = ["pubsub", "firestore", "fake_llm", "fake_llm_fallback", "fake_channels"]
     if state.get("chatwork_tasks"):
         cw = free_port()
         _spawn(
@@ -476,11 +500,12 @@ def subscription_request(project: str, name: str, s: Any, endpoint: str) -> dict
 def _healthy(comp: dict[str, Any], name: str) -> bool:
     if not pid_alive(comp["pid"]):
         return False
-    if name in ("ingress", "admin", "fake_llm", "fake_channels", "fake_chatwork"):
+    if name in ("ingress", "admin", "fake_llm", "fake_llm_fallback", "fake_channels", "fake_chatwork"):
         path = {
             "ingress": "/healthz",
             "admin": "/healthz",
             "fake_llm": "/_admin/health",
+            "fake_llm_fallback": "/_admin/health",
             "fake_channels": "/_admin/health",
             "fake_chatwork": "/_admin/health",
         }[name]

@@ -30,9 +30,11 @@ from shared_lib.errors import ConfigError
 from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider
 from shared_lib.layers import authorizer, brain, context, executor, guardian, observer, responder, shadow
 from shared_lib.layers.base import Layer, LayerRunner
+from shared_lib.peers.config import PeersConfig, load_peers
+from shared_lib.peers.router import PeerRouter
 from shared_lib.persona import load_persona, verify_persona
 from shared_lib.policy.config import load_policy_config
-from shared_lib.ports import LLM, Bus, Channel, Store
+from shared_lib.ports import LLM, Bus, Channel, LLMPeer, LLMResponse, Store
 from shared_lib.prices import PriceTable
 from shared_lib.rollout.guard import RollbackGuard
 from shared_lib.routing.guard import LocalOnlyGuard
@@ -66,9 +68,10 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
     _tracing(settings, store)
     clock = overrides.get("clock")
     prices = overrides.pop("prices", None) or PriceTable.load()
-    # an injected LLM is used as given, behind the local-only guard like a built one
+    # an injected LLM is used as given, behind the local-only guard like a built one; a peer
+    # router guards each of its cloud peers itself (a local peer may serve a local-only turn)
     llm = overrides.pop("llm") if "llm" in overrides else _llm(settings, store, prices)
-    if llm is not None and not isinstance(llm, LocalOnlyGuard):
+    if llm is not None and not isinstance(llm, LocalOnlyGuard | PeerRouter):
         llm = LocalOnlyGuard(llm)  # every outbound request is checked against /local
     persona = overrides.pop("persona", None) or load_persona()
     verify_persona(persona, settings.persona_core_sha256)  # a core that is not the pinned one: no start
@@ -114,6 +117,7 @@ def check_startup(environ: Mapping[str, str] | None = None) -> Settings:
     IngressConfig.load(settings.ingress_config)
     vault_cipher(settings.env, settings.secret("vault_key"))
     ContextConfig.from_settings(settings)
+    load_peers(settings.peers)
     tracing.TraceConfig.of(settings)
     apply_process_settings(settings)
     verify_persona(load_persona(), settings.persona_core_sha256)
@@ -221,24 +225,52 @@ def _bus(settings: Settings) -> Bus:
 
 
 def _llm(settings: Settings, store: Store, prices: PriceTable) -> LLM | None:
-    key = settings.secret("anthropic_api_key")
-    if settings.llm == "none" or not (key or settings.anthropic_base_url):
+    """The peers of the settings behind one ``PeerRouter`` (``shared_lib.peers``); ``None`` when
+    the LLM is off or no peer can call anyone (no key, no base URL: tests, operator commands)."""
+    from shared_lib.peers.factory import build_peer, usable
+
+    config = load_peers(settings.peers)
+    ready = [usable(spec, settings) for spec in config.peers]
+    if settings.llm == "none" or not any(ready):
         return None
-    from shared_lib.adapters.anthropic_llm import AnthropicLLM, RetryPolicy
-
-    llm: LLM = AnthropicLLM(
-        api_key=key or "local-fake",
-        base_url=settings.anthropic_base_url,
-        timeout=settings.llm_timeout_seconds,
-        policy=RetryPolicy.from_settings(settings),
+    if not all(ready):
+        lacking = ", ".join(s.name for s, ok in zip(config.peers, ready, strict=True) if not ok)
+        raise ConfigError(f"peer {lacking}: no API key and no base URL")
+    return peer_router(
+        config, {s.name: build_peer(s, settings) for s in config.peers}, settings, store, prices
     )
-    if settings.llm_call_log:
-        from shared_lib.telemetry.llm_calls import LLMCallLog
 
-        llm = LLMCallLog(
-            llm, store, prices=prices, default_org=settings.org_default, retention=settings.retention
-        )
-    return llm
+
+def peer_router(
+    config: PeersConfig, peers: Mapping[str, LLMPeer], settings: Settings, store: Store, prices: PriceTable
+) -> PeerRouter:
+    """The router over ``peers``: each behind its call log (``CHARTER_LLM_CALL_LOG``), each cloud
+    peer also behind the local-only guard (outermost: a refused request is not a call)."""
+    from shared_lib.peers.health import HealthBoard
+    from shared_lib.telemetry.llm_calls import LLMCallLog
+
+    callers: dict[str, LLM] = {}
+    logs: dict[str, LLMCallLog] = {}
+    for spec in config.peers:
+        caller: LLM = peers[spec.name]
+        if settings.llm_call_log:
+            caller = logs[spec.name] = LLMCallLog(
+                caller,
+                store,
+                peer=spec.name,
+                prices=prices,
+                default_org=settings.org_default,
+                retention=settings.retention,
+            )
+        callers[spec.name] = caller if spec.local else LocalOnlyGuard(caller)
+
+    def annotate(answer: LLMResponse) -> None:  # the fallbacks, on the answer's call log entry
+        log = logs.get(answer.peer)
+        if log is not None and answer.call_id:
+            log.annotate(answer.call_id, {"fallbacks": answer.fallbacks})
+
+    board = HealthBoard(store, peers, interval=settings.peer_health_seconds)
+    return PeerRouter(config, peers, board, callers=callers, annotate=annotate)
 
 
 def _channels(settings: Settings, secrets: ChannelSecrets) -> dict[str, Channel]:

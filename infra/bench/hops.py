@@ -28,6 +28,9 @@ from shared_lib.ports import Doc, Store, Transaction
 _target: contextvars.ContextVar[str] = contextvars.ContextVar("bench_target", default="ingress")
 # Firestore RPCs of one store operation (a transaction's reads are counted as reads)
 RPCS = {"get": 1, "set": 1, "create": 1, "delete": 1, "query": 1, "transaction": 2}
+# the LLM peers' health (shared_lib.peers.health): read once per cache period and probed once
+# per interval, whatever the turns; counted apart ("periodic"), not against a hop
+PERIODIC = ("peer_health", "peer_probe_leases")
 
 
 class CountingStore:
@@ -36,28 +39,32 @@ class CountingStore:
     def __init__(self, inner: Store) -> None:
         self.inner = inner
         self.ops: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self.periodic: Counter[str] = Counter()
 
-    def _count(self, op: str) -> None:
-        self.ops[_target.get()][op] += 1
+    def _count(self, op: str, path: str = "") -> None:
+        if path.split("/", 1)[0] in PERIODIC:
+            self.periodic[op] += 1
+        else:
+            self.ops[_target.get()][op] += 1
 
     def get(self, path: str) -> Doc | None:
-        self._count("get")
+        self._count("get", path)
         return self.inner.get(path)
 
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
-        self._count("set")
+        self._count("set", path)
         self.inner.set(path, data, merge=merge)
 
     def create(self, path: str, data: Doc) -> bool:
-        self._count("create")
+        self._count("create", path)
         return self.inner.create(path, data)
 
     def delete(self, path: str) -> None:
-        self._count("delete")
+        self._count("delete", path)
         self.inner.delete(path)
 
     def query(self, collection: str, **kw: Any) -> Any:
-        self._count("query")
+        self._count("query", collection)
         return self.inner.query(collection, **kw)
 
     def run_transaction(self, fn: Callable[[Transaction], Any]) -> Any:
@@ -155,6 +162,7 @@ def count(turns: int = 0) -> dict[str, Any]:
         "per_turn": per,
         "firestore_rpcs_per_turn": round(sum(r["firestore_rpcs"] for r in per.values()), 1),
         "publishes_per_turn": round(sum(r["publishes"] for r in per.values()), 1),
+        "periodic": dict(store.periodic),  # the peers' health, per interval rather than per turn
     }
 
 

@@ -14,6 +14,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``dates``          ``charter dates parse "TEXT" --now T``: how the one date reader reads a text
 ``approvals``      ``charter approvals list|show|auto on|auto off|auto status``: jobs and grants
 ``config``         ``charter config show``: the effective settings, where each comes from
+``peers``          ``charter peers list``: the LLM peers, their purposes and last health
 ``persona``        ``charter persona show|verify|diff``: the pinned core, an organisation's extension
 =================  =====================================================================================
 
@@ -54,6 +55,7 @@ from shared_lib.cli import (
     dates,
     gates,
     operations,
+    peers,
     persona,
     policy,
     revisions,
@@ -76,6 +78,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     dates.register,
     approvals.register,
     config.register,
+    peers.register,
     persona.register,
 )
 

@@ -5,11 +5,14 @@ local-only (``callctx.current().local_only``, bound by the layer runner from
 ``turn.route.local_only``) raises ``LocalOnlyViolation`` and never reaches the adapter.
 ``composition.build_runtime`` puts it around the runtime's LLM, injected or built, so every
 outbound request of every layer (the brain, the responder's phrasing, self-critique, the
-shadow candidate) is checked, whatever the layer itself decided. The only LLM of the product
-is a cloud model; a local peer would be composed beside it, not behind this guard.
+shadow candidate) is checked, whatever the layer itself decided. With several peers
+(``shared_lib.peers``) the composition root puts the guard around each cloud peer, never around
+a local one, and the peer router itself considers only the local peers of a local-only turn.
 
-It is an ``LLMError`` (code ``llm_unavailable``): a caller that degrades on a failed call
-degrades the same way, and the user reads the persona's message, never this one.
+``LocalOnlyViolation`` is the peer router's (``shared_lib.peers.router``, a floor below), reused
+here so a caller catches one class whichever refused. It is an ``LLMError`` (code
+``llm_unavailable``): a caller that degrades on a failed call degrades the same way, and the
+user reads the persona's message, never this one.
 
 >>> from shared_lib.ports import LLMRequest, LLMResponse
 >>> class Echo:
@@ -22,12 +25,10 @@ degrades the same way, and the user reads the persona's message, never this one.
 from __future__ import annotations
 
 from shared_lib.callctx import current
-from shared_lib.errors import LLMError
+from shared_lib.peers.router import LocalOnlyViolation
 from shared_lib.ports import LLM, LLMRequest, LLMResponse
 
-
-class LocalOnlyViolation(LLMError):
-    """A cloud LLM request made for a local-only turn (refused before the adapter)."""
+__all__ = ["LocalOnlyGuard", "LocalOnlyViolation"]
 
 
 class LocalOnlyGuard:

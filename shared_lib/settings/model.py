@@ -150,6 +150,13 @@ class Settings(BaseSettings):
         doc="seconds; nests inside the request timeout",
     )
     llm_call_log: bool = _f(True, "CHARTER_LLM_CALL_LOG", targets=LLM_TARGETS)
+    # the LLM peers and their routing (shared_lib.peers): a JSON file, or inline JSON starting with {
+    peers: str | None = _f(
+        None, "CHARTER_PEERS", targets=LLM_TARGETS, deploy="env", doc="default config/peers.json"
+    )
+    peer_health_seconds: float = _f(
+        30.0, "CHARTER_PEER_HEALTH_SECONDS", targets=LLM_TARGETS, deploy="env", gt=0, le=3600
+    )
     shadow_timeout_seconds: float = _f(45.0, "CHARTER_SHADOW_TIMEOUT", targets=("brain_shadow",), gt=0)
     vault_key: SecretStr | None = _f(
         None,

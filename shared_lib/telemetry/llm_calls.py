@@ -77,6 +77,9 @@ class LLMCallEntry(BaseModel):
     cost_usd: float = 0.0
     status: Status = "success"
     error: str | None = None
+    # the peers tried or skipped before the one that answered (``LLMResponse.fallbacks``): the
+    # peer router adds them to the answer's entry (``annotate``)
+    fallbacks: list[dict[str, str]] = Field(default_factory=list)
 
 
 def usage_of(request: LLMRequest, response: LLMResponse, prices: PriceTable | None) -> Usage:
@@ -142,6 +145,17 @@ class LLMCallLog:
             request, response, response.duration_ms or (time.perf_counter() - t0) * 1000, "success", None
         )
         return response.model_copy(update={"call_id": call_id}) if call_id else response
+
+    def annotate(self, call_id: str, fields: dict[str, Any]) -> None:
+        """Add ``fields`` to the entry ``call_id`` this log wrote (the org of the current call)."""
+        ctx = current()
+        org = ctx.org_id if ctx else self.default_org
+        try:
+            self.store.set(f"orgs/{org}/llm_calls/{call_id}", fields, merge=True)
+        except Exception as exc:  # evidence, not a gate (like the entry itself)
+            log_event(
+                "llm_call_log_failed", layer="llm", severity="ERROR", error=f"{type(exc).__name__}: {exc}"
+            )
 
     def _entry(
         self,

@@ -66,8 +66,9 @@ class LocalStack:
         with urllib.request.urlopen(self.url("fake_channels") + "/_admin/sent", timeout=10) as resp:
             return list(json.loads(resp.read()))
 
-    def fake_llm_requests(self) -> list[dict[str, Any]]:
-        with urllib.request.urlopen(self.url("fake_llm") + "/_admin/requests", timeout=10) as resp:
+    def fake_llm_requests(self, component: str = "fake_llm") -> list[dict[str, Any]]:
+        """What a fake LLM received: ``fake_llm`` (the first peer) or ``fake_llm_fallback``."""
+        with urllib.request.urlopen(self.url(component) + "/_admin/requests", timeout=10) as resp:
             return list(json.loads(resp.read()))
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.25) -> Any:

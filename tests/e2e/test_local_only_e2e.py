@@ -33,7 +33,12 @@ def reply_to(stack, turn_id: str) -> str:
 
 
 def llm_saw(stack, marker: str) -> bool:
-    return any(marker in json.dumps(r, ensure_ascii=False) for r in stack.fake_llm_requests())
+    """Whether any cloud LLM peer (both fakes: the first peer and its fallback) saw ``marker``."""
+    return any(
+        marker in json.dumps(r, ensure_ascii=False)
+        for fake in ("fake_llm", "fake_llm_fallback")
+        for r in stack.fake_llm_requests(fake)
+    )
 
 
 @pytest.mark.e2e

@@ -52,7 +52,7 @@ FLOORS: dict[str, int] = {
         ],
         1,
     ),
-    **dict.fromkeys(("adapters", "flags", "channels"), 2),
+    **dict.fromkeys(("adapters", "flags", "channels", "peers"), 2),
     **dict.fromkeys(
         ("tools", "policy", "state", "context", "rollout", "telemetry", "demo_data", "routing", "loop"), 3
     ),

@@ -55,6 +55,7 @@ def test_a_cloud_service_missing_a_required_value_refuses_to_start(target: str) 
         "CHARTER_LOG_JSON": "1",
         "THREADS": "8",
         "CHARTER_LLM_RETRY_BUDGET": "40",
+        "CHARTER_PEER_HEALTH_SECONDS": "30",
         "CHARTER_TASK_BACKEND": "store",
         "CHARTER_TRACE_EXPORTER": "cloud_trace",
         "CHARTER_TRACE_SAMPLE_RATIO": "0.5",

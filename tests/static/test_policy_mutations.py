@@ -329,8 +329,8 @@ def test_iam_grants_from_their_own_secret_map_are_reported(repo_copy: Path) -> N
 
 
 def test_threads_of_another_target_is_reported(repo_copy: Path) -> None:
-    old = "      THREADS                  = tostring(local.sizing.brain.concurrency)\n"
-    new = "      THREADS                  = tostring(local.sizing.ingress.concurrency)\n"
+    old = "      THREADS                     = tostring(local.sizing.brain.concurrency)\n"
+    new = "      THREADS                     = tostring(local.sizing.ingress.concurrency)\n"
     assert_detects(check_threads, repo_copy, RUN, old, new, "THREADS of brain")
 
 
@@ -383,8 +383,8 @@ def test_llm_budget_beyond_the_request_timeout_is_reported(repo_copy: Path) -> N
 
 
 def test_llm_caller_without_a_retry_budget_is_reported(repo_copy: Path) -> None:
-    old = """      THREADS                  = tostring(local.sizing.responder.concurrency)
-      CHARTER_LLM_RETRY_BUDGET = tostring(local.llm_retry_budget_seconds)
+    old = """      THREADS                     = tostring(local.sizing.responder.concurrency)
+      CHARTER_LLM_RETRY_BUDGET    = tostring(local.llm_retry_budget_seconds)
 """
     new = """      THREADS = tostring(local.sizing.responder.concurrency)
 """

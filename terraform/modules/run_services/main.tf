@@ -94,6 +94,21 @@ locals {
     CHARTER_PERSONA_CORE_SHA256 = var.persona_core_sha256
   }
 
+  # The LLM peers of the services that call the model (shared_lib.peers, CHARTER_PEERS): the
+  # Anthropic API first, Claude on Vertex AI second (its credentials: the service account, ADC),
+  # every purpose in that order; each peer probed every CHARTER_PEER_HEALTH_SECONDS by one instance.
+  # tests/static/test_peers_terraform.py parses it with PeersConfig.
+  peers_json = <<-EOT
+    {
+      "description": "Terraform (modules/run_services): the Anthropic API, then Claude on Vertex AI.",
+      "peers": [
+        {"name": "anthropic", "kind": "anthropic", "local": false, "api_key_setting": "anthropic_api_key"},
+        {"name": "vertex", "kind": "vertex", "local": false, "project": "${var.project_id}", "region": "${var.vertex_region}"}
+      ],
+      "routing": {}
+    }
+  EOT
+
   # Each target's own plain env vars, merged over common_env.
   # THREADS: functions-framework runs one gunicorn worker with THREADS threads; it must equal the
   # Cloud Run concurrency, or requests queue inside the instance (fewer threads) or an instance
@@ -109,12 +124,16 @@ locals {
       CHARTER_TASK_BACKEND = "chatwork"
     }
     brain = {
-      THREADS                  = tostring(local.sizing.brain.concurrency)
-      CHARTER_LLM_RETRY_BUDGET = tostring(local.llm_retry_budget_seconds)
+      THREADS                     = tostring(local.sizing.brain.concurrency)
+      CHARTER_LLM_RETRY_BUDGET    = tostring(local.llm_retry_budget_seconds)
+      CHARTER_PEERS               = local.peers_json
+      CHARTER_PEER_HEALTH_SECONDS = "30"
     }
     brain_shadow = {
-      THREADS                  = tostring(local.sizing.brain_shadow.concurrency)
-      CHARTER_LLM_RETRY_BUDGET = tostring(local.llm_retry_budget_seconds)
+      THREADS                     = tostring(local.sizing.brain_shadow.concurrency)
+      CHARTER_LLM_RETRY_BUDGET    = tostring(local.llm_retry_budget_seconds)
+      CHARTER_PEERS               = local.peers_json
+      CHARTER_PEER_HEALTH_SECONDS = "30"
     }
     guardian = {
       THREADS = tostring(local.sizing.guardian.concurrency)
@@ -127,8 +146,10 @@ locals {
       CHARTER_TASK_BACKEND = "chatwork"
     }
     responder = {
-      THREADS                  = tostring(local.sizing.responder.concurrency)
-      CHARTER_LLM_RETRY_BUDGET = tostring(local.llm_retry_budget_seconds)
+      THREADS                     = tostring(local.sizing.responder.concurrency)
+      CHARTER_LLM_RETRY_BUDGET    = tostring(local.llm_retry_budget_seconds)
+      CHARTER_PEERS               = local.peers_json
+      CHARTER_PEER_HEALTH_SECONDS = "30"
     }
     observer = {
       THREADS = tostring(local.sizing.observer.concurrency)

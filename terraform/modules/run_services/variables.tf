@@ -8,6 +8,12 @@ variable "region" {
   type        = string
 }
 
+variable "vertex_region" {
+  description = "Region of Claude on Vertex AI, the second LLM peer (CHARTER_PEERS)."
+  type        = string
+  default     = "us-east5"
+}
+
 variable "env" {
   description = "Environment name (dev, stg, prod); exported as CHARTER_ENV."
   type        = string

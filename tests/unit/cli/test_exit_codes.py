@@ -164,6 +164,12 @@ COMMANDS: dict[str, Row] = {
         ok=["approvals", "auto", "status", "--org", "demo", *S],
     ),
     "config show": Row(ok=["config", "show", "--json"], why="the settings need no store"),
+    "peers list": Row(
+        no_store=["peers", "list"],
+        bad=["peers", "list", "--store", "{bad}"],
+        ok=["peers", "list", "--json", *S],
+        why="finding: --probe of an unhealthy peer (tests/unit/peers/test_peers_cli.py)",
+    ),
 }
 
 

@@ -1,0 +1,111 @@
+"""The composition root builds the runtime's LLM as a peer router, from the settings or from
+``CHARTER_PEERS``; each peer behind its call log, each cloud peer behind the local-only guard."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from peer_fakes import FakePeer, local_only_turn, request
+
+from shared_lib.adapters.memory_store import MemoryStore
+from shared_lib.composition import build_runtime, check_startup, peer_router
+from shared_lib.errors import ConfigError
+from shared_lib.peers.config import PeersConfig
+from shared_lib.peers.factory import AnthropicPeer
+from shared_lib.peers.router import PeerRouter
+from shared_lib.prices import PriceTable
+from shared_lib.routing.guard import LocalOnlyGuard
+from shared_lib.settings import Settings
+
+FAKE = "http://127.0.0.1:9"  # never called: the tests only build
+
+
+def test_the_default_is_a_router_over_one_anthropic_peer_from_the_settings():
+    rt = build_runtime(
+        {"CHARTER_ENV": "test", "ANTHROPIC_BASE_URL": FAKE, "CHARTER_PEER_HEALTH_SECONDS": "7"}
+    )
+    assert isinstance(rt.llm, PeerRouter)  # not wrapped again: it guards its cloud peers itself
+    (peer,) = rt.llm.peers()
+    assert isinstance(peer, AnthropicPeer) and peer.name == "anthropic" and not peer.local
+    assert str(peer.llm.client.base_url).startswith(FAKE)
+    assert rt.llm.board.interval == 7.0
+
+
+def test_no_key_and_no_base_url_is_no_llm_as_before():
+    assert build_runtime({"CHARTER_ENV": "test"}).llm is None
+    assert (
+        build_runtime({"CHARTER_ENV": "test", "ANTHROPIC_BASE_URL": FAKE, "CHARTER_LLM": "none"}).llm is None
+    )
+
+
+def test_charter_peers_names_the_peers_and_their_routing():
+    peers = {
+        "peers": [
+            {
+                "name": "primary",
+                "kind": "anthropic",
+                "base_url": "http://127.0.0.1:8",
+                "api_key_setting": "anthropic_api_key",
+            },
+            {"name": "fallback", "kind": "anthropic", "base_url": "http://127.0.0.1:9", "concurrency": 2},
+        ],
+        "routing": {"classification": ["fallback"]},
+    }
+    rt = build_runtime({"CHARTER_ENV": "test", "ANTHROPIC_API_KEY": "k", "CHARTER_PEERS": json.dumps(peers)})
+    assert isinstance(rt.llm, PeerRouter)
+    assert [p.name for p in rt.llm.peers()] == ["primary", "fallback"]
+    assert [p.name for p in rt.llm.config.route("classification")] == ["fallback"]
+
+
+def test_a_kind_without_an_adapter_in_this_build_refuses_to_start():
+    peers = {"peers": [{"name": "vertex", "kind": "vertex", "region": "us-east5"}]}
+    with pytest.raises(ConfigError, match="peer kind 'vertex' is not available"):
+        build_runtime({"CHARTER_ENV": "test", "CHARTER_PEERS": json.dumps(peers)})
+
+
+def test_a_bad_peers_setting_fails_the_startup_check():
+    with pytest.raises(ConfigError, match="CHARTER_PEERS"):
+        check_startup({"CHARTER_ENV": "test", "CHARTER_PEERS": '{"peers": [], "routing": {}}'})
+
+
+def test_each_call_is_logged_under_its_peer_and_the_answer_entry_carries_the_fallbacks():
+    store = MemoryStore()
+    config = PeersConfig.model_validate(
+        {"peers": [{"name": "a", "kind": "anthropic"}, {"name": "b", "kind": "anthropic"}]}
+    )
+    a, b = FakePeer("a"), FakePeer("b")
+    a.failure = "llm_unavailable"
+    settings = Settings.from_env({"CHARTER_ENV": "test"})
+    router = peer_router(config, {"a": a, "b": b}, settings, store, PriceTable.load())
+    answer = router.complete(request())
+    entries = {doc["peer"]: doc for _, doc in store.query("orgs/default/llm_calls")}
+    assert entries["a"]["status"] == "error" and entries["b"]["status"] == "success"
+    assert (
+        entries["b"]["fallbacks"]
+        == answer.fallbacks
+        == [{"peer": "a", "reason": "llm_unavailable: APIStatusError status=529 overloaded_error"}]
+    )
+
+
+def test_a_cloud_peer_is_guarded_and_a_local_one_is_not():
+    config = PeersConfig.model_validate(
+        {
+            "peers": [
+                {"name": "cloud", "kind": "anthropic"},
+                {
+                    "name": "local",
+                    "kind": "openai_compatible",
+                    "local": True,
+                    "base_url": "http://127.0.0.1:1/v1",
+                },
+            ]
+        }
+    )
+    cloud, local = FakePeer("cloud"), FakePeer("local", local=True)
+    settings = Settings.from_env({"CHARTER_ENV": "test", "CHARTER_LLM_CALL_LOG": "0"})
+    router = peer_router(config, {"cloud": cloud, "local": local}, settings, MemoryStore(), PriceTable.load())
+    assert isinstance(router._callers["cloud"], LocalOnlyGuard) and router._callers["local"] is local
+    with local_only_turn():
+        assert router.complete(request()).peer == "local"
+    assert cloud.calls == 0
