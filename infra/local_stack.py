@@ -203,8 +203,8 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
             env[var] = os.environ[var]
     if state.get("fault_injection"):
         env["CHARTER_FAULT_INJECTION"] = "1"
-    if "fake_llm_fallback" in c:  # two LLM peers, the fake Anthropic API first (shared_lib.peers)
-        env["CHARTER_PEERS"] = local_peers(c["fake_llm_fallback"]["url"])
+    if "fake_llm_fallback" in c:  # three LLM peers, the fake Anthropic API first (shared_lib.peers)
+        env["CHARTER_PEERS"] = local_peers(c["fake_llm_fallback"]["url"], c["fake_openai"]["url"])
         env["CHARTER_PEER_HEALTH_SECONDS"] = "2"  # recovery seen within seconds (e2e)
     if "fake_chatwork" in c:  # tasks live in (fake) ChatWork: the executor's effects are external
         env["CHARTER_TASK_BACKEND"] = "chatwork"
@@ -214,13 +214,16 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
     return env
 
 
-def local_peers(fallback_url: str) -> str:
-    """``CHARTER_PEERS`` of the local stack: ``anthropic`` on ``ANTHROPIC_BASE_URL`` (the first
-    fake), then ``fallback`` on the second fake, for every purpose."""
+def local_peers(vertex_url: str, openai_url: str) -> str:
+    """``CHARTER_PEERS`` of the local stack, for every purpose in this order: ``anthropic`` on
+    ``ANTHROPIC_BASE_URL`` (the first fake), ``vertex`` (Claude on Vertex AI: the second fake's
+    Vertex routes, the fake key as its access token), then ``local``, an OpenAI-compatible server
+    on the company's own machines (the fake OpenAI server)."""
     key = {"api_key_setting": "anthropic_api_key"}
     peers = [
         {"name": "anthropic", "kind": "anthropic", "base_url_setting": "anthropic_base_url", **key},
-        {"name": "fallback", "kind": "anthropic", "base_url": fallback_url, **key},
+        {"name": "vertex", "kind": "vertex", "region": "us-east5", "base_url": f"{vertex_url}/v1", **key},
+        {"name": "local", "kind": "openai_compatible", "local": True, "base_url": f"{openai_url}/v1"},
     ]
     return json.dumps({"description": "the local stack (infra.local_stack)", "peers": peers, "routing": {}})
 
@@ -279,7 +282,7 @@ def up(
 
 
 def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float, say: Progress = _silent) -> None:
-    ps, fs, llm, fc, fallback = free_port(), free_port(), free_port(), free_port(), free_port()
+    ps, fs, llm, fc, fallback, oai = (free_port() for _ in range(6))
     say(f"starting the emulators and fakes (logs in {paths.logs})")
     base_env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
     _spawn(
@@ -318,7 +321,17 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float, say: Pr
         llm,
         f"http://127.0.0.1:{llm}",
     )
-    # the second LLM peer the functions fall back to when the first is down (CHARTER_PEERS)
+    # the LLM peers the functions fall back to when the first is down (CHARTER_PEERS): the second
+    # fake Anthropic server answers as Claude on Vertex AI, the fake OpenAI server as a local model
+    _spawn(
+        paths,
+        state,
+        "fake_openai",
+        [sys.executable, "-m", "infra.fake_openai", "--port", str(oai)],
+        base_env,
+        oai,
+        f"http://127.0.0.1:{oai}",
+    )
     _spawn(
         paths,
         state,
@@ -337,7 +350,7 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float, say: Pr
         fc,
         f"http://127.0.0.1:{fc}",
     )
-    fakes = ["pubsub", "firestore", "fake_llm", "fake_llm_fallback", "fake_channels"]
+    fakes = ["pubsub", "firestore", "fake_llm", "fake_llm_fallback", "fake_openai", "fake_channels"]
     if state.get("chatwork_tasks"):
         cw = free_port()
         _spawn(
@@ -500,12 +513,21 @@ def subscription_request(project: str, name: str, s: Any, endpoint: str) -> dict
 def _healthy(comp: dict[str, Any], name: str) -> bool:
     if not pid_alive(comp["pid"]):
         return False
-    if name in ("ingress", "admin", "fake_llm", "fake_llm_fallback", "fake_channels", "fake_chatwork"):
+    if name in (
+        "ingress",
+        "admin",
+        "fake_llm",
+        "fake_llm_fallback",
+        "fake_openai",
+        "fake_channels",
+        "fake_chatwork",
+    ):
         path = {
             "ingress": "/healthz",
             "admin": "/healthz",
             "fake_llm": "/_admin/health",
             "fake_llm_fallback": "/_admin/health",
+            "fake_openai": "/_admin/health",
             "fake_channels": "/_admin/health",
             "fake_chatwork": "/_admin/health",
         }[name]

@@ -114,12 +114,8 @@ class Settings(BaseSettings):
     # -- configuration files (defaults ship in the package)
     policy_file: Path | None = _f(None, "CHARTER_POLICY")
     persona_file: Path | None = _f(None, "CHARTER_PERSONA")
-    persona_core_sha256: str | None = _f(
-        None,
-        "CHARTER_PERSONA_CORE_SHA256",
-        deploy="env",
-        doc="the persona core's pinned SHA-256, over the persona file's core_sha256 (empty: that one)",
-    )
+    # the persona core's pinned SHA-256, over the persona file's core_sha256 (empty: that one)
+    persona_core_sha256: str | None = _f(None, "CHARTER_PERSONA_CORE_SHA256", deploy="env")
     prices_file: Path | None = _f(None, "CHARTER_PRICES")
     tools_file: Path | None = _f(None, "CHARTER_TOOLS_FILE")
     brain_config_file: Path | None = _f(None, "CHARTER_BRAIN_CONFIG")

@@ -1,8 +1,10 @@
-"""LLM peer fallback on the whole local stack (seed 001 §6, issue 19): the first peer (the fake
-Anthropic API) answers 529 to everything → every turn is still answered, its LLM calls served
-by the second peer with the reason recorded → the first recovers → within a few health
-intervals (``CHARTER_PEER_HEALTH_SECONDS=2`` on the stack) traffic returns to it. No turn is
-lost: every turn sent has its reply and its record."""
+"""LLM peer fallback on the whole local stack (seed 001 §6, issue 19). The stack's peers are the
+fake Anthropic API (``anthropic``), Claude on Vertex AI (``vertex``: the second fake's Vertex
+routes) and an OpenAI-compatible local model (``local``: the fake OpenAI server). The first
+answers 529 to everything → every turn is still answered, its LLM calls served by Vertex with the
+reason recorded; Vertex goes down too → the local model serves them over the OpenAI wire → both
+recover → within a few health intervals (``CHARTER_PEER_HEALTH_SECONDS=2`` on the stack) traffic
+returns to the first. No turn is lost: every turn sent has its reply and its record."""
 
 from __future__ import annotations
 
@@ -22,9 +24,9 @@ OVERLOADED = {"name": "overloaded", "rules": [{"fault": {"kind": "status", "stat
 CLEAR = {"name": "clear", "rules": []}
 
 
-def scenario(stack, body: dict[str, Any]) -> None:
+def scenario(stack, body: dict[str, Any], fake: str = "fake_llm") -> None:
     req = urllib.request.Request(
-        stack.url("fake_llm") + "/_admin/scenario",
+        stack.url(fake) + "/_admin/scenario",
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
         method="POST",
@@ -71,7 +73,7 @@ def test_the_first_peer_down_then_back_loses_no_turn(local_stack):
         # THEN every turn is answered, its LLM calls served by the second peer
         for turn_id in down:
             assert local_stack.wait_for(lambda t=turn_id: replied(local_stack, t), timeout=90)
-            assert served_by(local_stack, turn_id) == {"fallback"}
+            assert served_by(local_stack, turn_id) == {"vertex"}
         # AND the fallback is recorded with its reason on the answered calls (the first failed
         # after its retries; later calls skip the peer marked unhealthy for every instance)
         reasons = [
@@ -81,9 +83,18 @@ def test_the_first_peer_down_then_back_loses_no_turn(local_stack):
         assert any(r.startswith("unhealthy: ") for r in reasons), reasons
         failed = local_stack.store.query(f"orgs/{ORG}/llm_calls", where=[("turn_id", "==", down[0])])
         assert any(d["peer"] == "anthropic" and d["status"] == "error" for _, d in failed)
+        # WHEN Vertex answers 529 too
+        scenario(local_stack, OVERLOADED, "fake_llm_fallback")
+        both = [ask(local_stack, room) for _ in range(2)]
+        sent += both
+        # THEN the local model serves the turns, over the OpenAI-compatible wire
+        for turn_id in both:
+            assert local_stack.wait_for(lambda t=turn_id: replied(local_stack, t), timeout=90)
+            assert served_by(local_stack, turn_id) == {"local"}
     finally:
-        # WHEN it recovers
+        # WHEN they recover
         scenario(local_stack, CLEAR)
+        scenario(local_stack, CLEAR, "fake_llm_fallback")
     # THEN within a few probe intervals new turns are served by the first peer again
     end = time.monotonic() + 45
     back: set[str] = set()

@@ -8,11 +8,13 @@ import json
 import pytest
 from peer_fakes import FakePeer, local_only_turn, request
 
+from shared_lib.adapters.anthropic_llm import AnthropicLLM
 from shared_lib.adapters.memory_store import MemoryStore
+from shared_lib.adapters.openai_llm import OpenAICompatibleLLM
+from shared_lib.adapters.vertex_llm import VertexLLM
 from shared_lib.composition import build_runtime, check_startup, peer_router
 from shared_lib.errors import ConfigError
 from shared_lib.peers.config import PeersConfig
-from shared_lib.peers.factory import AnthropicPeer
 from shared_lib.peers.router import PeerRouter
 from shared_lib.prices import PriceTable
 from shared_lib.routing.guard import LocalOnlyGuard
@@ -27,8 +29,8 @@ def test_the_default_is_a_router_over_one_anthropic_peer_from_the_settings():
     )
     assert isinstance(rt.llm, PeerRouter)  # not wrapped again: it guards its cloud peers itself
     (peer,) = rt.llm.peers()
-    assert isinstance(peer, AnthropicPeer) and peer.name == "anthropic" and not peer.local
-    assert str(peer.llm.client.base_url).startswith(FAKE)
+    assert isinstance(peer, AnthropicLLM) and peer.name == "anthropic" and not peer.local
+    assert str(peer.client.base_url).startswith(FAKE)
     assert rt.llm.board.interval == 7.0
 
 
@@ -58,10 +60,39 @@ def test_charter_peers_names_the_peers_and_their_routing():
     assert [p.name for p in rt.llm.config.route("classification")] == ["fallback"]
 
 
-def test_a_kind_without_an_adapter_in_this_build_refuses_to_start():
-    peers = {"peers": [{"name": "vertex", "kind": "vertex", "region": "us-east5"}]}
-    with pytest.raises(ConfigError, match="peer kind 'vertex' is not available"):
-        build_runtime({"CHARTER_ENV": "test", "CHARTER_PEERS": json.dumps(peers)})
+def test_every_kind_is_built_by_its_adapter_with_the_spec_s_name_limits_and_models():
+    peers = {
+        "peers": [
+            {
+                "name": "vertex",
+                "kind": "vertex",
+                "region": "us-east5",
+                "project": "acme-ai",
+                "base_url": "http://127.0.0.1:7/v1",
+                "api_key_setting": "anthropic_api_key",
+                "models": {"claude-sonnet-4-6": "claude-sonnet-4-6@20260101"},
+            },
+            {
+                "name": "gpu-box",
+                "kind": "openai_compatible",
+                "local": True,
+                "base_url": "http://127.0.0.1:8/v1",
+                "max_context_tokens": 32768,
+                "supports_parallel": False,
+            },
+        ]
+    }
+    rt = build_runtime(
+        {"CHARTER_ENV": "test", "ANTHROPIC_API_KEY": "tok", "CHARTER_PEERS": json.dumps(peers)}
+    )
+    assert isinstance(rt.llm, PeerRouter)
+    vertex, local = rt.llm.peers()
+    assert isinstance(vertex, VertexLLM) and vertex.kind == "vertex" and not vertex.local
+    assert vertex.client.project_id == "acme-ai" and vertex.client.region == "us-east5"
+    assert vertex.models == {"claude-sonnet-4-6": "claude-sonnet-4-6@20260101"}
+    assert isinstance(local, OpenAICompatibleLLM) and local.kind == "openai_compatible" and local.local
+    assert (local.name, local.max_context_tokens, local.supports_parallel) == ("gpu-box", 32768, False)
+    assert str(local.client.base_url).startswith("http://127.0.0.1:8/v1")
 
 
 def test_a_bad_peers_setting_fails_the_startup_check():
