@@ -83,12 +83,14 @@ class PeerRouter:
     def complete(self, request: LLMRequest) -> LLMResponse:
         purpose = request.purpose or CALL_PURPOSE[request.call_type]
         routed = self._candidates(request, purpose)
-        records = {p.name: self.board.status(p.name) for p in routed}
-        any_healthy = any(_ok(records[p.name]) for p in routed)
+        # health only matters with a choice: a lone peer is always tried, never probed or marked
+        choice = len(routed) > 1
+        records = {p.name: self.board.status(p.name) for p in routed} if choice else {}
+        any_healthy = any(_ok(records.get(p.name)) for p in routed)
         fallbacks: list[dict[str, str]] = []
         last: LLMError | None = None
         for spec in routed:
-            record = records[spec.name]
+            record = records.get(spec.name)
             if any_healthy and not _ok(record):
                 self._fell_back(fallbacks, spec, request, f"unhealthy: {record.reason if record else ''}")
                 continue
@@ -100,7 +102,7 @@ class PeerRouter:
                 try:
                     response = self._callers[spec.name].complete(request)
                 except LLMError as exc:
-                    if exc.code in MARKS_UNHEALTHY:
+                    if choice and exc.code in MARKS_UNHEALTHY:
                         self.board.mark_unhealthy(spec.name, _reason(exc))
                     self._fell_back(fallbacks, spec, request, _reason(exc))
                     last = exc

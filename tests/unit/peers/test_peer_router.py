@@ -187,3 +187,20 @@ def test_describe_lists_every_peer_with_purposes_and_last_health():
     assert rows[0]["health"]["healthy"] is False and rows[0]["health"]["reason"] == "llm_unavailable: 529"
     assert rows[1]["health"] is None
     assert [p.name for p in r.peers()] == ["a", "l"]
+
+
+def test_a_lone_peer_is_never_probed_or_marked_there_is_nothing_to_choose_between():
+    spawned: list[object] = []
+    config = PeersConfig.model_validate({"peers": [A, V], "routing": {"summary": ["v"]}})
+    peers = {"a": FakePeer("a"), "v": FakePeer("v")}
+    store = MemoryStore()
+    board = HealthBoard(
+        store, peers, interval=30, clock=Clock(), spawn=lambda w: spawned.append(w) or no_probe(w)
+    )
+    r = PeerRouter(config, peers, board)
+    peers["v"].failure = "llm_unavailable"
+    with pytest.raises(LLMError):
+        r.complete(request("summary"))  # only v serves summaries: it fails, and stays presumed healthy
+    assert spawned == [] and store.get("peer_health/v") is None
+    r.complete(request())  # a choice: the board is read, and probes its peers
+    assert spawned
