@@ -34,28 +34,26 @@ from typing import Any
 import anthropic
 import httpx2
 
-from shared_lib import tracing
 from shared_lib.adapters.llm_retry import (
     RETRYABLE_STATUS,
     RetryPolicy,
     StreamInterrupted,
     Tally,
-    call_with_retries,
     header_retry_after,
     plus,
-    probe,
     seconds_left,
 )
+from shared_lib.adapters.peer_base import PeerAdapter
 from shared_lib.errors import LLMError
 from shared_lib.logs import log_event
-from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage, PeerHealth, PeerKind
+from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage, PeerKind
 
 __all__ = ["FAILURES", "AnthropicLLM", "RetryPolicy", "StreamInterrupted"]
 
 RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
 
-class AnthropicLLM:
+class AnthropicLLM(PeerAdapter):
     """The Anthropic API as an ``LLMPeer`` (``shared_lib.ports``). Keyword-only arguments:
 
     * the client: ``api_key``, ``base_url``, ``timeout`` (seconds per attempt), or a ready
@@ -91,44 +89,27 @@ class AnthropicLLM:
         self.client = client or anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
-        self.policy = policy or RetryPolicy(max_retries=max_retries)
-        self.timeout = timeout
-        self._sleep = sleep
-        self.name = name
-        self.local = local
-        self.max_context_tokens = max_context_tokens
-        self.supports_parallel = supports_parallel
-        self.models = dict(models or {})
-        self.health_model = health_model
-        self.health_timeout = health_timeout
+        self._peer(
+            failures=FAILURES,
+            policy=policy,
+            max_retries=max_retries,
+            timeout=timeout,
+            sleep=sleep,
+            name=name,
+            local=local,
+            max_context_tokens=max_context_tokens,
+            supports_parallel=supports_parallel,
+            models=models,
+            health_model=health_model,
+            health_timeout=health_timeout,
+        )
 
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        """One call with its retries, under one span with the GenAI conventions (``tracing.llm_span``)."""
-        served = request.model_copy(update={"model": self.models.get(request.model, request.model)})
-        with tracing.llm_span(served, provider=self.provider) as span:
-            response = call_with_retries(
-                served,
-                lambda tally, end: self._once(served, tally, end),
-                policy=self.policy,
-                failures=FAILURES,
-                sleep=self._sleep,
-            )
-            tracing.record_llm_response(span, response)
-            return response
+    def _ping(self, model: str) -> object:
+        client = self.client.with_options(max_retries=0, timeout=self.health_timeout)
+        return client.messages.create(
+            model=model, max_tokens=1, messages=[{"role": "user", "content": "ping"}]
+        )
 
-    def health(self) -> PeerHealth:
-        """One messages call (``max_tokens`` 1, no retries): an overloaded API still lists models."""
-        model = self.models.get(self.health_model, self.health_model)
-
-        def ping() -> object:
-            client = self.client.with_options(max_retries=0, timeout=self.health_timeout)
-            return client.messages.create(
-                model=model, max_tokens=1, messages=[{"role": "user", "content": "ping"}]
-            )
-
-        return probe(ping, FAILURES)
-
-    # -- one attempt --------------------------------------------------------------------
     def _once(self, request: LLMRequest, tally: Tally, end: float) -> LLMResponse:
         kwargs = {**_kwargs(request), "timeout": min(self.timeout, seconds_left(end))}
         if not request.stream:

@@ -33,26 +33,24 @@ from collections.abc import Callable, Mapping
 import httpx2
 import openai
 
-from shared_lib import tracing
 from shared_lib.adapters import openai_wire
 from shared_lib.adapters.llm_retry import (
     RETRYABLE_STATUS,
     RetryPolicy,
     StreamInterrupted,
     Tally,
-    call_with_retries,
     header_retry_after,
-    probe,
     seconds_left,
 )
+from shared_lib.adapters.peer_base import PeerAdapter
 from shared_lib.errors import LLMError
 from shared_lib.logs import log_event
-from shared_lib.ports import LLMRequest, LLMResponse, PeerHealth, PeerKind
+from shared_lib.ports import LLMRequest, LLMResponse, PeerKind
 
 __all__ = ["FAILURES", "OpenAICompatibleLLM"]
 
 
-class OpenAICompatibleLLM:
+class OpenAICompatibleLLM(PeerAdapter):
     kind: PeerKind = "openai_compatible"
     provider = "openai"  # the span's gen_ai.provider.name (the wire's, whoever serves it)
 
@@ -78,43 +76,27 @@ class OpenAICompatibleLLM:
         self.client = client or openai.OpenAI(
             base_url=base_url, api_key=api_key or "local", max_retries=0, timeout=timeout
         )
-        self.policy = policy or RetryPolicy(max_retries=max_retries)
-        self.timeout = timeout
-        self._sleep = sleep
-        self.name = name
-        self.local = local
-        self.max_context_tokens = max_context_tokens
-        self.supports_parallel = supports_parallel
-        self.models = dict(models or {})
+        self._peer(
+            failures=FAILURES,
+            policy=policy,
+            max_retries=max_retries,
+            timeout=timeout,
+            sleep=sleep,
+            name=name,
+            local=local,
+            max_context_tokens=max_context_tokens,
+            supports_parallel=supports_parallel,
+            models=models,
+            health_model=health_model,
+            health_timeout=health_timeout,
+        )
         self.stream_usage = stream_usage
-        self.health_model = health_model
-        self.health_timeout = health_timeout
 
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        """One call with its retries, under one span (``tracing.llm_span``)."""
-        served = request.model_copy(update={"model": self.models.get(request.model, request.model)})
-        with tracing.llm_span(served, provider=self.provider) as span:
-            response = call_with_retries(
-                served,
-                lambda tally, end: self._once(served, tally, end),
-                policy=self.policy,
-                failures=FAILURES,
-                sleep=self._sleep,
-            )
-            tracing.record_llm_response(span, response)
-            return response
-
-    def health(self) -> PeerHealth:
-        """One minimal chat completion (``max_tokens`` 1, no retries); never raises."""
-        model = self.models.get(self.health_model, self.health_model)
-
-        def ping() -> object:
-            client = self.client.with_options(max_retries=0, timeout=self.health_timeout)
-            return client.chat.completions.create(
-                model=model, max_tokens=1, messages=[{"role": "user", "content": "ping"}]
-            )
-
-        return probe(ping, FAILURES)
+    def _ping(self, model: str) -> object:
+        client = self.client.with_options(max_retries=0, timeout=self.health_timeout)
+        return client.chat.completions.create(
+            model=model, max_tokens=1, messages=[{"role": "user", "content": "ping"}]
+        )
 
     def _once(self, request: LLMRequest, tally: Tally, end: float) -> LLMResponse:
         kwargs = openai_wire.chat_kwargs(request, stream_usage=self.stream_usage)

@@ -16,55 +16,33 @@ model (through the peer's model map), never ``models.list``: an overloaded API s
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from shared_lib.adapters.llm_retry import RetryPolicy
 from shared_lib.peers.config import PeerSpec
 from shared_lib.ports import LLMPeer
 from shared_lib.settings import Settings
 
 
+class _Common(TypedDict):
+    """What every adapter takes from the spec and the settings."""
+
+    timeout: float
+    policy: RetryPolicy
+    name: str
+    local: bool
+    max_context_tokens: int
+    supports_parallel: bool
+    models: dict[str, str]
+    health_model: str
+
+
 def build_peer(spec: PeerSpec, settings: Settings) -> LLMPeer:
     """The adapter of ``spec``."""
     key, base_url = spec.api_key(settings), spec.resolved_base_url(settings)
-    policy = RetryPolicy.from_settings(settings)
-    if spec.kind == "vertex":
-        from shared_lib.adapters.vertex_llm import VertexLLM
-
-        return VertexLLM(
-            region=spec.region or "",  # PeerSpec requires it of a vertex peer
-            project_id=spec.project or settings.project,
-            access_token=key,
-            base_url=base_url,
-            timeout=settings.llm_timeout_seconds,
-            policy=policy,
-            name=spec.name,
-            local=spec.local,
-            max_context_tokens=spec.max_context_tokens,
-            supports_parallel=spec.supports_parallel,
-            models=dict(spec.models),
-            health_model=settings.fast_model,
-        )
-    if spec.kind == "openai_compatible":
-        from shared_lib.adapters.openai_llm import OpenAICompatibleLLM
-
-        return OpenAICompatibleLLM(
-            base_url=base_url,
-            api_key=key,
-            timeout=settings.llm_timeout_seconds,
-            policy=policy,
-            name=spec.name,
-            local=spec.local,
-            max_context_tokens=spec.max_context_tokens,
-            supports_parallel=spec.supports_parallel,
-            models=dict(spec.models),
-            health_model=settings.fast_model,
-        )
-    from shared_lib.adapters.anthropic_llm import AnthropicLLM
-
-    return AnthropicLLM(
-        api_key=key or "local-fake",
-        base_url=base_url,
+    common = _Common(
         timeout=settings.llm_timeout_seconds,
-        policy=policy,
+        policy=RetryPolicy.from_settings(settings),
         name=spec.name,
         local=spec.local,
         max_context_tokens=spec.max_context_tokens,
@@ -72,6 +50,19 @@ def build_peer(spec: PeerSpec, settings: Settings) -> LLMPeer:
         models=dict(spec.models),
         health_model=settings.fast_model,
     )
+    if spec.kind == "vertex":
+        from shared_lib.adapters.vertex_llm import VertexLLM
+
+        region = spec.region or ""  # PeerSpec requires it of a vertex peer
+        project = spec.project or settings.project
+        return VertexLLM(region=region, project_id=project, access_token=key, base_url=base_url, **common)
+    if spec.kind == "openai_compatible":
+        from shared_lib.adapters.openai_llm import OpenAICompatibleLLM
+
+        return OpenAICompatibleLLM(base_url=base_url, api_key=key, **common)
+    from shared_lib.adapters.anthropic_llm import AnthropicLLM
+
+    return AnthropicLLM(api_key=key or "local-fake", base_url=base_url, **common)
 
 
 def usable(spec: PeerSpec, settings: Settings) -> bool:
