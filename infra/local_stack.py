@@ -214,6 +214,9 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
     return env
 
 
+OPERATOR_LLM_ENV = ("CHARTER_PEERS", "CHARTER_PEER_HEALTH_SECONDS", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
+
+
 def local_peers(vertex_url: str, openai_url: str) -> str:
     """``CHARTER_PEERS`` of the local stack, for every purpose in this order: ``anthropic`` on
     ``ANTHROPIC_BASE_URL`` (the first fake), ``vertex`` (Claude on Vertex AI: the second fake's
@@ -414,6 +417,8 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float, say: Pr
             "CHARTER_STORE": "firestore",
             "FIRESTORE_EMULATOR_HOST": env["FIRESTORE_EMULATOR_HOST"],
             "PUBSUB_EMULATOR_HOST": env["PUBSUB_EMULATOR_HOST"],
+            # the peers the functions run with, so `charter peers list [--probe]` sees the same ones
+            **{k: env[k] for k in OPERATOR_LLM_ENV if k in env},
         },
     )
 

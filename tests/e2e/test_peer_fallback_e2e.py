@@ -9,6 +9,9 @@ returns to the first. No turn is lost: every turn sent has its reply and its rec
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -61,6 +64,24 @@ def served_by(stack, turn_id: str) -> set[str]:
     return {c["peer"] for c in calls}
 
 
+def peers_list(stack) -> list[dict[str, Any]]:
+    """``charter peers list --json`` as an operator runs it: in the stack's work folder, nothing
+    exported (the settings come from what ``charter local up`` left in ``.charter/``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHARTER_", "ANTHROPIC_"))}
+    env.pop("FIRESTORE_EMULATOR_HOST", None)
+    env.pop("PUBSUB_EMULATOR_HOST", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "shared_lib.cli", "peers", "list", "--json"],
+        cwd=stack.workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return list(json.loads(out.stdout)["peers"])
+
+
 @pytest.mark.e2e
 def test_the_first_peer_down_then_back_loses_no_turn(local_stack):
     room = f"room-{uuid.uuid4().hex[:8]}"
@@ -83,6 +104,14 @@ def test_the_first_peer_down_then_back_loses_no_turn(local_stack):
         assert any(r.startswith("unhealthy: ") for r in reasons), reasons
         failed = local_stack.store.query(f"orgs/{ORG}/llm_calls", where=[("turn_id", "==", down[0])])
         assert any(d["peer"] == "anthropic" and d["status"] == "error" for _, d in failed)
+        # AND the operator sees the functions' three peers, the first one unhealthy
+        rows = {r["name"]: r for r in peers_list(local_stack)}
+        assert [rows[n]["kind"] for n in ("anthropic", "vertex", "local")] == [
+            "anthropic",
+            "vertex",
+            "openai_compatible",
+        ]
+        assert rows["local"]["local"] is True and rows["anthropic"]["health"]["healthy"] is False
         # WHEN Vertex answers 529 too
         scenario(local_stack, OVERLOADED, "fake_llm_fallback")
         both = [ask(local_stack, room) for _ in range(2)]
