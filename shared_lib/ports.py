@@ -67,6 +67,45 @@ class Store(Protocol):
     def run_transaction(self, fn: Callable[[Transaction], T]) -> T: ...
 
 
+class Vector(tuple[float, ...]):
+    """An embedding held in a document field. Firestore stores it as a vector value (what
+    ``find_nearest`` searches); the embedded stores keep the floats. Equal to its tuple."""
+
+    __slots__ = ()
+
+
+class VectorSearch(Protocol):
+    """Nearest-neighbour search over a vector field of a collection (seed 001 §18)."""
+
+    def find_nearest(
+        self,
+        collection: str,
+        *,
+        field: str,
+        vector: Vector,
+        limit: int,
+        where: Sequence[tuple[str, Op, Any]] = (),
+    ) -> list[tuple[str, Doc, float]]:
+        """The ``limit`` documents of ``collection`` nearest ``vector`` by cosine distance
+        (0 identical .. 2 opposite), nearest first, with that distance. Documents without the
+        field are skipped; ``where`` filters by equality before ranking (on Firestore that
+        needs the composite vector index ``terraform/modules/firestore`` declares)."""
+        ...
+
+
+EmbedKind = Literal["query", "document"]
+
+
+class Embedder(Protocol):
+    """Text to vectors (seed 001 §18.3). ``name`` is stored beside every vector: vectors of
+    two models are never compared. Unit length, ``dimensions`` floats each."""
+
+    name: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind) -> list[Vector]: ...
+
+
 class Bus(Protocol):
     """Publish to a topic *key* of ``topology.json`` (``"proposed"``), ordered by ``ordering_key``."""
 

@@ -25,7 +25,7 @@ from shared_lib.flags import FlagsProvider
 from shared_lib.ids import new_ulid, utc_now
 from shared_lib.persona import Persona
 from shared_lib.policy.config import PolicyConfig
-from shared_lib.ports import LLM, Bus, Channel, Store
+from shared_lib.ports import LLM, Bus, Channel, Embedder, Store
 from shared_lib.prices import PriceTable
 from shared_lib.rollout.guard import RollbackGuard
 from shared_lib.settings import Settings
@@ -57,6 +57,8 @@ class Runtime:
     rollback_guard: RollbackGuard
     vault: MultiFernet | None
     notifiers: list[Notifier] = field(default_factory=list)
+    # text to vectors for memory search and ingestion (CHARTER_EMBEDDER); None: keyword search only
+    embedder: Embedder | None = None
     # the ingress's directory lookups (a person found is remembered briefly: fast acknowledgements)
     people: PersonCache = field(default_factory=PersonCache)
     clock: Callable[[], datetime] = utc_now

@@ -10,9 +10,8 @@ Run services read it and how Terraform must provide it:
 * ``required`` — whether a cloud environment (dev/stg/prod) refuses to start without it.
 
 ``deploy_contract(env)`` derives, for every service, the names Terraform must provide; a
-static test holds ``terraform/`` to exactly that. Validation runs when the settings are
-built, i.e. at process start (``functions/main.py`` builds the runtime at import), so a
-mis-configured service fails to start instead of failing its first turn.
+static test holds ``terraform/`` to exactly that. Validation runs at process start
+(``functions/main.py`` builds the runtime at import): a mis-configured service fails to start.
 
 >>> s = Settings.from_env({"CHARTER_ENV": "test"})
 >>> (s.store, s.bus, s.log_json)
@@ -35,6 +34,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from shared_lib.errors import ConfigError
 from shared_lib.settings.fields import _f, _MappingSource, _meta, _names
+from shared_lib.settings.memory import MemorySettings
 
 # ``Settings.from_env(mapping)`` reads that mapping *instead of* the process environment.
 _EXPLICIT: ContextVar[Mapping[str, str] | None] = ContextVar("charter_settings_environ", default=None)
@@ -48,7 +48,7 @@ VAULT_TARGETS = ("brain", "brain_shadow", "executor")
 ALERT_TARGETS = ("observer", "admin")
 
 
-class Settings(BaseSettings):
+class Settings(MemorySettings):
     """Everything Charter reads from its environment. Frozen: built once per process."""
 
     model_config = SettingsConfigDict(
@@ -283,6 +283,7 @@ class Settings(BaseSettings):
             "log_json": cloud,
             "task_backend": "store",
             "trace_exporter": "cloud_trace" if cloud else "none",
+            "embedder": "vertex" if cloud else "local",
         }
         for field, value in defaults.items():
             if given(field) is None:

@@ -1660,6 +1660,7 @@ def _sample_value(name: str) -> str:
         "CHARTER_TASK_BACKEND": "chatwork",
         "CHARTER_LLM_RETRY_BUDGET": "40",
         "CHARTER_PEER_HEALTH_SECONDS": "30",
+        "CHARTER_EMBEDDER": "vertex",
         "CHARTER_TRACE_EXPORTER": "cloud_trace",
         "CHARTER_TRACE_SAMPLE_RATIO": "1",
         "THREADS": "8",

@@ -54,7 +54,19 @@ FLOORS: dict[str, int] = {
     ),
     **dict.fromkeys(("adapters", "flags", "channels", "peers"), 2),
     **dict.fromkeys(
-        ("tools", "policy", "state", "context", "rollout", "telemetry", "demo_data", "routing", "loop"), 3
+        (
+            "tools",
+            "policy",
+            "state",
+            "memory",
+            "context",
+            "rollout",
+            "telemetry",
+            "demo_data",
+            "routing",
+            "loop",
+        ),
+        3,
     ),
     "runtime": 4,
     "brain": 5,

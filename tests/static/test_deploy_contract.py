@@ -59,6 +59,7 @@ def test_a_cloud_service_missing_a_required_value_refuses_to_start(target: str) 
         "CHARTER_TASK_BACKEND": "store",
         "CHARTER_TRACE_EXPORTER": "cloud_trace",
         "CHARTER_TRACE_SAMPLE_RATIO": "0.5",
+        "CHARTER_EMBEDDER": "vertex",
     }
     Settings.from_env(environ)  # complete: starts
     for name in required_names(target):
@@ -104,8 +105,8 @@ def test_a_secret_given_as_a_plain_value_is_reported(repo_copy: Path) -> None:
     mutate(
         repo_copy,
         RUN,
-        "      THREADS = tostring(local.sizing.admin.concurrency)\n",
-        '      THREADS = tostring(local.sizing.admin.concurrency)\n      CHARTER_ALERT_ROOM = "chatwork:acme:1"\n',
+        "      THREADS          = tostring(local.sizing.admin.concurrency)\n",
+        '      THREADS          = tostring(local.sizing.admin.concurrency)\n      CHARTER_ALERT_ROOM = "chatwork:acme:1"\n',
     )
     violations = check_deploy_contract(repo_copy)
     assert any("admin: Terraform provides CHARTER_ALERT_ROOM" in v for v in violations), violations

@@ -138,3 +138,15 @@ def test_alert_policies_come_from_the_one_map(repo_root: Path) -> None:
     # THEN one resource makes every alert from local.alerts, whose thresholds are the seed's
     assert [p.body["for_each"] for p in policies] == ["${local.alerts}"]
     assert {name: spec["threshold"] for name, spec in alerts.items()} == SEED_ALERTS
+
+
+def test_every_service_calling_vertex_ai_may(repo_root: Path) -> None:
+    # GIVEN the settings: the services that call an LLM peer (Claude on Vertex AI among the
+    # peers Terraform gives them) and those that embed (Vertex AI text embeddings in the cloud)
+    from shared_lib.settings.memory import EMBED_TARGETS
+    from shared_lib.settings.model import LLM_TARGETS
+
+    granted = module_locals(repo_root / "terraform" / "modules" / "iam")["vertex_targets"]
+
+    # THEN exactly those service accounts hold roles/aiplatform.user
+    assert set(granted) == set(LLM_TARGETS) | set(EMBED_TARGETS)

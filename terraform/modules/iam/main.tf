@@ -107,3 +107,18 @@ resource "google_secret_manager_secret_iam_member" "accessor" {
   role      = "roles/secretmanager.secretAccessor"
   member    = google_service_account.target[each.value.target].member
 }
+
+# Claude on Vertex AI (the LLM peers of modules/run_services, CHARTER_PEERS) and Vertex AI text
+# embeddings (memory search, CHARTER_EMBEDDER) are called with the service's own identity.
+# tests/static/test_terraform_policy.py holds this list to the settings' LLM and embedding targets.
+locals {
+  vertex_targets = ["brain", "brain_shadow", "responder", "context", "executor", "admin"]
+}
+
+resource "google_project_iam_member" "vertex_user" {
+  for_each = toset(local.vertex_targets)
+
+  project = var.project_id
+  role    = "roles/aiplatform.user"
+  member  = google_service_account.target[each.key].member
+}

@@ -110,6 +110,8 @@ locals {
   EOT
 
   # Each target's own plain env vars, merged over common_env.
+  # CHARTER_EMBEDDER: memory search embeds with Vertex AI text embeddings (modules/iam grants
+  # roles/aiplatform.user); the vectors live in Firestore behind the vector index of modules/firestore.
   # THREADS: functions-framework runs one gunicorn worker with THREADS threads; it must equal the
   # Cloud Run concurrency, or requests queue inside the instance (fewer threads) or an instance
   # takes more requests than it was sized for (more threads).
@@ -122,6 +124,7 @@ locals {
     context = {
       THREADS              = tostring(local.sizing.context.concurrency)
       CHARTER_TASK_BACKEND = "chatwork"
+      CHARTER_EMBEDDER     = "vertex"
     }
     brain = {
       THREADS                     = tostring(local.sizing.brain.concurrency)
@@ -144,6 +147,7 @@ locals {
     executor = {
       THREADS              = tostring(local.sizing.executor.concurrency)
       CHARTER_TASK_BACKEND = "chatwork"
+      CHARTER_EMBEDDER     = "vertex"
     }
     responder = {
       THREADS                     = tostring(local.sizing.responder.concurrency)
@@ -155,7 +159,8 @@ locals {
       THREADS = tostring(local.sizing.observer.concurrency)
     }
     admin = {
-      THREADS = tostring(local.sizing.admin.concurrency)
+      THREADS          = tostring(local.sizing.admin.concurrency)
+      CHARTER_EMBEDDER = "vertex"
     }
   }
 
