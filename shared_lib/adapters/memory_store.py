@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from shared_lib import tracing
-from shared_lib.ports import AlreadyExistsError, Doc, Op
+from shared_lib.adapters.vectors import nearest
+from shared_lib.ports import AlreadyExistsError, Doc, Op, Vector
 
 T = TypeVar("T")
 
@@ -150,6 +151,18 @@ class MemoryStore:
         if order_by:
             out.sort(key=lambda item: _sort_key(item[1].get(order_by)), reverse=descending)
         return out[:limit] if limit is not None else out
+
+    def find_nearest(
+        self,
+        collection: str,
+        *,
+        field: str,
+        vector: Vector,
+        limit: int,
+        where: Sequence[tuple[str, Op, Any]] = (),
+    ) -> list[tuple[str, Doc, float]]:
+        """``VectorSearch``: exact cosine ranking over the collection's documents."""
+        return nearest(self.query(collection, where=where), field, vector, limit)
 
     def run_transaction(self, fn: Callable[[Any], T]) -> T:
         with tracing.store_span("memory"), self._lock:
