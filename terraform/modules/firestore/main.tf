@@ -53,6 +53,39 @@ resource "google_firestore_index" "this" {
   }
 }
 
+# The vector index of memory search (seed 001 §18): find_nearest over an organisation's
+# memory_chunks (orgs/{org}/memory_chunks, a collection query: COLLECTION scope serves it under
+# every organisation) after the one equality filter the search applies, model == the embedder's
+# name, so vectors of two models are never compared. Flat (exhaustive) over the dimension of
+# the Vertex AI model the cloud embeds with (text-multilingual-embedding-002: 768);
+# tests/static/test_vector_index.py holds both to the code. Firestore stores a composite vector
+# index with __name__ between the filter fields and the vector field: declared here as it is
+# stored, so a plan after apply shows no change.
+resource "google_firestore_index" "memory_chunks_vector" {
+  project     = var.project_id
+  database    = google_firestore_database.this.name
+  collection  = "memory_chunks"
+  query_scope = "COLLECTION"
+
+  fields {
+    field_path = "model"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "__name__"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "embedding"
+    vector_config {
+      dimension = 768
+      flat {}
+    }
+  }
+}
+
 # Single-field indexes in collection-group scope, for the all-organisations reads of the
 # dashboard: the roll-ups of a range of days (daily_stats.day) and the newest shadow
 # comparisons of a window (shadow_comparisons.at) and the newest Best-of-N runs (evaluations.at).
