@@ -4,9 +4,9 @@ demo and the local stack can run the daily digest, event episodes and the taggin
 A memory call's system text starts with ``[[charter-memory:JOB]]`` (``memory.answers.marker``).
 Every answer is derived from the call's input, never a constant:
 
-* ``daily_digest``: the log's speakers are the characters, its most frequent terms the topics
-  and tags, a few words set the mood; the story, in ソウルくん's voice, says who talked about
-  what and how many messages the day had.
+* ``daily_digest``: the log's speakers are the characters, the most frequent terms of what
+  they said the topics and tags, a few words set the mood; the story, in ソウルくん's voice,
+  says who talked about what and how many messages the day had.
 * ``event_driven``: the reason given (「覚えておく理由」) and what the person said.
 * ``interests``: the diary's most frequent terms.
 * ``tagging``: per ``<item id="i">``, its most frequent terms (confidence by rank) and every
@@ -63,7 +63,7 @@ def _first_user_text(request: MessagesRequest) -> str:
 def digest(log: str, persona: str) -> JSON:
     lines = _LINE.findall(log)
     people = list(dict.fromkeys(who for _, who, _ in lines if who != persona))
-    said = "\n".join(text for _, _, text in lines)
+    said = "\n".join(text for _, who, text in lines if who != persona)  # what people talked about
     topics = terms(said, 3) or ["いろいろな話"]
     with_whom = "、".join(f"{p}さん" for p in people[:3]) or "みんな"
     story = (

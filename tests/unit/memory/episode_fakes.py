@@ -10,6 +10,7 @@ from typing import Any
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.context.history import append_message
 from shared_lib.dates.model import JST
+from shared_lib.memory.tags import ScoredTag, TaggingConfig, assign, untagged_fields
 from shared_lib.ports import LLMRequest, LLMResponse
 from tests.unit.brain.brain_fakes import FakeLLM, text_answer
 
@@ -18,6 +19,7 @@ DAY = date(2026, 11, 24)
 NOW = datetime(2026, 11, 25, 0, 30, tzinfo=JST).astimezone(UTC)  # the job runs after midnight JST
 RETENTION = timedelta(days=90)
 MODEL = "summary-model"
+ONE_DAY = timedelta(days=1)
 PEOPLE = {"u-suzuki": "鈴木", "u-tanaka": "田中"}
 
 
@@ -78,8 +80,9 @@ def story(
     return text_answer(json.dumps(body, ensure_ascii=False))
 
 
-def scripted(*answers: Any) -> FakeLLM:
-    return FakeLLM(*answers)
+def scripted(*answers: Any, default: Any = None) -> FakeLLM:
+    """The brain tests' scripted LLM: ``answers`` in order, then ``default`` (else a call fails)."""
+    return FakeLLM(*answers, default=default)
 
 
 def user_text(request: LLMRequest) -> str:
@@ -88,6 +91,33 @@ def user_text(request: LLMRequest) -> str:
 
 def system_text(request: LLMRequest) -> str:
     return "".join(str(b.get("text", "")) for b in request.system)
+
+
+def chunk(
+    store: Any, cid: str, text: str, org: str = ORG, created: datetime | None = None, **extra: Any
+) -> str:
+    """A chunk as SEARCH writes it (``orgs/{org}/memory_chunks/{id}``), never tagged."""
+    path = f"orgs/{org}/memory_chunks/{cid}"
+    store.set(
+        path,
+        {
+            "source_kind": "knowledge",
+            "source_id": cid,
+            "seq": 0,
+            "text": text,
+            "created_at": created or NOW - 30 * ONE_DAY,
+            **untagged_fields(),
+            **extra,
+        },
+    )
+    return path
+
+
+def put(
+    store: Any, item: str, *tags: tuple[str, float], when: datetime = NOW, by: Any = "background_job"
+) -> Any:
+    scored = [ScoredTag(tag=t, confidence=c) for t, c in tags]
+    return assign(store, ORG, item, scored, now=when, tagged_by=by, config=TaggingConfig())
 
 
 __all__ = ["FakeLLM", "text_answer"]
