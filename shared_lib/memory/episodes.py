@@ -58,7 +58,8 @@ class StoryConfig(BaseModel):
 
 
 class Metadata(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # the model writes it: a key of its own is dropped, not a reason to refuse the story
+    model_config = ConfigDict(extra="ignore")
     mood: list[str] = Field(default_factory=list, max_length=10)
     topics: list[str] = Field(default_factory=list, max_length=20)
     characters: list[str] = Field(default_factory=list, max_length=20)

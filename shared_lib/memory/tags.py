@@ -212,6 +212,23 @@ class TagHit:
         }
 
 
+@dataclass(frozen=True)
+class Reader:
+    """Who asks, for a search on their behalf."""
+
+    user_id: str
+    level: int
+
+    def may_read(self, kind: str, doc: Doc) -> bool:
+        """A chunk: not private to someone else (``user_id``) and within the person's level
+        (``min_level``). An episode: a daily digest is the organisation's; an event episode
+        belongs to the people in it (``user_ids``)."""
+        if kind == "chunk":
+            owner = doc.get("user_id")
+            return owner in (None, "", self.user_id) and int(doc.get("min_level") or 0) <= self.level
+        return doc.get("type") != "event_driven" or self.user_id in (doc.get("user_ids") or [])
+
+
 def freshness(last_used_at: datetime | None, now: datetime | None, half_life_days: float) -> float:
     """The search weight of a tag last used at ``last_used_at``: 1 when used now, halving
     every ``half_life_days`` (1 without a clock or a date)."""
@@ -233,9 +250,11 @@ def search_by_tags(
     until: datetime | None = None,
     now: datetime | None = None,
     half_life_days: float = TaggingConfig().half_life_days,
+    reader: Reader | None = None,
 ) -> list[TagHit]:
     """Episodes and chunks carrying ``tags`` (``and``: all of them, ``or``: any) with at least
-    ``min_confidence``, created in ``[since, until)``, best first (§21.4)."""
+    ``min_confidence``, created in ``[since, until)``, best first (§21.4); with ``reader``, only
+    what that person may read (``Reader.may_read``), else everything (an operator's view)."""
     org_store = scoped(store, org_id, read_only=True)
     names = list(dict.fromkeys(canonical(store, org_id, t) for t in tags if _usable(t)))
     weight = {
@@ -267,6 +286,8 @@ def search_by_tags(
         if not matched or (mode == "and" and len(matched) < len(names)):
             continue
         kind: Literal["episode", "chunk"] = "episode" if collection == "episodes" else "chunk"
+        if reader is not None and not reader.may_read(kind, doc):
+            continue
         text = str(doc.get("story_text") if kind == "episode" else doc.get("text") or "")
         score = sum(c * weight[n] for n, c in matched)
         hits.append(TagHit(item_path, kind, text, created, matched, score))

@@ -23,6 +23,7 @@ from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.memory.tagging import job_path, run_tagging
 from shared_lib.memory.tags import (
     NEVER_TAGGED,
+    Reader,
     TaggingConfig,
     freshness,
     search_by_tags,
@@ -219,3 +220,23 @@ def test_tagging_can_be_turned_off():
     chunk(store, "c1", "x")
     assert run_tagging(store, llm, ORG, NOW, MODEL, config=TaggingConfig(enabled=False)).status == "skipped"
     assert llm.requests == [] and store.get(job_path(ORG, "2026-11-25")) is None
+
+
+def test_a_reader_finds_only_what_they_may_read():
+    store = MemoryStore()
+    shared = chunk(store, "shared", "共有", min_level=1, user_id=None)
+    secret = chunk(store, "secret", "役員向け", min_level=5, user_id=None)
+    private = chunk(store, "private", "鈴木さんのメモ", min_level=1, user_id="u-suzuki")
+    digest = episode(store, "d1", "みんなの一日")
+    mine = episode(store, "e1", "鈴木さんのこと")
+    store.set(mine, {"type": "event_driven", "user_ids": ["u-suzuki"]}, merge=True)
+    for item in (shared, secret, private, digest, mine):
+        put(store, item, ("共有", 0.9))
+
+    def found(reader):
+        return {h.path for h in search_by_tags(store, ORG, ["共有"], reader=reader)}
+
+    assert found(None) == {shared, secret, private, digest, mine}
+    assert found(Reader("u-tanaka", 2)) == {shared, digest}
+    assert found(Reader("u-suzuki", 2)) == {shared, private, digest, mine}
+    assert found(Reader("u-boss", 6)) == {shared, secret, digest}
