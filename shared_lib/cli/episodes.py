@@ -107,10 +107,11 @@ def _show(args: argparse.Namespace) -> int:
         print(json_text(shown))
         return EXIT_OK
     for key in ("id", "type", "date", "time", "trigger", "created_at"):
-        print(f"{key:<12} {shown[key] or '-'}")
+        print(f"{key:<15} {shown[key] or '-'}")
     for key, value in (shown["metadata"] or {}).items():
-        print(f"{key:<12} {', '.join(map(str, value)) if isinstance(value, list) else value}")
-    print(f"{'tags':<12} {', '.join(f'{t} ({c})' for t, c in shown['tag_scores'].items()) or '-'}")
+        text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        print(f"{key:<15} {text or '-'}")
+    print(f"{'tag scores':<15} {', '.join(f'{t} ({c})' for t, c in shown['tag_scores'].items()) or '-'}")
     print(f"story\n  {str(shown['story_text']).replace(chr(10), chr(10) + '  ')}")
     return EXIT_OK
 

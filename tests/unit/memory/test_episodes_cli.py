@@ -46,7 +46,12 @@ def test_episodes_list_and_show(db, capsys):
     )
     assert code == 0 and json.loads(out)["episodes"] == []
     code, out = run(capsys, "episodes", "show", eid, "--org", ORG, "--store", path)
-    assert code == 0 and "daily_digest" in out and "見積書 (0.7)" in out and "みんながんばったウル" in out
+    assert (
+        code == 0
+        and "daily_digest" in out
+        and "tag scores      見積書 (0.7)" in out
+        and "みんながんばったウル" in out
+    )
     assert charter(["episodes", "show", eid, "--org", "other-org", "--store", path]) == 1
 
 
