@@ -13,7 +13,7 @@ Every answer is derived from the call's input, never a constant:
   interest the item mentions.
 
 >>> terms("見積書の確認と見積書の送付、それから請求書の確認")[:3]
-['見積書', '確認', '請求書']
+['見積書', '確認', '送付']
 """
 
 from __future__ import annotations
