@@ -1,10 +1,12 @@
 """The scripted model: the fake server's built-in, deterministic answerer for the product demo.
 
-Three kinds of calls reach it (see ``answer``):
+Four kinds of calls reach it (see ``answer``):
 
 * **Classifier** calls of the router (the text framed as ``<input>…</input>``, no tools):
   a verdict as JSON from a few keyword cases (``CLASSIFIER_CASES``), else CHAT.
 
+* **Memory job** calls (the system text starts with ``[[charter-memory:JOB]]``): the daily
+  digest, an event episode, the day's interests, tags; answered by ``memory_jobs``.
 * **Proposal** calls (``submit_proposal`` is forced or offered as a tool): the last user
   message is matched against ``PROPOSAL_RULES``, a small keyword table (first match wins),
   and the chosen builder returns a proposal object, sent back as a ``submit_proposal``
@@ -28,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from infra.fake_llm import judge, steps
+from infra.fake_llm import judge, memory_jobs, steps
 from infra.fake_llm.agent_state import with_state_update
 from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
 
@@ -565,6 +567,8 @@ def answer(request: MessagesRequest) -> Reply:
     """Answer like the product's LLM would: a proposal, another forced tool call, or integration text."""
     if (classified := classifier_input(request)) is not None:
         return Reply(content=[{"type": "text", "text": json.dumps(classify(classified), ensure_ascii=False)}])
+    if (memory := memory_jobs.answer(request)) is not None:  # a background memory job's call
+        return memory
     if (candidates := judge.judge_input(request)) is not None:  # Best-of-N's evaluation call
         return Reply(
             content=[{"type": "text", "text": json.dumps(judge.verdict(candidates), ensure_ascii=False)}]

@@ -9,7 +9,7 @@ What is a person's (found without a collection-group query, so on Firestore's de
   turns (``conversation_key``) of each;
 * ``memories``, ``goals``, ``vaults``, ``receipts``, ``observability``, ``shadow_candidates``,
   ``approval_jobs`` (the jobs they requested) and ``agent_states`` where ``user_id`` (and the
-  vaults of their recorded turns);
+  vaults of their recorded turns); the ``episodes`` they appear in (``user_ids``);
 * the store backend's ``tasks`` they own: created by them or assigned to them (the
   directory's task account), as ``delete_task`` counts ownership.
 
@@ -58,6 +58,7 @@ PURGED = (
     "failures",
     "salaries",
     "approval_jobs",
+    "episodes",
 )
 
 
@@ -105,6 +106,10 @@ def person_documents(store: Store, org: str, user: str) -> dict[str, list[str]]:
         collections.path("vaults", org=org, id=f"{t}{s}") for t in turn_ids for s in ("", "-shadow")
     )
     found["salaries"].update(_where(store, "salaries", org, "user_id", user))
+    episodes = store.query(
+        f"orgs/{org}/episodes", where=[("user_ids", "array_contains", user)], limit=SCAN_LIMIT
+    )
+    found["episodes"].update(f"orgs/{org}/episodes/{doc_id}" for doc_id, _ in episodes)
     found["tasks"].update(_where(store, "tasks", org, "created_by", user))
     person = get_person(store, org, user)
     found["tasks"].update(

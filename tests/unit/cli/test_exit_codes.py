@@ -163,6 +163,27 @@ COMMANDS: dict[str, Row] = {
         no_store=["approvals", "auto", "status", "--org", "demo"],
         ok=["approvals", "auto", "status", "--org", "demo", *S],
     ),
+    "episodes list": Row(
+        no_store=["episodes", "list", "--org", "demo"],
+        bad=["episodes", "list", "--org", "demo", "--day", "yesterday", *S],
+        ok=["episodes", "list", "--org", "demo", "--json", *S],
+    ),
+    "episodes show": Row(
+        no_store=["episodes", "show", "E-1", "--org", "demo"],
+        bad=["episodes", "show", "E-1", "--org", "o/x", *S],
+        finding=["episodes", "show", "E-NONE", "--org", "demo", *S],
+        why="ok: tests/unit/memory/test_episodes_cli.py (the demo writes no episode)",
+    ),
+    "tags list": Row(
+        no_store=["tags", "list", "--org", "demo"],
+        bad=["tags", "list", "--org", "demo", "--store", "{bad}"],
+        ok=["tags", "list", "--org", "demo", "--days", "7", *S],
+    ),
+    "tags search": Row(
+        no_store=["tags", "search", "見積", "--org", "demo"],
+        bad=["tags", "search", "見積", "--org", "demo", "--min-confidence", "2", *S],
+        ok=["tags", "search", "見積", "--org", "demo", "--mode", "and", "--json", *S],
+    ),
     "config show": Row(ok=["config", "show", "--json"], why="the settings need no store"),
     "peers list": Row(
         no_store=["peers", "list"],
