@@ -68,7 +68,9 @@ def call_context(turn: Turn, layer: str = "") -> Iterator[CallContext]:
 
 
 @contextmanager
-def job_context(org_id: str, layer: str, *, conversation_key: str = "", local_only: bool = False) -> Iterator[CallContext]:
+def job_context(
+    org_id: str, layer: str, *, conversation_key: str = "", local_only: bool = False
+) -> Iterator[CallContext]:
     """Bind a background job's work on one organisation (no turn): the LLM call log files its
     calls under ``org_id``, and a local-only conversation stays off the cloud peers."""
     ctx = CallContext(

@@ -29,7 +29,17 @@ from shared_lib.context.builder import ContextBuilder, ContextConfig
 from shared_lib.context.memory_config import load_memory_config
 from shared_lib.errors import ConfigError
 from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider
-from shared_lib.layers import authorizer, brain, context, executor, guardian, memory, observer, responder, shadow
+from shared_lib.layers import (
+    authorizer,
+    brain,
+    context,
+    executor,
+    guardian,
+    memory,
+    observer,
+    responder,
+    shadow,
+)
 from shared_lib.layers.base import Layer, LayerRunner
 from shared_lib.peers.config import PeersConfig, load_peers
 from shared_lib.peers.router import PeerRouter

@@ -62,7 +62,9 @@ class Levels:
 
     level3: str = ""
     level3_count: int = 0  # original messages behind level 3
-    level2: tuple[dict[str, Any], ...] = ()  # oldest first: summary, from_seq, to_seq, count, first_at, last_at
+    level2: tuple[
+        dict[str, Any], ...
+    ] = ()  # oldest first: summary, from_seq, to_seq, count, first_at, last_at
     window_from: str = ""
     version: int = 0
     cuts: tuple[dict[str, Any], ...] = ()
@@ -227,7 +229,10 @@ def cut(levels: Levels, raw: list[tuple[str, dict[str, Any]]], c: Compactor, *, 
     new = levels
     record: dict[str, Any] = {"at": now, "count": len(dropped), "chunks_dropped": 0, "level3_cut": False}
     if dropped:
-        record |= {"from_seq": str(dropped[0][1].get("seq") or ""), "to_seq": str(dropped[-1][1].get("seq") or "")}
+        record |= {
+            "from_seq": str(dropped[0][1].get("seq") or ""),
+            "to_seq": str(dropped[-1][1].get("seq") or ""),
+        }
         new = replace(new, window_from=record["to_seq"])
     chunks = list(new.level2)
     while chunks and usage_of(replace(new, level2=tuple(chunks)), kept, c.budget) >= cfg.light_threshold:

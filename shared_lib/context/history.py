@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared_lib.collections import conversation_id
-from shared_lib.ports import Store
+from shared_lib.ports import Op, Store
 from shared_lib.sanitizer import Sanitizer
 
 MAX_STORED_CHARS = 8000
@@ -88,7 +88,7 @@ def window_messages(
 ) -> list[tuple[str, dict[str, Any]]]:
     """The messages still in the window (``seq`` after the cursor ``after``), the newest ``limit``
     of them when given, oldest first, with their ids."""
-    where = [("seq", ">", after)] if after else []
+    where: list[tuple[str, Op, Any]] = [("seq", ">", after)] if after else []
     docs = store.query(
         history_path(org_id, conversation_key), where=where, order_by="seq", descending=True, limit=limit
     )

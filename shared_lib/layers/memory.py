@@ -49,7 +49,9 @@ def memory_config(rt: Runtime) -> MemoryConfig:
 
 def compactor(rt: Runtime, org_id: str, config: MemoryConfig | None = None) -> Compactor:
     cfg = config or memory_config(rt)
-    voice = Voice.of(rt.persona.core(), load_ext(rt.store, org_id)) if cfg.compaction.use_persona_prompt else None
+    voice = (
+        Voice.of(rt.persona.core(), load_ext(rt.store, org_id)) if cfg.compaction.use_persona_prompt else None
+    )
     return Compactor(
         config=cfg.compaction,
         budget=cfg.history_budget(rt.settings.context_token_budget),
@@ -60,7 +62,12 @@ def compactor(rt: Runtime, org_id: str, config: MemoryConfig | None = None) -> C
 
 
 def compact_conversation(
-    rt: Runtime, org_id: str, conversation_key: str, *, local_only: bool = False, using: Compactor | None = None
+    rt: Runtime,
+    org_id: str,
+    conversation_key: str,
+    *,
+    local_only: bool = False,
+    using: Compactor | None = None,
 ) -> Compaction:
     """Compact one conversation under its organisation's call context (``/local`` honoured)."""
     store = scoped(rt.store, org_id)
@@ -70,7 +77,9 @@ def compact_conversation(
         try:
             result = compact(store, org_id, conversation_key, using or compactor(rt, org_id), now=rt.clock())
         except LLMError as exc:  # a refused or failed summary call: the next turn or sweep tries again
-            log_event("compaction_failed", layer="memory", org_id=org_id, error=f"{type(exc).__name__}: {exc}")
+            log_event(
+                "compaction_failed", layer="memory", org_id=org_id, error=f"{type(exc).__name__}: {exc}"
+            )
             return Compaction("none", 0.0, 0.0, False, "llm_failed")
     if result.level != "none":
         log_event(
@@ -143,7 +152,14 @@ def run_job(rt: Runtime, payload: dict[str, Any]) -> str:
     now = rt.clock()
     rt.store.set(
         path,
-        {"job": name, "org_id": org, "status": "done", "result": result, "at": now, "expires_at": now + JOB_TTL},
+        {
+            "job": name,
+            "org_id": org,
+            "status": "done",
+            "result": result,
+            "at": now,
+            "expires_at": now + JOB_TTL,
+        },
     )
     log_event("memory_job_done", layer="memory", job=name, org_id=org, job_id=job_id)
     return f"job_{name}"
