@@ -134,6 +134,17 @@ class Compaction:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+def pending_level(store: Store, org_id: str, conversation_key: str, c: Compactor) -> Level:
+    """The level the conversation's usage asks for now (two reads: the document and the window),
+    so a caller pays for the persona and the session only when there is work."""
+    doc = store.get(conversation_path(org_id, conversation_key))
+    if doc is None or not c.config.enabled:
+        return "none"
+    levels = Levels.of(doc)
+    raw = window_messages(store, org_id, conversation_key, after=levels.window_from)
+    return decide(usage_of(levels, [d for _, d in raw], c.budget), c.config)
+
+
 def compact(store: Store, org_id: str, conversation_key: str, c: Compactor, *, now: datetime) -> Compaction:
     """Compact one conversation if its usage asks for it (idempotent: a second run finds it done)."""
     if not c.config.enabled:

@@ -104,7 +104,6 @@ def summarise(llm: LLM, *, model: str, system: str, text: str, max_tokens: int, 
             max_tokens=max_tokens,
             system=[{"type": "text", "text": system}],
             messages=[{"role": "user", "content": text}],
-            temperature=0.0,
         )
     )
     flat = " ".join(Sanitizer.default().mask_stored(answer.text()).split())

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared_lib import collections
 from shared_lib.callctx import job_context
-from shared_lib.context.compaction import Compaction, Compactor, compact
+from shared_lib.context.compaction import Compaction, Compactor, compact, pending_level
 from shared_lib.context.memory_config import MemoryConfig, load_memory_config
 from shared_lib.context.summary_prompt import Voice
 from shared_lib.envelope import Turn
@@ -69,8 +69,13 @@ def compact_conversation(
     local_only: bool = False,
     using: Compactor | None = None,
 ) -> Compaction:
-    """Compact one conversation under its organisation's call context (``/local`` honoured)."""
+    """Compact one conversation under its organisation's call context (``/local`` honoured).
+    Below the threshold it costs two reads; the voice and the session are read only for work."""
     store = scoped(rt.store, org_id)
+    cfg = memory_config(rt)
+    check = using or Compactor(cfg.compaction, cfg.history_budget(rt.settings.context_token_budget), None, "")
+    if pending_level(store, org_id, conversation_key, check) == "none":
+        return Compaction("none", 0.0, 0.0, False, "below_threshold")
     session = load_session(store, org_id, conversation_key, rt.clock())
     local = local_only or bool(session.get("local_only"))
     with job_context(org_id, "memory", conversation_key=conversation_key, local_only=local):

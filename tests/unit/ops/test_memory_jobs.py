@@ -72,3 +72,21 @@ def test_an_unknown_memory_job_is_not_found_and_publishes_nothing():
     rt = make_runtime(clock=lambda: NOW)
     assert client(rt).post("/tasks/memory/nope").status_code == 404
     assert [t for t, *_ in rt.bus.published if t == "memory"] == []
+
+
+def test_a_local_only_conversation_is_never_summarised_by_a_cloud_peer():
+    # GIVEN a conversation over the threshold whose session is set to /local, and a cloud LLM
+    from shared_lib.collections import session_path
+    from shared_lib.layers.memory import compact_conversation
+
+    llm = SummaryLLM()
+    rt = make_runtime(llm=llm, clock=lambda: NOW)
+    grown(rt, "acme", "acme/r1/u1")
+    rt.store.set(
+        session_path("acme", "acme/r1/u1"), {"local_only": True, "expires_at": NOW + timedelta(hours=1)}
+    )
+    # WHEN the memory target compacts it
+    result = compact_conversation(rt, "acme", "acme/r1/u1")
+    # THEN the local-only guard refuses the summary call: nothing is sent, nothing written
+    assert result.reason == "llm_failed" and llm.requests == []
+    assert "summary" not in rt.store.get(conversation_path("acme", "acme/r1/u1"))
