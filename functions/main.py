@@ -11,6 +11,7 @@ from functions.context import context
 from functions.executor import executor
 from functions.guardian import guardian
 from functions.ingress import ingress
+from functions.memory import memory
 from functions.observer import observer
 from functions.responder import responder
 from shared_lib.composition import check_startup
@@ -26,6 +27,7 @@ __all__ = [
     "executor",
     "guardian",
     "ingress",
+    "memory",
     "observer",
     "responder",
 ]

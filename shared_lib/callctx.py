@@ -67,6 +67,29 @@ def call_context(turn: Turn, layer: str = "") -> Iterator[CallContext]:
         _current.reset(token)
 
 
+@contextmanager
+def job_context(
+    org_id: str, layer: str, *, conversation_key: str = "", local_only: bool = False
+) -> Iterator[CallContext]:
+    """Bind a background job's work on one organisation (no turn): the LLM call log files its
+    calls under ``org_id``, and a local-only conversation stays off the cloud peers."""
+    ctx = CallContext(
+        org_id=org_id,
+        turn_id="",
+        step=0,
+        layer=layer,
+        shadow=False,
+        conversation_key=conversation_key,
+        traceparent="",
+        local_only=local_only,
+    )
+    token = _current.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _current.reset(token)
+
+
 # The monotonic instant the current turn's budget runs out (``None``: no budget bound).
 _budget_until: ContextVar[float | None] = ContextVar("charter_turn_budget", default=None)
 

@@ -26,9 +26,20 @@ from shared_lib.brain.vault import vault_cipher
 from shared_lib.channels.base import IngressConfig
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.context.builder import ContextBuilder, ContextConfig
+from shared_lib.context.memory_config import load_memory_config
 from shared_lib.errors import ConfigError
 from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider
-from shared_lib.layers import authorizer, brain, context, executor, guardian, observer, responder, shadow
+from shared_lib.layers import (
+    authorizer,
+    brain,
+    context,
+    executor,
+    guardian,
+    memory,
+    observer,
+    responder,
+    shadow,
+)
 from shared_lib.layers.base import Layer, LayerRunner
 from shared_lib.peers.config import PeersConfig, load_peers
 from shared_lib.peers.router import PeerRouter
@@ -57,6 +68,7 @@ LAYERS: dict[str, Layer] = {
     "executor": executor.LAYER,
     "responder": responder.LAYER,
     "observer": observer.LAYER,
+    "memory": memory.LAYER,
 }
 
 
@@ -119,6 +131,7 @@ def check_startup(environ: Mapping[str, str] | None = None) -> Settings:
     vault_cipher(settings.env, settings.secret("vault_key"))
     ContextConfig.from_settings(settings)
     load_peers(settings.peers)
+    load_memory_config(settings.memory_file)
     tracing.TraceConfig.of(settings)
     apply_process_settings(settings)
     verify_persona(load_persona(), settings.persona_core_sha256)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from infra.fake_llm import judge, memory_jobs, steps
+from infra.fake_llm import judge, memory_jobs, steps, summary
 from infra.fake_llm.agent_state import with_state_update
 from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
 
@@ -569,6 +569,10 @@ def answer(request: MessagesRequest) -> Reply:
         return Reply(content=[{"type": "text", "text": json.dumps(classify(classified), ensure_ascii=False)}])
     if (memory := memory_jobs.answer(request)) is not None:  # a background memory job's call
         return memory
+    if (to_summarise := summary.summary_input(request)) is not None:  # compaction's summary call
+        return Reply(
+            content=[{"type": "text", "text": summary.summarise(request.system_text(), to_summarise)}]
+        )
     if (candidates := judge.judge_input(request)) is not None:  # Best-of-N's evaluation call
         return Reply(
             content=[{"type": "text", "text": json.dumps(judge.verdict(candidates), ensure_ascii=False)}]

@@ -15,6 +15,7 @@ files (``static/``); nothing is fetched from elsewhere.
 ``POST /tasks/heartbeat``              liveness, pending alert delivery, threshold check
 ``POST /tasks/cost-check``             daily cost against the budget (kill switch over the hard limit)
 ``POST /tasks/maintenance``            threshold check and yesterday's constitution audit
+``POST /tasks/memory/<job>``           one background memory job per organisation (``layers.memory.JOBS``)
 ``GET /healthz``                       liveness of the admin service itself
 =====================================  ========================================================
 """
@@ -30,8 +31,10 @@ from typing import TYPE_CHECKING, Any
 from flask import Flask, Response, redirect, request, send_from_directory
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from shared_lib.admin.api import build_api, json_response
+from shared_lib.admin import memory_tasks
+from shared_lib.admin.api import build_api, error, json_response
 from shared_lib.admin.auth import TokenPolicy
+from shared_lib.layers import memory
 from shared_lib.logs import log_event
 from shared_lib.ops import audit, monitoring, queries
 from shared_lib.telemetry import alerts
@@ -115,6 +118,12 @@ def create_app(rt: Runtime, *, policy: TokenPolicy | None = None) -> Flask:
             }
 
         return _task("maintenance", run)
+
+    @app.post("/tasks/memory/<job>")
+    def memory_job(job: str) -> Response:
+        if job not in memory.JOBS:
+            return error("unknown_job", f"no memory job {job!r}", 404)
+        return _task(f"memory/{job}", lambda: memory_tasks.publish_jobs(rt, job))
 
     return app
 

@@ -4,7 +4,11 @@ Messages live at ``orgs/{org}/conversations/{id}/messages/{turn}-{step}-{in|out}
 id derives from the turn, so appending twice writes one message); the conversation
 document ``orgs/{org}/conversations/{id}`` names whose conversation it is (``user_id``,
 ``room_id``, ``conversation_key``: how ``charter data purge`` finds a person's history)
-and may carry a ``summary``. The conversation id hashes the conversation key, which itself
+and carries its compaction (seed 001 §19, ``context.compaction``): ``summary`` (what the context
+shows: the level-3 key points, then the level-2 chunks, one per line), the levels themselves
+(``summary_levels``), the cursor ``window_from`` (the ``seq`` of the last message that left the
+window: the context reads only messages after it; the messages themselves stay stored, for
+their retention) and ``compaction_version``. The conversation id hashes the conversation key, which itself
 names the organisation, and every path is under ``orgs/{org}/``: two organisations never
 share a history.
 
@@ -20,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared_lib.collections import conversation_id
-from shared_lib.ports import Store
+from shared_lib.ports import Op, Store
 from shared_lib.sanitizer import Sanitizer
 
 MAX_STORED_CHARS = 8000
@@ -56,7 +60,14 @@ def append_message(
     expiry = {"expires_at": expires_at} if expires_at is not None else {}
     store.set(
         conversation_path(org_id, conversation_key),
-        {"user_id": user_id, "room_id": room_id, "conversation_key": conversation_key, "at": at, **expiry},
+        {
+            "org_id": org_id,
+            "user_id": user_id,
+            "room_id": room_id,
+            "conversation_key": conversation_key,
+            "at": at,
+            **expiry,
+        },
         merge=True,
     )
     store.set(
@@ -72,10 +83,31 @@ def append_message(
     )
 
 
-def recent_messages(store: Store, org_id: str, conversation_key: str, limit: int) -> list[dict[str, Any]]:
-    """The last ``limit`` messages, oldest first."""
-    docs = store.query(history_path(org_id, conversation_key), order_by="seq", descending=True, limit=limit)
-    return [d for _, d in docs][::-1]
+def window_messages(
+    store: Store, org_id: str, conversation_key: str, *, after: str = "", limit: int | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """The messages still in the window (``seq`` after the cursor ``after``), the newest ``limit``
+    of them when given, oldest first, with their ids."""
+    where: list[tuple[str, Op, Any]] = [("seq", ">", after)] if after else []
+    docs = store.query(
+        history_path(org_id, conversation_key), where=where, order_by="seq", descending=True, limit=limit
+    )
+    return docs[::-1]
+
+
+def recent_messages(
+    store: Store, org_id: str, conversation_key: str, limit: int, *, after: str | None = None
+) -> list[dict[str, Any]]:
+    """The last ``limit`` messages in the window (after the conversation's cursor), oldest first;
+    ``after`` given: that cursor, without reading the conversation document."""
+    if after is None:
+        after = window_cursor(store.get(conversation_path(org_id, conversation_key)) or {})
+    return [d for _, d in window_messages(store, org_id, conversation_key, after=after, limit=limit)]
+
+
+def window_cursor(conversation: dict[str, Any]) -> str:
+    """The ``seq`` of the last message that left the window (``""``: none has)."""
+    return str(conversation.get("window_from") or "")
 
 
 def conversation_summary(store: Store, org_id: str, conversation_key: str) -> str:

@@ -134,7 +134,8 @@ def build_sections(
         Section(
             "summary",
             _title("会話の要約", truths.get("summary")),
-            [_clip(v["summary"], 800)] if v.get("summary") else [],
+            # one line per level: the level-3 key points first, then each level-2 chunk
+            [_clip(line, 400) for line in str(v.get("summary") or "").splitlines() if line.strip()],
         ),
         Section(
             "preferences",

@@ -43,7 +43,7 @@ RetentionDays = Annotated[int, Field(ge=1, le=3650)]
 Env = Literal["demo", "local", "test", "dev", "stg", "prod"]
 CLOUD_ENVS: frozenset[str] = frozenset({"dev", "stg", "prod"})
 LOCAL_ENVS: frozenset[str] = frozenset({"demo", "local", "test"})
-LLM_TARGETS = ("brain", "brain_shadow", "responder")
+LLM_TARGETS = ("brain", "brain_shadow", "responder", "memory")
 VAULT_TARGETS = ("brain", "brain_shadow", "executor")
 ALERT_TARGETS = ("observer", "admin")
 

@@ -61,7 +61,8 @@ WARM_IN_PROD = ("ingress", "brain", "responder")
 SEED_DAILY_BUDGET_USD = 33
 
 # The design's output topics per target (DESIGN.md §3; issue #8). Every layer of the turn also
-# publishes events; the observer consumes events and publishes nothing; admin only emits events.
+# publishes events; the observer consumes events and publishes nothing; admin emits events and
+# the background memory jobs (POST /tasks/memory/<job>); the memory target only emits events.
 EXPECTED_PUBLISHES: dict[str, set[str]] = {
     "ingress": {"received", "events"},
     "context": {"contextualized", "events"},
@@ -72,7 +73,8 @@ EXPECTED_PUBLISHES: dict[str, set[str]] = {
     "executor": {"executed", "events"},
     "responder": {"completed", "contextualized", "events"},
     "observer": set(),
-    "admin": {"events"},
+    "memory": {"events"},
+    "admin": {"events", "memory"},
 }
 
 # Env var => secret id each target mounts (issue #8; "One composition root, one settings model").

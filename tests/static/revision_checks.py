@@ -3,8 +3,8 @@
 Same shape as ``charter_static_checks``: ``check_xxx(root) -> list[str]`` over the tree rooted at
 ``root``; the tests run each on the real tree and on broken copies.
 
-* ``check_smoke_twins``: every subscription a turn passes (every topic but ``deadletter``) has a
-  smoke twin in ``modules/pubsub`` (``local.smoke_subscriptions`` as ``terraform console``
+* ``check_smoke_twins``: every subscription a turn passes (every topic but ``deadletter`` and
+  ``memory``: no turn travels them) has a smoke twin in ``modules/pubsub`` (``local.smoke_subscriptions`` as ``terraform console``
   computes it): same target, ordering and dead letters, on the twin topic ``smoke.<topic>``.
 * ``check_smoke_endpoints``: the twins push to ``var.candidate_urls[target]``, which
   ``modules/charter`` wires to run_services' ``candidate_tag_urls``, which is
@@ -78,13 +78,18 @@ def _smoke(root: Path) -> dict[str, Any]:
     return smoke
 
 
+# Topics no turn travels: dead letters (one topic for every turn) and the background memory jobs
+# (the memory target's candidate is smoke-tested by the twin of its subscription on completed).
+NO_TURNS = frozenset({"deadletter", "memory"})
+
+
 def check_smoke_twins(root: Path) -> list[str]:
     """Every subscription a turn passes has its smoke twin in modules/pubsub."""
     topology = load_topology(root)
     smoke = _smoke(root)
     violations = [
         f"topic {key!r} carries turns but has no smoke twin in topology.json"
-        for key in sorted(set(topology["topics"]) - set(smoke["topics"]) - {"deadletter"})
+        for key in sorted(set(topology["topics"]) - set(smoke["topics"]) - NO_TURNS)
     ]
     try:
         twins = evaluate(root, PUBSUB, "smoke_subscriptions")
@@ -92,7 +97,7 @@ def check_smoke_twins(root: Path) -> list[str]:
     except RuntimeError as exc:
         return [*violations, str(exc)]
     for name, sub in topology["subscriptions"].items():
-        if sub["topic"] == "deadletter":
+        if sub["topic"] in NO_TURNS:
             continue
         twin = twins.get(smoke["subscription_prefix"] + name)
         if twin is None:

@@ -124,7 +124,7 @@ def test_timeouts_nest_inside_the_ack_deadline(repo_root: Path, env: str) -> Non
     for target in push:
         assert sizing[target]["timeout_seconds"] < ack, target
     llm_targets = {t for t, s in found["service_secrets"].items() if "ANTHROPIC_API_KEY" in s}
-    assert llm_targets == {"brain", "brain_shadow", "responder"}
+    assert llm_targets == {"brain", "brain_shadow", "responder", "memory"}
     for target in llm_targets:
         budget = resolve_number(found["service_env"][target]["CHARTER_LLM_RETRY_BUDGET"], found, sizing)
         assert budget is not None and 0 < budget < sizing[target]["timeout_seconds"] < ack, target

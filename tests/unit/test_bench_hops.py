@@ -59,6 +59,11 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # transaction (begin, the roll-up's read, commit: two more a served turn, and a shadow
     # candidate's create became the same), so no dashboard refresh reads the records;
     # 57.0 with the organisation's learned persona (seed 001 §16): one read with the context
-    # sources (its write only on a turn that taught something)
+    # sources (its write only on a turn that taught something);
+    # 63 with compaction (seed 001 §19): the context reads the conversation's window cursor (one
+    # get), and the background memory target checks each completed turn's conversation (the
+    # document and its window: two reads) and, on the three turns of the mix that take the
+    # demo room past 70 %, compacts it (the session, the persona extension, the re-read and its
+    # transaction) — off the reply's path, after the reply is sent
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 57, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 63, report["per_turn"]

@@ -88,13 +88,15 @@ resource "google_firestore_index" "memory_chunks_vector" {
 
 # Single-field indexes in collection-group scope, for the all-organisations reads of the
 # dashboard: the roll-ups of a range of days (daily_stats.day) and the newest shadow
-# comparisons of a window (shadow_comparisons.at) and the newest Best-of-N runs (evaluations.at).
+# comparisons of a window (shadow_comparisons.at), the newest Best-of-N runs (evaluations.at)
+# and the recently active conversations of every organisation (conversations.at).
 # Collection scope has them by default.
 resource "google_firestore_field" "group_range" {
   for_each = {
     daily_stats        = { field = "day" }
     shadow_comparisons = { field = "at" }
     evaluations        = { field = "at" }
+    conversations      = { field = "at" } # the organisations with recent conversations (POST /tasks/memory/<job>)
   }
 
   project    = var.project_id

@@ -10,7 +10,8 @@ locals {
   # tests/static asserts it against topology.json and against the design of DESIGN.md §3:
   #   ingress -> received; context -> contextualized; brain -> proposed; guardian -> guarded;
   #   authorizer -> authorized; executor -> executed; responder -> completed, and contextualized
-  #   for the multi-step loop; brain_shadow -> shadow; every layer also -> events.
+  #   for the multi-step loop; brain_shadow -> shadow; every layer also -> events. memory (the
+  #   background memory target) -> events; admin -> memory (POST /tasks/memory/<job>: the jobs).
   # The observer consumes events and publishes nothing (a grant would allow a feedback loop).
   # Nobody publishes to deadletter: only the Pub/Sub service agent does (modules/pubsub).
   publishes = {
@@ -23,7 +24,8 @@ locals {
     executor     = ["executed", "events"]
     responder    = ["completed", "contextualized", "events"]
     observer     = []
-    admin        = ["events"]
+    memory       = ["events"]
+    admin        = ["events", "memory"]
   }
 
   # A smoke turn (topology.json "smoke") travels the twins of the topics: each target may also
@@ -112,7 +114,7 @@ resource "google_secret_manager_secret_iam_member" "accessor" {
 # embeddings (memory search, CHARTER_EMBEDDER) are called with the service's own identity.
 # tests/static/test_terraform_policy.py holds this list to the settings' LLM and embedding targets.
 locals {
-  vertex_targets = ["brain", "brain_shadow", "responder", "context", "executor", "admin"]
+  vertex_targets = ["brain", "brain_shadow", "responder", "memory", "context", "executor", "admin"]
 }
 
 resource "google_project_iam_member" "vertex_user" {

@@ -61,6 +61,7 @@ locals {
     brain_shadow = { memory = "1Gi", concurrency = 20, max_instances = 5 }
     responder    = { concurrency = 20 } # waits on the LLM and the channel APIs
     observer     = { concurrency = 80 }
+    memory       = { concurrency = 10, max_instances = 3 }      # background summaries: waits on the LLM, never on a reply's path
     admin        = { max_instances = 2, timeout_seconds = 300 } # HTTP, not pushed: maintenance runs longer
   }
 
@@ -158,6 +159,12 @@ locals {
     observer = {
       THREADS = tostring(local.sizing.observer.concurrency)
     }
+    memory = {
+      THREADS                     = tostring(local.sizing.memory.concurrency)
+      CHARTER_LLM_RETRY_BUDGET    = tostring(local.llm_retry_budget_seconds)
+      CHARTER_PEERS               = local.peers_json
+      CHARTER_PEER_HEALTH_SECONDS = "30"
+    }
     admin = {
       THREADS          = tostring(local.sizing.admin.concurrency)
       CHARTER_EMBEDDER = "vertex"
@@ -205,6 +212,10 @@ locals {
     # observer and admin deliver alerts, to a ChatWork room among others (CHARTER_ALERT_ROOM)
     observer = {
       CHATWORK_API_TOKEN = "chatwork-api-token"
+    }
+    # memory summarises conversations (seed 001 §19) with the fast model
+    memory = {
+      ANTHROPIC_API_KEY = "anthropic-api-key"
     }
     admin = {
       CHARTER_ADMIN_TOKEN = "admin-operator-token"

@@ -15,6 +15,14 @@ locals {
       path             = "/tasks/cost-check"
       attempt_deadline = "300s"
     }
+    # one job message per organisation on the memory topic; the memory target compacts the recently
+    # active conversations a missed turn event left over the threshold (seed 001 §19)
+    memory-compact = {
+      description      = "Memory: compaction sweep of recently active conversations, one job per organisation."
+      schedule         = "17 * * * *"
+      path             = "/tasks/memory/compact"
+      attempt_deadline = "120s"
+    }
     maintenance = {
       description      = "Nightly maintenance: expired pending actions, stale sessions, shadow report snapshot."
       schedule         = "30 3 * * *"

@@ -94,6 +94,7 @@ def test_given_a_message_with_personal_data_then_the_history_keeps_it_masked_unt
     assert message["text"] == "連絡は [EMAIL] まで" and message["expires_at"] == expires
     conversation = memory_store.get(conversation_path(ORG, "acme/r/u"))
     assert conversation == {
+        "org_id": ORG,  # how the memory jobs find the organisations with recent conversations
         "user_id": "u",
         "room_id": "r",
         "conversation_key": "acme/r/u",

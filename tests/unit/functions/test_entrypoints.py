@@ -27,6 +27,7 @@ from shared_lib import idempotency, push
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.composition import LAYERS
 from shared_lib.envelope import Turn
+from shared_lib.layers.memory import job_message
 from shared_lib.runtime import Runtime
 from shared_lib.tools.directory import seed_directory
 from shared_lib.topology import TOPOLOGY
@@ -36,7 +37,7 @@ SECRET = "entrypoint-test-secret"
 TEXT = "田中さんに明日までに見積書のタスクをお願い"
 # the served chain, then the targets fed by a topic of that chain
 CHAIN = ["context", "brain", "guardian", "authorizer", "executor", "responder"]
-BRANCHES = {"brain_shadow": "context", "observer": "responder"}
+BRANCHES = {"brain_shadow": "context", "observer": "responder", "memory": "responder"}
 CLOUDEVENT_TARGETS = [n for n, t in TOPOLOGY.targets.items() if t.kind == "cloudevent"]
 Message = tuple[str, bytes, dict[str, str], str]
 
@@ -221,6 +222,12 @@ def test_each_cloudevent_target_answers_a_pubsub_push_with_2xx_and_does_its_work
     if target == "observer":
         turn = Turn.from_message(delivery[1], delivery[2], runtime().store)
         assert runtime().store.get(f"orgs/{turn.org_id}/observability/{turn.turn_id}") is not None
+    elif target == "memory":  # a short conversation needs no compaction; a job message runs once
+        turn = Turn.from_message(delivery[1], delivery[2], runtime().store)
+        data, attributes = job_message("compact", turn.org_id, "compact-1")
+        assert 200 <= post_binary(target, push_body(("memory", data, attributes, ""))).status_code < 300
+        done = runtime().store.get(f"orgs/{turn.org_id}/memory_jobs/compact-1") or {}
+        assert done.get("status") == "done" and done["result"]["conversations"] == 1
     else:
         assert (claim(delivery, target) or {}).get("status") == "completed"
     if target in CHAIN[:-1]:

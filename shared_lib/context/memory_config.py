@@ -1,0 +1,90 @@
+"""The memory's configuration file (``config/memory.json``; ``CHARTER_MEMORY_CONFIG`` replaces it).
+
+``compaction`` holds the thresholds of seed 001 §19 (light 0.70, aggressive 0.85, emergency
+0.95), the raw messages always kept (``min_raw_messages``), the history's token budget and
+whether the summary prompt speaks as the persona (§19.6). ``jobs`` holds the parameters of the
+background ``memory`` target's jobs by name; every part of the memory adds its own there.
+Every mistake is one ``ConfigError`` line naming the file and the field.
+
+>>> cfg = load_memory_config()
+>>> cfg.compaction.light_threshold, cfg.compaction.min_raw_messages, cfg.history_budget(2000)
+(0.7, 10, 1000)
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from shared_lib.errors import ConfigError
+
+MEMORY_FILE = Path(__file__).resolve().parent.parent / "config" / "memory.json"
+
+
+class CompactionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    enabled: bool = True
+    light_threshold: float = Field(default=0.70, gt=0, lt=1)
+    aggressive_threshold: float = Field(default=0.85, gt=0, lt=1)
+    emergency_threshold: float = Field(default=0.95, gt=0, le=1)
+    min_raw_messages: int = Field(default=10, ge=1, le=200)
+    history_token_budget: int | None = Field(default=None, ge=100)  # None: a share of the context's
+    history_budget_share: float = Field(default=0.5, gt=0, le=1)
+    use_persona_prompt: bool = True
+    summary_max_tokens: int = Field(default=400, ge=32, le=4000)
+    level2_max_chars: int = Field(default=400, ge=40)
+    level3_max_chars: int = Field(default=600, ge=40)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> CompactionConfig:
+        if not self.light_threshold < self.aggressive_threshold < self.emergency_threshold:
+            raise ValueError("thresholds must rise: light < aggressive < emergency")
+        return self
+
+
+class MemoryConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    schema_version: int = 1
+    description: str = ""
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    jobs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    def history_budget(self, context_token_budget: int) -> int:
+        """The conversation history's share of the context, in estimated tokens."""
+        c = self.compaction
+        return c.history_token_budget or max(int(context_token_budget * c.history_budget_share), 100)
+
+    def job(self, name: str) -> dict[str, Any]:
+        return dict(self.jobs.get(name) or {})
+
+    @classmethod
+    def parse(cls, text: str, source: str) -> MemoryConfig:
+        try:
+            data: Any = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{source}: not JSON ({exc.msg}, line {exc.lineno})") from exc
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(f"{source}: {where + ': ' if where else ''}{first['msg']}") from exc
+
+
+def load_memory_config(path: Path | None = None) -> MemoryConfig:
+    """``CHARTER_MEMORY_CONFIG``'s file (``settings.memory_file``), or the packaged default."""
+    return _load(str(path or MEMORY_FILE))
+
+
+@lru_cache(maxsize=8)
+def _load(path: str) -> MemoryConfig:
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"CHARTER_MEMORY_CONFIG: cannot read {file} ({exc.strerror or exc})") from exc
+    return MemoryConfig.parse(text, str(file))

@@ -1,0 +1,180 @@
+"""The background memory layer (seed 001 §17–22): work on memory that no reply waits for.
+
+It subscribes to ``turns.completed`` (a turn was answered: its conversation may need
+compaction, ``context.compaction``) and to ``memory.jobs`` (job messages). It is off the reply's
+critical path by construction: the responder has already sent the reply when the completed
+turn arrives here, and nothing downstream waits for this target.
+
+Job messages are JSON ``{"job": name, "org_id": org, "job_id": id, ...}`` with the attribute
+``kind=memory_job``; ``JOBS`` maps a name to its handler (``POST /tasks/memory/<job>`` on the
+admin service publishes one message per organisation). A job runs once per ``job_id``: its
+``memory_jobs`` document says it is done, and a redelivery answers ``duplicate``. Handlers are
+idempotent themselves (a compaction finds the conversation already compacted), so a crash
+between the work and the record only repeats work that changes nothing.
+
+Every LLM call is bound to the organisation (``callctx.job_context``); a conversation set to
+``/local`` keeps its summaries off the cloud peers (the local-only guard refuses them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from shared_lib import collections
+from shared_lib.callctx import job_context
+from shared_lib.context.compaction import Compaction, Compactor, compact, pending_level
+from shared_lib.context.memory_config import MemoryConfig, load_memory_config
+from shared_lib.context.summary_prompt import Voice
+from shared_lib.envelope import Turn
+from shared_lib.errors import LLMError
+from shared_lib.layers.base import Layer
+from shared_lib.logs import log_event
+from shared_lib.state.persona_store import load_ext
+from shared_lib.state.session import load_session
+from shared_lib.tools.scoped import scoped
+
+if TYPE_CHECKING:
+    from shared_lib.runtime import Runtime
+
+JOB_KIND = "memory_job"
+JOB_TTL = timedelta(days=7)
+
+
+def memory_config(rt: Runtime) -> MemoryConfig:
+    return load_memory_config(rt.settings.memory_file)
+
+
+def compactor(rt: Runtime, org_id: str, config: MemoryConfig | None = None) -> Compactor:
+    cfg = config or memory_config(rt)
+    voice = (
+        Voice.of(rt.persona.core(), load_ext(rt.store, org_id)) if cfg.compaction.use_persona_prompt else None
+    )
+    return Compactor(
+        config=cfg.compaction,
+        budget=cfg.history_budget(rt.settings.context_token_budget),
+        llm=rt.llm,
+        model=rt.settings.fast_model,
+        voice=voice,
+    )
+
+
+def compact_conversation(
+    rt: Runtime,
+    org_id: str,
+    conversation_key: str,
+    *,
+    local_only: bool = False,
+    using: Compactor | None = None,
+) -> Compaction:
+    """Compact one conversation under its organisation's call context (``/local`` honoured).
+    Below the threshold it costs two reads; the voice and the session are read only for work."""
+    store = scoped(rt.store, org_id)
+    cfg = memory_config(rt)
+    check = using or Compactor(cfg.compaction, cfg.history_budget(rt.settings.context_token_budget), None, "")
+    if pending_level(store, org_id, conversation_key, check) == "none":
+        return Compaction("none", 0.0, 0.0, False, "below_threshold")
+    session = load_session(store, org_id, conversation_key, rt.clock())
+    local = local_only or bool(session.get("local_only"))
+    with job_context(org_id, "memory", conversation_key=conversation_key, local_only=local):
+        try:
+            result = compact(store, org_id, conversation_key, using or compactor(rt, org_id), now=rt.clock())
+        except LLMError as exc:  # a refused or failed summary call: the next turn or sweep tries again
+            log_event(
+                "compaction_failed", layer="memory", org_id=org_id, error=f"{type(exc).__name__}: {exc}"
+            )
+            return Compaction("none", 0.0, 0.0, False, "llm_failed")
+    if result.level != "none":
+        log_event(
+            "compaction",
+            layer="memory",
+            org_id=org_id,
+            level=result.level,
+            reason_code=result.reason,
+            usage=round(result.usage, 3),
+            after=round(result.after, 3),
+            calls=result.calls,
+        )
+    return result
+
+
+def on_turn(rt: Runtime, turn: Turn) -> str:
+    """A completed turn: compact its conversation if the usage asks for it."""
+    if turn.shadow:
+        return "skipped"
+    result = compact_conversation(rt, turn.org_id, turn.conversation_key, local_only=turn.route.local_only)
+    return f"compaction_{result.reason}"
+
+
+def sweep_compact(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:
+    """The ``compact`` job: the organisation's recently active conversations, each compacted if it
+    needs it (a turn event that never arrived here leaves work this finds)."""
+    org = str(job["org_id"])
+    cfg = memory_config(rt)
+    params = cfg.job("compact")
+    since = rt.clock() - timedelta(hours=float(params.get("active_hours", 24)))
+    docs = scoped(rt.store, org, read_only=True).query(
+        collections.collection_path("conversations", org=org),
+        where=[("at", ">=", since)],
+        limit=int(params.get("max_conversations", 200)),
+    )
+    using = compactor(rt, org, cfg)
+    reasons: dict[str, int] = {}
+    for _, doc in docs:
+        key = str(doc.get("conversation_key") or "")
+        if key:
+            reason = compact_conversation(rt, org, key, using=using).reason
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return {"conversations": len(docs), "reasons": reasons}
+
+
+JobHandler = Callable[["Runtime", dict[str, Any]], dict[str, Any]]
+# job name -> handler; the other memory parts register theirs here (digest, tagging, ...)
+JOBS: dict[str, JobHandler] = {"compact": sweep_compact}
+
+
+def job_message(job: str, org_id: str, job_id: str) -> tuple[bytes, dict[str, str]]:
+    """The bus message of one job (what the admin task publishes to ``memory.jobs``)."""
+    data = json.dumps({"job": job, "org_id": org_id, "job_id": job_id}, ensure_ascii=False).encode()
+    return data, {"kind": JOB_KIND, "job": job, "org_id": org_id, "job_id": job_id}
+
+
+def run_job(rt: Runtime, payload: dict[str, Any]) -> str:
+    """Run one job message once per ``job_id``; an unknown job is logged and dropped (no retry)."""
+    name, org, job_id = str(payload.get("job")), str(payload.get("org_id")), str(payload.get("job_id"))
+    handler = JOBS.get(name)
+    if handler is None or not org or not job_id:
+        log_event("memory_job_unknown", layer="memory", severity="WARNING", job=name, org_id=org)
+        return "unknown_job"
+    path = collections.path("memory_jobs", org=org, id=job_id)
+    done = rt.store.get(path)
+    if done is not None and done.get("status") == "done":
+        log_event("duplicate_delivery", layer="memory", job=name, org_id=org, job_id=job_id)
+        return "duplicate"
+    result = handler(rt, payload)
+    now = rt.clock()
+    rt.store.set(
+        path,
+        {
+            "job": name,
+            "org_id": org,
+            "status": "done",
+            "result": result,
+            "at": now,
+            "expires_at": now + JOB_TTL,
+        },
+    )
+    log_event("memory_job_done", layer="memory", job=name, org_id=org, job_id=job_id)
+    return f"job_{name}"
+
+
+def handle(rt: Runtime, data: bytes, attributes: dict[str, str]) -> str:
+    """Dispatch on the message itself: a job, or a completed turn."""
+    if attributes.get("kind") == JOB_KIND:
+        return run_job(rt, json.loads(data))
+    return on_turn(rt, Turn.from_message(data, attributes, rt.store))
+
+
+LAYER = Layer("memory", None, receive=handle)
