@@ -21,6 +21,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from shared_lib.errors import ConfigError
+from shared_lib.memory.episodes import StoryConfig
+from shared_lib.memory.tags import TaggingConfig
 
 MEMORY_FILE = Path(__file__).resolve().parent.parent / "config" / "memory.json"
 
@@ -51,6 +53,8 @@ class MemoryConfig(BaseModel):
     schema_version: int = 1
     description: str = ""
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    story: StoryConfig = Field(default_factory=StoryConfig)  # seed 001 §22.7 (episodes)
+    tagging: TaggingConfig = Field(default_factory=TaggingConfig)  # seed 001 §21.6
     jobs: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def history_budget(self, context_token_budget: int) -> int:

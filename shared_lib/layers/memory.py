@@ -30,6 +30,7 @@ from shared_lib.context.memory_config import MemoryConfig, load_memory_config
 from shared_lib.context.summary_prompt import Voice
 from shared_lib.envelope import Turn
 from shared_lib.errors import LLMError
+from shared_lib.layers import memory_stories as stories
 from shared_lib.layers.base import Layer
 from shared_lib.logs import log_event
 from shared_lib.state.persona_store import load_ext
@@ -101,11 +102,24 @@ def compact_conversation(
 
 
 def on_turn(rt: Runtime, turn: Turn) -> str:
-    """A completed turn: compact its conversation if the usage asks for it."""
+    """A completed turn: compact its conversation if the usage asks for it, and keep an event
+    episode of it when it deserves one (``memory_stories``)."""
     if turn.shadow:
         return "skipped"
     result = compact_conversation(rt, turn.org_id, turn.conversation_key, local_only=turn.route.local_only)
-    return f"compaction_{result.reason}"
+    episode = "none"
+    with job_context(
+        turn.org_id, "memory", conversation_key=turn.conversation_key, local_only=turn.route.local_only
+    ):
+        try:
+            told = stories.on_turn_episode(rt, turn)
+            episode = told.status if told is not None else "none"
+        except LLMError as exc:  # the model refused or failed: this turn keeps no episode
+            log_event(
+                "episode_failed", layer="memory", org_id=turn.org_id, error=f"{type(exc).__name__}: {exc}"
+            )
+            episode = "llm_failed"
+    return f"compaction_{result.reason};episode_{episode}"
 
 
 def sweep_compact(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +146,11 @@ def sweep_compact(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:
 
 JobHandler = Callable[["Runtime", dict[str, Any]], dict[str, Any]]
 # job name -> handler; the other memory parts register theirs here (digest, tagging, ...)
-JOBS: dict[str, JobHandler] = {"compact": sweep_compact}
+JOBS: dict[str, JobHandler] = {
+    "compact": sweep_compact,
+    "daily_digest": stories.digest_job,
+    "tagging": stories.tagging_job,
+}
 
 
 def job_message(job: str, org_id: str, job_id: str) -> tuple[bytes, dict[str, str]]:

@@ -150,3 +150,14 @@ def test_every_service_calling_vertex_ai_may(repo_root: Path) -> None:
 
     # THEN exactly those service accounts hold roles/aiplatform.user
     assert set(granted) == set(LLM_TARGETS) | set(EMBED_TARGETS)
+
+
+def test_every_scheduled_memory_job_is_a_job_the_memory_target_runs(repo_root: Path) -> None:
+    # GIVEN the scheduler's jobs of modules/scheduler and the memory layer's job registry
+    from shared_lib.layers.memory import JOBS
+
+    jobs = module_locals(repo_root / "terraform" / "modules" / "scheduler")["jobs"]
+    paths = [str(job["path"]) for job in jobs.values() if str(job["path"]).startswith("/tasks/memory/")]
+    # THEN each POST /tasks/memory/<job> names a registered job (else the admin answers 404 nightly)
+    assert paths and {p.rsplit("/", 1)[1] for p in paths} <= set(JOBS)
+    assert {"compact", "daily_digest", "tagging"} <= {p.rsplit("/", 1)[1] for p in paths}

@@ -23,6 +23,20 @@ locals {
       path             = "/tasks/memory/compact"
       attempt_deadline = "120s"
     }
+    # seed 001 §22: the day told as one episode per organisation (once per org-day), then §21's
+    # tagging with the day's interests (once per org-day); both in the scheduler's time zone
+    memory-daily-digest = {
+      description      = "Memory: the daily digest episode of each organisation active today."
+      schedule         = "30 23 * * *"
+      path             = "/tasks/memory/daily_digest"
+      attempt_deadline = "120s"
+    }
+    memory-tagging = {
+      description      = "Memory: tag today's and older memories with the day's interests, per organisation."
+      schedule         = "50 23 * * *"
+      path             = "/tasks/memory/tagging"
+      attempt_deadline = "120s"
+    }
     maintenance = {
       description      = "Nightly maintenance: expired pending actions, stale sessions, shadow report snapshot."
       schedule         = "30 3 * * *"

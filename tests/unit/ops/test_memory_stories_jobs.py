@@ -1,0 +1,63 @@
+"""The memory target's episode and tagging jobs, wired (layers/memory_stories.py): the scheduler's
+POST /tasks/memory/daily_digest and /tasks/memory/tagging reach the memory layer through
+memory.jobs and write one episode and one tagging run per organisation and day, however often
+they run; a completed turn the person asked to remember becomes an event episode, once."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from ops_fakes import ORG, ROOM, USER, make_runtime, send
+from test_ops_admin import client
+
+from infra.fake_llm.port import InProcessScriptedLLM
+from shared_lib.collections import collection_path
+from shared_lib.context.history import append_message
+
+NOW = datetime(2026, 11, 25, 13, 0, tzinfo=UTC)  # 22:00 in Tokyo
+
+
+def talked(rt, n: int = 4) -> None:
+    for i in range(n):
+        append_message(
+            rt.store,
+            ORG,
+            f"{ORG}/{ROOM}/{USER}",
+            f"t{i:03d}-0-in",
+            role="user",
+            text=f"見積書の件、{i + 1}つ目の確認です",
+            at=NOW - timedelta(hours=2) + timedelta(minutes=i),
+            user_id=USER,
+            room_id=ROOM,
+        )
+
+
+def episodes(rt) -> list[dict]:
+    return [d for _, d in rt.store.query(collection_path("episodes", org=ORG))]
+
+
+def test_the_digest_and_tagging_tasks_write_one_episode_and_one_run_per_organisation_and_day():
+    # GIVEN an organisation that talked today, and the scripted model
+    rt = make_runtime(llm=InProcessScriptedLLM(), clock=lambda: NOW)
+    talked(rt)
+    # WHEN the scheduler posts the daily digest twice (a retried call) and then the tagging task
+    for _ in range(2):
+        assert client(rt).post("/tasks/memory/daily_digest").status_code == 200
+    assert client(rt).post("/tasks/memory/tagging").status_code == 200
+    # THEN one digest episode of today exists, in the seed's form, and it is tagged
+    digests = [e for e in episodes(rt) if e["type"] == "daily_digest"]
+    assert len(digests) == 1 and digests[0]["date"] == "2026-11-25"
+    assert digests[0]["story_text"] and set(digests[0]["metadata"]) >= {"mood", "topics", "importance"}
+    assert digests[0]["tags"]
+    runs = rt.store.query(collection_path("tagging_jobs", org=ORG))
+    assert [d["status"] for _, d in runs] == ["completed"]
+
+
+def test_a_turn_the_person_asks_to_remember_becomes_one_event_episode():
+    rt = make_runtime(llm=InProcessScriptedLLM(), clock=lambda: datetime.now(UTC))
+    turn = send(rt, "来週の会議は木曜に変更になりました。これ重要なので覚えておいて")
+    told = [e for e in episodes(rt) if e["type"] == "event_driven"]
+    assert len(told) == 1 and told[0]["source_turn_id"] == turn and told[0]["trigger"] == "remember"
+    # AND a turn with nothing to remember keeps none
+    send(rt, "今日は暑いね")
+    assert len([e for e in episodes(rt) if e["type"] == "event_driven"]) == 1
