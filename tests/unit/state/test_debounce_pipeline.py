@@ -28,10 +28,21 @@ ENV = {
 TEXTS = ["お疲れさまです", "明日の会議なんですが", "10時からに", "変更になりました", "よろしくお願いします"]
 
 
+class GuardSeen:
+    """The rollback guard's port as the observer calls it: which records it was shown."""
+
+    def __init__(self) -> None:
+        self.turn_ids: list[str] = []
+
+    def observe(self, rt, record, comparison=None):
+        self.turn_ids.append(record["turn_id"])
+        return []
+
+
 def runtime(env: dict[str, str]):
     clock, store = Clock(T0), MemoryStore()
     seed_demo_directory(store)
-    rt = build_runtime(env, store=store, clock=clock, sleep=clock.sleep)
+    rt = build_runtime(env, store=store, clock=clock, sleep=clock.sleep, rollback_guard=GuardSeen())
     return rt, clock
 
 
@@ -89,6 +100,8 @@ def test_given_five_messages_within_two_seconds_then_one_turn_carries_all_five_t
             "waited_ms": 0.0,
         }
         assert [row["layer"] for row in rec["trail"]] == ["context"]
+    # only the turn that served the person counts for the rollback guard
+    assert rt.rollback_guard.turn_ids == [turn_ids[-1]]
     # the buffer keeps the batch claimed by the leader (a redelivery finds it)
     buffer = rt.store.get(debounce.buffer_path(DEMO_ORG, "http", DEMO_ROOM, DEMO_USER))
     assert [e["batch"] for e in buffer["entries"]] == [turn_ids[-1]] * 5
