@@ -72,7 +72,9 @@ def run(rt: Runtime, cfg: HeartbeatConfig | None = None) -> dict[str, Any]:
 
 def _reminders(rt: Runtime, claims: Claims, now: datetime, tz: str, cfg: HeartbeatConfig) -> dict[str, int]:
     counts: dict[str, int] = {}
-    rows = rt.store.query("approval_jobs", where=[("status", "==", "pending")], group=True, limit=SCAN_LIMIT)
+    # the jobs that can still be answered: a pending job past its deadline stays "pending" in the
+    # store until someone acts on it, so status alone would read every stale job of the retention
+    rows = rt.store.query("approval_jobs", where=[("decide_by", ">", now)], group=True, limit=SCAN_LIMIT)
     for _, job in rows:
         if not due.due_reminder(job, now, cfg) or _reminded_in_chat(rt, job, now):
             continue

@@ -60,10 +60,11 @@ def quiet(now: datetime, tz: str, cfg: HeartbeatConfig) -> bool:
 
 def due_reminder(job: dict[str, Any], now: datetime, cfg: HeartbeatConfig) -> bool:
     """The job still waits, long enough to remind, and can still be answered."""
-    requested = job.get("requested_at")
+    requested, deadline = job.get("requested_at"), job.get("decide_by")
     return (
         live(job, now)["status"] == "pending"
         and isinstance(requested, datetime)
+        and isinstance(deadline, datetime)
         and now - requested >= cfg.remind_after
     )
 

@@ -1,14 +1,14 @@
 # The heartbeat's due tasks (shared_lib/ops/due_tasks.py) read, across organisations, the
-# approval jobs still pending and the active goals: an equality on status in collection-group
-# scope. A field's index_config replaces what it inherits, so the collection-scope indexes the
-# per-organisation queries use (jobs.pending: status and room_id) are declared again.
-resource "google_firestore_field" "heartbeat_status" {
-  for_each = toset(["approval_jobs", "goals"])
+# approval jobs that can still be answered (decide_by after now) and the active goals (status):
+# one field each in collection-group scope. A field's index_config replaces what it inherits,
+# so the field's collection-scope indexes (the per-organisation queries) are declared again.
+resource "google_firestore_field" "heartbeat" {
+  for_each = { approval_jobs = "decide_by", goals = "status" }
 
   project    = var.project_id
   database   = google_firestore_database.this.name
   collection = each.key
-  field      = "status"
+  field      = each.value
 
   index_config {
     indexes {
