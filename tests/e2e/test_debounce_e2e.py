@@ -68,7 +68,9 @@ def test_one_message_alone_is_answered_after_at_most_the_window(debounced_stack)
     record = stack.record(ORG, turn_id)
     role, count, waited = WAITED.search(context_row(record)["detail"]).groups()  # type: ignore[union-attr]
     assert (role, int(count)) == ("leader", 1)
-    assert 0.0 < float(waited) <= WINDOW_MS  # what the debounce added: the rest of the window
+    # what the debounce added: the rest of the window (none when the turn reached the context
+    # layer after it, as a first turn on a cold stack may)
+    assert 0.0 <= float(waited) <= WINDOW_MS
     assert record["response_kind"] != "merged" and record["response_sent"]
     stack.wait_for(lambda: replies(stack, room))
     assert len(replies(stack, room)) == 1
