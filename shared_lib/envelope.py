@@ -83,6 +83,9 @@ class ContextSection(_Section):
     teachings: list[dict[str, Any]] = Field(default_factory=list)
     preferences: dict[str, Any] = Field(default_factory=dict)
     knowledge: list[dict[str, Any]] = Field(default_factory=list)
+    # seed 001 §7.3: how the debounce settled the turn (state.debounce.Settled.section): role
+    # alone|absorbed|leader, merged_into, the batch's turn_ids and message_ids, waited_ms
+    debounce: dict[str, Any] = Field(default_factory=dict)
     degraded: list[str] = Field(default_factory=list)
     rendered: str = ""
     token_estimate: int = 0
@@ -365,7 +368,7 @@ def blob_path(turn: Turn, layer: str) -> str:
 # Which top-level fields each layer may change (besides the shared bookkeeping).
 SHARED_FIELDS = frozenset({"timings", "trail", "errors", "usage"})
 LAYER_SECTIONS: dict[str, frozenset[str]] = {
-    "context": frozenset({"context", "flags", "route"}),
+    "context": frozenset({"context", "flags", "route", "inbound"}),  # inbound: a debounced batch's texts
     "brain": frozenset({"proposal", "loop"}),  # loop: only when 「はい」 resumes a paused turn
     "guardian": frozenset({"guardian"}),
     "authorizer": frozenset({"authorization"}),

@@ -176,7 +176,7 @@ class ObservabilityRecord(EventHeader):
     # response
     final_response: str = Field(description="The reply sent to the user (masked).")
     response_kind: str = Field(
-        description="Reply kind: reply, confirm, block, deny, clarify, error, ignored."
+        description="Reply kind: reply, confirm, block, deny, clarify, error, ignored, merged (debounced into a later turn)."
     )
     response_sent: bool = Field(default=False, description="The reply was delivered.")
     # durations
@@ -319,7 +319,7 @@ def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> Ob
         tool_calls_executed=len(results),
         tool_errors=len(failed),
         final_response=s.mask_text(turn.response.text),
-        response_kind=turn.response.kind,
+        response_kind="merged" if turn.context.debounce.get("role") == "absorbed" else turn.response.kind,
         response_sent=turn.response.sent,
         total_duration_ms=_total_ms(turn),
         processing_ms=round(sum(t.duration_ms for t in turn.timings.values()), 3),

@@ -10,6 +10,7 @@ this module's shape.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -62,6 +63,8 @@ class Runtime:
     # the ingress's directory lookups (a person found is remembered briefly: fast acknowledgements)
     people: PersonCache = field(default_factory=PersonCache)
     clock: Callable[[], datetime] = utc_now
+    # how a layer waits (the debounce's window); tests give one that moves their clock
+    sleep: Callable[[float], None] = time.sleep
 
     def emit_event(
         self, turn: Turn | None, kind: str, code: str, payload: dict[str, Any] | None = None

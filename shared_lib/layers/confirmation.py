@@ -232,6 +232,7 @@ def _job(
         "decide_by": decide_by,
         "user_id": turn.user_id,
         "room_id": turn.room_id,
+        "channel": turn.channel,  # the heartbeat's reminder goes back through it
         "conversation_key": turn.conversation_key,
         "turn_id": turn.turn_id,
         "step": turn.step,

@@ -1,4 +1,9 @@
-"""Context layer: flags for this person, then the Context Builder (seed 000 §6.1).
+"""Context layer: the debounce, flags for this person, then the Context Builder (seed 000 §6.1).
+
+First the debounce (seed 001 §7.3, ``gather``): on a channel with a window, a turn whose
+message a later one of the same burst will carry ends here (``absorbed``, published straight to
+``turns.completed`` so the observer records it as merged); the burst's last turn waits out the
+window and goes on with every text of the burst, one per line.
 
 Flags are evaluated first (an unreadable flag document means the legacy arm). Sources
 are read concurrently through ``shared_lib.context``; a failing source degrades the
@@ -40,6 +45,7 @@ from shared_lib.layers.base import Layer, Outcome
 from shared_lib.logs import log_event
 from shared_lib.routing import Classify, decide, llm_classifier
 from shared_lib.routing.commands import split_commands
+from shared_lib.state import debounce
 from shared_lib.state.answers import read_answer
 from shared_lib.state.session import load_session, set_local_only
 from shared_lib.tools.scoped import scoped
@@ -68,7 +74,34 @@ def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -
     )
 
 
+def gather(turn: Turn, rt: Runtime) -> Outcome | None:
+    """The debounce (seed 001 §7.3, ``state.debounce``): an absorbed turn ends here, recorded as
+    merged into the later turn (the observer's ``merged``); a leader carries its batch's texts,
+    one per line, as its input. ``None``: the turn goes on."""
+    seconds = debounce.window(rt.settings.debounce_seconds, turn.channel)
+    if not seconds or rt.vault is None or turn.step or turn.shadow or turn.smoke:
+        return None
+    path = debounce.buffer_path(turn.org_id, turn.channel, turn.room_id, turn.user_id)
+    settled = debounce.settle(
+        rt.store, path, turn.turn_id, window_seconds=seconds, clock=rt.clock, sleep=rt.sleep, cipher=rt.vault
+    )
+    turn.context.debounce = settled.section()
+    if settled.role == "absorbed":
+        log_event("debounce_absorbed", turn=turn, layer="context", merged_into=settled.merged_into)
+        return Outcome(
+            "absorbed",
+            reason_code="debounce.absorbed",
+            next_topic="completed",
+            detail=f"merged_into={settled.merged_into}",
+        )
+    if len(settled.texts) > 1:
+        turn.inbound = turn.inbound.model_copy(update={"text": debounce.SEPARATOR.join(settled.texts)})
+    return None
+
+
 def run(turn: Turn, rt: Runtime) -> Outcome:
+    if (absorbed := gather(turn, rt)) is not None:
+        return absorbed
     auto_approval.chat_off(turn, rt)  # the instant OFF runs before anything else (seed 002 §6.4)
     flags, flag_error = rt.flags.evaluate(turn.org_id, turn.user_id, rt.clock())
     turn.flags = flags
@@ -111,11 +144,13 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     route(turn, rt, stored=_stored_local_only(turn, rt, built))
     r = turn.route
     outcome = "degraded" if built.degraded else "ok"
+    d = turn.context.debounce
+    batch = f" debounce={d['role']}:{len(d.get('turn_ids', ()))} waited_ms={d['waited_ms']}" if d else ""
     return Outcome(
         outcome,
         reason_code=f"flags.{flags.reason}",
         detail=f"arm={flags.arm} route={r.route}/{r.source} local_only={int(r.local_only)} "
-        f"{summary_line(built)}",
+        f"{summary_line(built)}{batch}",
     )
 
 

@@ -97,6 +97,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                     call_id=cid,
                     dry_run=turn.shadow,
                     confirmed=_confirmed(turn),
+                    channel=turn.channel,
                 )
             )
             result = outcome.result

@@ -103,8 +103,9 @@ def compact_conversation(
 
 def on_turn(rt: Runtime, turn: Turn) -> str:
     """A completed turn: compact its conversation if the usage asks for it, and keep an event
-    episode of it when it deserves one (``memory_stories``)."""
-    if turn.shadow:
+    episode of it when it deserves one (``memory_stories``). A turn the debounce absorbed is
+    skipped: the burst's leading turn carries its words."""
+    if turn.shadow or turn.context.debounce.get("role") == "absorbed":
         return "skipped"
     result = compact_conversation(rt, turn.org_id, turn.conversation_key, local_only=turn.route.local_only)
     episode = "none"

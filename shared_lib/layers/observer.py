@@ -64,7 +64,9 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
     _alert_on(rt, turn, record)
     _metric_lines(turn)
     stream(rt, record)
-    compared = _hook(rt, "on_served_turn", turn)
+    # a turn the debounce merged into a later one served nobody: no comparison, no guard count
+    merged = record.response_kind == "merged"
+    compared = None if merged else _hook(rt, "on_served_turn", turn)
     doc = {**record.store_doc(), "expires_at": rt.clock() + rt.settings.retention(turn.org_id)}
     written = _write(rt, path, record, doc, first=existing is None)
     if written:
@@ -78,7 +80,7 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
             total_ms=record.total_duration_ms,
             cost_usd=record.cost_usd,
         )
-        if not turn.smoke:  # the guard dedupes per record itself; it counts what is stored
+        if not turn.smoke and not merged:  # the guard dedupes per record itself; it counts what is stored
             _guard(rt, record, compared)
     return written
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.ops import queries
+from shared_lib.logs import log_event
+from shared_lib.ops import due_tasks, queries
 from shared_lib.ops.cost import cost_report
 from shared_lib.ops.metrics import Thresholds, WindowStats, breaches, bucket_stats, window_stats
 from shared_lib.state import rollups
@@ -176,7 +177,8 @@ def cost_check(rt: Runtime, *, hard_limit_usd: float | None = None) -> dict[str,
 
 
 def heartbeat(rt: Runtime) -> dict[str, Any]:
-    """Liveness of the event path, delivery of pending alerts, and the threshold check."""
+    """Liveness of the event path, delivery of pending alerts, the threshold check, and the
+    tick's due tasks (``due_tasks``: reminders, goal check-ins, the memory count)."""
     previous = rt.store.get(HEARTBEAT_DOC)
     arrived = None
     if previous is not None:
@@ -196,7 +198,19 @@ def heartbeat(rt: Runtime) -> dict[str, Any]:
         "sent": event["event_id"],
         "alerts": alerts.sweep(rt),
         "breaches": check_thresholds(rt),
+        "due": _due(rt),
     }
+
+
+def _due(rt: Runtime) -> dict[str, Any]:
+    """The due tasks of the tick (seed 001 §17); their failure never costs the liveness check."""
+    try:
+        return due_tasks.run(rt)
+    except Exception as exc:
+        log_event(
+            "heartbeat_due_failed", layer="admin", severity="ERROR", error=f"{type(exc).__name__}: {exc}"
+        )
+        return {"error": type(exc).__name__}
 
 
 def recent_alerts(rt: Runtime, *, since: datetime, limit: int = 50) -> list[dict[str, Any]]:

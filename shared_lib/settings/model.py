@@ -44,7 +44,7 @@ Env = Literal["demo", "local", "test", "dev", "stg", "prod"]
 CLOUD_ENVS: frozenset[str] = frozenset({"dev", "stg", "prod"})
 LOCAL_ENVS: frozenset[str] = frozenset({"demo", "local", "test"})
 LLM_TARGETS = ("brain", "brain_shadow", "responder", "memory")
-VAULT_TARGETS = ("brain", "brain_shadow", "executor")
+VAULT_TARGETS = ("ingress", "context", "brain", "brain_shadow", "executor")  # ingress, context: debounce
 ALERT_TARGETS = ("observer", "admin")
 
 

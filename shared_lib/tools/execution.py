@@ -77,6 +77,7 @@ class CallRequest:
     call_id: str  # ``{turn_id}-{step}-{index}``
     dry_run: bool = False
     confirmed: frozenset[str] = frozenset()  # reason codes the user approved for this action
+    channel: str = ""  # where the conversation is (a goal keeps it: the heartbeat's check-ins)
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,7 @@ class ToolExecutor:
             conversation_key=req.conversation_key,
             tasks=DryRunTaskBackend(tasks) if req.dry_run else tasks,
             confirmed=req.confirmed,
+            channel=req.channel,
         )
 
     def _run(self, spec: ToolSpec, params: BaseModel, req: CallRequest) -> CallOutcome:

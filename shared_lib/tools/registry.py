@@ -64,6 +64,7 @@ class ToolContext:
     tasks: TaskBackend | None = None
     recovering: bool = False
     confirmed: frozenset[str] = frozenset()
+    channel: str = ""  # the conversation's channel (chatwork, line, slack, http); "" when unknown
 
     @property
     def task_backend(self) -> TaskBackend:

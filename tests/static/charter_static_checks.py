@@ -65,7 +65,7 @@ SEED_DAILY_BUDGET_USD = 33
 # the background memory jobs (POST /tasks/memory/<job>); the memory target only emits events.
 EXPECTED_PUBLISHES: dict[str, set[str]] = {
     "ingress": {"received", "events"},
-    "context": {"contextualized", "events"},
+    "context": {"contextualized", "completed", "events"},  # completed: a turn the debounce absorbed
     "brain": {"proposed", "events"},
     "brain_shadow": {"shadow", "events"},
     "guardian": {"guarded", "events"},

@@ -100,6 +100,10 @@ def goal_registration(p: GoalRegistrationParams, ctx: ToolContext, txn: Transact
             **draft,
             **fields,
             "user_id": ctx.user_id,
+            # where the heartbeat's check-ins go (seed 001 §17): the conversation that set it
+            "org_id": ctx.org_id,
+            "room_id": ctx.room_id,
+            "channel": ctx.channel or draft.get("channel", ""),
             "status": status,
             "progress": int(draft.get("progress", 0)),
             "reports": draft.get("reports", []),

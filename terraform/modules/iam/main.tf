@@ -8,7 +8,8 @@ locals {
   # Which topics each target may publish to (keys of topology.json "topics").
   # This is security policy, not wiring, so it lives here rather than in topology.json;
   # tests/static asserts it against topology.json and against the design of DESIGN.md §3:
-  #   ingress -> received; context -> contextualized; brain -> proposed; guardian -> guarded;
+  #   ingress -> received; context -> contextualized, and completed for a turn the debounce
+  #   absorbed into a later one (seed 001 §7.3); brain -> proposed; guardian -> guarded;
   #   authorizer -> authorized; executor -> executed; responder -> completed, and contextualized
   #   for the multi-step loop; brain_shadow -> shadow; every layer also -> events. memory (the
   #   background memory target) -> events; admin -> memory (POST /tasks/memory/<job>: the jobs).
@@ -16,7 +17,7 @@ locals {
   # Nobody publishes to deadletter: only the Pub/Sub service agent does (modules/pubsub).
   publishes = {
     ingress      = ["received", "events"]
-    context      = ["contextualized", "events"]
+    context      = ["contextualized", "completed", "events"]
     brain        = ["proposed", "events"]
     brain_shadow = ["shadow", "events"]
     guardian     = ["guarded", "events"]

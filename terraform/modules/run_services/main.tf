@@ -175,7 +175,8 @@ locals {
   # reads (shared_lib.channels.secrets, shared_lib.admin.auth, shared_lib.brain.vault,
   # shared_lib.tools.task_backend, shared_lib.runtime); ids are kept where a secret already holds
   # a value (admin-operator-token is read as CHARTER_ADMIN_TOKEN). brain_shadow runs the candidate
-  # arm, which calls the same LLM and masks into the same vault as brain.
+  # arm, which calls the same LLM and masks into the same vault as brain. ingress and context hold
+  # the vault key for the debounce buffer's texts (shared_lib.state.debounce).
   service_secrets = {
     ingress = {
       CHATWORK_WEBHOOK_TOKEN = "chatwork-webhook-token"
@@ -183,8 +184,10 @@ locals {
       SLACK_SIGNING_SECRET   = "slack-signing-secret"
       HTTP_WEBHOOK_SECRET    = "http-webhook-secret"
       HTTP_WEBHOOK_TENANTS   = "http-webhook-tenants"
+      CHARTER_VAULT_KEY      = "charter-vault-key"
     }
     context = {
+      CHARTER_VAULT_KEY  = "charter-vault-key"
       CHATWORK_API_TOKEN = "chatwork-api-token"
     }
     brain = {

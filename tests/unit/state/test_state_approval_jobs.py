@@ -73,6 +73,7 @@ def test_a_confirmation_creates_a_job_with_every_field_masked(pipe):
     assert doc["status"] == "pending" and doc["requested_at"] == pipe.clock()
     assert doc["decide_by"] == pipe.clock() + timedelta(minutes=10)
     assert (doc["user_id"], doc["room_id"], doc["conversation_key"]) == ("u1", "r1", f"{ORG}/r1/u1")
+    assert doc["channel"] == "http"  # where the heartbeat's reminder goes back (seed 001 §17)
     assert doc["tools"] == ["save_memory"] and doc["job_type"] and doc["turn_id"]
     assert doc["reversible"] is True and doc["impact"] and doc["targets"] and doc["summary"]
     assert doc["expires_at"] == pipe.clock() + pipe.rt.settings.retention(ORG)

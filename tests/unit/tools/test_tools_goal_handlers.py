@@ -43,6 +43,14 @@ def test_given_a_flow_when_each_answer_arrives_then_fixed_logic_asks_the_next_an
     assert store.get(SESSION)["goal_flow"] is None and store.get(SESSION)["mode"] == "normal"
 
 
+def test_a_goal_keeps_the_conversation_it_was_set_in_for_the_heartbeats_check_ins(ex, store):
+    goal_id = call(
+        ex, "goal_registration", {"title": "資格を取る"}, call_id="goal-ch-1", channel="chatwork"
+    ).result["goal_id"]
+    goal = docs(store, "goals")[goal_id]
+    assert (goal["org_id"], goal["room_id"], goal["channel"]) == (ORG, ROOM, "chatwork")
+
+
 def test_given_an_expired_flow_when_goal_registration_is_called_then_a_new_goal_starts(ex, store, clock):
     first = register(ex, 1, title="売上を伸ばす").result["goal_id"]
     clock.advance(minutes=31)

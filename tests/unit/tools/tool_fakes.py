@@ -105,6 +105,7 @@ def call(
     call_id: str = "turn1-0-0",
     room: str = ROOM,
     dry_run: bool = False,
+    channel: str = "",
 ) -> CallOutcome:
     return executor.execute(
         CallRequest(
@@ -116,6 +117,7 @@ def call(
             conversation_key=f"{org}/{room}/{user}",
             call_id=call_id,
             dry_run=dry_run,
+            channel=channel,
         )
     )
 

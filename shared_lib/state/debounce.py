@@ -1,0 +1,225 @@
+"""Debounce (seed 001 §7.3): a burst of messages from one person in one room becomes one turn.
+
+The ingress appends every message of a debounced channel to the buffer of its (organisation,
+channel, room, sender), one document ``orgs/{org}/debounce_buffers/{id}``, in a transaction,
+then publishes the message's turn as always: it waits for nothing. The context layer, the
+first consumer, settles each turn against the buffer (``settle``):
+
+* its message is already in another turn's batch, or a later unclaimed message of the same
+  buffer exists: the turn is **absorbed** (it ends without a reply, recorded as merged into
+  that later turn, which takes its text);
+* else it waits until its own message is ``window`` seconds old, reads again and, still the
+  last, **leads**: in one transaction it claims every unclaimed message up to its own (the
+  entries are marked with its turn id), and goes on as one turn with all their texts in order.
+  A redelivered leader, or one that crashed after its claim, finds its batch by its turn id.
+
+Nothing is lost: an absorbed message is either in a batch already or older than an unclaimed
+message whose turn will claim it (or be absorbed in turn, by a later unclaimed one, until the
+last claims them all); a message arriving after a batch was claimed starts a new batch. A lone
+message waits at most the window. Under ordered delivery a waiting leader holds its
+conversation's next message back for at most the window, well inside the claim's lease (renewed
+while the layer runs) and the push's acknowledgement deadline; the window is capped at
+``MAX_WINDOW_SECONDS`` (the seed's ``debounce_max_ms``).
+
+The texts are personal data: the buffer keeps them encrypted with the vault's key (Fernet, the
+runtime's ``vault``) and the document lives ``KEEP`` past its last message (its TTL). Without a
+key nothing is buffered: every message is its own turn. A buffer holds at most ``MAX_ENTRIES``
+unclaimed messages and no more text than one turn may carry (``MAX_TEXT_CHARS``): a message
+over either is not buffered and is answered alone, after the batch before it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from cryptography.fernet import MultiFernet
+
+from shared_lib import collections
+from shared_lib.inbound import MAX_TEXT_CHARS
+from shared_lib.ports import Store, Transaction
+
+MAX_WINDOW_SECONDS = 5.0  # seed 001 §7.3: debounce_max_ms = 5000
+MAX_ENTRIES = 20
+SEPARATOR = "\n"  # the batch's texts, in order, one per line, as the turn's text
+# How long a claimed entry stays (a leader redelivered after a crash finds its batch) and the
+# buffer's TTL past its last message.
+KEEP = timedelta(hours=1)
+# An unclaimed entry this much older than its window has no turn coming (its publish failed
+# and the ingress died before taking it back): it absorbs nothing.
+STALE_AFTER = timedelta(minutes=5)
+# At most this many waits: a clock that lags the ingress's could otherwise keep a turn waiting.
+MAX_WAITS = 3
+
+Role = Literal["alone", "absorbed", "leader"]
+
+
+def window(seconds: Mapping[str, float], channel: str) -> float:
+    """The channel's debounce window (``settings.debounce_seconds``), capped; 0: not debounced."""
+    return max(0.0, min(float(seconds.get(channel, 0.0)), MAX_WINDOW_SECONDS))
+
+
+def buffer_path(org_id: str, channel: str, room_id: str, user_id: str) -> str:
+    key = hashlib.sha256(f"{channel}\x00{room_id}\x00{user_id}".encode()).hexdigest()[:40]
+    return collections.path("debounce_buffers", org=org_id, id=key)
+
+
+def append(
+    store: Store,
+    path: str,
+    *,
+    entry_id: str,
+    turn_id: str,
+    message_id: str,
+    text: str,
+    now: datetime,
+    cipher: MultiFernet,
+) -> bool:
+    """Add a message to its buffer (a redelivery of the same event replaces its unclaimed
+    entry); ``False`` when the buffer is full and the message goes alone."""
+    entry = {
+        "id": entry_id,
+        "turn_id": turn_id,
+        "message_id": message_id,
+        "at": now,
+        "chars": len(text),
+        "text": cipher.encrypt(text.encode()).decode(),
+        "batch": None,
+    }
+
+    def _append(txn: Transaction) -> bool:
+        doc = txn.get(path) or {}
+        kept = [
+            e
+            for e in doc.get("entries", [])
+            if not (e.get("batch") and e["at"] < now - KEEP)
+            and not (e["id"] == entry_id and not e.get("batch"))
+        ]
+        if any(e["id"] == entry_id for e in kept):
+            return False  # already in a batch: the turn that claimed it answers it
+        open_ = [e for e in kept if not e.get("batch")]
+        chars = sum(int(e.get("chars", 0)) + len(SEPARATOR) for e in open_) + len(text)
+        if len(open_) >= MAX_ENTRIES or chars > MAX_TEXT_CHARS:
+            return False
+        txn.set(path, {"entries": [*kept, entry], "updated_at": now, "expires_at": now + KEEP})
+        return True
+
+    return store.run_transaction(_append)
+
+
+def remove(store: Store, path: str, entry_id: str) -> None:
+    """Take back an unclaimed entry whose turn was not published."""
+
+    def _remove(txn: Transaction) -> None:
+        doc = txn.get(path)
+        if doc is None:
+            return
+        entries = [e for e in doc.get("entries", []) if e["id"] != entry_id or e.get("batch")]
+        txn.set(path, {**doc, "entries": entries})
+
+    store.run_transaction(_remove)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How a turn came out of the debounce: ``alone`` (its message was not buffered),
+    ``absorbed`` into ``merged_into``, or ``leader`` of ``turn_ids`` (its own last) with their
+    ``texts`` and ``message_ids`` in order. ``waited`` is the seconds it slept."""
+
+    role: Role
+    merged_into: str | None = None
+    turn_ids: tuple[str, ...] = ()
+    message_ids: tuple[str, ...] = ()
+    texts: tuple[str, ...] = field(default=(), repr=False)
+    waited: float = 0.0
+
+    def section(self) -> dict[str, Any]:
+        """What the turn's context section and the record keep (no texts)."""
+        out: dict[str, Any] = {"role": self.role, "waited_ms": round(self.waited * 1000, 1)}
+        if self.merged_into:
+            out["merged_into"] = self.merged_into
+        if self.turn_ids:
+            out["turn_ids"] = list(self.turn_ids)
+            out["message_ids"] = list(self.message_ids)
+        return out
+
+
+@dataclass(frozen=True)
+class _Look:
+    settled: Settled | None  # decided; else wait ``wait`` seconds and look again
+    wait: float = 0.0
+    claimed: bool = False  # a new leader marked the entries: write them back
+
+
+def _order(entry: Mapping[str, Any]) -> tuple[datetime, str]:
+    return entry["at"], str(entry["id"])
+
+
+def _look(entries: list[dict[str, Any]], turn_id: str, now: datetime, window_s: float, force: bool) -> _Look:
+    """The pure decision over the buffer's entries; a new leader's claim marks ``entries``."""
+    own = next((e for e in entries if e["turn_id"] == turn_id), None)
+    if own is None:
+        return _Look(Settled("alone"))
+    if own.get("batch") and own["batch"] != turn_id:
+        return _Look(Settled("absorbed", merged_into=str(own["batch"])))
+    if own.get("batch") == turn_id:  # a redelivery, or a restart after the claim: the same batch
+        return _Look(_leader([e for e in entries if e.get("batch") == turn_id]))
+    stale = now - timedelta(seconds=window_s) - STALE_AFTER
+    later = sorted(
+        (e for e in entries if not e.get("batch") and _order(e) > _order(own) and e["at"] >= stale),
+        key=_order,
+    )
+    if later:
+        return _Look(Settled("absorbed", merged_into=str(later[0]["turn_id"])))
+    due = own["at"] + timedelta(seconds=window_s)
+    if now < due and not force:
+        return _Look(None, wait=(due - now).total_seconds())
+    batch = [e for e in entries if not e.get("batch") and _order(e) <= _order(own)]
+    for e in batch:
+        e["batch"] = turn_id
+    return _Look(_leader(batch), claimed=True)
+
+
+def _leader(batch: list[dict[str, Any]]) -> Settled:
+    ordered = sorted(batch, key=_order)
+    return Settled(
+        "leader",
+        turn_ids=tuple(str(e["turn_id"]) for e in ordered),
+        message_ids=tuple(str(e["message_id"]) for e in ordered),
+        texts=tuple(str(e["text"]) for e in ordered),  # still encrypted: ``settle`` decrypts
+    )
+
+
+def settle(
+    store: Store,
+    path: str,
+    turn_id: str,
+    *,
+    window_seconds: float,
+    clock: Callable[[], datetime],
+    sleep: Callable[[float], None],
+    cipher: MultiFernet,
+) -> Settled:
+    """Settle ``turn_id`` against its buffer: alone, absorbed, or the leader of its batch
+    (claimed in one transaction, keyed by the turn id, so a redelivery gets the same batch)."""
+    waited, attempt = 0.0, 0
+    while True:
+        now, force = clock(), attempt >= MAX_WAITS
+
+        def _settle(txn: Transaction, now: datetime = now, force: bool = force) -> _Look:
+            doc = txn.get(path) or {}
+            entries = [dict(e) for e in doc.get("entries", [])]
+            look = _look(entries, turn_id, now, window_seconds, force)
+            if look.claimed:
+                txn.set(path, {**doc, "entries": entries, "updated_at": now})
+            return look
+
+        look = store.run_transaction(_settle)
+        if (s := look.settled) is not None:
+            texts = tuple(cipher.decrypt(t.encode()).decode() for t in s.texts)
+            return Settled(s.role, s.merged_into, s.turn_ids, s.message_ids, texts, waited)
+        sleep(look.wait)
+        waited, attempt = waited + look.wait, attempt + 1

@@ -1,0 +1,99 @@
+"""The debounce (seed 001 §7.3) end to end on a local stack whose plain-HTTP channel has a
+2-second window (``CHARTER_DEBOUNCE``; by default HTTP is not debounced): five messages from one
+person in one room within two seconds become one turn with all five texts and one reply, and a
+message alone is answered after at most the window. The delay the debounce adds is read from
+the turn's trail (``waited_ms`` of the context layer), never from wall-clock timing."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import local_stack as stack_mod
+from infra.emulators import stop_on_sigterm
+from infra.webhook_sender import send
+from shared_lib.state import debounce
+from tests.e2e.conftest import ADMIN_TOKEN, LocalStack
+
+ORG, USER = "demo", "u-suzuki"
+WINDOW_MS = 2000.0
+TEXTS = ["お疲れさまです", "明日の会議なんですが", "10時からに", "変更になりました", "よろしくお願いします"]
+WAITED = re.compile(r"debounce=(\w+):(\d+) waited_ms=([\d.]+)")
+
+
+@pytest.fixture(scope="module")
+def debounced_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    root: Path = tmp_path_factory.mktemp("charter-debounce") / ".charter" / "local"
+    os.environ["CHARTER_ADMIN_TOKEN"] = ADMIN_TOKEN
+    stop_on_sigterm(lambda: stack_mod.down(root=root))
+    state = stack_mod.up(root=root, extra_env={"CHARTER_DEBOUNCE": json.dumps({"http": WINDOW_MS / 1000})})
+    state["root"] = str(root)
+    try:
+        from shared_lib.adapters.firestore_store import FirestoreStore
+
+        os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['firestore']['port']}"
+        os.environ["PUBSUB_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['pubsub']['port']}"
+        yield LocalStack(state=state, store=FirestoreStore(project=state["project"]))
+    finally:
+        stack_mod.down(root=root)
+
+
+def post(stack: LocalStack, text: str, room: str) -> str:
+    resp = send(stack.ingress_url, "http", text, org=ORG, room=room, user=USER)
+    assert resp.status == 200, resp.body
+    return str(resp.body["turn_ids"][0])
+
+
+def replies(stack: LocalStack, room: str) -> list[dict[str, Any]]:
+    return [s for s in stack.fake_channel_sent() if s.get("channel") == "http" and room in str(s.get("body"))]
+
+
+def context_row(record: dict[str, Any]) -> dict[str, Any]:
+    return next(row for row in record["trail"] if row["layer"] == "context")
+
+
+@pytest.mark.e2e
+def test_one_message_alone_is_answered_after_at_most_the_window(debounced_stack):
+    stack, room = debounced_stack, f"room-{uuid.uuid4().hex[:8]}"
+    turn_id = post(stack, "こんにちは", room)
+    record = stack.record(ORG, turn_id)
+    role, count, waited = WAITED.search(context_row(record)["detail"]).groups()  # type: ignore[union-attr]
+    assert (role, int(count)) == ("leader", 1)
+    # what the debounce added: the rest of the window (none when the turn reached the context
+    # layer after it, as a first turn on a cold stack may)
+    assert 0.0 <= float(waited) <= WINDOW_MS
+    assert record["response_kind"] != "merged" and record["response_sent"]
+    stack.wait_for(lambda: replies(stack, room))
+    assert len(replies(stack, room)) == 1
+
+
+@pytest.mark.e2e
+def test_five_messages_within_two_seconds_become_one_turn_with_all_five_texts_and_one_reply(debounced_stack):
+    stack, room = debounced_stack, f"room-{uuid.uuid4().hex[:8]}"
+    turn_ids = [post(stack, text, room) for text in TEXTS]
+    # the burst as the ingress stamped it: five messages within two seconds
+    buffer = stack.store.get(debounce.buffer_path(ORG, "http", room, USER))
+    stamped = sorted(e["at"] for e in buffer["entries"])
+    assert len(stamped) == 5 and (stamped[-1] - stamped[0]).total_seconds() < 2.0
+    leader = stack.record(ORG, turn_ids[-1])
+    assert leader["input_message"] == "\n".join(TEXTS)
+    role, count, waited = WAITED.search(context_row(leader)["detail"]).groups()  # type: ignore[union-attr]
+    assert (role, int(count)) == ("leader", 5)
+    assert float(waited) <= WINDOW_MS
+    for earlier, later in itertools.pairwise(turn_ids):
+        record = stack.record(ORG, earlier)
+        assert record["response_kind"] == "merged"
+        assert [row["layer"] for row in record["trail"]] == ["context"]
+        assert context_row(record)["detail"] == f"merged_into={later}"
+    stack.wait_for(lambda: replies(stack, room))
+    time.sleep(1.0)  # a second reply, were there one, would be sent by now
+    assert len(replies(stack, room)) == 1
