@@ -182,8 +182,9 @@ def _kwargs(req: LLMRequest) -> dict[str, Any]:
         kwargs["tools"] = req.tools
     if req.tool_choice:
         kwargs["tool_choice"] = req.tool_choice
-    if req.temperature is not None:
-        kwargs["temperature"] = req.temperature
+    # No sampling parameters: API version 2026-10-21 (what the SDK 2.x sends) answers 400 to
+    # temperature/top_p/top_k and the SDK's create() has no such argument (a TypeError). A
+    # request's temperature is for peers that take it (OpenAI-compatible, openai_wire).
     return kwargs
 
 
