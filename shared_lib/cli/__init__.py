@@ -16,6 +16,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``config``         ``charter config show``: the effective settings, where each comes from
 ``peers``          ``charter peers list``: the LLM peers, their purposes and last health
 ``persona``        ``charter persona show|verify|diff``: the pinned core, an organisation's extension
+``memory``         ``charter memory add|import|list|delete|search``: teachings, knowledge, values; hybrid search
 =================  =====================================================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -54,6 +55,7 @@ from shared_lib.cli import (
     data,
     dates,
     gates,
+    memory,
     operations,
     peers,
     persona,
@@ -80,6 +82,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     config.register,
     peers.register,
     persona.register,
+    memory.register,
 )
 
 

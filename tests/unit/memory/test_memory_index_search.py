@@ -3,15 +3,16 @@ for one reader. The embedder is ``memory_fakes.NgramEmbedder`` (hashed character
 not the real sentence model: these tests hold the plumbing, the scoping and the fusion."""
 
 from datetime import UTC, datetime
+from typing import ClassVar
 
 import pytest
-from memory_fakes import NgramEmbedder
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.errors import ArgumentError, ConfigError
 from shared_lib.memory.index import chunks_path, index_text, remove_source, stats_path
 from shared_lib.memory.search import Reader, fuse, search
 from shared_lib.ports import Doc
+from tests.unit.memory.memory_fakes import NgramEmbedder
 
 NOW = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
 ORG = "acme"
@@ -135,7 +136,7 @@ def test_a_query_of_no_known_term_reads_no_chunk():
 
 def test_keyword_reads_are_per_query_term_not_per_document():
     class CountingStore(MemoryStore):
-        chunk_queries: list = []
+        chunk_queries: ClassVar[list] = []
 
         def query(self, collection, **kw):
             if "memory_chunks" in collection:

@@ -4,13 +4,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from memory_fakes import NgramEmbedder
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.errors import ArgumentError
 from shared_lib.memory.index import chunks_path
 from shared_lib.memory.ingest import ItemNotFound, NotAllowed, add_item, delete_item, list_items, read_import
 from shared_lib.memory.search import Reader, search
+from tests.unit.memory.memory_fakes import NgramEmbedder
 
 NOW = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
 ORG = "acme"
