@@ -7,12 +7,19 @@ cosine similarities of a sentence model crowd into a narrow band that differs pe
 need calibrating per model and per organisation; ranks need none. Reciprocal rank fusion
 (Cormack, Clarke & Büttcher 2009, k = 60: a hit's weight falls slowly with its rank, so
 agreement between the two lists counts more than a first place in one) adds
-``w / (k + rank)`` per list. The weights are seed 001 §18.2's (vector 0.7, keyword 0.3):
-paraphrases are the vector's; exact terms (names, numbers, product codes) the keyword's, and
-a hit both find outranks one only either finds. With these weights a keyword-only hit at rank
-1 (0.3/61) still beats a vector-only hit below rank 82 — it never beats the vector's top hits,
-which is the seed's intent. ``infra/bench/recall.py`` measures recall@5 of each side and of the
-fusion on a labelled Japanese set.
+``w / (k + rank)`` per list.
+
+The weights belong to the embedding model, because they say how far its ranking is to be
+trusted on Japanese. Seed 001 §18.2's vector 0.7 / keyword 0.3 was set for ruri-v3, a Japanese
+model: paraphrases are the vector's, exact terms (names, numbers, product codes) the keyword's.
+The local default, all-MiniLM-L6-v2, is English: it reads Japanese character by character, and
+on the labelled set of ``infra/bench/recall.py`` its recall@5 is 0.46 against BM25's 0.85; with
+the seed's weights its mistakes push the keyword's right answers out of the top five and the
+fusion (0.77) is worse than the keyword alone. So for it the weights are swapped (keyword 0.7,
+vector 0.3: 0.88, better than either; any vector weight from 0.1 to 0.3 gives the same): a
+keyword hit keeps its place, the vector fills the list where the keyword finds too little and
+lifts a hit both agree on. A model not in ``MODEL_WEIGHTS`` (Vertex's multilingual model) gets
+the seed's; measure it with the benchmark (``--vector-weight``) before trusting it.
 
 Who may read what: always one organisation (the chunks live under it); a chunk with
 ``user_id`` is that person's only; a chunk whose ``min_level`` is above the reader's level is
@@ -31,7 +38,8 @@ from shared_lib.memory.keyword import MAX_QUERY_TERMS, bm25, bucket, query_terms
 from shared_lib.ports import Doc, Embedder, Store, VectorSearch
 
 RRF_K = 60
-VECTOR_WEIGHT, KEYWORD_WEIGHT = 0.7, 0.3  # seed 001 §18.2
+SEED_VECTOR_WEIGHT = 0.7  # seed 001 §18.2 (keyword 0.3), for a model that reads Japanese
+MODEL_WEIGHTS = {"all-MiniLM-L6-v2": 0.3}  # vector weight per model; keyword = 1 - it (see above)
 PER_TERM_LIMIT = 200  # candidates read per query term (the rarest terms are read first)
 VECTOR_FACTOR = 8  # nearest chunks read per hit wanted, before the reader's filter
 
@@ -76,10 +84,12 @@ def search(
     kinds: Sequence[str] | None = None,
     limit: int = 5,
     mode: str = "hybrid",
+    vector_weight: float | None = None,
 ) -> list[Hit]:
     """The ``limit`` best sources for ``query`` that ``reader`` may read (``kinds``: only those
     source kinds). ``embedder=None`` (or ``mode="keyword"``) searches by keyword only;
-    ``mode="vector"`` by vector only (the benchmark compares the three)."""
+    ``mode="vector"`` by vector only (the benchmark compares the three). ``vector_weight``
+    overrides the model's fusion weight (``fusion_weight``)."""
 
     def wanted(doc: Doc) -> bool:
         return reader.may_read(doc) and (not kinds or doc.get("source_kind") in kinds)
@@ -87,7 +97,13 @@ def search(
     keyword = keyword_ranking(store, org_id, query, wanted) if mode != "vector" else []
     use_vector = embedder is not None and mode != "keyword"
     vector = vector_ranking(store, embedder, org_id, query, wanted, limit) if use_vector and embedder else []
-    return fuse(keyword, vector, limit)
+    weight = vector_weight if vector_weight is not None else fusion_weight(embedder)
+    return fuse(keyword, vector, limit, vector_weight=weight)
+
+
+def fusion_weight(embedder: Embedder | None) -> float:
+    """The vector's weight in the fusion for this embedder's model (the keyword's is 1 - it)."""
+    return MODEL_WEIGHTS.get(embedder.name, SEED_VECTOR_WEIGHT) if embedder else 0.0
 
 
 def keyword_ranking(store: Store, org_id: str, query: str, wanted: Any) -> list[tuple[str, Doc, float]]:
@@ -144,7 +160,11 @@ def vector_ranking(
 
 
 def fuse(
-    keyword: list[tuple[str, Doc, float]], vector: list[tuple[str, Doc, float]], limit: int
+    keyword: list[tuple[str, Doc, float]],
+    vector: list[tuple[str, Doc, float]],
+    limit: int,
+    *,
+    vector_weight: float = SEED_VECTOR_WEIGHT,
 ) -> list[Hit]:
     """Reciprocal rank fusion of the two rankings, per source (its best chunk of each list)."""
     sides: dict[tuple[str, str], dict[str, Any]] = {}
@@ -160,7 +180,9 @@ def fuse(
     hits = []
     for (kind, source_id), e in sides.items():
         kr, vr = e.get("keyword_rank"), e.get("vector_rank")
-        score = (KEYWORD_WEIGHT / (RRF_K + kr) if kr else 0.0) + (VECTOR_WEIGHT / (RRF_K + vr) if vr else 0.0)
+        score = ((1 - vector_weight) / (RRF_K + kr) if kr else 0.0) + (
+            vector_weight / (RRF_K + vr) if vr else 0.0
+        )
         doc = e["doc"]
         hits.append(
             Hit(

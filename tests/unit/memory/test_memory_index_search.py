@@ -10,7 +10,7 @@ import pytest
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.errors import ArgumentError, ConfigError
 from shared_lib.memory.index import chunks_path, index_text, remove_source, stats_path
-from shared_lib.memory.search import Reader, fuse, search
+from shared_lib.memory.search import Reader, fuse, fusion_weight, search
 from shared_lib.ports import Doc
 from tests.unit.memory.memory_fakes import NgramEmbedder
 
@@ -179,3 +179,13 @@ def test_fusion_counts_a_source_once_per_list_and_agreement_wins():
     by = {h.source_id: h for h in hits}
     assert by["b"].keyword_rank == 2 and by["b"].vector_rank == 2  # a's second chunk took no rank
     assert [h.source_id for h in hits] == ["b", "c", "a"]
+
+
+def test_fusion_weight_belongs_to_the_model():
+    class Named(NgramEmbedder):
+        def __init__(self, name):
+            super().__init__(name=name)
+
+    assert fusion_weight(Named("all-MiniLM-L6-v2")) == 0.3  # English model on Japanese: keyword leads
+    assert fusion_weight(Named("text-multilingual-embedding-002")) == 0.7  # the seed's
+    assert fusion_weight(None) == 0.0
