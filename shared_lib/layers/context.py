@@ -85,6 +85,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
             text=turn.inbound.text,
             now=rt.clock(),
             user_name=turn.inbound.user_name,
+            embedder=rt.embedder,
         )
     )
     record(turn.context, built, user_id=turn.user_id, user_name=turn.inbound.user_name)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +58,82 @@ def df_name(b: int) -> str:
     return f"df-{b:02d}"
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A source's chunks, masked and embedded, ready to be written (``write``) in a transaction."""
+
+    org_id: str
+    source_kind: str
+    source_id: str
+    chunks: dict[str, Doc]
+    now: datetime
+
+
+def prepare(
+    embedder: Embedder | None,
+    org_id: str,
+    *,
+    source_kind: str,
+    source_id: str,
+    text: str,
+    now: datetime,
+    min_level: int = 1,
+    user_id: str | None = None,
+    tags: Sequence[str] = (),
+    title: str | None = None,
+    expires_at: datetime | None = None,
+) -> Prepared:
+    """Mask, cut and embed ``text`` (the slow part, done before any transaction)."""
+    if source_kind not in SOURCE_KINDS:
+        raise ArgumentError(f"unknown source kind {source_kind!r}; one of {', '.join(SOURCE_KINDS)}")
+    if len(text) > MAX_CHUNKS * CHUNK_TOKENS * 4:  # more chunks whatever the script: no need to cut it
+        raise ArgumentError(f"text too long to index: {len(text)} characters")
+    masked = Sanitizer.default().mask_stored(text)
+    pieces = chunk_text(masked)
+    if len(pieces) > MAX_CHUNKS:
+        raise ArgumentError(f"text too long to index: {len(pieces)} chunks (at most {MAX_CHUNKS})")
+    vectors = embedder.embed(pieces, kind="document") if embedder and pieces else []
+    shown = Sanitizer.default().mask_stored(title) if title else None
+    key = source_key(source_kind, source_id)
+    chunks: dict[str, Doc] = {}
+    for seq, piece in enumerate(pieces):
+        tf = term_counts(f"{shown}\n{piece}" if shown else piece)
+        doc: Doc = {
+            "source_kind": source_kind,
+            "source_id": source_id,
+            "seq": seq,
+            "text": piece,
+            "title": shown,
+            "terms": sorted(tf),
+            "tf": tf,
+            "length": sum(tf.values()),
+            "min_level": int(min_level),
+            "user_id": user_id,
+            "tags": list(tags),
+            "created_at": now,
+        }
+        if vectors and embedder:
+            doc["embedding"], doc["model"] = vectors[seq], embedder.name
+        if expires_at is not None:
+            doc["expires_at"] = expires_at
+        chunks[f"{key}-{seq:03d}"] = doc
+    return Prepared(org_id, source_kind, source_id, chunks, now)
+
+
+def write(txn: Transaction, prepared: Prepared) -> list[str]:
+    """Replace the source's chunks by the prepared ones inside ``txn`` (reads first, so call it
+    before the transaction's other writes); the new chunk ids."""
+    p = prepared
+    manifest = {
+        "source_kind": p.source_kind,
+        "source_id": p.source_id,
+        "chunk_ids": sorted(p.chunks),
+        "updated_at": p.now,
+    }
+    _replace(txn, p.org_id, p.source_kind, p.source_id, p.chunks, manifest)
+    return sorted(p.chunks)
+
+
 def index_text(
     store: Store,
     embedder: Embedder | None,
@@ -77,51 +154,30 @@ def index_text(
     Without an embedder the chunks carry no vector (keyword search still finds them; a later
     re-index with one adds them). ``user_id`` makes the chunks that person's only.
     """
-    if source_kind not in SOURCE_KINDS:
-        raise ArgumentError(f"unknown source kind {source_kind!r}; one of {', '.join(SOURCE_KINDS)}")
-    if len(text) > MAX_CHUNKS * CHUNK_TOKENS * 4:  # more chunks whatever the script: no need to cut it
-        raise ArgumentError(f"text too long to index: {len(text)} characters")
-    masked = Sanitizer.default().mask_stored(text)
-    pieces = chunk_text(masked)
-    if len(pieces) > MAX_CHUNKS:
-        raise ArgumentError(f"text too long to index: {len(pieces)} chunks (at most {MAX_CHUNKS})")
-    vectors = embedder.embed(pieces, kind="document") if embedder and pieces else []
-    key = source_key(source_kind, source_id)
-    chunks: dict[str, Doc] = {}
-    for seq, piece in enumerate(pieces):
-        tf = term_counts(f"{title}\n{piece}" if title else piece)
-        doc: Doc = {
-            "source_kind": source_kind,
-            "source_id": source_id,
-            "seq": seq,
-            "text": piece,
-            "title": Sanitizer.default().mask_stored(title) if title else None,
-            "terms": sorted(tf),
-            "tf": tf,
-            "length": sum(tf.values()),
-            "min_level": int(min_level),
-            "user_id": user_id,
-            "tags": list(tags),
-            "created_at": now,
-        }
-        if vectors:
-            doc["embedding"], doc["model"] = vectors[seq], embedder.name if embedder else None
-        if expires_at is not None:
-            doc["expires_at"] = expires_at
-        chunks[f"{key}-{seq:03d}"] = doc
-    manifest = {
-        "source_kind": source_kind,
-        "source_id": source_id,
-        "chunk_ids": sorted(chunks),
-        "updated_at": now,
-    }
-    store.run_transaction(lambda txn: _replace(txn, org_id, source_kind, source_id, chunks, manifest))
-    return sorted(chunks)
+    prepared = prepare(
+        embedder,
+        org_id,
+        source_kind=source_kind,
+        source_id=source_id,
+        text=text,
+        now=now,
+        min_level=min_level,
+        user_id=user_id,
+        tags=tags,
+        title=title,
+        expires_at=expires_at,
+    )
+    return store.run_transaction(lambda txn: write(txn, prepared))
 
 
 def remove_source(store: Store, org_id: str, source_kind: str, source_id: str) -> int:
     """Remove the source's chunks (their vectors with them) and their statistics; how many."""
-    return store.run_transaction(lambda txn: _replace(txn, org_id, source_kind, source_id, {}, None))
+    return store.run_transaction(lambda txn: unindex(txn, org_id, source_kind, source_id))
+
+
+def unindex(txn: Transaction, org_id: str, source_kind: str, source_id: str) -> int:
+    """``remove_source`` inside ``txn`` (reads first: call it before the transaction's writes)."""
+    return _replace(txn, org_id, source_kind, source_id, {}, None)
 
 
 def _replace(

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ValidationError
 from shared_lib import collections
 from shared_lib.errors import LayerRetry, StoreUnavailable
 from shared_lib.idempotency import Claims, ClaimState
-from shared_lib.ports import Store, Transaction
+from shared_lib.ports import Embedder, Store, Transaction
 from shared_lib.sanitizer import Sanitizer
 from shared_lib.tools.at_rest import AtRestTransaction
 from shared_lib.tools.registry import ToolContext, ToolInputError, ToolRegistry, ToolSpec
@@ -134,8 +134,10 @@ class ToolExecutor:
         tasks: TaskBackend,
         clock: Callable[[], datetime],
         retention: Callable[[str], timedelta] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.store = store
+        self.embedder = embedder
         self.registry = registry
         self.tasks = tasks
         self.clock = clock
@@ -211,6 +213,7 @@ class ToolExecutor:
             conversation_key=req.conversation_key,
             tasks=DryRunTaskBackend(tasks) if req.dry_run else tasks,
             confirmed=req.confirmed,
+            embedder=self.embedder,
         )
 
     def _run(self, spec: ToolSpec, params: BaseModel, req: CallRequest) -> CallOutcome:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from shared_lib.errors import CharterError, ConfigError
-from shared_lib.ports import Store, Transaction
+from shared_lib.ports import Embedder, Store, Transaction
 
 if TYPE_CHECKING:
     from shared_lib.tools.task_backend import TaskBackend
@@ -64,6 +64,7 @@ class ToolContext:
     tasks: TaskBackend | None = None
     recovering: bool = False
     confirmed: frozenset[str] = frozenset()
+    embedder: Embedder | None = None  # the memory tools' hybrid search; None: keyword only
 
     @property
     def task_backend(self) -> TaskBackend:
