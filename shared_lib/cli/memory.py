@@ -6,6 +6,7 @@ charter memory import --org ORG --kind KIND [--by USER] FILE   (.jsonl: an item 
 charter memory list --org ORG [--kind KIND] [--json]
 charter memory delete --org ORG [--by USER] ID
 charter memory search --org ORG [--as USER] [--kind K ...] [--limit N] [--json] "QUERY"
+charter memory reindex --org ORG     every item and memory again (hand-written ones, another model)
 
 Who may add (seed 000's levels, ``shared_lib.memory.ingest``): a teaching or a value level 6,
 knowledge level 4; deleting, the author or that level. ``--by`` names the person the check is
@@ -42,6 +43,7 @@ from shared_lib.memory.ingest import (
     list_items,
     person_level,
     read_import,
+    reindex,
 )
 from shared_lib.memory.search import Reader, search
 from shared_lib.runtime import Runtime
@@ -85,6 +87,9 @@ def register(subparsers: Any) -> None:
     find.add_argument("--json", action="store_true", help="one JSON object")
     find.add_argument("query")
     find.set_defaults(func=run_search)
+    again = sub.add_parser("reindex", help="index every item and memory again (e.g. after a model change)")
+    _org(again)
+    again.set_defaults(func=run_reindex)
 
 
 def _org(p: argparse.ArgumentParser) -> None:
@@ -211,6 +216,18 @@ def run_search(args: argparse.Namespace) -> int:
         print(
             f"{r['rank']:>2} {r['score']:>8.5f} {kw:>8} {vec:>7} {r['kind']:<10} {r['source_id']:<14} {_snippet(str(r['text']))}"
         )
+    return EXIT_OK
+
+
+def run_reindex(args: argparse.Namespace) -> int:
+    rt = _runtime(args)
+    if rt is None:
+        return fail(NO_STORE, EXIT_USAGE)
+    try:
+        counts = reindex(rt.store, rt.embedder, args.org, now=rt.clock())
+    except ArgumentError as exc:
+        return fail(f"memory: {exc}", EXIT_USAGE)
+    print(", ".join(f"{kind} {n}" for kind, n in counts.items()) + " indexed")
     return EXIT_OK
 
 

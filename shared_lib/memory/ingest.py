@@ -112,17 +112,7 @@ def add_item(
         doc.update(title=title or text.splitlines()[0][:60], min_level=min_level)
     stored: Doc = Sanitizer.default().mask_stored(doc)
     store.set(_path(org_id, kind, iid), stored)
-    index_text(
-        store,
-        embedder,
-        org_id,
-        source_kind=kind,
-        source_id=iid,
-        text=text,
-        now=now,
-        min_level=min_level if kind == "knowledge" else 1,
-        title=stored.get("title"),
-    )
+    _index_item(store, embedder, org_id, kind, iid, stored, now)
     if kind == "value":
         _write_values(store, org_id)
     return _listed(kind, iid, stored)
@@ -154,6 +144,38 @@ def list_items(store: Store, org_id: str, kind: str | None = None) -> list[dict[
     return sorted(items, key=lambda i: (str(i["created_at"] or ""), i["id"]))
 
 
+def reindex(store: Store, embedder: Embedder | None, org_id: str, *, now: datetime) -> dict[str, int]:
+    """Index every teaching, knowledge document, value and memory of the organisation again
+    (documents written before the index existed, or vectors of another model); the count per
+    kind. An inactive teaching's chunks are removed."""
+    counts = dict.fromkeys((*KINDS, "memory"), 0)
+    for kind in KINDS:
+        coll = collections.collection_path(COLLECTION[kind], org=org_id)
+        for iid, doc in store.query(coll, limit=LIST_LIMIT):
+            if not str(doc.get("content") or "").strip() or doc.get("active") is False:
+                remove_source(store, org_id, kind, iid)
+                continue
+            _index_item(store, embedder, org_id, kind, iid, doc, now)
+            counts[kind] += 1
+    for mid, doc in store.query(collections.collection_path("memories", org=org_id), limit=LIST_LIMIT):
+        if str(doc.get("content") or "").strip() and doc.get("user_id"):
+            index_text(
+                store,
+                embedder,
+                org_id,
+                source_kind="memory",
+                source_id=mid,
+                text=str(doc["content"]),
+                now=now,
+                user_id=str(doc["user_id"]),
+                title=doc.get("subject"),
+                tags=(str(doc.get("category") or "other"),),
+                expires_at=doc.get("expires_at"),
+            )
+            counts["memory"] += 1
+    return counts
+
+
 def read_import(path: Path) -> list[dict[str, Any]]:
     """The items of a file: ``.jsonl`` one JSON object a line (``text``, optional ``title``,
     ``min_level``, ``priority``); any other file one document (its first line the title)."""
@@ -179,6 +201,23 @@ def read_import(path: Path) -> list[dict[str, Any]]:
             raise ArgumentError(f"{path}:{n}: unknown fields {sorted(unknown)}")
         items.append(item)
     return items
+
+
+def _index_item(
+    store: Store, embedder: Embedder | None, org_id: str, kind: str, iid: str, doc: Doc, now: datetime
+) -> None:
+    """The item's chunks from its stored document (knowledge keeps its reading level)."""
+    index_text(
+        store,
+        embedder,
+        org_id,
+        source_kind=kind,
+        source_id=iid,
+        text=str(doc["content"]),
+        now=now,
+        min_level=int(doc.get("min_level", 1)) if kind == "knowledge" else 1,
+        title=doc.get("title"),
+    )
 
 
 def _path(org_id: str, kind: str, iid: str) -> str:

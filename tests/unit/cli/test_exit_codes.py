@@ -189,6 +189,11 @@ COMMANDS: dict[str, Row] = {
         bad=["memory", "delete", "--org", "demo", "X-1", *S],
         finding=["memory", "delete", "--org", "demo", "K-0000000000", *S],
     ),
+    "memory reindex": Row(
+        no_store=["memory", "reindex", "--org", "demo"],
+        bad=["memory", "reindex", "--org", "demo", "--store", "{bad}"],
+        why="ok writes into the demo's store: tests/unit/cli/test_memory_cli.py reindexes a store of its own",
+    ),
     "memory search": Row(
         no_store=["memory", "search", "--org", "demo", "経費"],
         bad=["memory", "search", "--org", "demo", "--as", "u-nobody", "経費", *S],

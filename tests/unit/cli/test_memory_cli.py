@@ -86,3 +86,26 @@ def test_import_a_jsonl_file(store: MemoryStore, tmp_path: Path, capsys: pytest.
     # the staff member (level 2) does not see the level-5 document
     assert main(["memory", "search", "--org", "acme", "--as", "staff", "--json", "議事録 請求書"]) == 0
     assert [h["text"] for h in _json(capsys)["hits"]] == ["請求書は毎月25日締め。"]
+
+
+def test_reindex_indexes_documents_written_before_the_index(
+    store: MemoryStore, capsys: pytest.CaptureFixture[str]
+):
+    # GIVEN a knowledge document, a teaching, an inactive teaching and a memory written by hand
+    store.set("orgs/acme/knowledge/k1", {"title": "経費", "content": "経費精算は月末締め。", "min_level": 3})
+    store.set("orgs/acme/teachings/t1", {"content": "挨拶を大切に。", "priority": 1, "active": True})
+    store.set("orgs/acme/teachings/t2", {"content": "古い教え。", "active": False})
+    store.set(
+        "orgs/acme/memories/m1", {"content": "昼食はそば派", "user_id": "staff", "category": "preference"}
+    )
+    # WHEN reindexed THEN each is searchable, the memory only by its owner, the level kept
+    assert main(["memory", "reindex", "--org", "acme"]) == 0
+    assert capsys.readouterr().out.strip() == "teaching 1, knowledge 1, value 0, memory 1 indexed"
+    assert (
+        main(["memory", "search", "--org", "acme", "--as", "staff", "--json", "経費精算 挨拶 古い教え そば"])
+        == 0
+    )
+    assert sorted(h["source_id"] for h in _json(capsys)["hits"]) == ["m1", "t1"]  # k1 needs level 3
+    mine = ["--kind", "knowledge", "--kind", "memory"]
+    assert main(["memory", "search", "--org", "acme", "--as", "ceo", *mine, "--json", "経費精算 そば"]) == 0
+    assert [h["source_id"] for h in _json(capsys)["hits"]] == ["k1"]  # not staff's own memory
