@@ -28,7 +28,7 @@ never returned. Hits are per source (its best chunk), best first.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
@@ -44,16 +44,28 @@ PER_TERM_LIMIT = 200  # candidates read per query term (the rarest terms are rea
 VECTOR_FACTOR = 8  # nearest chunks read per hit wanted, before the reader's filter
 
 
-@dataclass(frozen=True)
 class Reader:
-    """Who asks: their id (``None``: nobody's private chunks) and their level (seed 000, 1-6)."""
+    """Who asks: their id (``None``: nobody's private chunks) and their level (seed 000, 1-6).
 
-    user_id: str | None
-    level: int
+    ``level`` may be a function, called at most once and only when a chunk needs more than
+    level 1 (most need none: a search that finds nothing, or only what everyone may read, never
+    reads the directory).
+    """
+
+    def __init__(self, user_id: str | None, level: int | Callable[[], int]) -> None:
+        self.user_id = user_id
+        self._level = level
+
+    @property
+    def level(self) -> int:
+        if callable(self._level):
+            self._level = int(self._level())
+        return self._level
 
     def may_read(self, doc: Doc) -> bool:
         owner = doc.get("user_id")
-        return (owner is None or owner == self.user_id) and int(doc.get("min_level", 1)) <= self.level
+        needed = int(doc.get("min_level", 1))
+        return (owner is None or owner == self.user_id) and (needed <= 1 or needed <= self.level)
 
 
 @dataclass(frozen=True)

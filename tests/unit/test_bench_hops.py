@@ -59,6 +59,10 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # transaction (begin, the roll-up's read, commit: two more a served turn, and a shadow
     # candidate's create became the same), so no dashboard refresh reads the records;
     # 57.0 with the organisation's learned persona (seed 001 §16): one read with the context
-    # sources (its write only on a turn that taught something)
+    # sources (its write only on a turn that taught something);
+    # 58.1 with the memory search (issue 20): the mix's save_memory indexes the memory in its
+    # own transaction, reading the source's manifest, the organisation's keyword totals and the
+    # frequency buckets its terms fall in (9 reads / 8 turns); the knowledge source reads the
+    # totals instead of querying the documents, the reader's level only when a chunk needs one
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 57, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 58.1, report["per_turn"]

@@ -107,7 +107,7 @@ def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None
         ctx.embedder,
         ctx.org_id,
         p.query,
-        reader=Reader(ctx.user_id, _level(ctx.store, ctx.org_id, ctx.user_id)),
+        reader=_reader(ctx.store, ctx.org_id, ctx.user_id),
         kinds=("memory",),
         limit=MEMORY_HITS * 5 if p.category != "all" else MEMORY_HITS,  # room for the category filter
     )
@@ -150,10 +150,15 @@ def delete_memory(p: DeleteMemoryParams, ctx: ToolContext, txn: Transaction | No
     return {"memory_id": chosen, "content": content, "deleted": True}
 
 
-def _level(store: Store, org_id: str, user_id: str | None) -> int:
-    """The reader's level (seed 000); someone not in the directory reads as level 1."""
-    person = get_person(store, org_id, user_id) if user_id else None
-    return person.level if person else 1
+def _reader(store: Store, org_id: str, user_id: str | None) -> Reader:
+    """The asker as a reader; their level (seed 000) read from the directory only when a chunk
+    needs one, someone not in the directory reads as level 1."""
+
+    def level() -> int:
+        person = get_person(store, org_id, user_id) if user_id else None
+        return person.level if person else 1
+
+    return Reader(user_id, level)
 
 
 def search_knowledge(
@@ -171,7 +176,7 @@ def search_knowledge(
         embedder,
         org_id,
         query,
-        reader=Reader(user_id, _level(store, org_id, user_id)),
+        reader=_reader(store, org_id, user_id),
         kinds=("knowledge",),
         limit=limit,
     )

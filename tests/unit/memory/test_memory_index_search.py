@@ -189,3 +189,24 @@ def test_fusion_weight_belongs_to_the_model():
     assert fusion_weight(Named("all-MiniLM-L6-v2")) == 0.3  # English model on Japanese: keyword leads
     assert fusion_weight(Named("text-multilingual-embedding-002")) == 0.7  # the seed's
     assert fusion_weight(None) == 0.0
+
+
+def test_the_readers_level_is_looked_up_only_when_a_chunk_needs_one():
+    store = MemoryStore()
+    asked = []
+
+    def level():
+        asked.append(1)
+        return 2
+
+    _index(store, None, "open", "会議室の予約方法。")
+    reader = Reader("u1", level)
+    assert [h.source_id for h in search(store, None, ORG, "会議室", reader=reader)] == [
+        "open"
+    ] and asked == []
+    _index(store, None, "secret", "会議室の役員予約。", min_level=5)
+    assert [h.source_id for h in search(store, None, ORG, "会議室", reader=reader)] == ["open"] and asked == [
+        1
+    ]
+    search(store, None, ORG, "会議室", reader=reader)
+    assert asked == [1]  # once per reader
