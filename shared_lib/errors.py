@@ -15,7 +15,7 @@ Subclasses that belong to one area are defined next to it, under the same base:
 ``ports.AlreadyExistsError`` (``create`` found the document), ``channels.base.PayloadError``
 (a webhook body off the provider's schema), ``channels.transport.SendFailure``,
 ``tools.registry.ToolInputError`` (a parameter failed a handler's fixed logic),
-``tools.scoped.CrossOrgAccess`` / ``WriteRefused``, ``tools.task_backend.TaskBackendError``
+``adapters.scoped.CrossOrgAccess`` / ``WriteRefused``, ``tools.task_backend.TaskBackendError``
 (``TaskOperationUnsupported``, ``chatwork_api.ChatWorkAPIError``),
 ``state.session.InvalidTransition``, ``policy.directory.DirectoryUnavailable``,
 ``ops.replay.ReplayError``, ``ops.notify.NotifyError`` and the adapter-internal

@@ -50,6 +50,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from shared_lib import config_files
+from shared_lib.ports import Vector
 
 RULES_FILE = Path(__file__).parent / "config" / "sanitizer_rules.json"
 PLACEHOLDER = re.compile(r"\[([A-Z][A-Z_]*)_(\d+)\]")
@@ -147,6 +148,8 @@ class Sanitizer:
                 k: v if isinstance(k, str) and IDENTIFIER_KEY.search(k) else self.mask_stored(v)
                 for k, v in value.items()
             }
+        if isinstance(value, Vector):  # an embedding: floats, and it must stay a vector value
+            return value
         if isinstance(value, list | tuple):
             return [self.mask_stored(v) for v in value]
         return value

@@ -17,6 +17,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``peers``          ``charter peers list``: the LLM peers, their purposes and last health
 ``persona``        ``charter persona show|verify|diff``: the pinned core, an organisation's extension
 ``episodes``       ``charter episodes list|show``, ``charter tags list|search``: episodic memory, tags
+``memory``         ``charter memory add|import|list|delete|search``: teachings, knowledge, values; hybrid search
 =================  =====================================================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -56,6 +57,7 @@ from shared_lib.cli import (
     dates,
     episodes,
     gates,
+    memory,
     operations,
     peers,
     persona,
@@ -83,6 +85,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     peers.register,
     persona.register,
     episodes.register,
+    memory.register,
 )
 
 

@@ -7,7 +7,7 @@ What is a person's (found without a collection-group query, so on Firestore's de
   records, for history written before the conversation document existed): every message,
   the conversation document, the session, the agent state, the LLM calls (``session_id``) and dead-lettered
   turns (``conversation_key``) of each;
-* ``memories``, ``goals``, ``vaults``, ``receipts``, ``observability``, ``shadow_candidates``,
+* ``memories`` (and their search chunks, ``memory_chunks``, with the keyword statistics), ``goals``, ``vaults``, ``receipts``, ``observability``, ``shadow_candidates``,
   ``approval_jobs`` (the jobs they requested) and ``agent_states`` where ``user_id`` (and the
   vaults of their recorded turns); the ``episodes`` they appear in (``user_ids``);
 * the store backend's ``tasks`` they own: created by them or assigned to them (the
@@ -36,6 +36,7 @@ from shared_lib.cli.console import NO_STORE, json_text, live_store
 from shared_lib.cli.operations import store_options
 from shared_lib.cli.runner import fail
 from shared_lib.context.history import conversation_path, history_path
+from shared_lib.memory.index import remove_source
 from shared_lib.ports import Op, Store
 from shared_lib.state.agent_store import agent_state_path
 from shared_lib.tools.directory import get_person
@@ -48,6 +49,7 @@ PURGED = (
     "sessions",
     "agent_states",
     "memories",
+    "memory_chunks",
     "goals",
     "tasks",
     "receipts",
@@ -93,6 +95,7 @@ def person_documents(store: Store, org: str, user: str) -> dict[str, list[str]]:
     found["conversations"].update(f"orgs/{org}/conversations/{doc_id}" for doc_id, _ in conversations)
     for name in (
         "memories",
+        "memory_chunks",
         "goals",
         "receipts",
         "vaults",
@@ -133,6 +136,8 @@ def purge(store: Store, org: str, user: str, *, dry_run: bool = False) -> dict[s
     """Delete ``user``'s documents in ``org`` (unless ``dry_run``); the count per collection."""
     found = person_documents(store, org, user)
     if not dry_run:
+        for path in found["memories"]:  # their chunks with the keyword statistics that count them
+            remove_source(store, org, "memory", path.rsplit("/", 1)[1])
         for paths in found.values():
             for path in paths:
                 store.delete(path)

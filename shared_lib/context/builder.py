@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from shared_lib.adapters.scoped import scoped
 from shared_lib.context.budget import DEFAULT_DROP_ORDER, DROPPABLE, Fitted, fit
 from shared_lib.context.render import build_sections
 from shared_lib.context.sources import SourceRequest, SourceSpec, default_sources
 from shared_lib.errors import ConfigError
-from shared_lib.ports import Store
+from shared_lib.ports import Embedder, Store
 from shared_lib.settings import Settings
-from shared_lib.tools.scoped import scoped
 from shared_lib.tools.task_backend import TaskBackend
 
 SourceStatus = Literal["ok", "failed", "timeout", "skipped"]
@@ -96,6 +96,7 @@ class ContextInput:
     text: str
     now: datetime
     user_name: str | None = None
+    embedder: Embedder | None = None  # the knowledge source's hybrid search; None: keyword only
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,7 @@ class ContextBuilder:
             recent_limit=cfg.recent_messages,
             knowledge_limit=cfg.knowledge_limit,
             knowledge_triggers=cfg.knowledge_triggers,
+            embedder=inp.embedder,
         )
         specs = self.sources or default_sources(tasks_truth=1 if inp.tasks.external else 2)
         values, records = self._fetch(specs, request)

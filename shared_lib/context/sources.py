@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from shared_lib.context.history import conversation_summary, recent_messages
-from shared_lib.ports import Store
+from shared_lib.ports import Embedder, Store
 from shared_lib.state.agent_store import load_agent_state
 from shared_lib.state.persona_store import load_ext
 from shared_lib.state.session import load_session
@@ -41,6 +41,7 @@ class SourceRequest:
     recent_limit: int = 10
     knowledge_limit: int = 5
     knowledge_triggers: tuple[str, ...] = ()
+    embedder: Embedder | None = None
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,9 @@ def _persona_ext(r: SourceRequest) -> dict[str, Any]:
 def _knowledge(r: SourceRequest) -> list[dict[str, Any]] | None:
     if not wants_knowledge(r.text, r.knowledge_triggers):
         return None  # on demand only: not asked for
-    return search_knowledge(r.store, r.org_id, r.text, r.knowledge_limit)
+    return search_knowledge(
+        r.store, r.org_id, r.text, r.knowledge_limit, embedder=r.embedder, user_id=r.user_id
+    )
 
 
 def default_sources(tasks_truth: int = 2) -> list[SourceSpec]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
+from shared_lib.adapters.scoped import scoped
 from shared_lib.brain import fast_path
 from shared_lib.brain.accounting import add_call_usage
 from shared_lib.brain.config import load_brain_config
@@ -48,7 +49,6 @@ from shared_lib.routing.commands import split_commands
 from shared_lib.state import debounce
 from shared_lib.state.answers import read_answer
 from shared_lib.state.session import load_session, set_local_only
-from shared_lib.tools.scoped import scoped
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -118,6 +118,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
             text=turn.inbound.text,
             now=rt.clock(),
             user_name=turn.inbound.user_name,
+            embedder=rt.embedder,
         )
     )
     record(turn.context, built, user_id=turn.user_id, user_name=turn.inbound.user_name)

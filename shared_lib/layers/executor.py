@@ -55,7 +55,12 @@ def _skip_reason(turn: Turn) -> str | None:
 
 def executor_for(rt: Runtime) -> ToolExecutor:
     return ToolExecutor(
-        rt.store, rt.registry, tasks=rt.task_backend, clock=rt.clock, retention=rt.settings.retention
+        rt.store,
+        rt.registry,
+        tasks=rt.task_backend,
+        clock=rt.clock,
+        retention=rt.settings.retention,
+        embedder=rt.embedder,
     )
 
 

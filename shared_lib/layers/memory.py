@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from shared_lib import collections
+from shared_lib.adapters.scoped import scoped
 from shared_lib.callctx import job_context
 from shared_lib.context.compaction import Compaction, Compactor, compact, pending_level
 from shared_lib.context.memory_config import MemoryConfig, load_memory_config
@@ -35,7 +36,6 @@ from shared_lib.layers.base import Layer
 from shared_lib.logs import log_event
 from shared_lib.state.persona_store import load_ext
 from shared_lib.state.session import load_session
-from shared_lib.tools.scoped import scoped
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

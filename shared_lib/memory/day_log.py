@@ -14,11 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
+from shared_lib.adapters.scoped import scoped
 from shared_lib.collections import collection_path
 from shared_lib.dates.model import JST
 from shared_lib.ports import Doc, Store
-from shared_lib.tools.directory import get_person
-from shared_lib.tools.scoped import scoped
 
 CONVERSATION_LIMIT = 500
 MESSAGE_LIMIT = 500
@@ -71,8 +70,8 @@ def day_log(
         if doc.get("role") == "user":
             people.append(user_id)
             if user_id not in names:
-                person = get_person(store, org_id, user_id) if user_id else None
-                names[user_id] = person.name if person else "メンバー"
+                person = store.get(f"orgs/{org_id}/users/{user_id}") if user_id else None
+                names[user_id] = str(person.get("name") or "メンバー") if person else "メンバー"
             speaker = names[user_id]
         else:
             speaker = persona_name

@@ -26,6 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from shared_lib.adapters.scoped import scoped
 from shared_lib.collections import collection_path, path
 from shared_lib.dates import display_date
 from shared_lib.dates.model import JST
@@ -38,7 +39,6 @@ from shared_lib.memory.triggers import TurnFacts, trigger_of
 from shared_lib.persona import Persona
 from shared_lib.ports import LLM, Doc, Store
 from shared_lib.sanitizer import Sanitizer
-from shared_lib.tools.scoped import scoped
 
 EpisodeType = Literal["daily_digest", "event_driven"]
 _NAMESPACE = uuid.UUID("6f1c2a9e-4b7d-5e30-9a21-0c8d3f5b7e14")  # episode ids: uuid5 under it

@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared_lib.adapters.scoped import scoped
 from shared_lib.collections import collection_path, path
 from shared_lib.dates.model import JST
 from shared_lib.errors import LLMOutputError
@@ -30,7 +31,6 @@ from shared_lib.logs import log_event
 from shared_lib.memory.answers import ask_json
 from shared_lib.memory.tags import CHUNKS, ScoredTag, TaggingConfig, assign
 from shared_lib.ports import LLM, Doc, Store, Transaction
-from shared_lib.tools.scoped import scoped
 
 STALE_AFTER = timedelta(hours=2)
 JOB_RECORD_DAYS = 90

@@ -34,10 +34,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared_lib.adapters.scoped import scoped
 from shared_lib.collections import collection_path, path
 from shared_lib.ports import Doc, Store, Transaction
 from shared_lib.sanitizer import Sanitizer
-from shared_lib.tools.scoped import scoped
 
 TaggedBy = Literal["user", "realtime", "background_job"]
 SearchMode = Literal["and", "or"]

@@ -44,13 +44,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from shared_lib import collections
+from shared_lib.adapters.scoped import CrossOrgAccess, WriteRefused, scoped
 from shared_lib.errors import LayerRetry, StoreUnavailable
 from shared_lib.idempotency import Claims, ClaimState
-from shared_lib.ports import Store, Transaction
+from shared_lib.ports import Embedder, Store, Transaction
 from shared_lib.sanitizer import Sanitizer
 from shared_lib.tools.at_rest import AtRestTransaction
 from shared_lib.tools.registry import ToolContext, ToolInputError, ToolRegistry, ToolSpec
-from shared_lib.tools.scoped import CrossOrgAccess, WriteRefused, scoped
 from shared_lib.tools.task_backend import (
     DryRunTaskBackend,
     TaskBackend,
@@ -135,8 +135,10 @@ class ToolExecutor:
         tasks: TaskBackend,
         clock: Callable[[], datetime],
         retention: Callable[[str], timedelta] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.store = store
+        self.embedder = embedder
         self.registry = registry
         self.tasks = tasks
         self.clock = clock
@@ -213,6 +215,7 @@ class ToolExecutor:
             tasks=DryRunTaskBackend(tasks) if req.dry_run else tasks,
             confirmed=req.confirmed,
             channel=req.channel,
+            embedder=self.embedder,
         )
 
     def _run(self, spec: ToolSpec, params: BaseModel, req: CallRequest) -> CallOutcome:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from shared_lib.errors import CharterError, ConfigError
-from shared_lib.ports import Store, Transaction
+from shared_lib.ports import Embedder, Store, Transaction
 
 if TYPE_CHECKING:
     from shared_lib.tools.task_backend import TaskBackend
@@ -65,6 +65,7 @@ class ToolContext:
     recovering: bool = False
     confirmed: frozenset[str] = frozenset()
     channel: str = ""  # the conversation's channel (chatwork, line, slack, http); "" when unknown
+    embedder: Embedder | None = None  # the memory tools' hybrid search; None: keyword only
 
     @property
     def task_backend(self) -> TaskBackend:

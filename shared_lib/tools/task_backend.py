@@ -26,11 +26,11 @@ from typing import Any, Literal, NoReturn, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from shared_lib.adapters.scoped import WriteRefused
 from shared_lib.errors import CharterError, ConfigError
 from shared_lib.ids import utc_now
 from shared_lib.ports import Op, Store, Transaction
 from shared_lib.settings import Settings
-from shared_lib.tools.scoped import WriteRefused
 
 TaskStatus = Literal["open", "done", "deleted"]
 StatusFilter = Literal["open", "done", "all"]

@@ -65,5 +65,11 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # document and its window: two reads) and, on the three turns of the mix that take the
     # demo room past 70 %, compacts it (the session, the persona extension, the re-read and its
     # transaction) — off the reply's path, after the reply is sent
+    # +1.1 with the memory search (issue 20): the mix's save_memory indexes the memory in its
+    # own transaction, reading the source's manifest, the organisation's keyword totals and the
+    # frequency buckets its terms fall in (9 reads / 8 turns); the knowledge source reads the
+    # totals instead of querying the documents, the reader's level only when a chunk needs one
+    # 65.0 with the event episodes (seed 001 §22): the mix's 「覚えておいて」 turn becomes one
+    # episode in the memory target (its existence check, the episode, its tags: 8 RPCs / 8 turns)
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 63, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 65.0, report["per_turn"]

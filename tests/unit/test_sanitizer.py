@@ -176,3 +176,12 @@ def test_a_japanese_phone_number_of_ten_or_eleven_digits_is_masked(text):
 def test_a_short_number_starting_with_zero_is_no_phone_number(text):
     # an order number or a tag would otherwise be masked, stored as [PHONE] and lost to the user
     assert Sanitizer.default().mask(text)[0] == text
+
+
+def test_mask_stored_keeps_an_embedding_a_vector():
+    # GIVEN a document holding an embedding (memory chunks, issue 20)
+    from shared_lib.ports import Vector
+
+    doc = Sanitizer.default().mask_stored({"text": "090-1234-5678", "embedding": Vector((0.6, 0.8))})
+    # THEN the text is masked and the vector stays a Vector (a list would not be a vector value)
+    assert doc["text"] != "090-1234-5678" and isinstance(doc["embedding"], Vector)

@@ -5,7 +5,7 @@
 
 const state = { token: sessionStorage.getItem("charterAdminToken") || "", openTurn: null, tz: "Asia/Tokyo",
                 view: "overview" };
-const VIEWS = ["overview", "turns", "trail", "llm", "shadow", "controls"];
+const VIEWS = ["overview", "turns", "trail", "llm", "shadow", "controls", "memory"];
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -77,7 +77,8 @@ function show(view) {
 
 function loadView() {
   const loaders = { overview: [loadStats, loadCharts, loadAlerts], turns: [loadTurns], trail: [],
-                    llm: [loadLlmCalls, loadEvaluations], shadow: [loadRollout], controls: [loadFlags] };
+                    llm: [loadLlmCalls, loadEvaluations], shadow: [loadRollout], controls: [loadFlags],
+                    memory: [loadMemory] };
   return Promise.allSettled((loaders[state.view] || []).map((f) => f()));
 }
 
@@ -266,6 +267,50 @@ async function loadEvaluations() {
     el("td", {}, e.regenerated ? "yes" : "no"), el("td", {}, e.refined ? "yes" : "no"), el("td", {}, fmt.usd(e.cost_usd)))));
 }
 
+// ---------------------------------------------------------------- memory (issue 20)
+
+async function loadMemory() {
+  const org = $("memory-org").value.trim();
+  const body = $("memory-table").querySelector("tbody");
+  const hits = $("memory-hits").querySelector("tbody");
+  if (!org) { body.replaceChildren(); hits.replaceChildren(); return; }
+  const d = await api(`/api/memory?org=${encodeURIComponent(org)}`);
+  body.replaceChildren(...d.items.map((i) => el("tr", { "data-id": i.id },
+    el("td", {}, i.id), el("td", {}, i.kind), el("td", {}, i.title || ""), el("td", {}, i.text),
+    el("td", {}, String(i.min_level)), el("td", {}, i.created_by || ""), el("td", {}, fmt.time(i.created_at)),
+    el("td", {}, el("button", { type: "button", "data-delete": i.id }, "delete")))));
+  const q = $("memory-query").value.trim();
+  if (!q) { hits.replaceChildren(); return; }
+  const who = $("memory-as").value.trim();
+  const s = await api(`/api/memory/search?org=${encodeURIComponent(org)}&q=${encodeURIComponent(q)}` +
+    (who ? `&as=${encodeURIComponent(who)}` : ""));
+  hits.replaceChildren(...s.hits.map((h, n) => el("tr", {},
+    el("td", {}, String(n + 1)), el("td", {}, h.source_kind), el("td", {}, h.source_id), el("td", {}, h.text),
+    el("td", {}, fmt.num(h.score, 4)), el("td", {}, h.keyword_score == null ? "–" : fmt.num(h.keyword_score, 2)),
+    el("td", {}, h.vector_score == null ? "–" : fmt.num(h.vector_score, 3)))));
+}
+
+async function memoryWrite(path, payload, done) {
+  try {
+    await api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload) });
+    say(done);
+    await loadMemory();
+  } catch (e) { say(`refused: ${e.message}`, true); }
+}
+
+function addMemory() {
+  const org = $("memory-org").value.trim(), by = $("memory-by").value.trim();
+  if (!org || !by) { say("an organisation and the person adding (by) are required", true); return; }
+  memoryWrite("/api/memory", { org, by, kind: $("memory-kind").value, title: $("memory-title").value.trim(),
+    min_level: Number($("memory-min-level").value) || 1, text: $("memory-text").value }, "added");
+}
+
+function deleteMemory(id) {
+  const org = $("memory-org").value.trim(), by = $("memory-by").value.trim();
+  if (!org || !by) { say("an organisation and the person deleting (by) are required", true); return; }
+  memoryWrite("/api/memory/delete", { org, id, by }, `deleted ${id}`);
+}
+
 // ---------------------------------------------------------------- controls
 
 async function control(action) {
@@ -337,11 +382,17 @@ async function start() {
     $(id).addEventListener("click", () => control($(id).getAttribute("data-action")));
   }
   $("btn-auto-off").addEventListener("click", () => autoOff());
+  $("memory-org-form").addEventListener("submit", (ev) => { ev.preventDefault(); loadMemory().catch((e) => say(e.message, true)); });
+  $("memory-add-form").addEventListener("submit", (ev) => { ev.preventDefault(); addMemory(); });
+  $("memory-table").addEventListener("click", (ev) => {
+    const id = ev.target.getAttribute && ev.target.getAttribute("data-delete");
+    if (id) deleteMemory(id);
+  });
   $("btn-replay").addEventListener("click", () => replayOpenTurn().catch((e) => say(e.message, true)));
   await refresh();
   const params = new URLSearchParams(location.search);
   if (params.get("turn")) openTrail(params.get("turn"), params.get("org")).catch((e) => say(e.message, true));
-  setInterval(() => { if (state.view !== "trail" && state.view !== "controls") refresh(); }, 15000);
+  setInterval(() => { if (!["trail", "controls", "memory"].includes(state.view)) refresh(); }, 15000);
 }
 
 document.addEventListener("DOMContentLoaded", start);

@@ -1,6 +1,11 @@
 """Memory and knowledge tools (seed 000 §6.3.3): save, query and delete what a person
 asked Charter to remember (``orgs/{org}/memories``, visible to that person only), and
-keyword search over the company's knowledge (``orgs/{org}/knowledge``).
+search over the company's knowledge (``orgs/{org}/knowledge``).
+
+Both searches are ``shared_lib.memory.search``'s hybrid search (keyword and, with the
+context's embedder, vector) over the chunks ``shared_lib.memory.index`` keeps: a memory is
+indexed with its save and unindexed with its delete, in the same transaction, its chunks
+private to its owner (``user_id``); knowledge comes in through ``shared_lib.memory.ingest``.
 
 Preferences are memories with ``category = "preference"``; the Context Builder reads them
 as the user's preferences. Memories are stored masked (``shared_lib.tools.at_rest``): a
@@ -13,16 +18,18 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from shared_lib.ports import Store, Transaction
+from shared_lib.memory import index
+from shared_lib.memory.search import Reader, search
+from shared_lib.ports import Embedder, Store, Transaction
 from shared_lib.sanitizer import Sanitizer
+from shared_lib.tools.directory import get_person
 from shared_lib.tools.handlers.base import Params, doc_id, pick_one, preview, require_text, writer
-from shared_lib.tools.matching import score, terms
 from shared_lib.tools.normalize import DocId, clean_text
 from shared_lib.tools.registry import ToolContext
 
 Category = Literal["preference", "fact", "person", "other"]
-KNOWLEDGE_SCAN_LIMIT = 500  # keyword search reads at most this many documents
 MEMORY_SCAN_LIMIT = 300
+MEMORY_HITS = 10
 
 
 def memories_path(org_id: str, memory_id: str = "") -> str:
@@ -61,6 +68,18 @@ def save_memory(p: SaveMemoryParams, ctx: ToolContext, txn: Transaction | None) 
     memory_id = doc_id(ctx, "m")
     if ctx.dry_run:
         return preview("save_memory", content=content, category=p.category, subject=subject)
+    chunks = index.prepare(
+        ctx.embedder,
+        ctx.org_id,
+        source_kind="memory",
+        source_id=memory_id,
+        text=content,
+        title=subject,
+        now=ctx.now,
+        user_id=ctx.user_id,
+        tags=(p.category,),
+    )
+    index.write(writer(ctx, txn), chunks)  # its reads come before the memory's write
     writer(ctx, txn).set(
         memories_path(ctx.org_id, memory_id),
         {
@@ -82,13 +101,20 @@ class QueryMemoryParams(Params):
 
 
 def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
-    docs = own_memories(ctx.store, ctx.org_id, ctx.user_id, None if p.category == "all" else p.category)
-    wanted = terms(p.query)
-    scored = [(score(wanted, f"{d.get('subject') or ''} {d.get('content', '')}"), mid, d) for mid, d in docs]
-    hits = sorted((x for x in scored if x[0] > 0), key=lambda x: -x[0])[:10]
+    docs = dict(own_memories(ctx.store, ctx.org_id, ctx.user_id, None if p.category == "all" else p.category))
+    hits = search(
+        ctx.store,
+        ctx.embedder,
+        ctx.org_id,
+        p.query,
+        reader=_reader(ctx.store, ctx.org_id, ctx.user_id),
+        kinds=("memory",),
+        limit=MEMORY_HITS * 5 if p.category != "all" else MEMORY_HITS,  # room for the category filter
+    )
+    found = [(h.source_id, docs[h.source_id]) for h in hits if h.source_id in docs][:MEMORY_HITS]
     return {
         "query": p.query,
-        "count": len(hits),
+        "count": len(found),
         "memories": [
             {
                 "memory_id": mid,
@@ -96,7 +122,7 @@ def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None
                 "category": d.get("category"),
                 "subject": d.get("subject"),
             }
-            for _, mid, d in hits
+            for mid, d in found
         ],
     }
 
@@ -119,26 +145,49 @@ def delete_memory(p: DeleteMemoryParams, ctx: ToolContext, txn: Transaction | No
     content = dict(labels)[chosen]
     if ctx.dry_run:
         return preview("delete_memory", memory_id=chosen, content=content)
+    index.unindex(writer(ctx, txn), ctx.org_id, "memory", chosen)  # its reads before the delete
     writer(ctx, txn).delete(memories_path(ctx.org_id, chosen))
     return {"memory_id": chosen, "content": content, "deleted": True}
 
 
-def search_knowledge(store: Store, org_id: str, query: str, limit: int = 5) -> list[dict[str, Any]]:
-    """Keyword search over the organisation's knowledge documents, best first."""
-    wanted = terms(query)
-    if not wanted:
-        return []
-    docs = store.query(f"orgs/{org_id}/knowledge", limit=KNOWLEDGE_SCAN_LIMIT)
-    scored = []
-    for kid, d in docs:
-        title, content = str(d.get("title", "")), str(d.get("content", ""))
-        s = 2 * score(wanted, title) + score(wanted, content)
-        if s >= min(2, len(wanted)):
-            scored.append((s, kid, title, content))
-    scored.sort(key=lambda x: (-x[0], x[1]))
+def _reader(store: Store, org_id: str, user_id: str | None) -> Reader:
+    """The asker as a reader; their level (seed 000) read from the directory only when a chunk
+    needs one, someone not in the directory reads as level 1."""
+
+    def level() -> int:
+        person = get_person(store, org_id, user_id) if user_id else None
+        return person.level if person else 1
+
+    return Reader(user_id, level)
+
+
+def search_knowledge(
+    store: Store,
+    org_id: str,
+    query: str,
+    limit: int = 5,
+    *,
+    embedder: Embedder | None = None,
+    user_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """The organisation's knowledge documents ``user_id`` may read, best first (hybrid search)."""
+    hits = search(
+        store,
+        embedder,
+        org_id,
+        query,
+        reader=_reader(store, org_id, user_id),
+        kinds=("knowledge",),
+        limit=limit,
+    )
     return [
-        {"knowledge_id": kid, "title": title, "snippet": content[:300], "score": s}
-        for s, kid, title, content in scored[:limit]
+        {
+            "knowledge_id": h.source_id,
+            "title": h.title or "",
+            "snippet": h.text[:300],
+            "score": round(h.score, 6),
+        }
+        for h in hits
     ]
 
 
@@ -148,5 +197,7 @@ class KnowledgeSearchParams(Params):
 
 
 def knowledge_search(p: KnowledgeSearchParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
-    found = search_knowledge(ctx.store, ctx.org_id, p.query, p.limit)
+    found = search_knowledge(
+        ctx.store, ctx.org_id, p.query, p.limit, embedder=ctx.embedder, user_id=ctx.user_id
+    )
     return {"query": p.query, "count": len(found), "results": found}

@@ -191,6 +191,35 @@ COMMANDS: dict[str, Row] = {
         ok=["peers", "list", "--json", *S],
         why="finding: --probe of an unhealthy peer (tests/unit/peers/test_peers_cli.py)",
     ),
+    "memory add": Row(
+        no_store=["memory", "add", "--org", "demo", "--kind", "knowledge", "手順"],
+        bad=["memory", "add", "--org", "demo", "--kind", "knowledge", " ", *S],
+        finding=["memory", "add", "--org", "demo", "--kind", "teaching", "--by", "u-yamada", "方針", *S],
+        why="ok writes into the demo's store: tests/unit/cli/test_memory_cli.py adds to a store of its own",
+    ),
+    "memory import": Row(
+        no_store=["memory", "import", "--org", "demo", "--kind", "knowledge", "{bad}"],
+        bad=["memory", "import", "--org", "demo", "--kind", "knowledge", "{tmp}", *S],
+        finding=["memory", "import", "--org", "demo", "--kind", "value", "--by", "u-tanaka", "{bad}", *S],
+    ),
+    "memory list": Row(
+        no_store=["memory", "list", "--org", "demo"], ok=["memory", "list", "--org", "demo", *S]
+    ),
+    "memory delete": Row(
+        no_store=["memory", "delete", "--org", "demo", "K-1"],
+        bad=["memory", "delete", "--org", "demo", "X-1", *S],
+        finding=["memory", "delete", "--org", "demo", "K-0000000000", *S],
+    ),
+    "memory reindex": Row(
+        no_store=["memory", "reindex", "--org", "demo"],
+        bad=["memory", "reindex", "--org", "demo", "--store", "{bad}"],
+        why="ok writes into the demo's store: tests/unit/cli/test_memory_cli.py reindexes a store of its own",
+    ),
+    "memory search": Row(
+        no_store=["memory", "search", "--org", "demo", "経費"],
+        bad=["memory", "search", "--org", "demo", "--as", "u-nobody", "経費", *S],
+        ok=["memory", "search", "--org", "demo", "--json", "経費", *S],
+    ),
 }
 
 

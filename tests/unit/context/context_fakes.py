@@ -11,6 +11,7 @@ from typing import Any
 
 from shared_lib.context.history import append_message, conversation_path
 from shared_lib.errors import StoreUnavailable
+from shared_lib.memory.index import index_text
 from shared_lib.ports import Store
 from shared_lib.tools.directory import seed_directory
 
@@ -33,7 +34,7 @@ SOURCE_READS: dict[str, tuple[str, str]] = {
     "goals": ("query", r"/goals$"),
     "teachings": ("query", r"/teachings$"),
     "company_values": ("get", r"/settings/company$"),
-    "knowledge": ("query", r"/knowledge$"),
+    "knowledge": ("get", r"/memory_stats/[^/]+$"),  # the hybrid search's first read (memory.search)
     "agent_state": ("get", r"/agent_states/[^/]+$"),
     "persona_ext": ("get", r"/persona_ext/current$"),
 }
@@ -110,6 +111,17 @@ def seed_org(store: Store, org: str = ORG, *, marker: str = "") -> None:
     store.set(
         f"orgs/{org}/knowledge/k1",
         {"title": f"経費精算規程{marker}", "content": "経費精算は月末までに申請する。"},
+    )
+    # what the knowledge source searches: the document's chunks (memory.ingest writes both)
+    index_text(
+        store,
+        None,
+        org,
+        source_kind="knowledge",
+        source_id="k1",
+        text="経費精算は月末までに申請する。",
+        title=f"経費精算規程{marker}",
+        now=NOW,
     )
     store.set(
         f"orgs/{org}/goals/g1",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tool_fakes import ORG, call, docs
+from tool_fakes import NOW, ORG, call, docs
+
+from shared_lib.memory.ingest import add_item
 
 
 def save(ex, content, n, category="preference", **extra):
@@ -51,12 +53,32 @@ def test_given_a_memory_when_deleted_then_removed_and_ambiguity_asks_first(ex, s
 
 
 def test_given_knowledge_documents_when_searched_then_keyword_matches_best_first(ex, store):
-    store.set(
-        f"orgs/{ORG}/knowledge/k1", {"title": "経費精算規程", "content": "経費精算は月末までに申請する。"}
-    )
-    store.set(f"orgs/{ORG}/knowledge/k2", {"title": "有給休暇", "content": "有給休暇は3日前までに申請する。"})
-    store.set(f"orgs/{ORG}/knowledge/k3", {"title": "社内イベント", "content": "忘年会は12月。"})
+    # knowledge comes in through shared_lib.memory.ingest (indexed as chunks), no longer by a
+    # bare write of orgs/{org}/knowledge/{id}, which the hybrid search does not read
+    def add(title, text, **kw):
+        return add_item(store, None, ORG, kind="knowledge", text=text, title=title, now=NOW, **kw)["id"]
+
+    k1 = add("経費精算規程", "経費精算は月末までに申請する。")
+    add("有給休暇", "有給休暇は3日前までに申請する。")
+    add("社内イベント", "忘年会は12月。")
+    secret = add("経費の役員枠", "役員の経費精算は社長が承認する。", min_level=5)
     out = call(ex, "knowledge_search", {"query": "経費精算のルール"})
-    assert out.ok and [r["knowledge_id"] for r in out.result["results"]] == ["k1"]
-    assert call(ex, "knowledge_search", {"query": "申請"}).result["count"] == 2
-    assert call(ex, "knowledge_search", {"query": "量子力学"}).result["count"] == 0
+    assert out.ok and [r["knowledge_id"] for r in out.result["results"]] == [
+        k1
+    ]  # level 2: not the level-5 one
+    boss = call(ex, "knowledge_search", {"query": "経費精算のルール"}, user="u-boss", call_id="k2")
+    assert {r["knowledge_id"] for r in boss.result["results"]} == {k1, secret}
+
+
+def test_a_saved_memory_is_indexed_privately_and_its_delete_removes_the_chunks(ex, store):
+    first = save(ex, "私の誕生日は5月3日", 1, category="fact")
+    chunks = store.query(f"orgs/{ORG}/memory_chunks")
+    assert (
+        len(chunks) == 1
+        and chunks[0][1]["user_id"] == "u-suzuki"
+        and chunks[0][1]["source_id"] == first.result["memory_id"]
+    )
+    other = call(ex, "query_memory", {"query": "誕生日"}, user="u-tanaka1", call_id="q1")
+    assert other.result["count"] == 0
+    call(ex, "delete_memory", {"memory_id": first.result["memory_id"]}, call_id="d1")
+    assert store.query(f"orgs/{ORG}/memory_chunks") == []

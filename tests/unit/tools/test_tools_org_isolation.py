@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from tool_fakes import ORG, OTHER_ORG, call, docs, seed
 
-from shared_lib.tools.scoped import CrossOrgAccess, WriteRefused, scoped
+from shared_lib.adapters.scoped import CrossOrgAccess, WriteRefused, scoped
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ True
 >>> scoped.get("orgs/other/tasks/t1")
 Traceback (most recent call last):
 ...
-shared_lib.tools.scoped.CrossOrgAccess: path 'orgs/other/tasks/t1' is outside organisation 'acme'
+shared_lib.adapters.scoped.CrossOrgAccess: path 'orgs/other/tasks/t1' is outside organisation 'acme'
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from shared_lib.errors import CharterError
-from shared_lib.ports import Doc, Op, Store, Transaction
+from shared_lib.errors import CharterError, ConfigError
+from shared_lib.ports import Doc, Op, Store, Transaction, Vector
 
 T = TypeVar("T")
 
@@ -120,6 +120,24 @@ class OrgScopedStore:
         return self._store.query(
             self._scope.check(collection), where=where, order_by=order_by, descending=descending, limit=limit
         )
+
+    def find_nearest(
+        self,
+        collection: str,
+        *,
+        field: str,
+        vector: Vector,
+        limit: int,
+        where: Sequence[tuple[str, Op, Any]] = (),
+    ) -> list[tuple[str, Doc, float]]:
+        """``VectorSearch`` inside the organisation (the store must offer it)."""
+        find = getattr(self._store, "find_nearest", None)
+        if not callable(find):
+            raise ConfigError(f"{type(self._store).__name__} has no vector search")
+        found: list[tuple[str, Doc, float]] = find(
+            self._scope.check(collection), field=field, vector=vector, limit=limit, where=where
+        )
+        return found
 
     def run_transaction(self, fn: Callable[[Transaction], T]) -> T:
         scope = self._scope

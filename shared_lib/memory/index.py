@@ -1,0 +1,236 @@
+"""Writing and removing a source's chunks (seed 001 §18): the index the search reads.
+
+A source (a teaching, a knowledge document, a company value, a memory, an episode) is
+masked, cut into chunks, embedded (outside any transaction: it is the slow part), then
+written in ONE transaction with everything that depends on it: its chunks
+(``memory_chunks``), their keyword statistics (``memory_stats``: chunk count and total length
+in ``totals``, document frequency per term in ``df-NN``, the term hashed into one of
+``keyword.BUCKETS`` documents, so a query reads a few small documents, never the chunks
+of the whole organisation) and the source's manifest (``memory_sources``: its chunk ids). So
+re-indexing the same source replaces its chunks exactly, and a crash leaves either the
+old chunks or the new ones, with statistics that count what is there.
+
+Chunk ids derive from the source (``sha256(kind, id)[:20]-seq``): the same source always
+writes the same ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from shared_lib import collections
+from shared_lib.errors import ArgumentError
+from shared_lib.memory.chunking import CHUNK_TOKENS, chunk_text
+from shared_lib.memory.keyword import BUCKETS, bucket, term_counts
+from shared_lib.ports import Doc, Embedder, Store, Transaction
+from shared_lib.sanitizer import Sanitizer
+
+MAX_CHUNKS = 200  # a source of more (about 300 000 characters) is refused: one transaction writes it
+SOURCE_KINDS = ("teaching", "knowledge", "value", "memory", "episode")
+
+
+def source_key(source_kind: str, source_id: str) -> str:
+    return hashlib.sha256(f"{source_kind}\0{source_id}".encode()).hexdigest()[:20]
+
+
+def chunks_path(org_id: str) -> str:
+    return collections.collection_path("memory_chunks", org=org_id)
+
+
+def chunk_path(org_id: str, chunk_id: str) -> str:
+    return collections.path("memory_chunks", org=org_id, id=chunk_id)
+
+
+def source_path(org_id: str, source_kind: str, source_id: str) -> str:
+    return collections.path("memory_sources", org=org_id, id=source_key(source_kind, source_id))
+
+
+def stats_path(org_id: str, name: str) -> str:
+    """``totals`` or ``df-NN`` (``NN`` a bucket)."""
+    return collections.path("memory_stats", org=org_id, id=name)
+
+
+def df_name(b: int) -> str:
+    return f"df-{b:02d}"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A source's chunks, masked and embedded, ready to be written (``write``) in a transaction."""
+
+    org_id: str
+    source_kind: str
+    source_id: str
+    chunks: dict[str, Doc]
+    now: datetime
+
+
+def prepare(
+    embedder: Embedder | None,
+    org_id: str,
+    *,
+    source_kind: str,
+    source_id: str,
+    text: str,
+    now: datetime,
+    min_level: int = 1,
+    user_id: str | None = None,
+    tags: Sequence[str] = (),
+    title: str | None = None,
+    expires_at: datetime | None = None,
+) -> Prepared:
+    """Mask, cut and embed ``text`` (the slow part, done before any transaction)."""
+    if source_kind not in SOURCE_KINDS:
+        raise ArgumentError(f"unknown source kind {source_kind!r}; one of {', '.join(SOURCE_KINDS)}")
+    if len(text) > MAX_CHUNKS * CHUNK_TOKENS * 4:  # more chunks whatever the script: no need to cut it
+        raise ArgumentError(f"text too long to index: {len(text)} characters")
+    masked = Sanitizer.default().mask_stored(text)
+    pieces = chunk_text(masked)
+    if len(pieces) > MAX_CHUNKS:
+        raise ArgumentError(f"text too long to index: {len(pieces)} chunks (at most {MAX_CHUNKS})")
+    vectors = embedder.embed(pieces, kind="document") if embedder and pieces else []
+    shown = Sanitizer.default().mask_stored(title) if title else None
+    key = source_key(source_kind, source_id)
+    chunks: dict[str, Doc] = {}
+    for seq, piece in enumerate(pieces):
+        tf = term_counts(f"{shown}\n{piece}" if shown else piece)
+        doc: Doc = {
+            "source_kind": source_kind,
+            "source_id": source_id,
+            "seq": seq,
+            "text": piece,
+            "title": shown,
+            "terms": sorted(tf),
+            "tf": tf,
+            "length": sum(tf.values()),
+            "min_level": int(min_level),
+            "user_id": user_id,
+            "tags": list(tags),
+            "created_at": now,
+        }
+        if vectors and embedder:
+            doc["embedding"], doc["model"] = vectors[seq], embedder.name
+        if expires_at is not None:
+            doc["expires_at"] = expires_at
+        chunks[f"{key}-{seq:03d}"] = doc
+    return Prepared(org_id, source_kind, source_id, chunks, now)
+
+
+def write(txn: Transaction, prepared: Prepared) -> list[str]:
+    """Replace the source's chunks by the prepared ones inside ``txn`` (reads first, so call it
+    before the transaction's other writes); the new chunk ids."""
+    p = prepared
+    manifest = {
+        "source_kind": p.source_kind,
+        "source_id": p.source_id,
+        "chunk_ids": sorted(p.chunks),
+        "updated_at": p.now,
+    }
+    _replace(txn, p.org_id, p.source_kind, p.source_id, p.chunks, manifest)
+    return sorted(p.chunks)
+
+
+def index_text(
+    store: Store,
+    embedder: Embedder | None,
+    org_id: str,
+    *,
+    source_kind: str,
+    source_id: str,
+    text: str,
+    now: datetime,
+    min_level: int = 1,
+    user_id: str | None = None,
+    tags: Sequence[str] = (),
+    title: str | None = None,
+    expires_at: datetime | None = None,
+) -> list[str]:
+    """Index ``text`` as the chunks of the source (replacing any it had); their ids.
+
+    Without an embedder the chunks carry no vector (keyword search still finds them; a later
+    re-index with one adds them). ``user_id`` makes the chunks that person's only.
+    """
+    prepared = prepare(
+        embedder,
+        org_id,
+        source_kind=source_kind,
+        source_id=source_id,
+        text=text,
+        now=now,
+        min_level=min_level,
+        user_id=user_id,
+        tags=tags,
+        title=title,
+        expires_at=expires_at,
+    )
+    return store.run_transaction(lambda txn: write(txn, prepared))
+
+
+def remove_source(store: Store, org_id: str, source_kind: str, source_id: str) -> int:
+    """Remove the source's chunks (their vectors with them) and their statistics; how many."""
+    return store.run_transaction(lambda txn: unindex(txn, org_id, source_kind, source_id))
+
+
+def unindex(txn: Transaction, org_id: str, source_kind: str, source_id: str) -> int:
+    """``remove_source`` inside ``txn`` (reads first: call it before the transaction's writes)."""
+    return _replace(txn, org_id, source_kind, source_id, {}, None)
+
+
+def _replace(
+    txn: Transaction,
+    org_id: str,
+    source_kind: str,
+    source_id: str,
+    chunks: dict[str, Doc],
+    manifest: Doc | None,
+) -> int:
+    """Reads first (manifest, old chunks, statistics), then every write; the old chunk count."""
+    spath = source_path(org_id, source_kind, source_id)
+    old_ids = [str(c) for c in (txn.get(spath) or {}).get("chunk_ids", [])]
+    old = {cid: txn.get(chunk_path(org_id, cid)) or {} for cid in old_ids}
+    delta: dict[str, int] = {}
+    _count(delta, (d.get("terms") or [] for d in old.values()), -1)
+    _count(delta, (d["terms"] for d in chunks.values()), +1)
+    touched = sorted({bucket(t) for t, n in delta.items() if n})
+    totals = txn.get(stats_path(org_id, "totals")) or {}
+    tables = {b: txn.get(stats_path(org_id, df_name(b))) or {} for b in touched}
+    for b, table in tables.items():
+        df = dict(table.get("df") or {})
+        for term, n in delta.items():
+            if n and bucket(term) == b:
+                value = int(df.get(term, 0)) + n
+                if value > 0:
+                    df[term] = value
+                else:
+                    df.pop(term, None)
+        txn.set(stats_path(org_id, df_name(b)), {"df": df})
+    length = sum(int(d.get("length", 0)) for d in chunks.values())
+    length -= sum(int(d.get("length", 0)) for d in old.values())
+    txn.set(
+        stats_path(org_id, "totals"),
+        {
+            "chunks": max(0, int(totals.get("chunks", 0)) + len(chunks) - len(old)),
+            "length": max(0, int(totals.get("length", 0)) + length),
+            "buckets": BUCKETS,
+        },
+    )
+    for cid in old:
+        if cid not in chunks:
+            txn.delete(chunk_path(org_id, cid))
+    for cid, doc in chunks.items():
+        txn.set(chunk_path(org_id, cid), doc)
+    if manifest is None:
+        txn.delete(spath)
+    else:
+        txn.set(spath, manifest)
+    return len(old)
+
+
+def _count(delta: dict[str, int], term_lists: Iterable[Iterable[Any]], sign: int) -> None:
+    for term_list in term_lists:
+        for term in term_list:
+            delta[str(term)] = delta.get(str(term), 0) + sign

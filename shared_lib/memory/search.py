@@ -1,0 +1,215 @@
+"""Hybrid search over an organisation's chunks (seed 001 §18): keyword (BM25) and vector,
+fused by reciprocal rank, for one reader.
+
+Why rank fusion and these weights. BM25 scores are unbounded and depend on the collection;
+cosine similarities of a sentence model crowd into a narrow band that differs per model
+(MiniLM on Japanese text, Vertex's multilingual model). A weighted sum of raw scores would
+need calibrating per model and per organisation; ranks need none. Reciprocal rank fusion
+(Cormack, Clarke & Büttcher 2009, k = 60: a hit's weight falls slowly with its rank, so
+agreement between the two lists counts more than a first place in one) adds
+``w / (k + rank)`` per list.
+
+The weights belong to the embedding model, because they say how far its ranking is to be
+trusted on Japanese. Seed 001 §18.2's vector 0.7 / keyword 0.3 was set for ruri-v3, a Japanese
+model: paraphrases are the vector's, exact terms (names, numbers, product codes) the keyword's.
+The local default, all-MiniLM-L6-v2, is English: it reads Japanese character by character, and
+on the labelled set of ``infra/bench/recall.py`` its recall@5 is 0.46 against BM25's 0.85; with
+the seed's weights its mistakes push the keyword's right answers out of the top five and the
+fusion (0.77) is worse than the keyword alone. So for it the weights are swapped (keyword 0.7,
+vector 0.3: 0.88, better than either; any vector weight from 0.1 to 0.3 gives the same): a
+keyword hit keeps its place, the vector fills the list where the keyword finds too little and
+lifts a hit both agree on. A model not in ``MODEL_WEIGHTS`` (Vertex's multilingual model) gets
+the seed's; measure it with the benchmark (``--vector-weight``) before trusting it.
+
+Who may read what: always one organisation (the chunks live under it); a chunk with
+``user_id`` is that person's only; a chunk whose ``min_level`` is above the reader's level is
+never returned. Hits are per source (its best chunk), best first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, cast
+
+from shared_lib.errors import ConfigError
+from shared_lib.memory.index import chunks_path, df_name, stats_path
+from shared_lib.memory.keyword import MAX_QUERY_TERMS, bm25, bucket, query_terms
+from shared_lib.ports import Doc, Embedder, Store, VectorSearch
+
+RRF_K = 60
+SEED_VECTOR_WEIGHT = 0.7  # seed 001 §18.2 (keyword 0.3), for a model that reads Japanese
+MODEL_WEIGHTS = {"all-MiniLM-L6-v2": 0.3}  # vector weight per model; keyword = 1 - it (see above)
+PER_TERM_LIMIT = 200  # candidates read per query term (the rarest terms are read first)
+VECTOR_FACTOR = 8  # nearest chunks read per hit wanted, before the reader's filter
+
+
+class Reader:
+    """Who asks: their id (``None``: nobody's private chunks) and their level (seed 000, 1-6).
+
+    ``level`` may be a function, called at most once and only when a chunk needs more than
+    level 1 (most need none: a search that finds nothing, or only what everyone may read, never
+    reads the directory).
+    """
+
+    def __init__(self, user_id: str | None, level: int | Callable[[], int]) -> None:
+        self.user_id = user_id
+        self._level = level
+
+    @property
+    def level(self) -> int:
+        if callable(self._level):
+            self._level = int(self._level())
+        return self._level
+
+    def may_read(self, doc: Doc) -> bool:
+        owner = doc.get("user_id")
+        needed = int(doc.get("min_level", 1))
+        return (owner is None or owner == self.user_id) and (needed <= 1 or needed <= self.level)
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk_id: str
+    source_kind: str
+    source_id: str
+    text: str
+    title: str | None
+    score: float
+    keyword_score: float | None
+    vector_score: float | None
+    keyword_rank: int | None
+    vector_rank: int | None
+    tags: tuple[str, ...] = ()
+
+    def public(self) -> dict[str, Any]:
+        return {**asdict(self), "tags": list(self.tags)}
+
+
+def search(
+    store: Store,
+    embedder: Embedder | None,
+    org_id: str,
+    query: str,
+    *,
+    reader: Reader,
+    kinds: Sequence[str] | None = None,
+    limit: int = 5,
+    mode: str = "hybrid",
+    vector_weight: float | None = None,
+) -> list[Hit]:
+    """The ``limit`` best sources for ``query`` that ``reader`` may read (``kinds``: only those
+    source kinds). ``embedder=None`` (or ``mode="keyword"``) searches by keyword only;
+    ``mode="vector"`` by vector only (the benchmark compares the three). ``vector_weight``
+    overrides the model's fusion weight (``fusion_weight``)."""
+
+    def wanted(doc: Doc) -> bool:
+        return reader.may_read(doc) and (not kinds or doc.get("source_kind") in kinds)
+
+    keyword = keyword_ranking(store, org_id, query, wanted) if mode != "vector" else []
+    use_vector = embedder is not None and mode != "keyword"
+    vector = vector_ranking(store, embedder, org_id, query, wanted, limit) if use_vector and embedder else []
+    weight = vector_weight if vector_weight is not None else fusion_weight(embedder)
+    return fuse(keyword, vector, limit, vector_weight=weight)
+
+
+def fusion_weight(embedder: Embedder | None) -> float:
+    """The vector's weight in the fusion for this embedder's model (the keyword's is 1 - it)."""
+    return MODEL_WEIGHTS.get(embedder.name, SEED_VECTOR_WEIGHT) if embedder else 0.0
+
+
+def keyword_ranking(store: Store, org_id: str, query: str, wanted: Any) -> list[tuple[str, Doc, float]]:
+    """Chunks holding a query term, by BM25, best first. Reads the totals, the frequency
+    buckets of the query's terms, then each of the rarest ``MAX_QUERY_TERMS`` terms' chunks."""
+    asked = query_terms(query)
+    if not asked:
+        return []
+    totals = store.get(stats_path(org_id, "totals")) or {}
+    n_docs = int(totals.get("chunks", 0))
+    if not n_docs:
+        return []
+    tables = {b: store.get(stats_path(org_id, df_name(b))) or {} for b in {bucket(t) for t in asked}}
+    df = {t: int((tables[bucket(t)].get("df") or {}).get(t, 0)) for t in asked}
+    present = sorted((t for t in asked if df[t]), key=lambda t: (df[t], asked.index(t)))[:MAX_QUERY_TERMS]
+    candidates: dict[str, Doc] = {}
+    for term in present:
+        for cid, doc in store.query(
+            chunks_path(org_id), where=[("terms", "array_contains", term)], limit=PER_TERM_LIMIT
+        ):
+            candidates.setdefault(cid, doc)
+    avg = int(totals.get("length", 0)) / n_docs
+    scored = [
+        (
+            cid,
+            doc,
+            bm25(
+                present, int(doc.get("length", 0)), doc.get("tf") or {}, n_docs=n_docs, avg_length=avg, df=df
+            ),
+        )
+        for cid, doc in candidates.items()
+        if wanted(doc)
+    ]
+    return sorted((s for s in scored if s[2] > 0), key=lambda s: (-s[2], s[0]))
+
+
+def vector_ranking(
+    store: Store, embedder: Embedder, org_id: str, query: str, wanted: Any, limit: int
+) -> list[tuple[str, Doc, float]]:
+    """The nearest chunks of ``embedder``'s model the reader may read, with ``1 - distance``."""
+    if not query.strip():
+        return []
+    if not callable(getattr(store, "find_nearest", None)):
+        raise ConfigError(f"{type(store).__name__} has no vector search (find_nearest)")
+    vector = embedder.embed([query], kind="query")[0]
+    found = cast(VectorSearch, store).find_nearest(
+        chunks_path(org_id),
+        field="embedding",
+        vector=vector,
+        limit=max(limit, 1) * VECTOR_FACTOR,
+        where=[("model", "==", embedder.name)],
+    )
+    return [(cid, doc, 1.0 - distance) for cid, doc, distance in found if wanted(doc)]
+
+
+def fuse(
+    keyword: list[tuple[str, Doc, float]],
+    vector: list[tuple[str, Doc, float]],
+    limit: int,
+    *,
+    vector_weight: float = SEED_VECTOR_WEIGHT,
+) -> list[Hit]:
+    """Reciprocal rank fusion of the two rankings, per source (its best chunk of each list)."""
+    sides: dict[tuple[str, str], dict[str, Any]] = {}
+    for side, ranking in (("keyword", keyword), ("vector", vector)):
+        rank = 0
+        for cid, doc, value in ranking:
+            key = (str(doc.get("source_kind")), str(doc.get("source_id")))
+            entry = sides.setdefault(key, {"cid": cid, "doc": doc})
+            if f"{side}_rank" in entry:
+                continue  # the source's best chunk of this list already counted
+            rank += 1
+            entry[f"{side}_rank"], entry[f"{side}_score"] = rank, value
+    hits = []
+    for (kind, source_id), e in sides.items():
+        kr, vr = e.get("keyword_rank"), e.get("vector_rank")
+        score = ((1 - vector_weight) / (RRF_K + kr) if kr else 0.0) + (
+            vector_weight / (RRF_K + vr) if vr else 0.0
+        )
+        doc = e["doc"]
+        hits.append(
+            Hit(
+                chunk_id=e["cid"],
+                source_kind=kind,
+                source_id=source_id,
+                text=str(doc.get("text", "")),
+                title=doc.get("title"),
+                score=score,
+                keyword_score=e.get("keyword_score"),
+                vector_score=e.get("vector_score"),
+                keyword_rank=kr,
+                vector_rank=vr,
+                tags=tuple(doc.get("tags") or ()),
+            )
+        )
+    hits.sort(key=lambda h: (-h.score, h.source_kind, h.source_id))
+    return hits[: max(limit, 0)]
