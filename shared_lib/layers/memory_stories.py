@@ -8,8 +8,10 @@
 * A completed turn worth remembering (a task done, a goal reached, 「覚えておいて」) becomes an
   event episode once per turn (``memory.episodes.event_episode``).
 
-Episodes are indexed as memory chunks of kind ``episode`` by ``memory.episodes`` callers here,
-so memory search finds them; the texts are masked before the store and the model see them.
+A written episode is indexed as memory chunks of kind ``episode`` (``memory.index``), so memory
+search finds it: an event episode is the person's own (private to them), a daily digest tells
+the whole organisation's day and is read at level 6 only (``DIGEST_READ_LEVEL``). Texts are
+masked before the store and the model see them.
 """
 
 from __future__ import annotations
@@ -21,11 +23,34 @@ from shared_lib.context.memory_config import load_memory_config
 from shared_lib.dates import JST
 from shared_lib.envelope import Turn
 from shared_lib.memory.episodes import EpisodeOutcome, daily_digest, event_episode
+from shared_lib.memory.index import index_text
 from shared_lib.memory.tagging import run_tagging
 from shared_lib.memory.triggers import ToolFact, TurnFacts
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
+
+DIGEST_READ_LEVEL = 6  # a digest retells everyone's conversations: the organisation's top level
+
+
+def index_episode(rt: Runtime, org_id: str, out: EpisodeOutcome, *, user_id: str | None) -> None:
+    """Make a newly written episode findable by memory search (its story, its tags)."""
+    if out.status != "written" or out.episode is None:
+        return
+    episode = out.episode
+    index_text(
+        rt.store,
+        rt.embedder,
+        org_id,
+        source_kind="episode",
+        source_id=episode.id,
+        text=episode.story_text,
+        now=rt.clock(),
+        min_level=1 if user_id else DIGEST_READ_LEVEL,
+        user_id=user_id,
+        tags=episode.metadata.tags,
+        expires_at=rt.clock() + rt.settings.retention(org_id),
+    )
 
 
 def _llm(rt: Runtime) -> Any:
@@ -52,6 +77,7 @@ def digest_job(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:
         retention=rt.settings.retention(org),
         config=cfg.story,
     )
+    index_episode(rt, org, out, user_id=None)
     return {"status": out.status, "episode_id": out.episode_id, "reason": out.reason, "day": day.isoformat()}
 
 
@@ -90,7 +116,7 @@ def on_turn_episode(rt: Runtime, turn: Turn) -> EpisodeOutcome | None:
     if turn.shadow or turn.execution.dry_run or rt.llm is None:
         return None
     cfg = load_memory_config(rt.settings.memory_file)
-    return event_episode(
+    out = event_episode(
         rt.store,
         rt.llm,
         rt.persona,
@@ -101,3 +127,5 @@ def on_turn_episode(rt: Runtime, turn: Turn) -> EpisodeOutcome | None:
         retention=rt.settings.retention(turn.org_id),
         config=cfg.story,
     )
+    index_episode(rt, turn.org_id, out, user_id=turn.user_id)
+    return out

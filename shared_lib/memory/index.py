@@ -26,6 +26,7 @@ from shared_lib import collections
 from shared_lib.errors import ArgumentError
 from shared_lib.memory.chunking import CHUNK_TOKENS, chunk_text
 from shared_lib.memory.keyword import BUCKETS, bucket, term_counts
+from shared_lib.memory.tags import untagged_fields
 from shared_lib.ports import Doc, Embedder, Store, Transaction
 from shared_lib.sanitizer import Sanitizer
 
@@ -109,6 +110,7 @@ def prepare(
             "length": sum(tf.values()),
             "min_level": int(min_level),
             "user_id": user_id,
+            **untagged_fields(),  # the tagging job finds it (memory.tags): Firestore cannot query a missing field
             "tags": list(tags),
             "created_at": now,
         }

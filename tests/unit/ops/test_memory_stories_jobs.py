@@ -61,3 +61,22 @@ def test_a_turn_the_person_asks_to_remember_becomes_one_event_episode():
     # AND a turn with nothing to remember keeps none
     send(rt, "今日は暑いね")
     assert len([e for e in episodes(rt) if e["type"] == "event_driven"]) == 1
+
+
+def test_episodes_are_found_by_memory_search_only_by_those_who_may_read_them():
+    from shared_lib.memory.search import Reader, search
+
+    rt = make_runtime(llm=InProcessScriptedLLM(), clock=lambda: NOW)
+    talked(rt)
+    client(rt).post("/tasks/memory/daily_digest")
+    digest = next(e for e in episodes(rt) if e["type"] == "daily_digest")
+    # the digest retells everyone's day: the top level finds it, a member does not
+    top = search(rt.store, rt.embedder, ORG, "見積書", reader=Reader("u-kazu", 6), kinds=["episode"])
+    member = search(rt.store, rt.embedder, ORG, "見積書", reader=Reader(USER, 2), kinds=["episode"])
+    assert [h.source_id for h in top] == [digest["id"]] and member == []
+    # an event episode is its person's own
+    turn = send(rt, "来週の会議は木曜に変更になりました。これ重要なので覚えておいて")
+    told = next(e for e in episodes(rt) if e.get("source_turn_id") == turn)
+    mine = search(rt.store, rt.embedder, ORG, "会議 木曜", reader=Reader(USER, 2), kinds=["episode"])
+    theirs = search(rt.store, rt.embedder, ORG, "会議 木曜", reader=Reader("u-kazu", 6), kinds=["episode"])
+    assert told["id"] in [h.source_id for h in mine] and told["id"] not in [h.source_id for h in theirs]
