@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from shared_lib.errors import LLMOutputError
 from shared_lib.ports import LLM, LLMRequest
+from shared_lib.sanitizer import Sanitizer
 
 M = TypeVar("M", bound=BaseModel)
 ATTEMPTS = 2  # the first answer and one retry
@@ -63,8 +64,11 @@ def ask_json(
     check: Callable[[M], None] | None = None,
 ) -> M:
     """``answer`` parsed from the model's JSON (and passing ``check``, which raises
-    ``ValueError`` with the reason to refuse it); one retry, then ``LLMOutputError``."""
-    messages: list[dict[str, object]] = [{"role": "user", "content": user}]
+    ``ValueError`` with the reason to refuse it); one retry, then ``LLMOutputError``.
+
+    The user message is masked here, whatever the caller built it from (a turn's own words, a
+    tool's result): no secret or personal value reaches a model from a memory job."""
+    messages: list[dict[str, object]] = [{"role": "user", "content": Sanitizer.default().mask_stored(user)}]
     refused = ""
     for _ in range(ATTEMPTS):
         request = LLMRequest(

@@ -80,3 +80,25 @@ def test_episodes_are_found_by_memory_search_only_by_those_who_may_read_them():
     mine = search(rt.store, rt.embedder, ORG, "会議 木曜", reader=Reader(USER, 2), kinds=["episode"])
     theirs = search(rt.store, rt.embedder, ORG, "会議 木曜", reader=Reader("u-kazu", 6), kinds=["episode"])
     assert told["id"] in [h.source_id for h in mine] and told["id"] not in [h.source_id for h in theirs]
+
+
+class Capturing(InProcessScriptedLLM):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bodies: list[str] = []
+
+    def complete(self, request):
+        import json
+
+        self.bodies.append(json.dumps(request.model_dump(), ensure_ascii=False))
+        return super().complete(request)
+
+
+def test_an_event_episode_never_shows_the_model_a_secret_the_person_said():
+    llm = Capturing()
+    rt = make_runtime(llm=llm, clock=lambda: datetime.now(UTC))
+    secret_phone, secret_key = "090-1234-5678", "sk-ant-api03-Zz9Yy8Xx7Ww6Vv5Uu4Tt3"
+    send(rt, f"覚えておいて：私の電話は {secret_phone}、APIキーは {secret_key}")
+    told = [e for e in episodes(rt) if e["type"] == "event_driven"]
+    assert len(told) == 1  # the episode call happened
+    assert llm.bodies and not [b for b in llm.bodies if secret_phone in b or secret_key in b]
