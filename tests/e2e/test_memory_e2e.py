@@ -45,11 +45,15 @@ def test_a_teaching_added_by_the_ceo_is_searchable_and_reaches_the_brain(local_s
     tag = uuid.uuid4().hex[:6]
     teaching = f"お客様からの問い合わせには必ず当日中に一次回答すること（方針{tag}）"
     # GIVEN a member below the teaching level: refused, nothing stored
-    refused = charter(local_stack, "memory", "add", "--org", ORG, "--kind", "teaching", "--by", "u-suzuki", teaching)
+    refused = charter(
+        local_stack, "memory", "add", "--org", ORG, "--kind", "teaching", "--by", "u-suzuki", teaching
+    )
     assert refused.returncode != 0, refused.stdout
     assert not [h for h in search(local_stack, f"方針{tag}") if tag in h["text"]]
     # WHEN the CEO (level 6) adds it
-    added = charter(local_stack, "memory", "add", "--org", ORG, "--kind", "teaching", "--by", "u-kazu", teaching)
+    added = charter(
+        local_stack, "memory", "add", "--org", ORG, "--kind", "teaching", "--by", "u-kazu", teaching
+    )
     assert added.returncode == 0, added.stderr[-2000:]
     # THEN an exact term finds it first, with a keyword and a vector score
     hits = search(local_stack, f"方針{tag}")
