@@ -205,6 +205,18 @@ def _one(
     ).response
 
 
+def _variant(request: LLMRequest, i: int, temperature: float) -> LLMRequest:
+    """Candidate ``i``'s request: its temperature (for peers that take one), and from the second
+    on a line asking for another wording — Claude's API takes no temperature (API 2026-10-21), so
+    without it N candidates of one prompt would be N copies. Appended last: the cached prefix
+    of the system stays the same."""
+    update: dict[str, Any] = {"temperature": temperature}
+    if i > 1:
+        ask = f"（別案{i}）前の案とは言い回しや順序を変えて、同じ内容を答えてください。"
+        update["system"] = [*request.system, {"type": "text", "text": ask}]
+    return request.model_copy(update=update)
+
+
 def _candidates(
     rt: Runtime,
     request: LLMRequest,
@@ -216,10 +228,8 @@ def _candidates(
     pool = ThreadPoolExecutor(max_workers=min(cfg.max_workers, len(temperatures)))
     futures: list[Future[LLMResponse]] = [
         # each candidate in its own copy of this context: the turn, the budget, the span
-        pool.submit(
-            contextvars.copy_context().run, _one, rt, request.model_copy(update={"temperature": t}), record
-        )
-        for t in temperatures
+        pool.submit(contextvars.copy_context().run, _one, rt, _variant(request, i, t), record)
+        for i, t in enumerate(temperatures, 1)
     ]
     left = remaining()
     wait(futures, timeout=None if left is None else max(0.0, left))

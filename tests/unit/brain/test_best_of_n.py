@@ -277,3 +277,19 @@ def test_a_failed_candidate_is_skipped_and_all_failing_is_the_templates():
     today = rt.clock().astimezone(rt.policy.zone).date()
     assert reply == done_text(rt.persona, LISTED, rt.registry, today=today)
     assert [e.code for e in t.errors] == ["llm_unavailable"]
+
+
+def test_candidates_after_the_first_ask_for_another_wording_since_claude_takes_no_temperature():
+    from shared_lib.brain.best_of_n import _variant
+    from shared_lib.ports import LLMRequest
+
+    base = LLMRequest(
+        call_type="integration",
+        model="m",
+        system=[{"type": "text", "text": "persona"}],
+        messages=[{"role": "user", "content": "q"}],
+    )
+    first, second, third = (_variant(base, i, t) for i, t in ((1, 0.1), (2, 0.3), (3, 0.5)))
+    assert first.system == base.system and first.temperature == 0.1
+    assert second.system[:-1] == base.system and "別案2" in second.system[-1]["text"]
+    assert third.system[-1] != second.system[-1] and base.system == [{"type": "text", "text": "persona"}]
