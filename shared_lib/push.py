@@ -30,6 +30,7 @@ from shared_lib.idempotency import Claims
 from shared_lib.layers.base import CrashLoop
 from shared_lib.logs import log_event
 from shared_lib.runtime import Runtime
+from shared_lib.settings.memory import EMBED_TARGETS
 from shared_lib.topology import TOPOLOGY
 
 _lock = threading.Lock()
@@ -41,7 +42,16 @@ def get_runtime() -> Runtime:
     with _lock:
         if _runtime is None:
             _runtime = build_runtime()
+            _warm_embedder(_runtime)
         return _runtime
+
+
+def _warm_embedder(rt: Runtime) -> None:
+    """A service that embeds loads a local model at start, in the background, so its first
+    search or memory save does not pay for it (a remote embedder has nothing to warm)."""
+    warm = getattr(rt.embedder, "warm", None)
+    if callable(warm) and rt.settings.target in EMBED_TARGETS:
+        threading.Thread(target=warm, name="embedder-warm", daemon=True).start()
 
 
 def decode_push(data: Any) -> tuple[bytes, dict[str, str]]:

@@ -153,6 +153,20 @@ def _load(directory: Path, max_tokens: int) -> _Model:
     return _Model(weights=weights, tokenizer=tokenizer, layers=int(config["num_hidden_layers"]))
 
 
+_MODELS: dict[tuple[Path, int], _Model] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _shared(directory: Path, max_tokens: int) -> _Model:
+    """One loaded model per process and file (its weights are read-only): every runtime of a
+    process, and every embedder it builds, shares it."""
+    key = (directory.resolve(), max_tokens)
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            _MODELS[key] = _load(directory, max_tokens)
+        return _MODELS[key]
+
+
 class LocalEmbedder:
     """``Embedder`` of all-MiniLM-L6-v2 in process (384 dimensions, unit length)."""
 
@@ -171,9 +185,13 @@ class LocalEmbedder:
         if model is None:
             with self._lock:
                 if self._model is None:
-                    self._model = _load(self._directory or model_dir(), self._max_tokens)
+                    self._model = _shared(self._directory or model_dir(), self._max_tokens)
                 model = self._model
         return model
+
+    def warm(self) -> None:
+        """Load the model now (a service that embeds does it at start, off the request path)."""
+        self._loaded()
 
     def embed(self, texts: Sequence[str], *, kind: EmbedKind) -> list[Vector]:
         """One unit vector per text, in order (``kind`` is accepted for the port: this model

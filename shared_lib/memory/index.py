@@ -17,6 +17,8 @@ writes the same ids.
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,7 +29,7 @@ from shared_lib.errors import ArgumentError
 from shared_lib.memory.chunking import CHUNK_TOKENS, chunk_text
 from shared_lib.memory.keyword import BUCKETS, bucket, term_counts
 from shared_lib.memory.tags import untagged_fields
-from shared_lib.ports import Doc, Embedder, Store, Transaction
+from shared_lib.ports import Doc, Embedder, Store, Transaction, Vector
 from shared_lib.sanitizer import Sanitizer
 
 MAX_CHUNKS = 200  # a source of more (about 300 000 characters) is refused: one transaction writes it
@@ -70,6 +72,32 @@ class Prepared:
     now: datetime
 
 
+_CACHE: OrderedDict[tuple[str, str], Vector] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+CACHE_SIZE = 4096  # vectors of chunks the process embedded lately (seed 001 §18.2's cache)
+
+
+def _embedded(embedder: Embedder, pieces: list[str]) -> list[Vector]:
+    """``pieces`` embedded, each text once per process and model (by its SHA-256): a transaction
+    retried under contention, or the same memory saved twice, embeds nothing again."""
+    keys = [(embedder.name, hashlib.sha256(p.encode()).hexdigest()) for p in pieces]
+    with _CACHE_LOCK:
+        known = {k: _CACHE[k] for k in keys if k in _CACHE}
+    missing = [p for p, k in zip(pieces, keys, strict=True) if k not in known]
+    fresh = (
+        dict(zip([k for k in keys if k not in known], embedder.embed(missing, kind="document"), strict=True))
+        if missing
+        else {}
+    )
+    with _CACHE_LOCK:
+        for k, v in fresh.items():
+            _CACHE[k] = v
+            _CACHE.move_to_end(k)
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return [known.get(k) or fresh[k] for k in keys]
+
+
 def prepare(
     embedder: Embedder | None,
     org_id: str,
@@ -93,7 +121,7 @@ def prepare(
     pieces = chunk_text(masked)
     if len(pieces) > MAX_CHUNKS:
         raise ArgumentError(f"text too long to index: {len(pieces)} chunks (at most {MAX_CHUNKS})")
-    vectors = embedder.embed(pieces, kind="document") if embedder and pieces else []
+    vectors = _embedded(embedder, pieces) if embedder and pieces else []
     shown = Sanitizer.default().mask_stored(title) if title else None
     key = source_key(source_kind, source_id)
     chunks: dict[str, Doc] = {}

@@ -14,8 +14,8 @@ from pydantic_settings import BaseSettings
 from shared_lib.settings.fields import _f
 
 # the services that embed: context (memory in the prompt), executor (the memory and knowledge
-# tools), admin (ingestion from the dashboard)
-EMBED_TARGETS = ("context", "executor", "admin")
+# tools), admin (ingestion from the dashboard), memory (episodes indexed as memory)
+EMBED_TARGETS = ("context", "executor", "admin", "memory")
 
 
 class MemorySettings(BaseSettings):

@@ -164,6 +164,7 @@ locals {
       CHARTER_LLM_RETRY_BUDGET    = tostring(local.llm_retry_budget_seconds)
       CHARTER_PEERS               = local.peers_json
       CHARTER_PEER_HEALTH_SECONDS = "30"
+      CHARTER_EMBEDDER            = "vertex"
     }
     admin = {
       THREADS          = tostring(local.sizing.admin.concurrency)

@@ -83,6 +83,7 @@ def test_the_model_loads_once_however_many_threads_ask(monkeypatch: pytest.Monke
         return real(directory, max_tokens)
 
     monkeypatch.setattr(embedder_local, "_load", counted)
+    monkeypatch.setattr(embedder_local, "_MODELS", {})  # as in a new process
     fresh = LocalEmbedder()
     assert loads == []  # building costs nothing
     # WHEN eight threads embed at once
@@ -101,6 +102,8 @@ def test_the_model_loads_once_however_many_threads_ask(monkeypatch: pytest.Monke
     # THEN the model was loaded once and every thread got the same vector
     assert len(loads) == 1
     assert len(results) == 8 and all(r == results[0] for r in results)
+    # AND another embedder of the process (another runtime's) shares that model
+    assert LocalEmbedder().embed(["こんにちは"], kind="query")[0] == results[0] and len(loads) == 1
 
 
 def test_a_missing_model_package_is_one_config_error(monkeypatch: pytest.MonkeyPatch) -> None:

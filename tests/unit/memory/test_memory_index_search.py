@@ -210,3 +210,26 @@ def test_the_readers_level_is_looked_up_only_when_a_chunk_needs_one():
     ]
     search(store, None, ORG, "会議室", reader=reader)
     assert asked == [1]  # once per reader
+
+
+def test_a_text_is_embedded_once_per_process_and_model_however_often_it_is_indexed():
+    # GIVEN an embedder that counts what it embeds (a model name of its own: a fresh cache)
+    from datetime import UTC, datetime
+
+    from memory_fakes import NgramEmbedder
+
+    from shared_lib.adapters.memory_store import MemoryStore
+    from shared_lib.memory.index import index_text
+
+    embedder = NgramEmbedder(name=f"cache-test-{id(object())}")
+    store, now = MemoryStore(), datetime(2026, 11, 25, tzinfo=UTC)
+    text = "経費精算は月末までに申請すること。"
+    # WHEN the same text is indexed three times (a retried transaction, a second source)
+    for source in ("a", "a", "b"):
+        index_text(store, embedder, "acme", source_kind="knowledge", source_id=source, text=text, now=now)
+    # THEN it was embedded once, and a new text is embedded on its own
+    assert sum(n for n, _ in embedder.calls) == 1
+    index_text(
+        store, embedder, "acme", source_kind="knowledge", source_id="c", text="別の文書です。", now=now
+    )
+    assert sum(n for n, _ in embedder.calls) == 2
