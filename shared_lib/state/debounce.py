@@ -1,9 +1,11 @@
 """Debounce (seed 001 §7.3): a burst of messages from one person in one room becomes one turn.
 
-The ingress appends every message of a debounced channel to the buffer of its (organisation,
-channel, room, sender), one document ``orgs/{org}/debounce_buffers/{id}``, in a transaction,
-then publishes the message's turn as always: it waits for nothing. The context layer, the
-first consumer, settles each turn against the buffer (``settle``):
+The ingress writes every message of a debounced channel into the buffer of its (organisation,
+channel, room, sender) as a document of its own, ``orgs/{org}/debounce_buffers/{id}/debounce_entries/
+{entry}`` (one write, keyed by the webhook event: a burst of concurrent webhooks never contends
+on one document, so the ingress stays fast), then publishes the message's turn as always: it
+waits for nothing. The context layer, the first consumer, settles each turn against the
+buffer's entries (``settle``; plain reads, a transaction only to claim):
 
 * its message is already in another turn's batch, or a later unclaimed message of the same
   buffer exists: the turn is **absorbed** (it ends without a reply, recorded as merged into
@@ -64,7 +66,20 @@ def window(seconds: Mapping[str, float], channel: str) -> float:
 
 def buffer_path(org_id: str, channel: str, room_id: str, user_id: str) -> str:
     key = hashlib.sha256(f"{channel}\x00{room_id}\x00{user_id}".encode()).hexdigest()[:40]
-    return collections.path("debounce_buffers", org=org_id, id=key)
+    return collections.collection_path("debounce_entries", org=org_id, buffer=key)
+
+
+def _entry_path(path: str, entry_id: str) -> str:
+    return f"{path}/{entry_id}"
+
+
+SCAN = 100  # the latest entries a look reads (unclaimed ones are minutes old at most)
+
+
+def entries(store: Store, path: str) -> list[dict[str, Any]]:
+    """The buffer's latest entries (each with its ``id``), newest first."""
+    docs = store.query(path, order_by="at", descending=True, limit=SCAN)
+    return [{**d, "id": str(d.get("id") or doc_id)} for doc_id, d in docs]
 
 
 def append(
@@ -88,39 +103,24 @@ def append(
         "chars": len(text),
         "text": cipher.encrypt(text.encode()).decode(),
         "batch": None,
+        "expires_at": now + KEEP,
     }
-
-    def _append(txn: Transaction) -> bool:
-        doc = txn.get(path) or {}
-        kept = [
-            e
-            for e in doc.get("entries", [])
-            if not (e.get("batch") and e["at"] < now - KEEP)
-            and not (e["id"] == entry_id and not e.get("batch"))
-        ]
-        if any(e["id"] == entry_id for e in kept):
-            return False  # already in a batch: the turn that claimed it answers it
-        open_ = [e for e in kept if not e.get("batch")]
-        chars = sum(int(e.get("chars", 0)) + len(SEPARATOR) for e in open_) + len(text)
-        if len(open_) >= MAX_ENTRIES or chars > MAX_TEXT_CHARS:
-            return False
-        txn.set(path, {"entries": [*kept, entry], "updated_at": now, "expires_at": now + KEEP})
-        return True
-
-    return store.run_transaction(_append)
+    existing = store.get(_entry_path(path, entry_id))
+    if existing is not None and existing.get("batch"):
+        return False  # already in a batch: the turn that claimed it answers it
+    open_ = [e for e in entries(store, path) if not e.get("batch") and e["id"] != entry_id]
+    chars = sum(int(e.get("chars", 0)) + len(SEPARATOR) for e in open_) + len(text)
+    if len(open_) >= MAX_ENTRIES or chars > MAX_TEXT_CHARS:
+        return False
+    store.set(_entry_path(path, entry_id), entry)
+    return True
 
 
 def remove(store: Store, path: str, entry_id: str) -> None:
     """Take back an unclaimed entry whose turn was not published."""
-
-    def _remove(txn: Transaction) -> None:
-        doc = txn.get(path)
-        if doc is None:
-            return
-        entries = [e for e in doc.get("entries", []) if e["id"] != entry_id or e.get("batch")]
-        txn.set(path, {**doc, "entries": entries})
-
-    store.run_transaction(_remove)
+    doc = store.get(_entry_path(path, entry_id))
+    if doc is not None and not doc.get("batch"):
+        store.delete(_entry_path(path, entry_id))
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,7 @@ class Settled:
     message_ids: tuple[str, ...] = ()
     texts: tuple[str, ...] = field(default=(), repr=False)
     waited: float = 0.0
+    entry_ids: tuple[str, ...] = field(default=(), repr=False)
 
     def section(self) -> dict[str, Any]:
         """What the turn's context section and the record keep (no texts)."""
@@ -190,6 +191,7 @@ def _leader(batch: list[dict[str, Any]]) -> Settled:
         turn_ids=tuple(str(e["turn_id"]) for e in ordered),
         message_ids=tuple(str(e["message_id"]) for e in ordered),
         texts=tuple(str(e["text"]) for e in ordered),  # still encrypted: ``settle`` decrypts
+        entry_ids=tuple(str(e["id"]) for e in ordered),
     )
 
 
@@ -208,18 +210,27 @@ def settle(
     waited, attempt = 0.0, 0
     while True:
         now, force = clock(), attempt >= MAX_WAITS
-
-        def _settle(txn: Transaction, now: datetime = now, force: bool = force) -> _Look:
-            doc = txn.get(path) or {}
-            entries = [dict(e) for e in doc.get("entries", [])]
-            look = _look(entries, turn_id, now, window_seconds, force)
-            if look.claimed:
-                txn.set(path, {**doc, "entries": entries, "updated_at": now})
-            return look
-
-        look = store.run_transaction(_settle)
+        look = _look(entries(store, path), turn_id, now, window_seconds, force)
+        if look.claimed and look.settled is not None and not _claim(store, path, turn_id, look.settled, now):
+            continue  # another leader took an entry first: look again
         if (s := look.settled) is not None:
             texts = tuple(cipher.decrypt(t.encode()).decode() for t in s.texts)
             return Settled(s.role, s.merged_into, s.turn_ids, s.message_ids, texts, waited)
         sleep(look.wait)
         waited, attempt = waited + look.wait, attempt + 1
+
+
+def _claim(store: Store, path: str, turn_id: str, batch: Settled, now: datetime) -> bool:
+    """Mark the batch's entries as ``turn_id``'s in one transaction; ``False`` when one of them
+    is gone or another turn's already."""
+    ids = list(batch.entry_ids)
+
+    def _mark(txn: Transaction) -> bool:
+        found = [(i, txn.get(_entry_path(path, i))) for i in ids]
+        if any(doc is None or doc.get("batch") not in (None, turn_id) for _, doc in found):
+            return False
+        for i, doc in found:
+            txn.set(_entry_path(path, i), {**(doc or {}), "batch": turn_id, "expires_at": now + KEEP})
+        return True
+
+    return bool(store.run_transaction(_mark))

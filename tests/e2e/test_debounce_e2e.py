@@ -81,8 +81,8 @@ def test_five_messages_within_two_seconds_become_one_turn_with_all_five_texts_an
     stack, room = debounced_stack, f"room-{uuid.uuid4().hex[:8]}"
     turn_ids = [post(stack, text, room) for text in TEXTS]
     # the burst as the ingress stamped it: five messages within two seconds
-    buffer = stack.store.get(debounce.buffer_path(ORG, "http", room, USER))
-    stamped = sorted(e["at"] for e in buffer["entries"])
+    buffer = debounce.entries(stack.store, debounce.buffer_path(ORG, "http", room, USER))
+    stamped = sorted(e["at"] for e in buffer)
     assert len(stamped) == 5 and (stamped[-1] - stamped[0]).total_seconds() < 2.0
     leader = stack.record(ORG, turn_ids[-1])
     assert leader["input_message"] == "\n".join(TEXTS)
@@ -96,4 +96,24 @@ def test_five_messages_within_two_seconds_become_one_turn_with_all_five_texts_an
         assert context_row(record)["detail"] == f"merged_into={later}"
     stack.wait_for(lambda: replies(stack, room))
     time.sleep(1.0)  # a second reply, were there one, would be sent by now
+    assert len(replies(stack, room)) == 1
+
+
+@pytest.mark.e2e
+def test_five_webhooks_arriving_at_once_become_one_turn_and_every_webhook_is_acknowledged(debounced_stack):
+    # GIVEN five webhooks of one person in one room sent concurrently (a provider delivering a
+    # burst in parallel): each is acknowledged (post raises on a timeout or an error status)
+    import concurrent.futures as cf
+
+    stack, room = debounced_stack, f"room-{uuid.uuid4().hex[:8]}"
+    with cf.ThreadPoolExecutor(max_workers=5) as pool:
+        turn_ids = list(pool.map(lambda text: post(stack, text, room), TEXTS))
+    # THEN exactly one turn carries all five texts (in the order the ingress stamped them), the
+    # four others are merged into it, and one reply is sent
+    records = {t: stack.record(ORG, t) for t in turn_ids}
+    leaders = [r for r in records.values() if r["response_kind"] != "merged"]
+    assert len(leaders) == 1, [r["response_kind"] for r in records.values()]
+    assert sorted(leaders[0]["input_message"].split("\n")) == sorted(TEXTS)
+    stack.wait_for(lambda: replies(stack, room))
+    time.sleep(1.0)
     assert len(replies(stack, room)) == 1

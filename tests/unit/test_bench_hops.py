@@ -70,6 +70,9 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # frequency buckets its terms fall in (9 reads / 8 turns); the knowledge source reads the
     # totals instead of querying the documents, the reader's level only when a chunk needs one
     # 65.0 with the event episodes (seed 001 §22): the mix's 「覚えておいて」 turn becomes one
-    # episode in the memory target (its existence check, the episode, its tags: 8 RPCs / 8 turns)
+    # episode in the memory target (its existence check, the episode, its tags: 8 RPCs / 8 turns);
+    # 68.6 since that episode is indexed as memory chunks (the source's manifest, the keyword
+    # totals and the frequency buckets of its terms, read and written in one transaction: 3.6 a
+    # turn) — all in the background memory target, after the reply
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 65.0, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 68.6, report["per_turn"]

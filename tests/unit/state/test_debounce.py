@@ -175,7 +175,7 @@ def test_a_message_not_in_the_buffer_goes_alone():
 def test_the_buffer_keeps_texts_encrypted_and_expires():
     store = MemoryStore()
     assert add(store, 1, T0)
-    doc = store.get(PATH)
+    (doc,) = debounce.entries(store, PATH)
     assert "メッセージ1" not in json.dumps(doc, default=str, ensure_ascii=False)
     assert doc["expires_at"] == T0 + debounce.KEEP
 
@@ -207,7 +207,7 @@ def test_a_retried_delivery_replaces_its_unclaimed_entry_and_never_rejoins_a_cla
     assert debounce.append(
         store, PATH, entry_id="e1", turn_id="T1b", message_id="m1", text="メッセージ1", now=T0, cipher=CIPHER
     )
-    assert [e["turn_id"] for e in store.get(PATH)["entries"]] == ["T1b"]
+    assert [e["turn_id"] for e in debounce.entries(store, PATH)] == ["T1b"]
     assert settle(store, clock, "1b").turn_ids == ("T1b",)
     assert not debounce.append(
         store, PATH, entry_id="e1", turn_id="T1c", message_id="m1", text="x", now=T0, cipher=CIPHER
@@ -219,3 +219,28 @@ def test_windows_per_channel_are_capped_and_plain_http_is_not_debounced_by_defau
     assert debounce.window(windows, "http") == 0.0
     assert debounce.window(windows, "line") == 2.0
     assert debounce.window({"slack": 60.0}, "slack") == debounce.MAX_WINDOW_SECONDS
+
+
+def test_a_burst_of_concurrent_webhooks_writes_one_document_each_and_still_makes_one_turn():
+    # GIVEN five messages written at once by five ingress threads (no shared document)
+    import threading
+
+    store, clock = MemoryStore(), Clock(T0 + timedelta(seconds=3))
+    barrier = threading.Barrier(5)
+
+    def write(n: int) -> None:
+        barrier.wait()
+        add(store, n, T0 + timedelta(milliseconds=100 * n))
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(1, 6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(debounce.entries(store, PATH)) == 5
+    # WHEN their turns settle in any order
+    outcomes = [settle(store, clock, n) for n in (3, 5, 1, 4, 2)]
+    # THEN the last message's turn leads all five; the four others are absorbed
+    leaders = [o for o in outcomes if o.role == "leader"]
+    assert len(leaders) == 1 and leaders[0].turn_ids == ("T1", "T2", "T3", "T4", "T5")
+    assert sorted(o.role for o in outcomes).count("absorbed") == 4

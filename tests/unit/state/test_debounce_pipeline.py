@@ -103,8 +103,8 @@ def test_given_five_messages_within_two_seconds_then_one_turn_carries_all_five_t
     # only the turn that served the person counts for the rollback guard
     assert rt.rollback_guard.turn_ids == [turn_ids[-1]]
     # the buffer keeps the batch claimed by the leader (a redelivery finds it)
-    buffer = rt.store.get(debounce.buffer_path(DEMO_ORG, "http", DEMO_ROOM, DEMO_USER))
-    assert [e["batch"] for e in buffer["entries"]] == [turn_ids[-1]] * 5
+    buffer = debounce.entries(rt.store, debounce.buffer_path(DEMO_ORG, "http", DEMO_ROOM, DEMO_USER))
+    assert [e["batch"] for e in buffer] == [turn_ids[-1]] * 5
     # the debounce added at most the window after the last message
     assert sum(clock.slept) <= 2.0
 
@@ -114,5 +114,5 @@ def test_given_plain_http_with_the_default_windows_then_every_message_is_its_own
     turn_ids = received_then_served(rt, clock, TEXTS[:2], gap=0.4)
     assert len(rt.channels["http"].sent) == 2
     assert all(record(rt, t)["response_kind"] != "merged" for t in turn_ids)
-    assert rt.store.get(debounce.buffer_path(DEMO_ORG, "http", DEMO_ROOM, DEMO_USER)) is None
+    assert debounce.entries(rt.store, debounce.buffer_path(DEMO_ORG, "http", DEMO_ROOM, DEMO_USER)) == []
     assert clock.slept == []
