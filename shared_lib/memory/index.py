@@ -240,14 +240,18 @@ def _replace(
         txn.set(stats_path(org_id, df_name(b)), {"df": df})
     length = sum(int(d.get("length", 0)) for d in chunks.values())
     length -= sum(int(d.get("length", 0)) for d in old.values())
-    txn.set(
-        stats_path(org_id, "totals"),
-        {
-            "chunks": max(0, int(totals.get("chunks", 0)) + len(chunks) - len(old)),
-            "length": max(0, int(totals.get("length", 0)) + length),
-            "buckets": BUCKETS,
-        },
-    )
+    counted: dict[str, Any] = {
+        "chunks": max(0, int(totals.get("chunks", 0)) + len(chunks) - len(old)),
+        "length": max(0, int(totals.get("length", 0)) + length),
+        "buckets": BUCKETS,
+    }
+    # chunks per source kind (a search of kinds the organisation has none of reads nothing more);
+    # statistics written before the counts existed keep none rather than wrong ones
+    if "kinds" in totals or not int(totals.get("chunks", 0)):
+        kinds = {k: int(v) for k, v in dict(totals.get("kinds") or {}).items()}
+        kinds[source_kind] = max(0, kinds.get(source_kind, 0) + len(chunks) - len(old))
+        counted["kinds"] = {k: v for k, v in kinds.items() if v}
+    txn.set(stats_path(org_id, "totals"), counted)
     for cid in old:
         if cid not in chunks:
             txn.delete(chunk_path(org_id, cid))

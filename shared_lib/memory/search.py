@@ -106,7 +106,10 @@ def search(
     def wanted(doc: Doc) -> bool:
         return reader.may_read(doc) and (not kinds or doc.get("source_kind") in kinds)
 
-    keyword = keyword_ranking(store, org_id, query, wanted) if mode != "vector" else []
+    totals = store.get(stats_path(org_id, "totals")) or {}
+    if nothing_to_find(totals, kinds):
+        return []  # no chunk of the kinds asked: no query embedded, nothing read
+    keyword = keyword_ranking(store, org_id, query, wanted, totals=totals) if mode != "vector" else []
     use_vector = embedder is not None and mode != "keyword"
     vector = vector_ranking(store, embedder, org_id, query, wanted, limit) if use_vector and embedder else []
     weight = vector_weight if vector_weight is not None else fusion_weight(embedder)
@@ -118,13 +121,24 @@ def fusion_weight(embedder: Embedder | None) -> float:
     return MODEL_WEIGHTS.get(embedder.name, SEED_VECTOR_WEIGHT) if embedder else 0.0
 
 
-def keyword_ranking(store: Store, org_id: str, query: str, wanted: Any) -> list[tuple[str, Doc, float]]:
-    """Chunks holding a query term, by BM25, best first. Reads the totals, the frequency
-    buckets of the query's terms, then each of the rarest ``MAX_QUERY_TERMS`` terms' chunks."""
+def nothing_to_find(totals: Doc, kinds: Sequence[str] | None) -> bool:
+    """The organisation's statistics say it holds no chunk of ``kinds`` (any kind when ``None``);
+    statistics without per-kind counts say nothing of kinds."""
+    if not int(totals.get("chunks", 0)):
+        return True
+    counts = totals.get("kinds")
+    return bool(kinds) and isinstance(counts, dict) and not any(int(counts.get(k, 0)) for k in kinds or ())
+
+
+def keyword_ranking(
+    store: Store, org_id: str, query: str, wanted: Any, *, totals: Doc | None = None
+) -> list[tuple[str, Doc, float]]:
+    """Chunks holding a query term, by BM25, best first. Reads the totals (unless given), the
+    frequency buckets of the query's terms, then each of the rarest ``MAX_QUERY_TERMS`` terms' chunks."""
     asked = query_terms(query)
     if not asked:
         return []
-    totals = store.get(stats_path(org_id, "totals")) or {}
+    totals = totals if totals is not None else store.get(stats_path(org_id, "totals")) or {}
     n_docs = int(totals.get("chunks", 0))
     if not n_docs:
         return []

@@ -233,3 +233,43 @@ def test_a_text_is_embedded_once_per_process_and_model_however_often_it_is_index
         store, embedder, "acme", source_kind="knowledge", source_id="c", text="別の文書です。", now=now
     )
     assert sum(n for n, _ in embedder.calls) == 2
+
+
+def test_a_search_of_kinds_the_organisation_has_none_of_embeds_no_query():
+    # GIVEN an organisation with private memories only, and a counting embedder
+    from datetime import UTC, datetime
+
+    from memory_fakes import NgramEmbedder
+
+    from shared_lib.adapters.memory_store import MemoryStore
+    from shared_lib.memory.index import index_text, remove_source
+    from shared_lib.memory.search import Reader, search
+
+    embedder = NgramEmbedder(name=f"kinds-test-{id(object())}")
+    store, now = MemoryStore(), datetime(2026, 11, 25, tzinfo=UTC)
+    index_text(
+        store,
+        embedder,
+        "acme",
+        source_kind="memory",
+        source_id="m1",
+        text="コーヒーはブラック",
+        now=now,
+        user_id="u1",
+    )
+    before = len(embedder.calls)
+    # WHEN a knowledge search runs (the context's knowledge source)
+    found = search(store, embedder, "acme", "コーヒーの好み", reader=Reader("u1", 2), kinds=["knowledge"])
+    # THEN it finds nothing and embedded nothing; a search of memories still does both
+    assert found == [] and len(embedder.calls) == before
+    mine = search(store, embedder, "acme", "コーヒーの好み", reader=Reader("u1", 2), kinds=["memory"])
+    assert [h.source_id for h in mine] == ["m1"] and len(embedder.calls) == before + 1
+    # AND once a knowledge document exists, then is removed, the counts follow
+    index_text(
+        store, embedder, "acme", source_kind="knowledge", source_id="k1", text="コーヒー豆の発注手順", now=now
+    )
+    assert search(store, embedder, "acme", "コーヒー豆", reader=Reader("u1", 2), kinds=["knowledge"])
+    remove_source(store, "acme", "knowledge", "k1")
+    calls = len(embedder.calls)
+    assert search(store, embedder, "acme", "コーヒー豆", reader=Reader("u1", 2), kinds=["knowledge"]) == []
+    assert len(embedder.calls) == calls
