@@ -10,10 +10,17 @@ environment.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from shared_lib.errors import ConfigError
 from shared_lib.settings import Settings
+
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -49,3 +56,18 @@ def configure(files: ConfigFiles) -> None:
 
 def current() -> ConfigFiles:
     return _current
+
+
+def parse_json_model(model: type[M], text: str, source: str) -> M:
+    """``text`` (JSON) as a ``model``; one ``ConfigError`` line naming ``source`` and the first
+    field at fault when it is not one (the peers and the memory configuration files)."""
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}: not JSON ({exc.msg}, line {exc.lineno})") from exc
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{source}: {where + ': ' if where else ''}{first['msg']}") from exc

@@ -212,7 +212,7 @@ def _variant(request: LLMRequest, i: int, temperature: float) -> LLMRequest:
     of the system stays the same."""
     update: dict[str, Any] = {"temperature": temperature}
     if i > 1:
-        ask = f"（別案{i}）前の案とは言い回しや順序を変えて、同じ内容を答えてください。"
+        ask = f"（別案{i}）ありがちな言い回しを避け、表現や順序を変えて同じ内容を答えてください。"
         update["system"] = [*request.system, {"type": "text", "text": ask}]
     return request.model_copy(update=update)
 

@@ -13,13 +13,13 @@ Every mistake is one ``ConfigError`` line naming the file and the field.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared_lib.config_files import parse_json_model
 from shared_lib.errors import ConfigError
 from shared_lib.memory.episodes import StoryConfig
 from shared_lib.memory.tags import TaggingConfig
@@ -67,16 +67,7 @@ class MemoryConfig(BaseModel):
 
     @classmethod
     def parse(cls, text: str, source: str) -> MemoryConfig:
-        try:
-            data: Any = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{source}: not JSON ({exc.msg}, line {exc.lineno})") from exc
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"{source}: {where + ': ' if where else ''}{first['msg']}") from exc
+        return parse_json_model(cls, text, source)
 
 
 def load_memory_config(path: Path | None = None) -> MemoryConfig:

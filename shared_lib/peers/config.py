@@ -21,13 +21,13 @@ for every purpose); ``CHARTER_PEERS`` (a path, or inline JSON starting with ``{`
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from shared_lib.config_files import parse_json_model
 from shared_lib.errors import ConfigError
 from shared_lib.ports import PURPOSES, PeerKind
 from shared_lib.settings import Settings
@@ -116,16 +116,7 @@ class PeersConfig(BaseModel):
     @classmethod
     def parse(cls, text: str, source: str = "peers configuration") -> PeersConfig:
         """``text`` (JSON) as a configuration; ``ConfigError`` naming ``source`` when it is not one."""
-        try:
-            data: Any = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{source}: not JSON ({exc.msg}, line {exc.lineno})") from exc
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"{source}: {where + ': ' if where else ''}{first['msg']}") from exc
+        return parse_json_model(cls, text, source)
 
     def peer(self, name: str) -> PeerSpec:
         return next(p for p in self.peers if p.name == name)
