@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from shared_lib.context.memory_config import load_memory_config
 from shared_lib.dates import JST
 from shared_lib.envelope import Turn
-from shared_lib.memory.episodes import EpisodeOutcome, daily_digest, event_episode
-from shared_lib.memory.index import index_text
+from shared_lib.memory.episodes import EpisodeOutcome, daily_digest, event_episode, get_episode
+from shared_lib.memory.index import index_text, source_path
 from shared_lib.memory.tagging import run_tagging
 from shared_lib.memory.triggers import ToolFact, TurnFacts
 
@@ -34,21 +34,30 @@ DIGEST_READ_LEVEL = 6  # a digest retells everyone's conversations: the organisa
 
 
 def index_episode(rt: Runtime, org_id: str, out: EpisodeOutcome, *, user_id: str | None) -> None:
-    """Make a newly written episode findable by memory search (its story, its tags)."""
-    if out.status != "written" or out.episode is None:
+    """Make an episode findable by memory search (its story, its tags): a newly written one, and
+    one a previous run wrote but did not get to index (killed in between: the rerun finds the
+    episode there and its chunks missing)."""
+    story, tags = "", []
+    if out.status == "written" and out.episode is not None:
+        story, tags = out.episode.story_text, list(out.episode.metadata.tags)
+    elif out.status == "exists" and out.episode_id:
+        if rt.store.get(source_path(org_id, "episode", out.episode_id)) is not None:
+            return  # indexed already
+        doc = get_episode(rt.store, org_id, out.episode_id) or {}
+        story, tags = str(doc.get("story_text") or ""), list((doc.get("metadata") or {}).get("tags") or [])
+    if not story:
         return
-    episode = out.episode
     index_text(
         rt.store,
         rt.embedder,
         org_id,
         source_kind="episode",
-        source_id=episode.id,
-        text=episode.story_text,
+        source_id=out.episode_id,
+        text=story,
         now=rt.clock(),
         min_level=1 if user_id else DIGEST_READ_LEVEL,
         user_id=user_id,
-        tags=episode.metadata.tags,
+        tags=tags,
         expires_at=rt.clock() + rt.settings.retention(org_id),
     )
 

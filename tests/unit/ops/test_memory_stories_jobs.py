@@ -102,3 +102,23 @@ def test_an_event_episode_never_shows_the_model_a_secret_the_person_said():
     told = [e for e in episodes(rt) if e["type"] == "event_driven"]
     assert len(told) == 1  # the episode call happened
     assert llm.bodies and not [b for b in llm.bodies if secret_phone in b or secret_key in b]
+
+
+def test_a_digest_written_by_a_run_killed_before_indexing_is_indexed_by_the_rerun():
+    from shared_lib.memory.index import remove_source
+    from shared_lib.memory.search import Reader, search
+
+    rt = make_runtime(llm=InProcessScriptedLLM(), clock=lambda: NOW)
+    talked(rt)
+    client(rt).post("/tasks/memory/daily_digest")
+    digest = next(e for e in episodes(rt) if e["type"] == "daily_digest")
+    # GIVEN the episode stored but its chunks not (the process died between the two)
+    assert remove_source(rt.store, ORG, "episode", digest["id"]) > 0
+    assert search(rt.store, rt.embedder, ORG, "見積書", reader=Reader("u-kazu", 6), kinds=["episode"]) == []
+    # WHEN the scheduler's retry runs the job again (a new job id: a new minute)
+    later = make_runtime(llm=InProcessScriptedLLM(), clock=lambda: NOW + timedelta(minutes=1), store=rt.store)
+    client(later).post("/tasks/memory/daily_digest")
+    # THEN the same single digest is found again
+    assert len([e for e in episodes(rt) if e["type"] == "daily_digest"]) == 1
+    found = search(rt.store, rt.embedder, ORG, "見積書", reader=Reader("u-kazu", 6), kinds=["episode"])
+    assert [h.source_id for h in found] == [digest["id"]]
