@@ -47,6 +47,7 @@ from shared_lib import collections
 from shared_lib.adapters.scoped import CrossOrgAccess, WriteRefused, scoped
 from shared_lib.errors import LayerRetry, StoreUnavailable
 from shared_lib.idempotency import Claims, ClaimState
+from shared_lib.logs import log_event
 from shared_lib.ports import Embedder, Store, Transaction
 from shared_lib.sanitizer import Sanitizer
 from shared_lib.tools.at_rest import AtRestTransaction
@@ -101,6 +102,18 @@ def _stored(data: dict[str, Any]) -> dict[str, Any]:
     """A request or result as a receipt keeps it (masked)."""
     masked: dict[str, Any] = Sanitizer.default().mask_stored(data)
     return masked
+
+
+def _after_commit(ctx: ToolContext, store: Store, retention: timedelta | None, tool: str) -> None:
+    """The handler's post-commit work (``ToolContext.after_commit``); a failure is logged, never
+    the call's: the effect is committed (the memory index is repaired by ``charter memory reindex``)."""
+    for work in ctx.after_commit:
+        try:
+            work(store, retention)
+        except Exception as exc:
+            log_event(
+                "after_commit_failed", severity="WARNING", tool=tool, error=f"{type(exc).__name__}: {exc}"
+            )
 
 
 def receipt_path(org_id: str, call_id: str) -> str:
@@ -257,6 +270,8 @@ class ToolExecutor:
             abandoned.set,
         )
         data = stored if replayed else fresh["result"]
+        if not replayed:
+            _after_commit(ctx, writable, retention, spec.name)
         return CallOutcome(ok=True, result=data, receipt_id=req.call_id, replayed=replayed)
 
     def _lease(self, spec: ToolSpec) -> timedelta:

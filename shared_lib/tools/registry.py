@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
@@ -66,6 +66,10 @@ class ToolContext:
     confirmed: frozenset[str] = frozenset()
     channel: str = ""  # the conversation's channel (chatwork, line, slack, http); "" when unknown
     embedder: Embedder | None = None  # the memory tools' hybrid search; None: keyword only
+    # work the executor runs once the effect's transaction committed (never on a replay), with
+    # the writable store and the organisation's retention (personal data's expiry): what must not
+    # lengthen or contend the effect's own transaction
+    after_commit: list[Callable[[Store, timedelta | None], None]] = field(default_factory=list)
 
     @property
     def task_backend(self) -> TaskBackend:

@@ -73,6 +73,8 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # episode in the memory target (its existence check, the episode, its tags: 8 RPCs / 8 turns);
     # 68.6 since that episode is indexed as memory chunks (the source's manifest, the keyword
     # totals and the frequency buckets of its terms, read and written in one transaction: 3.6 a
-    # turn) — all in the background memory target, after the reply
+    # turn) — all in the background memory target, after the reply; 68.9 since save_memory
+    # indexes after its effect committed, in a transaction of its own (begin and commit: 0.3 a
+    # turn), so concurrent deliveries of one call no longer contend on the keyword statistics
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 68.6, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 68.9, report["per_turn"]

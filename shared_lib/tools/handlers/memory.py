@@ -14,6 +14,7 @@ phone number or a password the user asked to keep is remembered as ``[PHONE]``.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -68,18 +69,25 @@ def save_memory(p: SaveMemoryParams, ctx: ToolContext, txn: Transaction | None) 
     memory_id = doc_id(ctx, "m")
     if ctx.dry_run:
         return preview("save_memory", content=content, category=p.category, subject=subject)
-    chunks = index.prepare(
-        ctx.embedder,
-        ctx.org_id,
-        source_kind="memory",
-        source_id=memory_id,
-        text=content,
-        title=subject,
-        now=ctx.now,
-        user_id=ctx.user_id,
-        tags=(p.category,),
-    )
-    index.write(writer(ctx, txn), chunks)  # its reads come before the memory's write
+
+    def index_it(store: Store, retention: timedelta | None) -> None:
+        # after the memory's own write (ToolContext.after_commit): the organisation's keyword
+        # statistics are shared documents; indexing inside the effect's transaction made
+        # concurrent deliveries contend until the tool's timeout
+        index.index_text(
+            store,
+            ctx.embedder,
+            ctx.org_id,
+            source_kind="memory",
+            source_id=memory_id,
+            text=content,
+            title=subject,
+            now=ctx.now,
+            user_id=ctx.user_id,
+            tags=(p.category,),
+            expires_at=ctx.now + retention if retention else None,  # personal data: the org's retention
+        )
+
     writer(ctx, txn).set(
         memories_path(ctx.org_id, memory_id),
         {
@@ -90,6 +98,10 @@ def save_memory(p: SaveMemoryParams, ctx: ToolContext, txn: Transaction | None) 
             "created_at": ctx.now,
         },
     )
+    if txn is None:  # a direct write, no effect transaction: index it now
+        index_it(ctx.store, None)
+    else:
+        ctx.after_commit.append(index_it)
     return {"memory_id": memory_id, "content": content, "category": p.category, "subject": subject}
 
 
