@@ -121,7 +121,9 @@ def test_given_concurrent_deliveries_of_one_call_then_one_effect(fs):
         t.start()
     for t in threads:
         t.join()
-    assert all(o.ok for o in outcomes) and sum(not o.replayed for o in outcomes) == 1, [(o.ok, o.error_code, o.message) for o in outcomes]
+    assert all(o.ok for o in outcomes) and sum(not o.replayed for o in outcomes) == 1, [
+        (o.ok, o.error_code, o.message) for o in outcomes
+    ]
     assert len(snapshot(fs)["memories"]) == 1
 
 
