@@ -10,6 +10,7 @@ before the deadline ``end``) and ``_ping`` (the probe's one call on ``model``).
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,7 +19,7 @@ from shared_lib.adapters.llm_retry import Failures, RetryPolicy, Tally, call_wit
 from shared_lib.ports import LLMRequest, LLMResponse, PeerHealth
 
 
-class PeerAdapter:
+class PeerAdapter(ABC):
     provider: str = ""
 
     def _peer(
@@ -68,8 +69,10 @@ class PeerAdapter:
         model = self.models.get(self.health_model, self.health_model)
         return probe(lambda: self._ping(model), self.failures)
 
+    @abstractmethod
     def _once(self, request: LLMRequest, tally: Tally, end: float) -> LLMResponse:
-        raise NotImplementedError
+        """One attempt of ``request`` with this peer's SDK, to finish before the deadline ``end``."""
 
+    @abstractmethod
     def _ping(self, model: str) -> Any:
-        raise NotImplementedError
+        """The health probe's one minimal call on ``model`` (its answer is not read)."""
