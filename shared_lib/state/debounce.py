@@ -73,13 +73,29 @@ def _entry_path(path: str, entry_id: str) -> str:
     return f"{path}/{entry_id}"
 
 
-SCAN = 100  # the latest entries a look reads (unclaimed ones are minutes old at most)
+SCAN = 100  # at most this many entries a read returns (unclaimed ones are minutes old at most)
 
 
 def entries(store: Store, path: str) -> list[dict[str, Any]]:
     """The buffer's latest entries (each with its ``id``), newest first."""
     docs = store.query(path, order_by="at", descending=True, limit=SCAN)
     return [{**d, "id": str(d.get("id") or doc_id)} for doc_id, d in docs]
+
+
+def _where(store: Store, path: str, field: str, value: Any, limit: int = SCAN) -> list[dict[str, Any]]:
+    docs = store.query(path, where=[(field, "==", value)], limit=limit)
+    return [{**d, "id": str(d.get("id") or doc_id)} for doc_id, d in docs]
+
+
+def _relevant(store: Store, path: str, turn_id: str) -> list[dict[str, Any]]:
+    """What a turn's look needs, by equality reads only (no claimed history): the unclaimed
+    entries, the turn's own, and its batch when it claimed one already."""
+    found = {e["id"]: e for e in _where(store, path, "batch", None)}
+    for own in _where(store, path, "turn_id", turn_id, limit=1):
+        found[own["id"]] = own
+        if own.get("batch") == turn_id:
+            found.update({e["id"]: e for e in _where(store, path, "batch", turn_id)})
+    return list(found.values())
 
 
 def append(
@@ -108,7 +124,7 @@ def append(
     existing = store.get(_entry_path(path, entry_id))
     if existing is not None and existing.get("batch"):
         return False  # already in a batch: the turn that claimed it answers it
-    open_ = [e for e in entries(store, path) if not e.get("batch") and e["id"] != entry_id]
+    open_ = [e for e in _where(store, path, "batch", None, MAX_ENTRIES + 1) if e["id"] != entry_id]
     chars = sum(int(e.get("chars", 0)) + len(SEPARATOR) for e in open_) + len(text)
     if len(open_) >= MAX_ENTRIES or chars > MAX_TEXT_CHARS:
         return False
@@ -210,7 +226,7 @@ def settle(
     waited, attempt = 0.0, 0
     while True:
         now, force = clock(), attempt >= MAX_WAITS
-        look = _look(entries(store, path), turn_id, now, window_seconds, force)
+        look = _look(_relevant(store, path, turn_id), turn_id, now, window_seconds, force)
         if look.claimed and look.settled is not None and not _claim(store, path, turn_id, look.settled, now):
             continue  # another leader took an entry first: look again
         if (s := look.settled) is not None:
