@@ -191,6 +191,22 @@ class LoopSection(_Section):
     events: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class JobSection(_Section):
+    """A delegated job's turn (seed 001 §15, 002 §4.4): a sub-agent runs as a turn of its own
+    through the same chain, as its requester (``Turn.user_id``: the guardian and the gate judge
+    every step as for that person, never more), inside the job's own limits; the watchdog
+    (``shared_lib.state.agent_jobs``) stops it at ``max_steps``, ``max_cost_usd`` or ``ends_at``.
+    Its result is reported into the parent's room."""
+
+    job_id: str
+    parent_turn_id: str
+    task: str = ""  # masked: what the sub-agent was asked to do
+    max_steps: int = Field(default=6, ge=1, le=20)
+    max_cost_usd: float = Field(default=0.5, ge=0)
+    ends_at: datetime | None = None
+    depth: int = Field(default=1, ge=1, le=1)  # a sub-agent never delegates again
+
+
 class Turn(BaseModel):
     """One user turn through the chain. ``step`` counts multi-step loops (0-based)."""
 
@@ -226,6 +242,7 @@ class Turn(BaseModel):
     loop: LoopSection = Field(default_factory=LoopSection)
     agent: AgentSection = Field(default_factory=AgentSection)  # seed 004: the agent state after the turn
     persona: PersonaSection = Field(default_factory=PersonaSection)  # seed 001 §16: taught, refused
+    job: JobSection | None = None  # a delegated job's turn (seed 001 §15): its job and limits
 
     timings: dict[str, LayerTiming] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)

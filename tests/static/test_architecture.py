@@ -65,6 +65,8 @@ FLOORS: dict[str, int] = {
             "demo_data",
             "routing",
             "loop",
+            "skills",
+            "finetune",
         ),
         3,
     ),
