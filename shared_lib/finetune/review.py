@@ -20,10 +20,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shared_lib import collections
 from shared_lib.errors import CharterError
 from shared_lib.finetune.staging import candidate_path, masked_text
 from shared_lib.memory.ingest import check_level
-from shared_lib.ports import Doc, Store
+from shared_lib.ports import Doc, Op, Store
 from shared_lib.proposal import Proposal
 from shared_lib.sanitizer import Sanitizer
 from shared_lib.tools.at_rest import at_rest
@@ -31,6 +32,7 @@ from shared_lib.tools.at_rest import at_rest
 REVIEW_LEVEL = 6
 STATUSES = ("pending", "accepted", "edited", "rejected")
 ACCEPTED = frozenset({"accepted", "edited"})
+SCAN_LIMIT = 10_000
 
 
 class ReviewError(CharterError):
@@ -39,6 +41,17 @@ class ReviewError(CharterError):
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def list_candidates(store: Store, org_id: str, status: str | None = None, limit: int = 200) -> list[Doc]:
+    """The organisation's candidates (of one status), newest first, each with its ``id``."""
+    where: list[tuple[str, Op, Any]] = [("status", "==", status)] if status else []
+    docs = store.query(
+        collections.collection_path("ft_candidates", org=org_id), where=where, limit=SCAN_LIMIT
+    )
+    listed = [{**doc, "id": cid} for cid, doc in docs]
+    listed.sort(key=lambda d: (str((d.get("source") or {}).get("created_at") or ""), d["id"]), reverse=True)
+    return listed[:limit]
 
 
 def get_candidate(store: Store, org_id: str, candidate_id: str) -> Doc:

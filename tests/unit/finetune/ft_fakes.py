@@ -92,7 +92,9 @@ def opted_in_store() -> CountingStore:
     return store
 
 
-def plant(store: MemoryStore, cid: str, *, status: str = "accepted", held_out: bool = False, **over: Any) -> None:
+def plant(
+    store: MemoryStore, cid: str, *, status: str = "accepted", held_out: bool = False, **over: Any
+) -> None:
     """A candidate written straight into the store (``raw`` keeps it unmasked: a planted leak)."""
     raw = over.pop("raw", False)
     doc: dict[str, Any] = {

@@ -49,10 +49,19 @@ def test_a_tool_call_is_good_only_when_every_result_is_ok():
 @pytest.mark.parametrize(
     ("change", "code"),
     [
-        (lambda t: setattr(t, "guardian", Verdict.block(reason_code="x", priority=1, message="m")), "guardian_block"),
+        (
+            lambda t: setattr(t, "guardian", Verdict.block(reason_code="x", priority=1, message="m")),
+            "guardian_block",
+        ),
         (lambda t: setattr(t, "authorization", AuthDecision.denied(reason_code="x")), "gate_deny"),
-        (lambda t: setattr(t.proposal, "self_critique", {"status": "ok", "appropriate": False}), "critique_not_passed"),
-        (lambda t: setattr(t.proposal, "self_critique", {"status": "error", "code": "timeout"}), "critique_not_passed"),
+        (
+            lambda t: setattr(t.proposal, "self_critique", {"status": "ok", "appropriate": False}),
+            "critique_not_passed",
+        ),
+        (
+            lambda t: setattr(t.proposal, "self_critique", {"status": "error", "code": "timeout"}),
+            "critique_not_passed",
+        ),
         (lambda t: setattr(t.response, "kind", "confirm"), "response_confirm"),
         (lambda t: setattr(t.proposal, "arm", "fast_path"), "not_llm_proposal"),
     ],
