@@ -1,7 +1,7 @@
 """The background memory layer (seed 001 §17–22): work on memory that no reply waits for.
 
 It subscribes to ``turns.completed`` (a turn was answered: its conversation may need
-compaction, ``context.compaction``) and to ``memory.jobs`` (job messages). It is off the reply's
+compaction, ``context.compaction``, and the turn may be fine-tuning data, ``finetune.staging``) and to ``memory.jobs`` (job messages). It is off the reply's
 critical path by construction: the responder has already sent the reply when the completed
 turn arrives here, and nothing downstream waits for this target.
 
