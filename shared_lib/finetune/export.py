@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared_lib import collections
+from shared_lib.adapters.scoped import scoped
 from shared_lib.errors import ArgumentError
 from shared_lib.finetune.config import FinetuneConfig, load_config
 from shared_lib.finetune.formats import FORMATS, build_line, parse_line
@@ -229,7 +230,9 @@ def export(
     if fmt not in FORMATS:
         raise ArgumentError(f"format is one of {', '.join(FORMATS)}")
     cfg, flt = cfg or load_config(), flt or ExportFilter()
-    docs = store.query(collections.collection_path("ft_candidates", org=org), limit=SCAN_LIMIT)
+    # read through the organisation's read-only view: a path of another organisation is refused
+    view = scoped(store, org, read_only=True)
+    docs = view.query(collections.collection_path("ft_candidates", org=org), limit=SCAN_LIMIT)
     sel = select(docs, fmt, flt, cfg)
     card = build_card(org, fmt, sel, flt, cfg, now=now)
     findings = masking_findings(sel.lines)

@@ -143,3 +143,13 @@ def test_nothing_reviewed_is_nothing_to_export(tmp_path):  # type: ignore[no-unt
     plant(store, "t1", status="pending")
     out, result = _run(store, tmp_path)
     assert result.reason == "nothing_to_export" and not out.exists()
+
+
+def test_one_organisation_per_export_never_another_ones_candidates(tmp_path):  # type: ignore[no-untyped-def]
+    store = opted_in_store()
+    plant(store, "t1")
+    store.set("orgs/globex/ft_candidates/g1", {**store.get(f"orgs/{ORG}/ft_candidates/t1"), "turn_id": "g1"})
+    out, result = _run(store, tmp_path)
+    record = store.get(f"orgs/{ORG}/ft_exports/{result.card['export_id']}")
+    assert result.card["count"] == 1 and record["candidate_ids"] == ["t1"]
+    assert "globex" not in out.read_text(encoding="utf-8")
