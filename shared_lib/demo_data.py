@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from shared_lib.finetune.config import set_opt_in
 from shared_lib.ports import Store
 from shared_lib.tools.directory import seed_directory
 
@@ -51,4 +52,6 @@ CONVERSATION: list[tuple[str, str]] = [
 
 
 def seed_demo_directory(store: Store, org_id: str = DEMO_ORG) -> None:
+    """The directory, and the organisation's yes to fine-tuning data (seed 001 §29: off by default)."""
     seed_directory(store, org_id, PEOPLE, DEPARTMENTS)
+    set_opt_in(store, org_id, True)

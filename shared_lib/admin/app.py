@@ -35,6 +35,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from shared_lib.admin import memory_tasks
 from shared_lib.admin.api import build_api, error, json_response
 from shared_lib.admin.auth import TokenPolicy
+from shared_lib.admin.ft_api import build_ft_api
 from shared_lib.admin.memory_api import build_memory_api
 from shared_lib.layers import memory
 from shared_lib.logs import log_event
@@ -55,6 +56,7 @@ def create_app(rt: Runtime, *, policy: TokenPolicy | None = None) -> Flask:
     policy = policy or TokenPolicy.of(rt.settings.env, rt.settings.secret("admin_token"))
     app.register_blueprint(build_api(rt, policy))
     app.register_blueprint(build_memory_api(rt, policy))
+    app.register_blueprint(build_ft_api(rt, policy))
 
     @app.after_request
     def _headers(response: Response) -> Response:

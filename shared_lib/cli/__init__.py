@@ -18,6 +18,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``persona``        ``charter persona show|verify|diff``: the pinned core, an organisation's extension
 ``episodes``       ``charter episodes list|show``, ``charter tags list|search``: episodic memory, tags
 ``memory``         ``charter memory add|import|list|delete|search``: teachings, knowledge, values; hybrid search
+``ft``             ``charter ft list|show|accept|edit|reject|export``: fine-tuning data, reviewed and exported
 =================  =====================================================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -56,6 +57,7 @@ from shared_lib.cli import (
     data,
     dates,
     episodes,
+    ft,
     gates,
     memory,
     operations,
@@ -86,6 +88,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     persona.register,
     episodes.register,
     memory.register,
+    ft.register,
 )
 
 

@@ -8,7 +8,8 @@ What is a person's (found without a collection-group query, so on Firestore's de
   the conversation document, the session, the agent state, the LLM calls (``session_id``) and dead-lettered
   turns (``conversation_key``) of each;
 * ``memories`` (and their search chunks, ``memory_chunks``, with the keyword statistics), ``goals``, ``vaults``, ``receipts``, ``observability``, ``shadow_candidates``,
-  ``approval_jobs`` (the jobs they requested) and ``agent_states`` where ``user_id`` (and the
+  ``approval_jobs`` (the jobs they requested), ``agent_states`` and the fine-tuning candidates
+  and staging ledger (``ft_candidates``, ``ft_ledgers``) where ``user_id`` (and the
   vaults of their recorded turns); the ``episodes`` they appear in (``user_ids``);
 * the store backend's ``tasks`` they own: created by them or assigned to them (the
   directory's task account), as ``delete_task`` counts ownership.
@@ -61,6 +62,8 @@ PURGED = (
     "salaries",
     "approval_jobs",
     "episodes",
+    "ft_candidates",
+    "ft_ledgers",
 )
 
 
@@ -103,6 +106,8 @@ def person_documents(store: Store, org: str, user: str) -> dict[str, list[str]]:
         "shadow_candidates",
         "approval_jobs",
         "agent_states",
+        "ft_candidates",
+        "ft_ledgers",
     ):
         found[name].update(_where(store, name, org, "user_id", user))
     found["vaults"].update(

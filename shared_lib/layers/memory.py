@@ -1,7 +1,7 @@
 """The background memory layer (seed 001 §17–22): work on memory that no reply waits for.
 
 It subscribes to ``turns.completed`` (a turn was answered: its conversation may need
-compaction, ``context.compaction``) and to ``memory.jobs`` (job messages). It is off the reply's
+compaction, ``context.compaction``, and the turn may be fine-tuning data, ``finetune.staging``) and to ``memory.jobs`` (job messages). It is off the reply's
 critical path by construction: the responder has already sent the reply when the completed
 turn arrives here, and nothing downstream waits for this target.
 
@@ -31,6 +31,7 @@ from shared_lib.context.memory_config import MemoryConfig, load_memory_config
 from shared_lib.context.summary_prompt import Voice
 from shared_lib.envelope import Turn
 from shared_lib.errors import LLMError
+from shared_lib.finetune.staging import stage
 from shared_lib.layers import memory_stories as stories
 from shared_lib.layers.base import Layer
 from shared_lib.logs import log_event
@@ -102,8 +103,9 @@ def compact_conversation(
 
 
 def on_turn(rt: Runtime, turn: Turn) -> str:
-    """A completed turn: compact its conversation if the usage asks for it, and keep an event
-    episode of it when it deserves one (``memory_stories``). A turn the debounce absorbed is
+    """A completed turn: compact its conversation if the usage asks for it, keep an event
+    episode of it when it deserves one (``memory_stories``) and stage it as fine-tuning data
+    when the fixed rules say so (``finetune.staging``). A turn the debounce absorbed is
     skipped: the burst's leading turn carries its words."""
     if turn.shadow or turn.context.debounce.get("role") == "absorbed":
         return "skipped"
@@ -120,7 +122,8 @@ def on_turn(rt: Runtime, turn: Turn) -> str:
                 "episode_failed", layer="memory", org_id=turn.org_id, error=f"{type(exc).__name__}: {exc}"
             )
             episode = "llm_failed"
-    return f"compaction_{result.reason};episode_{episode}"
+    staged = stage(rt.store, turn, now=rt.clock(), retention=rt.settings.retention(turn.org_id)).result
+    return f"compaction_{result.reason};episode_{episode};ft_{staged}"
 
 
 def sweep_compact(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:

@@ -75,6 +75,11 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # totals and the frequency buckets of its terms, read and written in one transaction: 3.6 a
     # turn) — all in the background memory target, after the reply; 68.9 since save_memory
     # indexes after its effect committed, in a transaction of its own (begin and commit: 0.3 a
-    # turn), so concurrent deliveries of one call no longer contend on the keyword statistics
+    # turn), so concurrent deliveries of one call no longer contend on the keyword statistics;
+    # 70.9 with the fine-tuning staging (seed 001 §29.3), the demo organisation having opted in:
+    # a turn the fixed rules do not stage costs nothing (decided on the envelope), each of the
+    # mix's four staged turns reads the opt-in (settings/company) and, in one transaction (begin,
+    # the person's ledger, commit carrying the candidate and the ledger), 4 RPCs: 16 / 8 turns —
+    # in the background memory target, after the reply
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 68.9, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 70.9, report["per_turn"]

@@ -220,6 +220,39 @@ COMMANDS: dict[str, Row] = {
         bad=["memory", "search", "--org", "demo", "--as", "u-nobody", "経費", *S],
         ok=["memory", "search", "--org", "demo", "--json", "経費", *S],
     ),
+    "ft list": Row(
+        no_store=["ft", "list", "--org", "demo"], ok=["ft", "list", "--org", "demo", "--json", *S]
+    ),
+    "ft show": Row(
+        no_store=["ft", "show", "--org", "demo", "t-1"],
+        bad=["ft", "show", "--org", "demo", "a/b", *S],
+        finding=["ft", "show", "--org", "demo", "t-none", *S],
+        why="ok: tests/unit/cli/test_ft_cli.py shows a candidate of a store of its own",
+    ),
+    "ft accept": Row(
+        no_store=["ft", "accept", "--org", "demo", "t-1"],
+        bad=["ft", "accept", "--org", "demo", "a/b", *S],
+        finding=["ft", "accept", "--org", "demo", "--by", "u-tanaka", "t-none", *S],
+        why="ok writes a review: tests/unit/cli/test_ft_cli.py reviews in a store of its own",
+    ),
+    "ft edit": Row(
+        no_store=["ft", "edit", "--org", "demo", "--reply", "はい", "t-1"],
+        bad=["ft", "edit", "--org", "demo", "--file", "{bad}", "t-1", *S],
+        finding=["ft", "edit", "--org", "demo", "--by", "u-tanaka", "--reply", "はい", "t-none", *S],
+        why="ok writes a review: tests/unit/cli/test_ft_cli.py edits in a store of its own",
+    ),
+    "ft reject": Row(
+        no_store=["ft", "reject", "--org", "demo", "--reason", "r", "t-1"],
+        bad=["ft", "reject", "--org", "demo", "--reason", " ", "t-none", *S],
+        finding=["ft", "reject", "--org", "demo", "--reason", "r", "t-none", *S],
+        why="ok writes a review: tests/unit/cli/test_ft_cli.py rejects in a store of its own",
+    ),
+    "ft export": Row(
+        no_store=["ft", "export", "--org", "demo", "--format", "openai", "--out", "ft.jsonl"],
+        bad=["ft", "export", "--org", "demo", "--format", "openai", "--out", "{tmp}", *S],
+        finding=["ft", "export", "--org", "demo", "--format", "openai", "--out", "ft-none.jsonl", *S],
+        why="the demo's candidates are unreviewed (nothing to export); ok: tests/unit/cli/test_ft_cli.py",
+    ),
 }
 
 

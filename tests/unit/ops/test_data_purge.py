@@ -69,6 +69,8 @@ def test_a_dry_run_counts_everything_of_the_person_and_deletes_nothing(rt):
         "tasks",
         "receipts",
         "vaults",
+        "ft_candidates",  # the demo organisation stages fine-tuning data (seed 001 §29)
+        "ft_ledgers",
     ):
         assert counts[name] > 0, (name, counts)
     assert counts["observability"] == len(SUZUKI_SAYS) and counts["llm_calls"] > 0

@@ -1,0 +1,54 @@
+"""The dashboard's fine-tuning review (shared_lib/admin/ft_api.py): list, show, accept, edit and
+reject with the operator token AND a named reviewer of level 6."""
+
+from __future__ import annotations
+
+from ops_fakes import make_runtime
+
+from shared_lib.admin.app import create_app
+from shared_lib.admin.auth import TokenPolicy
+from shared_lib.finetune.staging import candidate_path
+from tests.unit.finetune import ft_fakes
+
+TOKEN = "operator-token-0123456789"
+AUTH = {"X-Charter-Admin-Token": TOKEN}
+
+
+def client():  # type: ignore[no-untyped-def]
+    rt = make_runtime()
+    app = create_app(rt, policy=TokenPolicy.from_env("test", {"CHARTER_ADMIN_TOKEN": TOKEN}))
+    for cid in ("t1", "t2", "t3"):
+        ft_fakes.plant(rt.store, cid, status="pending")  # type: ignore[arg-type]
+    return rt, app.test_client()
+
+
+def test_the_ceo_reviews_candidates_from_the_dashboard():
+    rt, c = client()
+    listed = c.get(f"/api/ft?org={ft_fakes.ORG}&status=pending", headers=AUTH).get_json()["candidates"]
+    assert {x["id"] for x in listed} == {"t1", "t2", "t3"}
+    assert c.get(f"/api/ft/t1?org={ft_fakes.ORG}", headers=AUTH).get_json()["candidate"]["id"] == "t1"
+    body = {"org": ft_fakes.ORG, "by": "u-kazu"}
+    # the reviewer's level is read from the organisation's directory: give the fakes' org its CEO
+    rt.store.set(f"orgs/{ft_fakes.ORG}/users/u-kazu", {"name": "カズ", "level": 6})
+    assert c.post("/api/ft/accept", json={**body, "id": "t1"}, headers=AUTH).status_code == 200
+    assert (
+        c.post("/api/ft/edit", json={**body, "id": "t2", "reply": "承知ウル🐺"}, headers=AUTH).status_code
+        == 200
+    )
+    assert (
+        c.post("/api/ft/reject", json={**body, "id": "t3", "reason": "違う"}, headers=AUTH).status_code == 200
+    )
+    statuses = {i: rt.store.get(candidate_path(ft_fakes.ORG, i))["status"] for i in ("t1", "t2", "t3")}
+    assert statuses == {"t1": "accepted", "t2": "edited", "t3": "rejected"}
+
+
+def test_reviews_need_the_token_a_named_person_and_the_level():
+    rt, c = client()
+    rt.store.set(f"orgs/{ft_fakes.ORG}/users/u-staff", {"name": "社員", "level": 2})
+    body = {"org": ft_fakes.ORG, "id": "t1", "by": "u-staff"}
+    assert c.post("/api/ft/accept", json=body).status_code in (401, 403)
+    assert c.post("/api/ft/accept", json={**body, "by": ""}, headers=AUTH).status_code == 400
+    refused = c.post("/api/ft/accept", json=body, headers=AUTH)
+    assert refused.status_code == 403 and refused.get_json()["error"] == "level"
+    assert c.get(f"/api/ft/nope?org={ft_fakes.ORG}", headers=AUTH).status_code == 404
+    assert rt.store.get(candidate_path(ft_fakes.ORG, "t1"))["status"] == "pending"

@@ -1,0 +1,50 @@
+"""Real turns through the in-process pipeline (composition.wire_inprocess, the scripted model)
+are staged by the background memory layer, reviewed and exported (seed 001 §29)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ops_fakes import ORG, TASK_CREATE, TASK_DONE, USER, send
+
+from shared_lib.finetune import review, staging
+from shared_lib.finetune.config import load_config
+from shared_lib.finetune.export import export
+from shared_lib.finetune.formats import parse_line
+from shared_lib.finetune.staging import candidate_path
+from shared_lib.proposal import Proposal
+
+
+def test_real_turns_are_staged_reviewed_and_exported(rt, tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
+    # turn ids are random: no split here, so the count is exact (the split's own tests hold it)
+    no_split = load_config().model_copy(update={"held_out_percent": 0})
+    monkeypatch.setattr(staging, "load_config", lambda: no_split)
+    # GIVEN the demo organisation (opted in) and three turns: a task executed at confidence 0.9,
+    # a chat reply, and a task completion the model proposes at 0.75
+    created = send(rt, TASK_CREATE)
+    chat = send(rt, "今日は暑いね〜", user="u-tanaka", room="room-tanaka")
+    low = send(rt, TASK_DONE, user="u-sato1", room="room-sato")
+    # THEN the first two are pending candidates with their source, the third is not staged
+    first = rt.store.get(candidate_path(ORG, created))
+    assert first is not None and first["status"] == "pending" and first["kind"] == "good"
+    assert first["source"]["tool"] == "chatwork_task_create" and first["source"]["user_id"] == USER
+    assert first["target"]["proposal"]["output_type"] == "tool_call"
+    assert rt.store.get(candidate_path(ORG, chat)) is not None
+    assert rt.store.get(candidate_path(ORG, low)) is None
+    # WHEN the person corrects the assistant right after the task
+    send(rt, "違う、そうじゃなくて佐藤さんにお願い")
+    corrected = rt.store.get(candidate_path(ORG, created))
+    assert corrected is not None and corrected["kind"] == "corrected" and corrected["correction"]["text"]
+    # AND the CEO accepts the chat, edits the corrected one's target, and it is exported
+    review.accept(rt.store, ORG, chat, now=rt.clock(), by="u-kazu")
+    fixed = {**first["target"]["proposal"], "confidence": {"overall": 0.95}}
+    review.edit(rt.store, ORG, created, proposal=fixed, now=rt.clock(), by="u-kazu")
+    out = tmp_path / "demo.jsonl"
+    result = export(rt.store, ORG, fmt="openai", out=out, now=rt.clock())
+    # THEN both lines are the provider's format whose assistant content is a proposal of the schema
+    assert result.ok and result.card["count"] == 2
+    assert result.card["counts"]["kind"] == {"corrected": 1, "good": 1}
+    for line in out.read_text(encoding="utf-8").splitlines():
+        Proposal.model_validate_json(parse_line("openai", line).messages[-1].content)
+    assert json.loads(out.with_name("demo.card.json").read_text())["masking_check"]["passed"] is True
