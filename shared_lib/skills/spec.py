@@ -49,6 +49,10 @@ class SkillSpec(BaseModel):
     description: Annotated[str, Field(min_length=1, max_length=1024)]
     input_schema: dict[str, Any]
     parameter_display: dict[str, Label] = Field(default_factory=dict)
+    value_display: dict[str, dict[str, Label]] = Field(default_factory=dict)  # an enum's values
+    # what makes the brain pick it (seed 000 §7.1b: 3-5 trigger examples, legacy keywords)
+    trigger_examples: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=3, max_length=5)]
+    keywords: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1, max_length=10)]
     min_level: Annotated[int, Field(ge=2, le=6)] = 2
     kind: Literal["code", "prompt"]
     implementation: Annotated[str, Field(min_length=1)]
@@ -68,10 +72,12 @@ class SkillSpec(BaseModel):
             raise ValueError("display_name is what users read: it must be Japanese")
         problems = validate_input_schema(self.input_schema)
         props = self.input_schema.get("properties") if not problems else {}
-        for param in props or {}:
+        for param, prop in (props or {}).items():
             label = self.parameter_display.get(param, "")
             if not _JAPANESE.search(label):
                 problems.append(f"{param}: no Japanese label in parameter_display")
+            shown = self.value_display.get(param, {})
+            problems += [f"{param}: value {v!r} has no label" for v in prop.get("enum", []) if v not in shown]
         problems += [f"{p}: labels no parameter" for p in self.parameter_display if p not in (props or {})]
         for i, example in enumerate(self.examples):
             problems += [f"examples[{i}]: {p}" for p in value_problems(self.input_schema, example.input)]
@@ -114,6 +120,8 @@ EXAMPLE: dict[str, Any] = {
         "required": ["a", "b"],
     },
     "parameter_display": {"a": "一つ目の数", "b": "二つ目の数"},
+    "trigger_examples": ["3と4を足して", "合計を出して", "数を足し算して"],
+    "keywords": ["足す", "合計"],
     "kind": "code",
     "implementation": "def run(input, view):\n    return {'sum': input['a'] + input['b']}\n",
     "examples": [{"input": {"a": 1, "b": 2}, "output": {"sum": 3}}],
