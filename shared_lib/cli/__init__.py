@@ -18,6 +18,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``persona``        ``charter persona show|verify|diff``: the pinned core, an organisation's extension
 ``episodes``       ``charter episodes list|show``, ``charter tags list|search``: episodic memory, tags
 ``memory``         ``charter memory add|import|list|delete|search``: teachings, knowledge, values; hybrid search
+``skills``         ``charter skills list|show|test|approve|rollback|propose``: skills, sandbox tests, approvals
 =================  =====================================================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -66,6 +67,7 @@ from shared_lib.cli import (
     rollout,
     routing,
     runner,
+    skills,
     tools,
 )
 
@@ -86,6 +88,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     persona.register,
     episodes.register,
     memory.register,
+    skills.register,
 )
 
 

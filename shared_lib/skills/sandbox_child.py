@@ -21,7 +21,7 @@ _OUT = sys.stdout
 _IN = sys.stdin
 _refused = []
 _allowed = set()
-_HELPERS = ("_strptime",)  # what the allowed modules import lazily (``datetime.strptime``)
+_HELPERS = ("_strptime", "encodings.idna")  # imported lazily by ``strptime``, by "idna" host names
 _armed = [False]
 
 _PREFIXES = (
@@ -87,7 +87,7 @@ def _hook(event, args):
         return
     kind = _kind(event, args)
     if kind is not None:
-        _refused.append((kind, event))
+        _refused.append((kind, f"{event} {args[0]}" if event == "import" and args else event))
         raise Refused(f"{event} is not allowed in a skill")
 
 
