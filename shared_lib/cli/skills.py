@@ -171,6 +171,9 @@ def run_rollback(args: argparse.Namespace) -> int:
 
 
 def run_propose(args: argparse.Namespace) -> int:
+    rt = _runtime(args)
+    if rt is None:
+        return fail(NO_STORE, EXIT_USAGE)
     try:
         with open(args.file, encoding="utf-8") as f:
             raw = json.load(f)
@@ -178,9 +181,6 @@ def run_propose(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         detail = exc.errors()[:3] if isinstance(exc, ValidationError) else exc
         return fail(f"skill spec {args.file}: {detail}", EXIT_USAGE)
-    rt = _runtime(args)
-    if rt is None:
-        return fail(NO_STORE, EXIT_USAGE)
     version, created = skill_store.propose(rt.store, args.org, spec, by=args.by, now=rt.clock())
     text = f"{spec.name} v{version}: {'a new draft' if created else 'the same code as this version'}"
     _print(args, {"name": spec.name, "version": version, "created": created}, text)
