@@ -154,7 +154,9 @@ def run_approve(args: argparse.Namespace) -> int:
         skill_store.approve(rt.store, args.org, args.name, args.version, by=args.by, now=rt.clock())
     except skill_store.SkillError as exc:
         return fail(str(exc), EXIT_FINDING)
-    _print(args, {"name": args.name, "active_version": args.version}, f"{args.name} v{args.version} is active")
+    _print(
+        args, {"name": args.name, "active_version": args.version}, f"{args.name} v{args.version} is active"
+    )
     return EXIT_OK
 
 

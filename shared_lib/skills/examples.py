@@ -39,7 +39,13 @@ def run_examples(spec: SkillSpec, store: Store, org_id: str, config: SandboxConf
         matched = r.ok and _same(spec.kind, r.output, example.output)
         error = r.error if not r.ok else ("" if matched else "the output is not the example's")
         results.append(
-            {"index": index, "ok": matched, "error_kind": r.error_kind, "error": error[:300], "output": r.output}
+            {
+                "index": index,
+                "ok": matched,
+                "error_kind": r.error_kind,
+                "error": error[:300],
+                "output": r.output,
+            }
         )
         if r.error_kind in REFUSALS:
             break

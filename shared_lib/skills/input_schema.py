@@ -109,8 +109,11 @@ def value_problems(schema: dict[str, Any], value: Any, name: str = "input") -> l
     if kind == "object" and isinstance(schema.get("properties"), dict):
         props: dict[str, Any] = schema["properties"]
         top = name == "input"
-        problems += [f"{key}: required" if top else f"{name}.{key}: required"
-                     for key in schema.get("required", []) if key not in value]
+        problems += [
+            f"{key}: required" if top else f"{name}.{key}: required"
+            for key in schema.get("required", [])
+            if key not in value
+        ]
         for key, item in value.items():
             label = key if top else f"{name}.{key}"
             if key not in props:

@@ -46,7 +46,15 @@ from shared_lib.skills.spec import SkillSpec, render_prompt
 
 CHILD = Path(__file__).resolve().parent / "sandbox_child.py"
 ErrorKind = Literal[
-    "timeout", "memory", "network", "process", "filesystem", "store_write", "import", "exception", "bad_output"
+    "timeout",
+    "memory",
+    "network",
+    "process",
+    "filesystem",
+    "store_write",
+    "import",
+    "exception",
+    "bad_output",
 ]
 _KINDS = {"network", "process", "filesystem", "import", "memory", "exception", "bad_output"}
 _OPS = {"==", "!=", "<", "<=", ">", ">=", "in", "array_contains"}
@@ -76,7 +84,9 @@ def static_problems(code: str, allow: tuple[str, ...]) -> list[tuple[ErrorKind, 
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [("import", f"import {a.name}") for a in node.names if a.name.split(".")[0] not in allow]
-        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] not in allow):
+        elif isinstance(node, ast.ImportFrom) and (
+            node.level or (node.module or "").split(".")[0] not in allow
+        ):
             found.append(("import", f"from {'.' * node.level}{node.module or ''} import"))
         elif isinstance(node, ast.Attribute) and node.attr.startswith("__"):
             found.append(("exception", f"line {node.lineno}: dunder attribute {node.attr}"))
@@ -200,7 +210,9 @@ def _after_exit(proc: subprocess.Popen[bytes]) -> SandboxResult:
         return SandboxResult.failed("timeout", "the skill used up its CPU time")
     if "MemoryError" in stderr:
         return SandboxResult.failed("memory", "the skill ran out of memory")
-    return SandboxResult.failed("exception", f"the skill's process ended ({proc.returncode}): {stderr[-300:]}")
+    return SandboxResult.failed(
+        "exception", f"the skill's process ended ({proc.returncode}): {stderr[-300:]}"
+    )
 
 
 def run_code(
@@ -244,7 +256,11 @@ def run_code(
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         if result is None:
-            result = SandboxResult.failed("timeout", f"the skill ran over {seconds:g} s") if result_pending else None
+            result = (
+                SandboxResult.failed("timeout", f"the skill ran over {seconds:g} s")
+                if result_pending
+                else None
+            )
         if result is None or (not result.ok and result.error.startswith("the skill's process ended")):
             result = _after_exit(proc)
         for stream in (proc.stdin, proc.stdout, proc.stderr):
@@ -252,7 +268,9 @@ def run_code(
                 stream.close()
     if parent.refusal:
         result = SandboxResult.failed(*parent.refusal)
-    return SandboxResult(result.ok, result.output, result.error_kind, result.error, time.monotonic() - started)
+    return SandboxResult(
+        result.ok, result.output, result.error_kind, result.error, time.monotonic() - started
+    )
 
 
 def run_skill(

@@ -12,15 +12,19 @@ creation, ``ctypes``, every file open and change, and every import outside the a
 is remembered even when the skill catches the exception: the run fails with its kind.
 """
 
+from __future__ import annotations
+
 import builtins
+import contextlib
 import io
 import json
 import sys
+from typing import Any
 
 _OUT = sys.stdout
 _IN = sys.stdin
-_refused = []
-_allowed = set()
+_refused: list[tuple[str, str]] = []
+_allowed: set[str] = set()
 _HELPERS = ("_strptime", "encodings.idna")  # imported lazily by ``strptime``, by "idna" host names
 _armed = [False]
 
@@ -70,7 +74,7 @@ class Refused(Exception):
     """What the hook raises: the skill did something the sandbox never allows."""
 
 
-def _kind(event, args):
+def _kind(event: str, args: tuple[Any, ...]) -> str | None:
     if event == "import":
         name = str(args[0]) if args else ""
         return None if name.split(".")[0] in _allowed else "import"
@@ -82,7 +86,7 @@ def _kind(event, args):
     return None
 
 
-def _hook(event, args):
+def _hook(event: str, args: tuple[Any, ...]) -> None:
     if not _armed[0]:
         return
     kind = _kind(event, args)
@@ -91,12 +95,12 @@ def _hook(event, args):
         raise Refused(f"{event} is not allowed in a skill")
 
 
-def _send(message):
+def _send(message: dict[str, Any]) -> None:
     _OUT.write(json.dumps(message, ensure_ascii=False) + "\n")
     _OUT.flush()
 
 
-def _ask(message):
+def _ask(message: dict[str, Any]) -> Any:
     _send(message)
     reply = json.loads(_IN.readline() or "{}")
     if "error" in reply:
@@ -107,50 +111,60 @@ def _ask(message):
 class View:
     """The organisation's read-only view, served by the parent (writes are refused there)."""
 
-    def get(self, collection, doc_id):
+    def get(self, collection: str, doc_id: str) -> Any:
         return _ask({"op": "get", "collection": str(collection), "id": str(doc_id)})
 
-    def query(self, collection, where=(), limit=20):
+    def query(self, collection: str, where: Any = (), limit: int = 20) -> Any:
         clauses = [list(c) for c in where]
         return _ask({"op": "query", "collection": str(collection), "where": clauses, "limit": int(limit)})
 
-    def set(self, collection, doc_id, data):
+    def set(self, collection: str, doc_id: str, data: Any) -> Any:
         return _ask({"op": "set", "collection": str(collection), "id": str(doc_id), "data": data})
 
-    def delete(self, collection, doc_id):
+    def delete(self, collection: str, doc_id: str) -> Any:
         return _ask({"op": "delete", "collection": str(collection), "id": str(doc_id)})
 
 
-def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+def _guarded_import(
+    name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+) -> Any:
     if level or (name.split(".")[0] not in _allowed and name not in _HELPERS):
         _refused.append(("import", name))
         raise Refused(f"import of {name} is not allowed in a skill")
     return __import__(name, globals, locals, fromlist, level)
 
 
-_UNSAFE_BUILTINS = ("open", "eval", "exec", "compile", "input", "breakpoint", "globals", "locals", "vars")
+_UNSAFE_BUILTINS: tuple[str, ...] = (
+    "open",
+    "eval",
+    "exec",
+    "compile",
+    "input",
+    "breakpoint",
+    "globals",
+    "locals",
+    "vars",
+)
 _UNSAFE_BUILTINS += ("getattr", "setattr", "delattr", "help", "exit", "quit", "memoryview", "__loader__")
 
 
-def _namespace():
+def _namespace() -> dict[str, Any]:
     names = {k: v for k, v in vars(builtins).items() if k not in _UNSAFE_BUILTINS}
     names["__import__"] = _guarded_import
     return {"__builtins__": names, "__name__": "skill"}
 
 
-def _result(kind, message):
+def _result(kind: str, message: str) -> None:
     _send({"op": "error", "kind": kind, "message": message[:500]})
 
 
-def main():
+def main() -> None:
     request = json.loads(_IN.readline())
     _allowed.update(request["allow"])
     # loaded now, so no import (and no file open) is needed once the hook is armed
     for module in (*sorted(_allowed), *_HELPERS):
-        try:
+        with contextlib.suppress(ImportError):
             __import__(module)
-        except ImportError:
-            pass
     sys.addaudithook(_hook)
     code = compile(request["code"], "<skill>", "exec")  # compiled before the hook is armed
     namespace = _namespace()
@@ -166,7 +180,11 @@ def main():
     except BaseException as exc:  # the skill's own failure: reported, the child ends normally
         _armed[0] = False
         if not _refused:
-            kind = "bad_output" if isinstance(exc, (TypeError, ValueError)) and "JSON" in str(exc) else "exception"
+            kind = (
+                "bad_output"
+                if isinstance(exc, (TypeError, ValueError)) and "JSON" in str(exc)
+                else "exception"
+            )
             _result(kind, f"{type(exc).__name__}: {exc}")
             return
     _armed[0] = False

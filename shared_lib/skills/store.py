@@ -30,7 +30,8 @@ from shared_lib.skills.spec import SkillSpec
 
 APPROVER_LEVEL = 6  # seed 001 §23.5: a skill is enabled by the top level only
 MAX_SKILLS = 200
-_cache: dict[str, tuple[float, list[ActiveSkill]]] = {}
+# (the store's id, the organisation) -> (until, its active skills): one process's brief cache
+_cache: dict[tuple[int, str], tuple[float, list[ActiveSkill]]] = {}
 
 
 class SkillError(CharterError):
@@ -64,7 +65,8 @@ def _check_approver(store: Store, org_id: str, by: str) -> None:
 
 def forget(org_id: str) -> None:
     """Drop this process's cached active skills of the organisation (after a change here)."""
-    _cache.pop(org_id, None)
+    for key in [k for k in _cache if k[1] == org_id]:
+        _cache.pop(key, None)
 
 
 def propose_in(txn: Transaction, org_id: str, spec: SkillSpec, *, by: str, now: datetime) -> tuple[int, bool]:
@@ -89,7 +91,10 @@ def propose_in(txn: Transaction, org_id: str, spec: SkillSpec, *, by: str, now: 
         },
     )
     hashes = {**skill.get("hashes", {}), spec.sha256: version}
-    txn.set(skill_path(org_id, spec.name), {**skill, "latest_version": version, "hashes": hashes, "updated_at": now})
+    txn.set(
+        skill_path(org_id, spec.name),
+        {**skill, "latest_version": version, "hashes": hashes, "updated_at": now},
+    )
     return version, True
 
 
@@ -123,7 +128,9 @@ def list_skills(store: Store, org_id: str) -> list[dict[str, Any]]:
     return [doc for _, doc in sorted(rows, key=lambda r: r[0])]
 
 
-def record_test(store: Store, org_id: str, name: str, version: int, report: dict[str, Any], now: datetime) -> str:
+def record_test(
+    store: Store, org_id: str, name: str, version: int, report: dict[str, Any], now: datetime
+) -> str:
     """Record a sandbox test (``report["passed"]``) on the version; its state afterwards."""
 
     def txn_fn(txn: Transaction) -> str:
@@ -156,9 +163,15 @@ def approve(store: Store, org_id: str, name: str, version: int, *, by: str, now:
                 "passed can be approved",
                 "not_tested",
             )
-        txn.set(version_path(org_id, name, version), {**doc, "state": "approved", "approved_by": by, "approved_at": now})
+        txn.set(
+            version_path(org_id, name, version),
+            {**doc, "state": "approved", "approved_by": by, "approved_at": now},
+        )
         approvals = [*skill.get("approvals", []), {"version": version, "by": by, "at": now}]
-        txn.set(skill_path(org_id, name), {**skill, "active_version": version, "approvals": approvals, "updated_at": now})
+        txn.set(
+            skill_path(org_id, name),
+            {**skill, "active_version": version, "approvals": approvals, "updated_at": now},
+        )
 
     store.run_transaction(txn_fn)
     forget(org_id)
@@ -183,9 +196,14 @@ def rollback(store: Store, org_id: str, name: str, *, by: str, now: datetime) ->
             raise SkillError(f"skill {name!r} has no earlier approved version", "no_previous")
         current = txn.get(version_path(org_id, name, int(active)))
         if current is not None:
-            txn.set(version_path(org_id, name, int(active)), {**current, "state": "retired", "retired_at": now})
+            txn.set(
+                version_path(org_id, name, int(active)), {**current, "state": "retired", "retired_at": now}
+            )
         rollbacks = [*skill.get("rollbacks", []), {"from": active, "to": previous, "by": by, "at": now}]
-        txn.set(skill_path(org_id, name), {**skill, "active_version": previous, "rollbacks": rollbacks, "updated_at": now})
+        txn.set(
+            skill_path(org_id, name),
+            {**skill, "active_version": previous, "rollbacks": rollbacks, "updated_at": now},
+        )
         return previous
 
     version = store.run_transaction(txn_fn)
@@ -195,15 +213,18 @@ def rollback(store: Store, org_id: str, name: str, *, by: str, now: datetime) ->
 
 def active_skills(store: Store, org_id: str, *, cache_seconds: float = 0.0) -> list[ActiveSkill]:
     """The organisation's active approved versions (cached ``cache_seconds`` in this process)."""
-    hit = _cache.get(org_id)
+    key = (id(store), org_id)
+    hit = _cache.get(key) if cache_seconds > 0 else None
     if hit and hit[0] > time.monotonic():
         return hit[1]
     found = []
     for skill in list_skills(store, org_id):
         active = skill.get("active_version")
-        doc = store.get(version_path(org_id, skill["name"], int(active))) if active else None
+        if active is None:
+            continue
+        doc = store.get(version_path(org_id, skill["name"], int(active)))
         if doc is not None and doc.get("state") == "approved":
             found.append(ActiveSkill(spec_of(doc), int(active)))
     if cache_seconds > 0:
-        _cache[org_id] = (time.monotonic() + cache_seconds, found)
+        _cache[key] = (time.monotonic() + cache_seconds, found)
     return found

@@ -67,9 +67,13 @@ def params_model(spec: SkillSpec) -> type[BaseModel]:
 
 def _handler(spec: SkillSpec, config: SandboxConfig) -> Any:
     def handle(params: BaseModel, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
-        result = run_skill(spec, params.model_dump(mode="json", exclude_none=True), ctx.store, ctx.org_id, config)
+        result = run_skill(
+            spec, params.model_dump(mode="json", exclude_none=True), ctx.store, ctx.org_id, config
+        )
         if not result.ok:
-            raise SkillRunFailed(f"skill {spec.name}: {result.error_kind}: {result.error}", str(result.error_kind))
+            raise SkillRunFailed(
+                f"skill {spec.name}: {result.error_kind}: {result.error}", str(result.error_kind)
+            )
         return {"skill": spec.display_name, "result": result.output}
 
     return handle

@@ -240,7 +240,18 @@ COMMANDS: dict[str, Row] = {
     "skills approve": Row(
         no_store=["skills", "approve", "--org", "demo", "add_numbers", "--version", "1", "--by", "u-yamada"],
         bad=["skills", "approve", "--org", "demo", "add_numbers", "--version", "x", "--by", "u-yamada"],
-        finding=["skills", "approve", "--org", "demo", "add_numbers", "--version", "1", "--by", "u-yamada", *S],
+        finding=[
+            "skills",
+            "approve",
+            "--org",
+            "demo",
+            "add_numbers",
+            "--version",
+            "1",
+            "--by",
+            "u-yamada",
+            *S,
+        ],
         why="ok: tests/unit/skills/test_skills_cli.py approves a tested skill of its own store",
     ),
     "skills rollback": Row(

@@ -47,7 +47,22 @@ def tool_names(capsys: pytest.CaptureFixture[str]) -> set[str]:
 
 
 def test_a_network_skill_fails_its_test_and_cannot_be_approved(store, tmp_path, capsys):
-    assert main(["skills", "propose", "--org", ORG, "--file", spec_file(tmp_path, NETWORK), "--by", "staff", "--json"]) == 0
+    assert (
+        main(
+            [
+                "skills",
+                "propose",
+                "--org",
+                ORG,
+                "--file",
+                spec_file(tmp_path, NETWORK),
+                "--by",
+                "staff",
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert out(capsys)["version"] == 1
     assert main(["skills", "test", "--org", ORG, "add_numbers", "--json"]) == 1
     assert out(capsys)["state"] == "failed"

@@ -30,7 +30,11 @@ def run(code: str, store: MemoryStore, cfg=CONFIG, **kw):
 
 
 def test_given_good_code_when_run_then_its_json_output_comes_back(store):
-    r = run("def run(input, view):\n    return {'n': input['n'] * 2, 'task': view.get('tasks', 't1')}\n", store, input={"n": 21})
+    r = run(
+        "def run(input, view):\n    return {'n': input['n'] * 2, 'task': view.get('tasks', 't1')}\n",
+        store,
+        input={"n": 21},
+    )
     assert (r.ok, r.output, r.error_kind) == (True, {"n": 42, "task": {"title": "見積書"}}, None)
 
 
@@ -122,6 +126,10 @@ def test_given_dunder_access_or_no_run_then_it_is_refused_before_running(store):
 
 
 def test_given_a_prompt_skill_then_its_template_is_rendered_without_a_process(store):
-    s = spec(kind="prompt", implementation="$a と $b の合計を考えるウル", examples=[{"input": {"a": 1, "b": 2}, "output": "1 と 2 の合計を考えるウル"}])
+    s = spec(
+        kind="prompt",
+        implementation="$a と $b の合計を考えるウル",
+        examples=[{"input": {"a": 1, "b": 2}, "output": "1 と 2 の合計を考えるウル"}],
+    )
     r = run_skill(s, {"a": 1, "b": 2}, store, ORG, CONFIG)
     assert (r.ok, r.output) == (True, "1 と 2 の合計を考えるウル")

@@ -40,13 +40,20 @@ def test_given_the_same_code_twice_then_it_is_one_version_and_new_code_is_the_ne
     assert skills.active_skills(store, ORG) == []
 
 
-@pytest.mark.parametrize(("code", "kind"), [(NETWORK, "import"), (EVASION, "import"), (STORE_WRITE, "store_write")])
+@pytest.mark.parametrize(
+    ("code", "kind"), [(NETWORK, "import"), (EVASION, "import"), (STORE_WRITE, "store_write")]
+)
 def test_given_code_the_sandbox_refuses_then_the_version_fails_and_cannot_be_approved(store, code, kind):
     # WHEN the proposal is tested
     version, state = proposed_and_tested(store, code)
     # THEN it failed with the refusal's kind
     doc = skills.get_version(store, ORG, "add_numbers", version)
-    assert (state, doc["state"], doc["test"]["passed"], doc["test"]["error_kinds"]) == ("failed", "failed", False, [kind])
+    assert (state, doc["state"], doc["test"]["passed"], doc["test"]["error_kinds"]) == (
+        "failed",
+        "failed",
+        False,
+        [kind],
+    )
     # AND the top level cannot approve it: it is never enabled
     with pytest.raises(skills.SkillError) as refused:
         skills.approve(store, ORG, "add_numbers", version, by="boss", now=NOW)
@@ -70,7 +77,11 @@ def test_given_a_draft_never_tested_or_an_approver_below_six_then_approval_is_re
         skills.approve(store, ORG, "add_numbers", version, by="lead", now=NOW)
     with pytest.raises(skills.SkillError) as stranger:
         skills.approve(store, ORG, "add_numbers", version, by="nobody", now=NOW)
-    assert (untested.value.code, low.value.code, stranger.value.code) == ("not_tested", "level", "unknown_person")
+    assert (untested.value.code, low.value.code, stranger.value.code) == (
+        "not_tested",
+        "level",
+        "unknown_person",
+    )
 
 
 def test_given_two_approved_versions_when_rolled_back_then_the_previous_is_active(store):
