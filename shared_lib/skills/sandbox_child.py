@@ -70,10 +70,6 @@ _PREFIXES = (
 _EXACT = {"getaddrinfo": "network", "open": "filesystem"}
 
 
-class Refused(Exception):
-    """What the hook raises: the skill did something the sandbox never allows."""
-
-
 def _kind(event: str, args: tuple[Any, ...]) -> str | None:
     if event == "import":
         name = str(args[0]) if args else ""
@@ -92,7 +88,7 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     kind = _kind(event, args)
     if kind is not None:
         _refused.append((kind, f"{event} {args[0]}" if event == "import" and args else event))
-        raise Refused(f"{event} is not allowed in a skill")
+        raise PermissionError(f"{event} is not allowed in a skill")
 
 
 def _send(message: dict[str, Any]) -> None:
@@ -104,7 +100,7 @@ def _ask(message: dict[str, Any]) -> Any:
     _send(message)
     reply = json.loads(_IN.readline() or "{}")
     if "error" in reply:
-        raise Refused(reply["error"])
+        raise PermissionError(reply["error"])
     return reply.get("value")
 
 
@@ -130,7 +126,7 @@ def _guarded_import(
 ) -> Any:
     if level or (name.split(".")[0] not in _allowed and name not in _HELPERS):
         _refused.append(("import", name))
-        raise Refused(f"import of {name} is not allowed in a skill")
+        raise PermissionError(f"import of {name} is not allowed in a skill")
     return __import__(name, globals, locals, fromlist, level)
 
 

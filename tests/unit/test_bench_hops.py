@@ -75,6 +75,8 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # totals and the frequency buckets of its terms, read and written in one transaction: 3.6 a
     # turn) — all in the background memory target, after the reply; 68.9 since save_memory
     # indexes after its effect committed, in a transaction of its own (begin and commit: 0.3 a
-    # turn), so concurrent deliveries of one call no longer contend on the keyword statistics
+    # turn), so concurrent deliveries of one call no longer contend on the keyword statistics;
+    # 69.0 with skills (issue 22): a turn's registry holds the organisation's approved skills,
+    # one query of its skills kept 2 s per process (config/skills.json), so about one a second
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 68.9, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 69.0, report["per_turn"]
