@@ -167,3 +167,18 @@ def test_the_model_proposes_a_skill_it_is_a_tested_draft_never_enabled():
         assert skills.active_skills(rt.store, ORG) == []
         assert "skill_add_numbers" not in rt.for_turn(Turn.from_inbound(inbound("x"))).registry
         assert "propose_skill" not in reply
+
+
+def test_a_skill_that_fails_in_the_sandbox_is_a_tool_error_the_persona_phrases():
+    rt, llm = chain()
+    # GIVEN an approved skill whose examples pass but which fails on the user's input
+    approve(
+        rt,
+        "def run(input, view):\n    if input['a'] == 3:\n        raise ValueError('three')\n    return {'sum': 3}\n",
+    )
+    # WHEN the user's turn calls it
+    reply, record = served(rt, "3と4を足して", "e1")
+    # THEN the executor reports a tool error and the user reads ソウルくん, never the internals
+    assert (record["auth_result"], record["execution_success"]) == ("allowed", False)
+    assert (record["tool_errors"], record["execution_error"]) == (1, "execution_error")
+    assert "ウル" in reply and "ValueError" not in reply and "skill_" not in reply and "three" not in reply
