@@ -170,7 +170,7 @@ def test_the_model_proposes_a_skill_it_is_a_tested_draft_never_enabled():
 
 
 def test_a_skill_that_fails_in_the_sandbox_is_a_tool_error_the_persona_phrases():
-    rt, llm = chain()
+    rt, _ = chain()
     # GIVEN an approved skill whose examples pass but which fails on the user's input
     approve(
         rt,
