@@ -147,7 +147,9 @@ class _Parent:
                     raise CrossOrgAccess(f"document id {doc_id!r} is not an id")
                 return {"value": self.view.get(f"{self._collection(message)}/{doc_id}")}
             if op == "query":
-                where = [(str(f), str(o), v) for f, o, v in message.get("where", []) if o in _OPS]
+                where = [(str(f), str(o), v) for f, o, v in message.get("where", [])]
+                if any(o not in _OPS for _, o, _ in where):
+                    raise ValueError(f"a query's operators are {sorted(_OPS)}")
                 limit = max(1, min(int(message.get("limit", 20)), MAX_QUERY))
                 rows = self.view.query(self._collection(message), where=where, limit=limit)  # type: ignore[arg-type]
                 return {"value": [{"id": doc_id.rsplit("/", 1)[-1], **doc} for doc_id, doc in rows]}
@@ -170,9 +172,20 @@ def _exchange(
     proc: subprocess.Popen[bytes], parent: _Parent, config: SandboxConfig, deadline: float
 ) -> SandboxResult | None:
     """Serve the child until its last message; ``None`` when it ran out of time."""
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        return _serve(proc, parent, config, deadline, selector)
+
+
+def _serve(
+    proc: subprocess.Popen[bytes],
+    parent: _Parent,
+    config: SandboxConfig,
+    deadline: float,
+    selector: selectors.BaseSelector,
+) -> SandboxResult | None:
     assert proc.stdout is not None and proc.stdin is not None
-    selector = selectors.DefaultSelector()
-    selector.register(proc.stdout, selectors.EVENT_READ)
     buffer = b""
     limit = config.max_output_bytes + 1024
     while True:

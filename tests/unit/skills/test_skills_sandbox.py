@@ -133,3 +133,9 @@ def test_given_a_prompt_skill_then_its_template_is_rendered_without_a_process(st
     )
     r = run_skill(s, {"a": 1, "b": 2}, store, ORG, CONFIG)
     assert (r.ok, r.output) == (True, "1 と 2 の合計を考えるウル")
+
+
+def test_given_a_query_with_an_unknown_operator_then_it_is_refused_not_widened(store):
+    r = run("def run(input, view):\n    return view.query('tasks', [['title', 'like', '%']], 5)\n", store)
+    assert (r.ok, r.error_kind) == (False, "exception")
+    assert "operators" in r.error
