@@ -9,6 +9,7 @@ this module's shape.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from shared_lib.settings import Settings
 from shared_lib.telemetry.notify import Notifier
 from shared_lib.tools.directory import PersonCache
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.tools.skill_tools import registry_for
 from shared_lib.tools.task_backend import TaskBackend
 from shared_lib.topology import TOPOLOGY
 
@@ -65,6 +67,12 @@ class Runtime:
     clock: Callable[[], datetime] = utc_now
     # how a layer waits (the debounce's window); tests give one that moves their clock
     sleep: Callable[[float], None] = time.sleep
+
+    def for_turn(self, turn: Turn) -> Runtime:
+        """This runtime for one turn: its registry holds the turn's organisation's approved skills
+        (seed 001 §23.5) besides the built-ins, for every layer (brain, guardian, gate, executor)."""
+        registry = registry_for(self.registry, self.store, turn.org_id)
+        return self if registry is self.registry else dataclasses.replace(self, registry=registry)
 
     def emit_event(
         self, turn: Turn | None, kind: str, code: str, payload: dict[str, Any] | None = None

@@ -19,6 +19,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``episodes``       ``charter episodes list|show``, ``charter tags list|search``: episodic memory, tags
 ``memory``         ``charter memory add|import|list|delete|search``: teachings, knowledge, values; hybrid search
 ``ft``             ``charter ft list|show|accept|edit|reject|export``: fine-tuning data, reviewed and exported
+``skills``         ``charter skills list|show|test|approve|rollback|propose``: skills, sandbox tests, approvals
 =================  =====================================================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -68,6 +69,7 @@ from shared_lib.cli import (
     rollout,
     routing,
     runner,
+    skills,
     tools,
 )
 
@@ -89,6 +91,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     episodes.register,
     memory.register,
     ft.register,
+    skills.register,
 )
 
 

@@ -3,6 +3,9 @@
 charter tools list [--json]   every tool: its Anthropic definition (name, description,
                               input_schema), minimum level, danger class, enabled flag
 charter tools check           the seed §7.1b tool addition checklist (exit 1 on problems)
+
+With ``--org ORG`` (and the store options) both also take the organisation's approved skills
+(``skill_<name>``, seed 001 §23.5): the registry that organisation's turns use.
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ import argparse
 import json
 from typing import Any
 
+from shared_lib.cli.console import NO_STORE
+from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import fail
 from shared_lib.errors import ConfigError
 from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.checklist import registry_problems
 from shared_lib.tools.converter import tool_definition, validate_input_schema
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.tools.skill_tools import registry_for
 
 
 def tool_rows(registry: ToolRegistry) -> list[dict[str, Any]]:
@@ -34,6 +40,7 @@ def tool_rows(registry: ToolRegistry) -> list[dict[str, Any]]:
                 "effect": spec.effect_kind,
                 "timeout_seconds": spec.timeout_seconds,
                 "schema_valid": not validate_input_schema(definition["input_schema"]),
+                "skill": "skill" in spec.tags,
             }
         )
     return rows
@@ -55,16 +62,24 @@ def _text(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _load() -> ToolRegistry | None:
+def _load(args: argparse.Namespace) -> ToolRegistry | None:
     try:
-        return builtin_registry()
+        registry = builtin_registry()
     except ConfigError as exc:
         fail(f"tools: {exc}")
         return None
+    if not getattr(args, "org", None):
+        return registry
+    try:
+        rt = runtime_for(args)
+    except ConfigError:
+        fail(NO_STORE)
+        return None
+    return registry_for(registry, rt.store, args.org)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    registry = _load()
+    registry = _load(args)
     if registry is None:
         return 2
     rows = tool_rows(registry)
@@ -76,7 +91,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    registry = _load()
+    registry = _load(args)
     if registry is None:
         return 2
     problems = registry_problems(registry)
@@ -94,7 +109,14 @@ def register(subparsers: Any) -> None:
     sub = tools.add_subparsers(dest="tools_command", metavar="SUBCOMMAND")
     ls = sub.add_parser("list", help="every tool with its Anthropic definition, level, danger, enabled")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
+    _org(ls)
     ls.set_defaults(func=cmd_list)
     check = sub.add_parser("check", help="the tool addition checklist (seed §7.1b)")
     check.add_argument("--json", action="store_true", help="print {tools, problems}")
+    _org(check)
     check.set_defaults(func=cmd_check)
+
+
+def _org(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--org", help="also the organisation's approved skills (needs a store)")
+    store_options(p)

@@ -171,7 +171,7 @@ class LayerRunner:
         if self.layer.run is None:
             raise TypeError(f"layer {self.layer.name} has no run function")
         with call_context(turn, self.layer.name):
-            outcome = self.layer.run(turn, self.rt)
+            outcome = self.layer.run(turn, self.rt.for_turn(turn))
         ms = (time.perf_counter() - t0) * 1000
         turn.record(
             self.layer.name,

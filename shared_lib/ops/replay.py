@@ -241,4 +241,4 @@ def _differences(before: Decisions, after: Decisions, masked: bool) -> list[Diff
 def _run_layer(layer: Layer, turn: Turn, rt: Runtime) -> None:
     if layer.run is None:
         raise ReplayError(f"layer {layer.name} does not run over a turn")
-    layer.run(turn, rt)
+    layer.run(turn, rt.for_turn(turn))

@@ -28,18 +28,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from shared_lib.skills.input_schema import json_type, validate_input_schema
 from shared_lib.tools.registry import ToolRegistry, ToolSpec
 
+__all__ = [
+    "ToolConversionConfig",
+    "anthropic_tool_definitions",
+    "describe",
+    "input_schema",
+    "tool_definition",
+    "validate_input_schema",
+]
 log = logging.getLogger(__name__)
-JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
-_PY_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-}
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def _resolve(node: Any, defs: dict[str, Any]) -> Any:
     out = {k: _resolve(v, defs) for k, v in node.items() if k not in ("title", "$defs")}
     if "const" in out:
         out["enum"] = [out.pop("const")]
-        out.setdefault("type", _json_type(out["enum"][0]))
+        out.setdefault("type", json_type(out["enum"][0]))
     options = out.get("anyOf")
     if isinstance(options, list):
         non_null = [o for o in options if o.get("type") != "null"]
@@ -73,13 +73,6 @@ def _resolve(node: Any, defs: dict[str, Any]) -> Any:
     return out
 
 
-def _json_type(value: Any) -> str:
-    for name, types in _PY_TYPES.items():
-        if isinstance(value, types) and not (name in ("integer", "number") and isinstance(value, bool)):
-            return name
-    return "string"
-
-
 def input_schema(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema()
     schema: dict[str, Any] = _resolve(raw, raw.get("$defs", {}))
@@ -87,57 +80,6 @@ def input_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema.setdefault("properties", {})
     schema["required"] = list(schema.get("required", []))
     return schema
-
-
-def _check_property(name: str, prop: Any, problems: list[str]) -> None:
-    if not isinstance(prop, dict):
-        problems.append(f"{name}: not an object")
-        return
-    if "anyOf" in prop:
-        for i, option in enumerate(prop["anyOf"]):
-            _check_property(f"{name}.anyOf[{i}]", option, problems)
-        return
-    kind = prop.get("type")
-    if kind not in JSON_TYPES:
-        problems.append(f"{name}: missing or unknown type {kind!r}")
-        return
-    if "$ref" in prop:
-        problems.append(f"{name}: unresolved $ref")
-    if kind == "array":
-        if "items" not in prop:
-            problems.append(f"{name}: array without items")
-        else:
-            _check_property(f"{name}[]", prop["items"], problems)
-    if kind == "object" and "properties" in prop:
-        for sub, sub_prop in prop["properties"].items():
-            _check_property(f"{name}.{sub}", sub_prop, problems)
-    enum = prop.get("enum")
-    if enum is not None and (not enum or any(_json_type(v) != kind and kind != "number" for v in enum)):
-        problems.append(f"{name}: enum values do not match type {kind}")
-    if "default" in prop:
-        default = prop["default"]
-        if enum is not None and default not in enum:
-            problems.append(f"{name}: default {default!r} is not one of the enum")
-        elif kind in _PY_TYPES and not isinstance(default, _PY_TYPES[kind]):
-            problems.append(f"{name}: default {default!r} is not a {kind}")
-
-
-def validate_input_schema(schema: Any) -> list[str]:
-    """Problems that would make the schema unusable as a tool ``input_schema`` (empty: valid)."""
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        return ["input_schema: type must be object"]
-    props = schema.get("properties")
-    if not isinstance(props, dict):
-        return ["input_schema: properties missing"]
-    problems: list[str] = []
-    required = schema.get("required", [])
-    if not isinstance(required, list) or not set(required) <= set(props):
-        problems.append(f"input_schema: required {required!r} names unknown properties")
-    for name, prop in props.items():
-        if not prop.get("description"):
-            problems.append(f"{name}: no description")
-        _check_property(name, prop, problems)
-    return problems
 
 
 def describe(spec: ToolSpec, config: ToolConversionConfig) -> str:

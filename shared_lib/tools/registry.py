@@ -144,6 +144,10 @@ class ToolRegistry:
             raise ConfigError(f"tool {spec.name!r} registered twice")
         self._specs[spec.name] = spec
 
+    def with_specs(self, specs: list[ToolSpec]) -> ToolRegistry:
+        """A new registry: these entries and ``specs`` (an organisation's approved skills)."""
+        return ToolRegistry([*self._specs.values(), *specs])
+
     def get(self, name: str) -> ToolSpec | None:
         return self._specs.get(name)
 

@@ -19,6 +19,7 @@ ALLOWED: dict[str, str] = {
     "shared_lib/logs.py": "the log handler itself: it writes every record's line to stderr",
     "shared_lib/cli/": "the operator command line: its output is what it prints (never a service)",
     "shared_lib/evals/": "the eval harness: only `charter eval run` (infra/eval_cli.py) runs it",
+    "shared_lib/skills/sandbox_child.py": "the sandbox's child process: stdout is its protocol with the parent",
 }
 STREAMS = {"sys.stdout", "sys.stderr", "sys.__stdout__", "sys.__stderr__"}
 PRINTERS = {

@@ -81,5 +81,7 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # mix's four staged turns reads the opt-in (settings/company) and, in one transaction (begin,
     # the person's ledger, commit carrying the candidate and the ledger), 4 RPCs: 16 / 8 turns —
     # in the background memory target, after the reply
+    # 71.0 with skills (issue 22): a turn's registry holds the organisation's approved skills,
+    # one query of its skills kept 2 s per process (config/skills.json), so about one a second
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 70.9, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 71.0, report["per_turn"]

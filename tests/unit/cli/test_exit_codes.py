@@ -253,6 +253,51 @@ COMMANDS: dict[str, Row] = {
         finding=["ft", "export", "--org", "demo", "--format", "openai", "--out", "ft-none.jsonl", *S],
         why="the demo's candidates are unreviewed (nothing to export); ok: tests/unit/cli/test_ft_cli.py",
     ),
+    "skills list": Row(
+        no_store=["skills", "list", "--org", "demo"],
+        bad=["skills", "list", "--org", "demo", "--store", "{bad}"],
+        ok=["skills", "list", "--org", "demo", "--json", *S],
+    ),
+    "skills show": Row(
+        no_store=["skills", "show", "--org", "demo", "add_numbers"],
+        bad=["skills", "show", "--org", "demo", "add_numbers", "--store", "{bad}"],
+        finding=["skills", "show", "--org", "demo", "add_numbers", *S],
+        why="ok: tests/unit/skills/test_skills_cli.py (the demo has no skill)",
+    ),
+    "skills test": Row(
+        no_store=["skills", "test", "--org", "demo", "add_numbers"],
+        bad=["skills", "test", "--org", "demo", "add_numbers", "--store", "{bad}"],
+        finding=["skills", "test", "--org", "demo", "add_numbers", *S],
+        why="ok and a failing example: tests/unit/skills/test_skills_cli.py (the demo has no skill)",
+    ),
+    "skills approve": Row(
+        no_store=["skills", "approve", "--org", "demo", "add_numbers", "--version", "1", "--by", "u-yamada"],
+        bad=["skills", "approve", "--org", "demo", "add_numbers", "--version", "x", "--by", "u-yamada"],
+        finding=[
+            "skills",
+            "approve",
+            "--org",
+            "demo",
+            "add_numbers",
+            "--version",
+            "1",
+            "--by",
+            "u-yamada",
+            *S,
+        ],
+        why="ok: tests/unit/skills/test_skills_cli.py approves a tested skill of its own store",
+    ),
+    "skills rollback": Row(
+        no_store=["skills", "rollback", "--org", "demo", "add_numbers", "--by", "u-yamada"],
+        bad=["skills", "rollback", "--org", "demo", "add_numbers", "--by", "u-yamada", "--store", "{bad}"],
+        finding=["skills", "rollback", "--org", "demo", "add_numbers", "--by", "u-yamada", *S],
+        why="ok: tests/unit/skills/test_skills_cli.py rolls back in a store of its own",
+    ),
+    "skills propose": Row(
+        no_store=["skills", "propose", "--org", "demo", "--file", "{bad}"],
+        bad=["skills", "propose", "--org", "demo", "--file", "{bad}", *S],
+        why="ok writes into the demo's store: tests/unit/skills/test_skills_cli.py proposes into its own",
+    ),
 }
 
 

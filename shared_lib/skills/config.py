@@ -1,0 +1,46 @@
+"""The sandbox's limits (``config/skills.json``): per-run time, memory, output, imports.
+
+>>> load_config().timeout_seconds
+10.0
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from shared_lib import config_files
+from shared_lib.errors import ConfigError
+
+SKILLS_FILE = Path(__file__).resolve().parent.parent / "config" / "skills.json"
+_MODULE = r"^[a-z_][a-z0-9_]*$"
+
+
+class SandboxConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 10.0  # one run's wall clock
+    max_timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 60.0  # what a caller may ask for
+    memory_mb: Annotated[int, Field(ge=64, le=4096)] = 512  # the child's address space
+    max_output_bytes: Annotated[int, Field(ge=1024, le=1_048_576)] = 65_536
+    max_open_files: Annotated[int, Field(ge=8, le=256)] = 16
+    network_namespace: bool = True  # also ``unshare -rn`` when it works here: an extra layer only
+    registry_cache_seconds: Annotated[float, Field(ge=0, le=60)] = 2.0  # active skills, per process
+    import_allowlist: tuple[Annotated[str, Field(pattern=_MODULE)], ...]
+
+    @model_validator(mode="after")
+    def _timeouts(self) -> SandboxConfig:
+        if self.timeout_seconds > self.max_timeout_seconds:
+            raise ValueError("timeout_seconds is above max_timeout_seconds")
+        return self
+
+
+def load_config(path: Path | None = None) -> SandboxConfig:
+    file = path or SKILLS_FILE
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{file}: {exc}") from exc
+    return config_files.parse_json_model(SandboxConfig, text, str(file))

@@ -1,0 +1,75 @@
+"""``propose_skill`` (seed 001 §23.4): the model proposes a skill; it is stored as a draft only.
+
+The spec (name, what users read, input schema, examples, code or prompt template) is validated
+as a ``skills.spec.SkillSpec`` (author ``model``); once the call's transaction committed (never
+on a replay) it is stored as a draft version and its examples run in the sandbox, the result
+recorded on the version. It is stored after the commit, not through the effect's transaction,
+because that one masks what it writes (``tools.at_rest``): a masked implementation would no
+longer be the code its hash names. The same code again is the same version, so a retry adds none. Nothing here enables it: only a level-6 person's approval does
+(``charter skills approve``), and only for a version whose test passed.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationError
+
+from shared_lib.ports import Store, Transaction
+from shared_lib.skills.examples import run_version_test
+from shared_lib.skills.spec import SkillSpec
+from shared_lib.skills.store import propose
+from shared_lib.tools.handlers.base import Params, preview
+from shared_lib.tools.registry import ToolContext, ToolInputError
+from shared_lib.tools.skill_tools import sandbox_config
+
+log = logging.getLogger(__name__)
+
+
+class ProposeSkillParams(Params):
+    name: Annotated[
+        str,
+        Field(description="スキルの内部名（英小文字とアンダースコア）", pattern=r"^[a-z][a-z0-9_]{1,40}$"),
+    ]
+    display_name: str = Field(description="利用者に見せるスキル名（日本語）")
+    description: str = Field(description="スキルが何をするか")
+    input_schema: dict[str, Any] = Field(
+        description="入力の JSON Schema（type: object, properties, required）"
+    )
+    parameter_display: dict[str, str] = Field(description="入力項目ごとの日本語の表示名")
+    trigger_examples: list[str] = Field(description="このスキルを使う依頼の例（3〜5件）")
+    keywords: list[str] = Field(description="このスキルを呼ぶキーワード")
+    kind: Literal["code", "prompt"] = Field(
+        description="code: Python の run(input, view)、prompt: 文章のテンプレート"
+    )
+    implementation: str = Field(
+        description="実装（code なら run(input, view) を定義する Python、prompt なら $名前 のテンプレート）"
+    )
+    examples: list[dict[str, Any]] = Field(description="入力と期待する出力の例（input, output）1〜10件")
+    min_level: int = Field(default=2, ge=2, le=6, description="使えるようになる権限レベル（2〜6）")
+
+
+def _store_and_test(org_id: str, spec: SkillSpec, by: str, now: datetime) -> Any:
+    def store_and_test(store: Store, retention: timedelta | None) -> None:
+        version, created = propose(store, org_id, spec, by=by, now=now)
+        if created:
+            _, state, report = run_version_test(store, org_id, spec.name, version, sandbox_config(), now)
+            log.info("skill %s v%d tested: %s %s", spec.name, version, state, report["error_kinds"])
+
+    return store_and_test
+
+
+def propose_skill(params: ProposeSkillParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
+    try:
+        spec = SkillSpec.model_validate({**params.model_dump(), "author": "model"})
+    except ValidationError as exc:
+        log.info("propose_skill: invalid spec: %s", exc.errors()[:3])
+        raise ToolInputError(
+            "スキルの定義が正しくないウル（入力の形・表示名・例を見直してほしいウル）"
+        ) from exc
+    if ctx.dry_run or txn is None:
+        return preview("propose_skill", display_name=spec.display_name)
+    ctx.after_commit.append(_store_and_test(ctx.org_id, spec, ctx.user_id, ctx.now))
+    return {"display_name": spec.display_name, "draft": True}

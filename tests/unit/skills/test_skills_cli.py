@@ -1,0 +1,103 @@
+"""``charter skills`` and ``charter tools --org``: a person's skill proposed from a file, tested,
+refused or approved by level, listed with the built-ins once approved, gone after a rollback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from skill_fakes import NETWORK, ORG, spec
+
+from shared_lib.adapters.inproc_bus import InProcessBus
+from shared_lib.adapters.memory_store import MemoryStore
+from shared_lib.cli import main
+from shared_lib.cli import skills as skills_cli
+from shared_lib.cli import tools as tools_cli
+from shared_lib.composition import build_runtime
+
+V2 = "def run(input, view):\n    return {'sum': input['b'] + input['a']}\n"
+
+
+@pytest.fixture
+def store(monkeypatch: pytest.MonkeyPatch) -> MemoryStore:
+    s = MemoryStore()
+    s.set(f"orgs/{ORG}/users/ceo", {"name": "社長", "level": 6})
+    s.set(f"orgs/{ORG}/users/staff", {"name": "社員", "level": 2})
+    rt = build_runtime(store=s, llm=None, bus=InProcessBus(), notifiers=[])
+    monkeypatch.setattr(skills_cli, "runtime_for", lambda _args: rt)
+    monkeypatch.setattr(tools_cli, "runtime_for", lambda _args: rt)
+    return s
+
+
+def spec_file(tmp_path: Path, code: str, name: str = "spec.json") -> str:
+    data = spec(code).model_dump(exclude={"author", "sha256"})
+    path = tmp_path / name
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return str(path)
+
+
+def out(capsys: pytest.CaptureFixture[str]) -> dict:
+    return json.loads(capsys.readouterr().out)
+
+
+def tool_names(capsys: pytest.CaptureFixture[str]) -> set[str]:
+    assert main(["tools", "list", "--org", ORG, "--json"]) == 0
+    return {row["name"] for row in json.loads(capsys.readouterr().out)}
+
+
+def test_a_network_skill_fails_its_test_and_cannot_be_approved(store, tmp_path, capsys):
+    assert (
+        main(
+            [
+                "skills",
+                "propose",
+                "--org",
+                ORG,
+                "--file",
+                spec_file(tmp_path, NETWORK),
+                "--by",
+                "staff",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    assert out(capsys)["version"] == 1
+    assert main(["skills", "test", "--org", ORG, "add_numbers", "--json"]) == 1
+    assert out(capsys)["state"] == "failed"
+    assert main(["skills", "approve", "--org", ORG, "add_numbers", "--version", "1", "--by", "ceo"]) == 1
+    assert "skill_add_numbers" not in tool_names(capsys)
+
+
+def test_approved_skill_is_a_tool_until_rolled_back(store, tmp_path, capsys):
+    # GIVEN two versions of a person's skill, both tested
+    for code, name in ((spec().implementation, "v1.json"), (V2, "v2.json")):
+        assert main(["skills", "propose", "--org", ORG, "--file", spec_file(tmp_path, code, name)]) == 0
+        assert main(["skills", "test", "--org", ORG, "add_numbers"]) == 0
+    capsys.readouterr()
+    # WHEN a level-2 person approves: refused; the CEO approves v1 then v2
+    assert main(["skills", "approve", "--org", ORG, "add_numbers", "--version", "2", "--by", "staff"]) == 1
+    assert "skill_add_numbers" not in tool_names(capsys)
+    assert main(["skills", "approve", "--org", ORG, "add_numbers", "--version", "1", "--by", "ceo"]) == 0
+    assert main(["skills", "approve", "--org", ORG, "add_numbers", "--version", "2", "--by", "ceo"]) == 0
+    capsys.readouterr()
+    # THEN it is listed with the built-ins and the checklist passes on it
+    assert {"skill_add_numbers", "save_memory"} <= tool_names(capsys)
+    assert main(["tools", "check", "--org", ORG, "--json"]) == 0
+    assert out(capsys)["problems"] == []
+    assert main(["skills", "list", "--org", ORG, "--json"]) == 0
+    assert out(capsys)["skills"][0]["active_version"] == 2
+    # WHEN rolled back twice: v1, then nothing earlier (exit 1)
+    assert main(["skills", "rollback", "--org", ORG, "add_numbers", "--by", "ceo", "--json"]) == 0
+    assert out(capsys)["active_version"] == 1
+    assert main(["skills", "rollback", "--org", ORG, "add_numbers", "--by", "ceo"]) == 1
+    assert main(["skills", "show", "--org", ORG, "add_numbers", "--version", "2", "--json"]) == 0
+    assert out(capsys)["state"] == "retired"
+
+
+def test_a_spec_that_does_not_validate_is_bad_input(store, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"name": "x"}), encoding="utf-8")
+    assert main(["skills", "propose", "--org", ORG, "--file", str(bad)]) == 2
+    assert main(["skills", "show", "--org", ORG, "nothing"]) == 1
