@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from shared_lib.tools.catalog import Binding, load_registry
-from shared_lib.tools.handlers import goals, memory, org, salary, tasks
+from shared_lib.tools.handlers import goals, jobs, memory, org, salary, tasks
 from shared_lib.tools.registry import ToolRegistry
 
 HANDLERS = MappingProxyType(
@@ -34,6 +34,7 @@ HANDLERS = MappingProxyType(
         "view_all_users": Binding(org.ViewAllUsersParams, org.view_all_users),
         "change_permission": Binding(org.ChangePermissionParams, org.change_permission),
         "view_salary_info": Binding(salary.ViewSalaryInfoParams, salary.view_salary_info),
+        "delegate_task": Binding(jobs.DelegateTaskParams, jobs.delegate_task),
     }
 )
 

@@ -36,6 +36,7 @@ ISSUE_TOOLS = {
     "view_all_users",
     "change_permission",
     "view_salary_info",  # seed 000 §6.4.4 (level 6), added by issue 18
+    "delegate_task",  # seed 001 §15 (sub-agents), added by issue 22
 }
 
 
