@@ -18,6 +18,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``persona``        ``charter persona show|verify|diff``: the pinned core, an organisation's extension
 ``episodes``       ``charter episodes list|show``, ``charter tags list|search``: episodic memory, tags
 ``memory``         ``charter memory add|import|list|delete|search``: teachings, knowledge, values; hybrid search
+``jobs``           ``charter jobs list|show|cancel``: delegated jobs (sub-agents), their watchdog's stops
 =================  =====================================================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -57,6 +58,7 @@ from shared_lib.cli import (
     dates,
     episodes,
     gates,
+    jobs,
     memory,
     operations,
     peers,
@@ -86,6 +88,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     persona.register,
     episodes.register,
     memory.register,
+    jobs.register,
 )
 
 

@@ -222,3 +222,41 @@ def report_once(rt: Runtime, job: dict[str, Any], text: str) -> bool:
     receipts.complete(path, now=rt.clock(), fields={"at": rt.clock(), "job_id": job_id})
     rt.store.set(agent_jobs.job_path(org, job_id), {"reported_at": rt.clock()}, merge=True)
     return True
+
+
+def cancel(rt: Runtime, org_id: str, job_id: str, *, by: str) -> dict[str, Any]:
+    """An operator's cancel (``charter jobs cancel``, the dashboard): the job is ``cancelled``
+    (its turn runs nothing more) and the requester is told once. ``JobError``: unknown or over."""
+    job = agent_jobs.cancel(rt.store, org_id, job_id, by=by, now=rt.clock())
+    log_event(
+        "job.cancelled", layer="jobs", job_id=job_id, org_id=org_id, status="cancelled", reason="operator"
+    )
+    report_once(rt, job, stopped_text(rt, job))
+    return job
+
+
+def sweep(rt: Runtime) -> dict[str, int]:
+    """The minute's watchdog sweep (``POST /tasks/jobs/watchdog``), bounded and idempotent per
+    job: a queued job whose turn never started is published again (the same turn), a live job
+    past its deadline or without a heartbeat is ``timed_out`` and reported."""
+    limits, now = agent_jobs.load_limits(), rt.clock()
+    rows = rt.store.query(
+        "agent_jobs", where=[("status", "in", sorted(agent_jobs.LIVE))], group=True, limit=limits.sweep_limit
+    )
+    counts = {"seen": len(rows), "republished": 0, "timed_out": 0}
+    for _, job in rows:
+        action, reason = agent_jobs.sweep_action(job, now, limits)
+        if action == "republish":
+            publish(rt, job)
+            counts["republished"] += 1
+        elif action == "timed_out":
+            done = agent_jobs.finish(
+                rt.store, str(job["org_id"]), str(job["job_id"]), status="timed_out", reason=reason, now=now
+            )
+            if done is not None:
+                log_event(
+                    "job.cancelled", layer="jobs", job_id=done["job_id"], status="timed_out", reason=reason
+                )
+                report_once(rt, done, stopped_text(rt, done))
+                counts["timed_out"] += 1
+    return counts

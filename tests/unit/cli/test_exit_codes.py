@@ -220,6 +220,18 @@ COMMANDS: dict[str, Row] = {
         bad=["memory", "search", "--org", "demo", "--as", "u-nobody", "経費", *S],
         ok=["memory", "search", "--org", "demo", "--json", "経費", *S],
     ),
+    "jobs list": Row(
+        no_store=["jobs", "list"], bad=["jobs", "list", "--status", "done", *S], ok=["jobs", "list", *S]
+    ),
+    "jobs show": Row(
+        no_store=["jobs", "show", "--org", "demo", "job-1"],
+        finding=["jobs", "show", "--org", "demo", "job-none", *S],
+    ),
+    "jobs cancel": Row(
+        no_store=["jobs", "cancel", "--org", "demo", "job-1"],
+        finding=["jobs", "cancel", "--org", "demo", "job-none", *S],
+        why="ok and a job already over: tests/unit/cli/test_jobs_cli.py (the demo has no job)",
+    ),
 }
 
 
