@@ -31,6 +31,7 @@ from shared_lib.tools.job_doc import DELEGATE_TOOL as DELEGATE_TOOL
 from shared_lib.tools.job_doc import LIVE as LIVE
 from shared_lib.tools.job_doc import JobLimits as JobLimits
 from shared_lib.tools.job_doc import job_id_for as job_id_for
+from shared_lib.tools.job_doc import job_of_turn as job_of_turn
 from shared_lib.tools.job_doc import job_path as job_path
 from shared_lib.tools.job_doc import live_count as live_count
 from shared_lib.tools.job_doc import load_limits as load_limits

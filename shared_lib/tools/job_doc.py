@@ -51,6 +51,12 @@ def turn_id_for(job_id: str) -> str:
     return f"t-{job_id}"
 
 
+def job_of_turn(turn_id: str) -> str | None:
+    """The job a turn id names (``turn_id_for``'s inverse); ``None`` for a person's own turn."""
+    rest = turn_id.removeprefix("t-")
+    return rest if rest != turn_id and rest.startswith("job-") else None
+
+
 def job_path(org_id: str, job_id: str) -> str:
     return path("agent_jobs", org=org_id, id=job_id)
 

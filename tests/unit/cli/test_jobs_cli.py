@@ -124,3 +124,17 @@ def test_the_dashboard_lists_and_cancels_with_the_operator_token(chain: Chain) -
     assert (
         web.post("/api/jobs/job-x/cancel", json={"org": ORG, "by": "ops"}, headers=auth()).status_code == 404
     )
+
+
+def test_turns_show_of_a_jobs_turn_shows_its_job(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shared_lib.cli import operations
+
+    c = Chain([text("期限切れは2件ウル🐺")])
+    monkeypatch.setattr(operations, "runtime_for", lambda _args: c.rt)
+    job = queued(c)
+    job_turns.publish(c.rt, job)
+    assert main(["turns", "show", job["turn_id"], "--org", ORG, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["job"]
+    assert shown["job_id"] == "job-a" and shown["status"] == "succeeded" and shown["user_id"] == "u1"
