@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 REPORT_TTL = timedelta(days=30)
+# what the brain reads before a job's task: the task is work handed over, not a person's words
+JOB_MARKER = "【任された仕事】"
 TASK_SHOWN = 40  # characters of the task a report line names
 # the persona's message for each way a job ends without its answer
 STOPPED = {
@@ -56,7 +58,7 @@ def job_turn(job: dict[str, Any], now: datetime) -> Turn:
         org_id=job["org_id"],
         room_id=job["room_id"],
         user_id=job["user_id"],
-        text=str(job.get("task") or ""),
+        text=JOB_MARKER + str(job.get("task") or ""),
         message_id=job_id,
         event_id=job_id,
         received_at=now,
