@@ -1,11 +1,12 @@
 """Delegated jobs of the scripted model (issue 22): delegate, then the job's own steps.
 
 A person's message that asks to collect and summarise (「営業チームの期限切れタスクを集めて要約して」),
-to keep looking (「ずっと調べ続けて」) or to look into salaries (「全員の給与を調べてまとめて」) is
+to keep looking (「ずっと調べ続けて」), or to collect the staff list (「全社員の一覧を集めてまとめて」) is
 delegated: ``delegate_task`` with the message as the task. The job's own turn carries the
 product's marker 【任された仕事】 (``shared_lib.layers.job_turns.JOB_MARKER``) before its task:
 
-* a salary task proposes the salary view (level 6): a member's job is denied;
+* a staff-list task proposes the staff list (level 5), a salary task the salary view (level 6):
+  a member's job is denied;
 * any other task searches the tasks and hands over for a next step; the next step answers with
   a summary (``steps.next_step``), or, for 「調べ続けて」, searches again until the watchdog stops it
   at the job's step limit.
@@ -67,6 +68,12 @@ def delegate(text: str) -> JSON:
 
 def job_step(text: str) -> JSON:
     """The first step of a job's turn."""
+    if "全社員" in text:  # the staff list: level 5
+        return _call(
+            "view_all_users",
+            {},
+            _reasoning("全社員の一覧を集めてまとめる仕事だと理解した", "社員一覧のツールで集める"),
+        )
     if "給与" in text:
         return _call(
             "view_salary_info",
