@@ -21,7 +21,7 @@ from shared_lib.tools.registry import ToolContext, ToolInputError
 
 class DelegateTaskParams(Params):
     task: str = Field(
-        min_length=1, max_length=500, description="任せる仕事の内容（何を調べ、何をまとめるか）"
+        min_length=1, max_length=500, description="任せる仕事の内容（何を調べて、何を報告するか）"
     )
     max_steps: int | None = Field(
         default=None, ge=1, le=20, description="使ってよい手順の数（決まった上限より少なくだけ）"
