@@ -12,7 +12,6 @@ A status changes only from ``queued`` or ``running``, in one transaction, so a r
 step, the sweep and an operator stop a job once. The watchdog's decisions are pure functions
 (``step_stop``, ``sweep_action``) over the document and the clock.
 
->>> lim = JobLimits()
 >>> step_stop({"max_steps": 2, "max_cost_usd": 0.5}, steps_done=2, cost_usd=0.0, now=datetime(2026, 1, 1, tzinfo=UTC))
 Stop(status='cancelled', reason='step_limit')
 """

@@ -124,3 +124,21 @@ def test_the_gate_denies_a_delegation_proposed_in_a_jobs_turn_even_past_the_guar
     assert decision.result == "denied" and decision.reason_code == agent_jobs.NESTED
     turn.job = None  # the same proposal in a person's own turn is theirs to make
     assert gate(turn, chain.rt, Proposal.model_validate(DELEGATE)).result == "allowed"
+
+
+def test_a_job_whose_cost_passed_its_limit_is_cancelled_before_another_step():
+    from shared_lib.ports import LLMUsage
+
+    cheap, dear = (
+        LLMUsage(input_tokens=100, output_tokens=50),
+        LLMUsage(input_tokens=400_000, output_tokens=50_000),
+    )
+    chain = Chain([DELEGATE, SEARCH, AGAIN, text("まとめたウル🐺")], usages=[cheap, dear])
+    chain.say("営業チームの期限切れタスクを集めて要約して")
+    (job,) = jobs(chain)
+    assert (job["status"], job["reason"]) == ("cancelled", "cost_limit")
+    assert job["cost_usd"] > job["max_cost_usd"] and job["steps"] == 1
+    stopped = chain.rt.persona.message(
+        "job_stopped_cost_limit", task="営業チームの期限切れタスクを集めて要約して"
+    )
+    assert chain.replies().count(stopped) == 1
