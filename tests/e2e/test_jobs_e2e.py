@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 import uuid
 from typing import Any
 
@@ -88,6 +89,9 @@ def test_a_job_finishes_and_reports_another_is_stopped_at_its_step_limit_a_third
     assert json.loads(shown.stdout)["status"] == "succeeded"
     turn = stack.record(ORG, done["turn_id"])
     assert turn["user_id"] == USER
+    listed = charter(stack, "jobs", "list", "--status", "succeeded", "--json")  # every organisation
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert done["job_id"] in [j["job_id"] for j in json.loads(listed.stdout)["jobs"]]
 
     # (b) the watchdog stopped the job that kept asking for another step, at its step limit
     stopped = job_in(stack, rooms[KEEPS_GOING])
@@ -104,3 +108,13 @@ def test_a_job_finishes_and_reports_another_is_stopped_at_its_step_limit_a_third
         for room in rooms.values()
         for r in replies(stack, room)
     )
+    # AND the minute's sweep, on the emulator's collection-group query, finds nothing left to do
+    sweep = urllib.request.Request(
+        f"{stack.admin_url}/tasks/jobs/watchdog",
+        data=b"",
+        method="POST",
+        headers={"X-Charter-Admin-Token": stack.admin_token},
+    )
+    with urllib.request.urlopen(sweep, timeout=30) as resp:
+        result = json.loads(resp.read())["result"]
+    assert (result["republished"], result["timed_out"]) == (0, 0)
