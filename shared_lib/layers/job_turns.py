@@ -103,6 +103,13 @@ def publish_delegated(turn: Turn, rt: Runtime) -> None:
         if r.ok and r.tool_name == agent_jobs.DELEGATE_TOOL and not r.dry_run and r.result.get("job_id"):
             job = agent_jobs.get(rt.store, turn.org_id, str(r.result["job_id"]))
             if job is not None and job.get("status") == "queued":
+                if turn.inbound.thread_id and not job.get("thread_id"):  # the report follows the thread
+                    job["thread_id"] = turn.inbound.thread_id
+                    rt.store.set(
+                        agent_jobs.job_path(turn.org_id, job["job_id"]),
+                        {"thread_id": job["thread_id"]},
+                        merge=True,
+                    )
                 publish(rt, job)
 
 
@@ -213,6 +220,7 @@ def report_once(rt: Runtime, job: dict[str, Any], text: str) -> bool:
             channel=job["channel"],
             org_id=org,
             room_id=str(job["room_id"]),
+            thread_id=job.get("thread_id") or None,
             user_id=str(job["user_id"]),
             text=shown,
             idempotency_key=f"{job_id}-report",

@@ -142,3 +142,21 @@ def test_a_job_whose_cost_passed_its_limit_is_cancelled_before_another_step():
         "job_stopped_cost_limit", task="営業チームの期限切れタスクを集めて要約して"
     )
     assert chain.replies().count(stopped) == 1
+
+
+def test_a_job_delegated_in_a_thread_reports_in_that_thread():
+    from loop_fakes import inbound
+
+    from shared_lib.layers.ingress import accept
+
+    chain = Chain([DELEGATE, text("まとめたウル🐺")])
+    accept(
+        chain.rt,
+        inbound("営業チームの期限切れタスクを集めて要約して", "e-th").model_copy(
+            update={"thread_id": "th-1"}
+        ),
+    )
+    sent = chain.rt.channels["http"].sent  # type: ignore[attr-defined]
+    report = [r for r in sent if r.text.startswith("お願いされていた「")]
+    assert len(report) == 1 and report[0].thread_id == "th-1" and report[0].room_id == "r1"
+    assert jobs(chain)[0]["thread_id"] == "th-1"
