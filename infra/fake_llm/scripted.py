@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from infra.fake_llm import judge, memory_jobs, steps, summary
+from infra.fake_llm import jobs, judge, memory_jobs, steps, summary
 from infra.fake_llm.agent_state import with_state_update
 from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
 
@@ -361,6 +361,9 @@ class ProposalRule:
 
 
 PROPOSAL_RULES: tuple[ProposalRule, ...] = (
+    # delegated jobs (infra.fake_llm.jobs): a job's own first step, and a person's delegation
+    ProposalRule("job_step", jobs.is_job_turn, jobs.job_step),
+    ProposalRule("delegate_task", jobs.is_delegation, jobs.delegate),
     ProposalRule("save_memory", _has(("覚えて", "記憶して")), _save_memory),
     ProposalRule("announce", _has(("全員",), ("アナウンス", "お知らせ", "周知")), _announce),
     ProposalRule("change_permission", _has(("権限",), ("変更",)), _change_permission),

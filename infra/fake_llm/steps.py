@@ -22,7 +22,7 @@ from infra.fake_llm.scenario import JSON, MessagesRequest
 
 _TARGET = re.compile(r"[、,]\s*(?:「([^」]+)」|([^、,「」]+?))の?タスクは?(?:を)?(完了|削除)")
 _CHECK = ("確認", "見て", "チェック")
-_KEEP_GOING = "確認し続けて"
+_KEEP_GOING = ("確認し続けて", "調べ続けて")  # the second: a delegated job's (infra.fake_llm.jobs)
 _REASONING = "検索結果を見てから、どのタスクに次の操作をするかを決めるため、まず検索だけを提案する"
 
 
@@ -30,7 +30,9 @@ def is_first_step(text: str) -> bool:
     """A request that needs a look before the act (the rule table calls this)."""
     if "タスク" not in text:
         return False
-    return _KEEP_GOING in text or (any(w in text for w in _CHECK) and _TARGET.search(text) is not None)
+    return any(k in text for k in _KEEP_GOING) or (
+        any(w in text for w in _CHECK) and _TARGET.search(text) is not None
+    )
 
 
 def first_step(text: str, search: JSON) -> JSON:
@@ -105,7 +107,7 @@ def next_step(request: MessagesRequest) -> JSON:
         return _proposal(
             "text_response", {"text_response": "ここで止めておくウル🐺"}, "判定に従って止める", 0.9
         )
-    if _KEEP_GOING in text:
+    if any(k in text for k in _KEEP_GOING):
         again = {
             "tool_calls": [{"tool_name": "chatwork_task_search", "parameters": {"assignee_name": "自分"}}],
             "loop": {"needs_next_loop": True, "why": "続けて確認するよう頼まれたため", "risk": "low"},

@@ -17,6 +17,7 @@ files (``static/``); nothing is fetched from elsewhere.
 ``POST /tasks/cost-check``             daily cost against the budget (kill switch over the hard limit)
 ``POST /tasks/maintenance``            threshold check and yesterday's constitution audit
 ``POST /tasks/memory/<job>``           one background memory job per organisation (``layers.memory.JOBS``)
+``POST /tasks/jobs/watchdog``          delegated jobs: lost publishes again, stalled or late ones timed out
 ``GET /healthz``                       liveness of the admin service itself
 =====================================  ========================================================
 """
@@ -36,8 +37,9 @@ from shared_lib.admin import memory_tasks
 from shared_lib.admin.api import build_api, error, json_response
 from shared_lib.admin.auth import TokenPolicy
 from shared_lib.admin.ft_api import build_ft_api
+from shared_lib.admin.jobs_api import build_jobs_api
 from shared_lib.admin.memory_api import build_memory_api
-from shared_lib.layers import memory
+from shared_lib.layers import job_turns, memory
 from shared_lib.logs import log_event
 from shared_lib.ops import audit, monitoring, queries
 from shared_lib.telemetry import alerts
@@ -57,6 +59,7 @@ def create_app(rt: Runtime, *, policy: TokenPolicy | None = None) -> Flask:
     app.register_blueprint(build_api(rt, policy))
     app.register_blueprint(build_memory_api(rt, policy))
     app.register_blueprint(build_ft_api(rt, policy))
+    app.register_blueprint(build_jobs_api(rt, policy))
 
     @app.after_request
     def _headers(response: Response) -> Response:
@@ -129,6 +132,10 @@ def create_app(rt: Runtime, *, policy: TokenPolicy | None = None) -> Flask:
         if job not in memory.JOBS:
             return error("unknown_job", f"no memory job {job!r}", 404)
         return _task(f"memory/{job}", lambda: memory_tasks.publish_jobs(rt, job))
+
+    @app.post("/tasks/jobs/watchdog")
+    def jobs_watchdog() -> Response:
+        return _task("jobs/watchdog", lambda: job_turns.sweep(rt))
 
     return app
 

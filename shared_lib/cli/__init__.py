@@ -20,6 +20,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``memory``         ``charter memory add|import|list|delete|search``: teachings, knowledge, values; hybrid search
 ``ft``             ``charter ft list|show|accept|edit|reject|export``: fine-tuning data, reviewed and exported
 ``skills``         ``charter skills list|show|test|approve|rollback|propose``: skills, sandbox tests, approvals
+``jobs``           ``charter jobs list|show|cancel``: delegated jobs (sub-agents), their watchdog's stops
 =================  =====================================================================================
 
 Every command that reads the live store gets it from one operator runtime
@@ -60,6 +61,7 @@ from shared_lib.cli import (
     episodes,
     ft,
     gates,
+    jobs,
     memory,
     operations,
     peers,
@@ -92,6 +94,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     memory.register,
     ft.register,
     skills.register,
+    jobs.register,
 )
 
 

@@ -36,6 +36,7 @@ from shared_lib.ops.cost import cost_report
 from shared_lib.ops.replay import ReplayError, replay
 from shared_lib.ops.spans import trace_section
 from shared_lib.rollout.report import plain
+from shared_lib.state import agent_jobs
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -94,7 +95,15 @@ def turns_show(rt: Runtime, args: argparse.Namespace) -> int:
         "shadow_comparison": comparison,
         "trace": spans,
     }
-    _out(args, data, render.trail(rec, llm_calls=calls, comparison=comparison) + "\n" + tree)
+    text = render.trail(rec, llm_calls=calls, comparison=comparison) + "\n" + tree
+    job_id = agent_jobs.job_of_turn(rec.record_id)
+    if job_id and (job := agent_jobs.get(rt.store, rec.organization_id, job_id)) is not None:
+        data["job"] = job  # a delegated job's turn: its job, as ``charter jobs show`` has it
+        text += (
+            f"\njob {job_id}: {job.get('status')} {job.get('reason') or ''} steps {job.get('steps', 0)}"
+            f"/{job.get('max_steps')} requester {job.get('user_id')} parent {job.get('parent_turn_id')}"
+        )
+    _out(args, data, text)
     return 0
 
 

@@ -16,13 +16,17 @@ from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy.authorization import authorize
 from shared_lib.proposal import Proposal
+from shared_lib.state import agent_jobs
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 
 def gate(turn: Turn, rt: Runtime, proposal: Proposal) -> AuthDecision:
-    """The Authorization Gate on ``proposal`` for the turn's user (also asked by auto-approve)."""
+    """The Authorization Gate on ``proposal`` for the turn's user (also asked by auto-approve).
+    A delegated job's turn runs as its requester and may never delegate again (depth 1)."""
+    if turn.job is not None and agent_jobs.delegates(c.tool_name for c in proposal.tool_calls):
+        return AuthDecision.denied(agent_jobs.NESTED, message="deny")
     return authorize(
         proposal,
         store=rt.store,

@@ -41,7 +41,7 @@ from shared_lib.context.builder import BuiltContext
 from shared_lib.context.history import append_message, history_path
 from shared_lib.envelope import RouteSection, Turn
 from shared_lib.errors import BrainError
-from shared_lib.layers import auto_approval
+from shared_lib.layers import auto_approval, job_turns
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.logs import log_event
 from shared_lib.routing import Classify, decide, llm_classifier
@@ -79,7 +79,7 @@ def gather(turn: Turn, rt: Runtime) -> Outcome | None:
     merged into the later turn (the observer's ``merged``); a leader carries its batch's texts,
     one per line, as its input. ``None``: the turn goes on."""
     seconds = debounce.window(rt.settings.debounce_seconds, turn.channel)
-    if not seconds or rt.vault is None or turn.step or turn.shadow or turn.smoke:
+    if not seconds or rt.vault is None or turn.step or turn.shadow or turn.smoke or turn.job:
         return None
     path = debounce.buffer_path(turn.org_id, turn.channel, turn.room_id, turn.user_id)
     settled = debounce.settle(
@@ -100,6 +100,8 @@ def gather(turn: Turn, rt: Runtime) -> Outcome | None:
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
+    if (over := job_turns.begin(turn, rt)) is not None:  # a delegated job's turn: running, or over
+        return over
     if (absorbed := gather(turn, rt)) is not None:
         return absorbed
     auto_approval.chat_off(turn, rt)  # the instant OFF runs before anything else (seed 002 §6.4)
@@ -140,7 +142,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     attempted = [r for r in built.records.values() if r.status != "skipped"]
     if failures and len(failures) == len(attempted):
         turn.add_error(BrainError.of("db_connection_error", "every context source failed", layer="context"))
-    if turn.step == 0 and not turn.shadow:
+    if turn.step == 0 and not turn.shadow and turn.job is None:  # a job's task is not the person's words
         append_history(rt, turn, "user", turn.inbound.text, "in")
     route(turn, rt, stored=_stored_local_only(turn, rt, built))
     r = turn.route

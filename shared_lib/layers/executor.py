@@ -1,7 +1,9 @@
 """Executor layer: fixed-logic tool handlers, each effect exactly once.
 
 It runs only what the deciding layers let through (guardian allow/modify, authorization
-allowed, no kill switch) and re-checks authorization right before execution. Each call is
+allowed, no kill switch) and re-checks authorization right before execution. A delegated job's
+turn runs nothing once its job is no longer live (cancelled or timed out between its steps); a
+step that delegated a job publishes the job's turn once its effect committed. Each call is
 executed by ``shared_lib.tools.execution.ToolExecutor``: parameters re-validated with the
 tool's own model, a receipt ``(turn_id, step, call index)`` claimed with the effect, the
 stored result returned on redelivery, a per-tool timeout, typed catalogue errors. Shadow
@@ -22,9 +24,11 @@ from shared_lib import tracing
 from shared_lib.brain.vault import restore_parameters
 from shared_lib.envelope import ExecutionSection, ToolResult, Turn
 from shared_lib.errors import BrainError
+from shared_lib.layers import job_turns
+from shared_lib.layers.authorizer import gate
 from shared_lib.layers.base import Layer, Outcome
-from shared_lib.policy.authorization import authorize
 from shared_lib.sanitizer import Sanitizer
+from shared_lib.state import agent_jobs
 from shared_lib.tools import delivery
 from shared_lib.tools.execution import CallRequest, ToolExecutor
 from shared_lib.tools.execution import receipt_path as call_receipt_path
@@ -72,14 +76,10 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         sec.skipped_reason = reason
         return Outcome("skipped", reason_code=reason)
     assert turn.proposal.proposal is not None
-    recheck = authorize(
-        turn.proposal.proposal,
-        store=rt.store,
-        org_id=turn.org_id,
-        user_id=turn.user_id,
-        registry=rt.registry,
-        config=rt.policy,
-    )
+    if turn.job is not None and not agent_jobs.is_running(rt.store, turn.org_id, turn.job.job_id):
+        sec.skipped_reason = "job.not_running"  # cancelled or timed out between its steps: no effect
+        return Outcome("skipped", reason_code="job.not_running")
+    recheck = gate(turn, rt, turn.proposal.proposal)
     if recheck.result != "allowed":
         sec.skipped_reason = "authorization_recheck"
         return Outcome("skipped", reason_code=recheck.reason_code)
@@ -103,6 +103,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                     dry_run=turn.shadow,
                     confirmed=_confirmed(turn),
                     channel=turn.channel,
+                    job_id=turn.job.job_id if turn.job else "",
                 )
             )
             result = outcome.result
@@ -133,6 +134,8 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                 duration_ms=round((time.perf_counter() - t0) * 1000, 3),
             )
         )
+    if not turn.shadow:
+        job_turns.publish_delegated(turn, rt)
     ok = all(r.ok for r in sec.results)
     failed = next((r for r in sec.results if not r.ok), None)
     return Outcome(

@@ -20,6 +20,7 @@ from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy import guardian
 from shared_lib.policy.subject import Origin
 from shared_lib.policy.teachings import valid_teachings
+from shared_lib.state import agent_jobs
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -47,6 +48,14 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         if blocking
         else None
     )
+    if (
+        verdict is None
+        and turn.job is not None
+        and agent_jobs.delegates(c.tool_name for c in proposal.tool_calls)
+    ):
+        verdict = Verdict.block(
+            agent_jobs.NESTED, priority=1, message="任された仕事からさらに任せることはできません"
+        )
     verdict = verdict or guardian.evaluate(
         proposal,
         registry=rt.registry,

@@ -27,7 +27,7 @@ from shared_lib.brain.persona_prompt import context_for
 from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.idempotency import Claims, ClaimState
-from shared_lib.layers import confirmation
+from shared_lib.layers import confirmation, job_turns
 from shared_lib.layers.base import Layer, Outcome, lateness
 from shared_lib.layers.context import append_history
 from shared_lib.logs import log_event
@@ -36,6 +36,7 @@ from shared_lib.ports import OutboundReply
 from shared_lib.proposal import ClarificationProposal, TextResponseProposal
 from shared_lib.routing import announcement_line
 from shared_lib.sanitizer import Sanitizer
+from shared_lib.state import agent_jobs
 from shared_lib.state.agent_store import record_turn
 from shared_lib.state.persona_store import apply_turn
 
@@ -66,8 +67,10 @@ def _compose(turn: Turn, rt: Runtime) -> tuple[str, str]:
         return "clarify", persona.message("clarify", question=root.clarification_question) + (
             f"\n{options}" if options else ""
         )
-    if g is not None and g.action == "confirm":
-        return "confirm", confirmation.ask_confirmation(turn, rt, root)
+    if g is not None and g.action == "confirm":  # a job asks nobody: its turn ends (job_turns)
+        return "confirm", "" if turn.job else confirmation.ask_confirmation(turn, rt, root)
+    if started := job_turns.started_reply(turn, rt):
+        return "reply", started
     return "reply", integration.integrate(turn, rt)
 
 
@@ -120,6 +123,8 @@ def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
     res.sent, res.send_receipt = True, key
 
 
+# A job's loop runs within its own deadline (``ends_at``, the watchdog), not a person's turn budget.
+JOB_MAX_MILLIS = agent_jobs.load_limits().max_seconds * 1000
 # What the user reads when the loop stopped before the work was done (persona catalogue).
 _STOP_NOTES = {"max_loops": "loop_stop_max_loops", "max_millis": "loop_stop_max_millis"}
 
@@ -129,9 +134,13 @@ def _loop(turn: Turn, rt: Runtime) -> Outcome | None:
     recorded and the reply is composed from every step."""
     s = rt.settings
     limits = loop.LoopLimits(max_loops=s.max_steps, max_millis=int(s.max_turn_seconds * 1000))
+    if turn.job is not None:  # a delegated job: its own budget, the watchdog at every step
+        limits = loop.LoopLimits(max_loops=turn.job.max_steps, max_millis=JOB_MAX_MILLIS)
     llm = rt.llm is not None and not turn.flags.kill_switch and not turn.route.local_only
     now = rt.clock() + lateness(turn, rt)
     decision = loop.decide(turn, limits, now, can_continue=llm and turn.flags.arm == "llm")
+    if turn.job is not None and not turn.shadow:
+        decision = job_turns.boundary(turn, rt, decision)
     if decision.action == "continue":
         loop.take_step(
             turn, decision, rt.clock(), step_seconds=s.turn_budget_seconds, max_millis=limits.max_millis
@@ -179,6 +188,13 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     own = "" if turn.proposal.arm == "state" else turn.inbound.text
     text = Sanitizer.default().present(text, own=own, language=turn.inbound.language)
     res = turn.response
+    if turn.job is not None and not turn.shadow:  # a job reports into its parent's room, once
+        kind, text = job_turns.conclude(turn, rt, kind, text)
+        res.kind, res.text = kind, text  # type: ignore[assignment]
+        job = agent_jobs.get(rt.store, turn.org_id, turn.job.job_id) or {}
+        res.sent = job_turns.report_once(rt, job, text) if job else False
+        append_history(rt, turn, "assistant", text, "out")
+        return Outcome("sent", reason_code=f"job.{job.get('status', 'unknown')}", detail=f"{len(text)} chars")
     res.kind, res.text = kind, text  # type: ignore[assignment]
     if turn.shadow:  # a dry run teaches nothing: its proposals are recorded refused (shadow)
         turn.persona = _persona(turn, rt)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from shared_lib.tools.catalog import Binding, load_registry
-from shared_lib.tools.handlers import goals, memory, org, salary, skills, tasks
+from shared_lib.tools.handlers import goals, jobs, memory, org, salary, skills, tasks
 from shared_lib.tools.registry import ToolRegistry
 
 HANDLERS = MappingProxyType(
@@ -35,6 +35,7 @@ HANDLERS = MappingProxyType(
         "change_permission": Binding(org.ChangePermissionParams, org.change_permission),
         "view_salary_info": Binding(salary.ViewSalaryInfoParams, salary.view_salary_info),
         "propose_skill": Binding(skills.ProposeSkillParams, skills.propose_skill),
+        "delegate_task": Binding(jobs.DelegateTaskParams, jobs.delegate_task),
     }
 )
 

@@ -79,6 +79,7 @@ class CallRequest:
     dry_run: bool = False
     confirmed: frozenset[str] = frozenset()  # reason codes the user approved for this action
     channel: str = ""  # where the conversation is (a goal keeps it: the heartbeat's check-ins)
+    job_id: str = ""  # the delegated job this call runs for ("" for a person's own turn)
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,7 @@ class ToolExecutor:
             confirmed=req.confirmed,
             channel=req.channel,
             embedder=self.embedder,
+            job_id=req.job_id,
         )
 
     def _run(self, spec: ToolSpec, params: BaseModel, req: CallRequest) -> CallOutcome:

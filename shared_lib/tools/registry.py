@@ -66,6 +66,7 @@ class ToolContext:
     confirmed: frozenset[str] = frozenset()
     channel: str = ""  # the conversation's channel (chatwork, line, slack, http); "" when unknown
     embedder: Embedder | None = None  # the memory tools' hybrid search; None: keyword only
+    job_id: str = ""  # the delegated job whose turn this call is part of ("" for a person's own turn)
     # work the executor runs once the effect's transaction committed (never on a replay), with
     # the writable store and the organisation's retention (personal data's expiry): what must not
     # lengthen or contend the effect's own transaction

@@ -161,3 +161,13 @@ def test_every_scheduled_memory_job_is_a_job_the_memory_target_runs(repo_root: P
     # THEN each POST /tasks/memory/<job> names a registered job (else the admin answers 404 nightly)
     assert paths and {p.rsplit("/", 1)[1] for p in paths} <= set(JOBS)
     assert {"compact", "daily_digest", "tagging"} <= {p.rsplit("/", 1)[1] for p in paths}
+
+
+def test_the_jobs_watchdog_is_scheduled_every_minute_on_the_route_the_admin_serves(repo_root: Path) -> None:
+    # GIVEN the scheduler's jobs and the admin app's routes
+    admin = (repo_root / "shared_lib" / "admin" / "app.py").read_text(encoding="utf-8")
+    jobs = module_locals(repo_root / "terraform" / "modules" / "scheduler")["jobs"]
+    watchdog = [job for job in jobs.values() if str(job["path"]).startswith("/tasks/jobs/")]
+    # THEN one job POSTs /tasks/jobs/watchdog every minute, and the admin serves that route
+    assert [(j["path"], j["schedule"]) for j in watchdog] == [("/tasks/jobs/watchdog", "* * * * *")]
+    assert '@app.post("/tasks/jobs/watchdog")' in admin

@@ -695,3 +695,30 @@ def test_given_the_routers_classifier_call_then_the_scripted_model_answers_a_ver
     decision = decide(text, classify=llm_classifier(Port(), model="claude-haiku-4-5"))
     assert (decision.primary_route.value, decision.source) == (route, "classifier")
     assert decision.flags.classifier_error is None
+
+
+def test_the_scripted_model_delegates_then_scripts_each_kind_of_job() -> None:
+    # issue 22: a person's request is delegated; a job's own turn (the product's marker) looks first,
+    # keeps looking, or asks for the salary view (level 6)
+    from infra.fake_llm import jobs, scripted
+    from shared_lib.layers.job_turns import JOB_MARKER
+
+    assert jobs.JOB_MARKER == JOB_MARKER
+    for said in (
+        "営業チームの期限切れタスクを集めて要約して",
+        "ずっと調べ続けて",
+        "全員の給与を調べてまとめて",
+    ):
+        p = scripted.propose(said)
+        assert p["tool_calls"][0] == {
+            "tool_name": "delegate_task",
+            "parameters": {"task": said},
+            "parameter_sources": {"task": "user_message"},
+        }
+    first = scripted.propose(JOB_MARKER + "営業チームの期限切れタスクを集めて要約して")
+    assert first["tool_calls"][0]["tool_name"] == "chatwork_task_search" and first["loop"]["needs_next_loop"]
+    assert (
+        scripted.propose(JOB_MARKER + "全員の給与を調べてまとめて")["tool_calls"][0]["tool_name"]
+        == "view_salary_info"
+    )
+    assert scripted.propose("タスクを確認し続けて")["tool_calls"][0]["tool_name"] == "chatwork_task_search"

@@ -1,9 +1,10 @@
 # The heartbeat's due tasks (shared_lib/ops/due_tasks.py) read, across organisations, the
-# approval jobs that can still be answered (decide_by after now) and the active goals (status):
-# one field each in collection-group scope. A field's index_config replaces what it inherits,
+# approval jobs that can still be answered (decide_by after now) and the active goals (status);
+# the jobs watchdog (shared_lib/layers/job_turns.py) and `charter jobs list` the delegated jobs
+# by status: one field each in collection-group scope. A field's index_config replaces what it inherits,
 # so the field's collection-scope indexes (the per-organisation queries) are declared again.
 resource "google_firestore_field" "heartbeat" {
-  for_each = { approval_jobs = "decide_by", goals = "status" }
+  for_each = { approval_jobs = "decide_by", goals = "status", agent_jobs = "status" }
 
   project    = var.project_id
   database   = google_firestore_database.this.name

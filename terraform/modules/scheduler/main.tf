@@ -37,6 +37,13 @@ locals {
       path             = "/tasks/memory/tagging"
       attempt_deadline = "120s"
     }
+    # seed 001 §15.5: delegated jobs whose publish was lost go again, stalled or late ones time out
+    jobs-watchdog = {
+      description      = "Delegated jobs: republish lost ones, time out stalled or late ones, report them."
+      schedule         = "* * * * *"
+      path             = "/tasks/jobs/watchdog"
+      attempt_deadline = "60s"
+    }
     maintenance = {
       description      = "Nightly maintenance: expired pending actions, stale sessions, shadow report snapshot."
       schedule         = "30 3 * * *"

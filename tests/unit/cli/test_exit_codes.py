@@ -298,6 +298,18 @@ COMMANDS: dict[str, Row] = {
         bad=["skills", "propose", "--org", "demo", "--file", "{bad}", *S],
         why="ok writes into the demo's store: tests/unit/skills/test_skills_cli.py proposes into its own",
     ),
+    "jobs list": Row(
+        no_store=["jobs", "list"], bad=["jobs", "list", "--status", "done", *S], ok=["jobs", "list", *S]
+    ),
+    "jobs show": Row(
+        no_store=["jobs", "show", "--org", "demo", "job-1"],
+        finding=["jobs", "show", "--org", "demo", "job-none", *S],
+    ),
+    "jobs cancel": Row(
+        no_store=["jobs", "cancel", "--org", "demo", "job-1"],
+        finding=["jobs", "cancel", "--org", "demo", "job-none", *S],
+        why="ok and a job already over: tests/unit/cli/test_jobs_cli.py (the demo has no job)",
+    ),
 }
 
 

@@ -1,0 +1,140 @@
+"""``charter jobs list|show|cancel``, the dashboard's jobs API and the watchdog sweep (issue 22)
+over the in-process chain: an operator's cancel stops a live job and tells its requester once;
+a job already over cannot be cancelled (exit 1); the sweep republishes a lost job and times out
+a stalled one, reporting it once."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "loop"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+from loop_fakes import ORG, Chain, text
+from test_ops_admin import auth, client
+
+from shared_lib.cli import jobs as jobs_cli
+from shared_lib.cli import main
+from shared_lib.layers import job_turns
+from shared_lib.state import agent_jobs
+
+NOW = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)
+PARENT = {"turn_id": "t-parent", "room_id": "r1", "channel": "http", "conversation_key": f"{ORG}/r1/u1"}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def chain(monkeypatch: pytest.MonkeyPatch) -> Chain:
+    c = Chain([text("期限切れは2件ウル🐺")], clock=Clock())
+    monkeypatch.setattr(jobs_cli, "runtime_for", lambda _args: c.rt)
+    return c
+
+
+def queued(chain: Chain, job_id: str = "job-a", **changes: Any) -> dict[str, Any]:
+    doc = agent_jobs.new_job(
+        job_id=job_id,
+        org_id=ORG,
+        requester="u1",
+        task="期限切れタスクを集めて",
+        parent=PARENT,
+        limits=agent_jobs.load_limits(),
+        max_steps=3,
+        now=chain.rt.clock(),
+    )
+    doc.update(changes)
+    chain.rt.store.set(agent_jobs.job_path(ORG, job_id), doc)
+    return doc
+
+
+def test_cancel_of_a_queued_job_stops_it_tells_the_requester_once_and_a_second_cancel_is_exit_1(
+    chain: Chain, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queued(chain)
+    assert main(["jobs", "cancel", "--org", ORG, "job-a", "--by", "ops"]) == 0
+    job = agent_jobs.get(chain.rt.store, ORG, "job-a")
+    assert job is not None and job["status"] == "cancelled" and job["cancelled_by"] == "ops"
+    told = chain.rt.persona.message("job_cancelled_operator", task="期限切れタスクを集めて")
+    assert chain.replies() == [told]
+    capsys.readouterr()
+    assert main(["jobs", "cancel", "--org", ORG, "job-a"]) == 1
+    assert capsys.readouterr().err.strip() == "charter: error: job job-a is already cancelled"
+    # its turn, published late, begins, finds the job over, runs nothing and tells nobody again
+    job_turns.publish(chain.rt, job)
+    assert chain.replies() == [told] and chain.proposals() == []
+
+
+def test_list_and_show(chain: Chain, capsys: pytest.CaptureFixture[str]) -> None:
+    queued(chain, "job-a")
+    queued(chain, "job-b", status="succeeded", result={"result": "まとめ"})
+    assert main(["jobs", "list", "--status", "queued", "--json"]) == 0
+    assert [j["job_id"] for j in json.loads(capsys.readouterr().out)["jobs"]] == ["job-a"]
+    assert main(["jobs", "show", "--org", ORG, "job-b"]) == 0
+    out = capsys.readouterr().out
+    assert "succeeded" in out and "まとめ" in out and "期限切れタスクを集めて" in out
+
+
+def test_the_sweep_republishes_a_lost_job_and_times_out_a_stalled_one_each_once(chain: Chain) -> None:
+    queued(chain, "job-lost")
+    queued(chain, "job-stalled", status="running", heartbeat_at=NOW)
+    clock: Clock = chain.rt.clock  # type: ignore[assignment]
+    clock.now = NOW + timedelta(seconds=agent_jobs.load_limits().alive_timeout_seconds)
+    # WHEN the minute's task runs twice
+    first = client(chain.rt).post("/tasks/jobs/watchdog", headers=auth()).get_json()["result"]
+    second = client(chain.rt).post("/tasks/jobs/watchdog", headers=auth()).get_json()["result"]
+    # THEN the lost one ran (its turn, the same id) and reported; the stalled one timed out, told once
+    assert first == {"seen": 2, "republished": 1, "timed_out": 1}
+    assert second == {"seen": 0, "republished": 0, "timed_out": 0}
+    lost = agent_jobs.get(chain.rt.store, ORG, "job-lost")
+    stalled = agent_jobs.get(chain.rt.store, ORG, "job-stalled")
+    assert lost is not None and lost["status"] == "succeeded"
+    assert stalled is not None and (stalled["status"], stalled["reason"]) == ("timed_out", "no_heartbeat")
+    timed_out = chain.rt.persona.message("job_timed_out", task="期限切れタスクを集めて")
+    assert chain.replies().count(timed_out) == 1
+    assert (
+        sum(
+            r.startswith("お願いされていた「期限切れタスクを集めて」の件、まとまった")
+            for r in chain.replies()
+        )
+        == 1
+    )
+
+
+def test_the_dashboard_lists_and_cancels_with_the_operator_token(chain: Chain) -> None:
+    queued(chain)
+    web = client(chain.rt)
+    assert web.post("/api/jobs/job-a/cancel", json={"org": ORG, "by": "ops"}).status_code == 401
+    listed = web.get("/api/jobs", query_string={"org": ORG}, headers=auth()).get_json()
+    assert [j["job_id"] for j in listed["jobs"]] == ["job-a"]
+    done = web.post("/api/jobs/job-a/cancel", json={"org": ORG, "by": "ops"}, headers=auth())
+    assert done.status_code == 200 and done.get_json()["job"]["status"] == "cancelled"
+    again = web.post("/api/jobs/job-a/cancel", json={"org": ORG, "by": "ops"}, headers=auth())
+    assert again.status_code == 409
+    assert (
+        web.post("/api/jobs/job-x/cancel", json={"org": ORG, "by": "ops"}, headers=auth()).status_code == 404
+    )
+
+
+def test_turns_show_of_a_jobs_turn_shows_its_job(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shared_lib.cli import operations
+
+    c = Chain([text("期限切れは2件ウル🐺")])
+    monkeypatch.setattr(operations, "runtime_for", lambda _args: c.rt)
+    job = queued(c)
+    job_turns.publish(c.rt, job)
+    assert main(["turns", "show", job["turn_id"], "--org", ORG, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["job"]
+    assert shown["job_id"] == "job-a" and shown["status"] == "succeeded" and shown["user_id"] == "u1"
