@@ -91,8 +91,8 @@ def outcome(turn: Turn, cfg: FinetuneConfig) -> str:
 
 def brain_input(turn: Turn) -> str:
     """The user message the brain answered: a confirmed action's original request, else the text."""
-    if turn.proposal.approval:
-        return turn.loop.request
+    if approval := turn.proposal.approval:
+        return turn.loop.request or str(approval.get("request") or "")
     return turn.inbound.text
 
 

@@ -266,6 +266,8 @@ def approve(turn: Turn, rt: Runtime, pending: dict[str, Any], *, conversation_ke
         "concerns": list(pending.get("concerns") or []),
         "double": bool(pending.get("double")),
         "confirmations": int(pending.get("confirmations_received") or 0) + 1,
+        # what the person asked for, masked at rest: the request the approved action answers
+        "request": str(pending.get("original_message") or ""),
     }
     return True
 

@@ -48,3 +48,18 @@ def test_real_turns_are_staged_reviewed_and_exported(rt, tmp_path: Path, monkeyp
     for line in out.read_text(encoding="utf-8").splitlines():
         Proposal.model_validate_json(parse_line("openai", line).messages[-1].content)
     assert json.loads(out.with_name("demo.card.json").read_text())["masking_check"]["passed"] is True
+
+
+def test_a_confirmed_action_is_staged_with_the_request_it_answers(rt, monkeypatch):  # type: ignore[no-untyped-def]
+    no_split = load_config().model_copy(update={"held_out_percent": 0})
+    monkeypatch.setattr(staging, "load_config", lambda: no_split)
+    # GIVEN the CEO asks for an announcement to everyone, which the guardian holds for a 「はい」
+    asked = send(rt, "全員に明日は棚卸しで休業とお知らせして", user="u-kazu", room="room-kazu")
+    assert rt.store.get(candidate_path(ORG, asked)) is None  # a confirmation question is not staged
+    # WHEN the CEO confirms twice (a send to everyone asks twice) and the announcement is executed
+    send(rt, "はい", user="u-kazu", room="room-kazu")
+    yes = send(rt, "はい", user="u-kazu", room="room-kazu")
+    # THEN the confirmed turn is a good candidate whose input is the request, not the 「はい」
+    staged = rt.store.get(candidate_path(ORG, yes))
+    assert staged is not None and staged["kind"] == "good", staged
+    assert "棚卸し" in staged["input"]["user"] and staged["target"]["proposal"]["tool_calls"]
