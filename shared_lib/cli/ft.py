@@ -6,9 +6,10 @@ charter ft accept --org ORG ID [--by USER]
 charter ft edit --org ORG ID (--reply TEXT | --file PROPOSAL.json) [--by USER]
 charter ft reject --org ORG ID --reason TEXT [--by USER]
 charter ft export --org ORG --format anthropic|openai --out FILE.jsonl [--since DATE] [--until DATE] [--limit N]
+charter ft staging --org ORG [on|off] [--by USER]   whether the organisation's turns are staged
 
 Candidates are staged by the background memory layer for an organisation that opted in
-(``settings/company.ft_staging``). Review is a person's (seed 001 §29.5): level 6, named by
+(``settings/company.ft_staging``, default off; ``charter ft staging --org ORG on``: level 6). Review is a person's (seed 001 §29.5): level 6, named by
 ``--by``; without it the operator (who holds the store) acts. The export writes accepted and
 edited examples only, never a held-out one, within the caps, and ``FILE.card.json`` beside it;
 a masking check that finds a value in clear writes nothing.
@@ -31,9 +32,10 @@ from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import EXIT_FINDING, EXIT_OK, EXIT_USAGE, fail
 from shared_lib.errors import ConfigError
 from shared_lib.finetune import review
+from shared_lib.finetune.config import opted_in, set_opt_in
 from shared_lib.finetune.export import ExportFilter, card_path, export
 from shared_lib.finetune.formats import FORMATS
-from shared_lib.memory.ingest import NotAllowed
+from shared_lib.memory.ingest import NotAllowed, check_level
 from shared_lib.runtime import Runtime
 
 
@@ -74,6 +76,10 @@ def register(subparsers: Any) -> None:
     out.add_argument("--until", type=_day, help="YYYY-MM-DD, staged on or before (UTC)")
     out.add_argument("--limit", type=int, choices=range(1, 501), metavar="1-500")
     out.set_defaults(func=run_export)
+    opt = sub.add_parser("staging", help="show, or turn on or off, the staging of the organisation's turns")
+    _org(opt, by=True)
+    opt.add_argument("state", nargs="?", choices=("on", "off"), help="omit to show the current state")
+    opt.set_defaults(func=run_staging)
 
 
 def _org(p: argparse.ArgumentParser, *, by: bool = False) -> None:
@@ -178,6 +184,25 @@ def _reviewing(args: argparse.Namespace, act: Any, *, show: bool = False) -> int
         print(json_text(doc))
     else:
         print(f"{doc['id']} {doc['status']} by {(doc.get('review') or {}).get('by')}")
+    return EXIT_OK
+
+
+def run_staging(args: argparse.Namespace) -> int:
+    rt = _runtime(args)
+    if rt is None:
+        return fail(NO_STORE, EXIT_USAGE)
+    if _bad_name(args.org):
+        return fail("ft: --org names one organisation", EXIT_USAGE)
+    if args.state is not None:
+        try:
+            check_level(
+                rt.store, args.org, args.by, review.REVIEW_LEVEL, "turning fine-tuning staging on or off"
+            )
+        except NotAllowed as exc:
+            return fail(f"ft: {exc}", EXIT_FINDING)
+        set_opt_in(rt.store, args.org, args.state == "on")
+    state = "on" if opted_in(rt.store, args.org) else "off"
+    print(f"fine-tuning staging for {args.org}: {state}")
     return EXIT_OK
 
 

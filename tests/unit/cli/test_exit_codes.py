@@ -253,6 +253,13 @@ COMMANDS: dict[str, Row] = {
         finding=["ft", "export", "--org", "demo", "--format", "openai", "--out", "ft-none.jsonl", *S],
         why="the demo's candidates are unreviewed (nothing to export); ok: tests/unit/cli/test_ft_cli.py",
     ),
+    "ft staging": Row(
+        no_store=["ft", "staging", "--org", "demo"],
+        bad=["ft", "staging", "--org", "demo", "--store", "{bad}"],
+        finding=["ft", "staging", "--org", "demo", "off", "--by", "u-suzuki", *S],
+        ok=["ft", "staging", "--org", "demo", *S],
+        why="u-suzuki is level 2 (turning it on or off needs 6)",
+    ),
     "skills list": Row(
         no_store=["skills", "list", "--org", "demo"],
         bad=["skills", "list", "--org", "demo", "--store", "{bad}"],

@@ -62,3 +62,15 @@ def test_a_failed_masking_check_exits_1_and_writes_no_file(store, tmp_path: Path
     err = capsys.readouterr().err
     assert "masking check failed" in err and "leak" in err and "sk-ant" not in err
     assert not out.exists() and not card_path(out).exists()
+
+
+def test_staging_is_turned_on_and_off_by_a_level_six_person_and_shown(store, capsys):  # type: ignore[no-untyped-def]
+    assert main(["ft", "staging", "--org", ORG]) == 0
+    assert capsys.readouterr().out.strip().endswith(": on")
+    assert main(["ft", "staging", "--org", ORG, "off", "--by", "staff"]) == 1  # level 2
+    assert "needs level 6" in capsys.readouterr().err
+    assert main(["ft", "staging", "--org", ORG, "off", "--by", "ceo"]) == 0
+    assert capsys.readouterr().out.strip().endswith(": off")
+    assert store.get(f"orgs/{ORG}/settings/company")["ft_staging"] is False
+    assert main(["ft", "staging", "--org", ORG, "on"]) == 0  # the operator
+    assert capsys.readouterr().out.strip().endswith(": on")
