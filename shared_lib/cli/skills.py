@@ -96,10 +96,11 @@ def run_list(args: argparse.Namespace) -> int:
                 "latest_version": skill["latest_version"],
                 "latest_state": latest["state"],
                 "active_version": skill.get("active_version"),
+                "level": skill_store.spec_of(latest).level,
             }
         )
     lines = [
-        f"{r['name']}  {r['display_name']}  latest=v{r['latest_version']} ({r['latest_state']})  "
+        f"{r['name']}  {r['display_name']}  level>={r['level']}  latest=v{r['latest_version']} ({r['latest_state']})  "
         f"active={'v' + str(r['active_version']) if r['active_version'] else '-'}"
         for r in rows
     ]
@@ -116,16 +117,24 @@ def run_show(args: argparse.Namespace) -> int:
     except skill_store.SkillError as exc:
         return fail(str(exc), EXIT_FINDING)
     test = doc.get("test") or {}
+    spec = skill_store.spec_of(doc)
     text = "\n".join(
         [
             f"{doc['name']} v{doc['version']}  state={doc['state']}  sha256={doc['sha256'][:12]}",
+            f"level>={spec.level}  {_reads(spec)}",
             f"proposed by {doc.get('proposed_by')} ({doc['spec']['author']})  kind={doc['spec']['kind']}",
             f"test: {'passed' if test.get('passed') else 'failed' if test else 'not run'} {test.get('error_kinds', [])}",
             doc["spec"]["implementation"],
         ]
     )
-    _print(args, doc, text)
+    _print(args, {**doc, "level": spec.level}, text)
     return EXIT_OK
+
+
+def _reads(spec: SkillSpec) -> str:
+    """What a version reads of the organisation, with each collection's level."""
+    levels = sandbox_config().readable
+    return "reads: " + (", ".join(f"{c} (level {levels[c]})" for c in spec.reads) or "nothing")
 
 
 def run_test(args: argparse.Namespace) -> int:
@@ -152,10 +161,13 @@ def run_approve(args: argparse.Namespace) -> int:
         return fail(NO_STORE, EXIT_USAGE)
     try:
         skill_store.approve(rt.store, args.org, args.name, args.version, by=args.by, now=rt.clock())
+        spec = skill_store.spec_of(skill_store.get_version(rt.store, args.org, args.name, args.version))
     except skill_store.SkillError as exc:
         return fail(str(exc), EXIT_FINDING)
     _print(
-        args, {"name": args.name, "active_version": args.version}, f"{args.name} v{args.version} is active"
+        args,
+        {"name": args.name, "active_version": args.version, "level": spec.level, "reads": spec.reads},
+        f"{args.name} v{args.version} is active  level>={spec.level}  {_reads(spec)}",
     )
     return EXIT_OK
 

@@ -9,8 +9,9 @@ extra layer. Inside the child an audit hook refuses network, processes, ``ctypes
 changes and imports outside the allowlist (what stops ``__import__("so" + "cket")``).
 
 The child reads the organisation only through this parent: ``view.get``/``view.query`` are served
-by ``adapters.scoped``'s read-only, organisation-scoped view; ``view.set``/``view.delete`` are
-refused there and the run fails (``store_write``). A prompt skill is a ``string.Template``: it is
+by ``adapters.scoped``'s read-only, organisation-scoped view, and only for the collections the
+skill declared (``reads``): any other fails the run (``store_read``); ``view.set``/``view.delete``
+are refused there and the run fails (``store_write``). A prompt skill is a ``string.Template``: it is
 rendered here, no code runs.
 
 >>> from shared_lib.adapters.memory_store import MemoryStore
@@ -52,6 +53,7 @@ ErrorKind = Literal[
     "process",
     "filesystem",
     "store_write",
+    "store_read",
     "import",
     "exception",
     "bad_output",
@@ -121,9 +123,10 @@ def _limits(config: SandboxConfig, timeout: float) -> None:
 class _Parent:
     """Serves one child's view requests; remembers a refused write."""
 
-    def __init__(self, store: Store, org_id: str) -> None:
+    def __init__(self, store: Store, org_id: str, reads: tuple[str, ...]) -> None:
         self.view = scoped(store, org_id, read_only=True)
         self.prefix = f"orgs/{org_id}"
+        self.reads = frozenset(reads)
         self.refusal: tuple[ErrorKind, str] | None = None
 
     def _collection(self, message: dict[str, Any]) -> str:
@@ -141,6 +144,16 @@ class _Parent:
                     self.view.set(path, dict(message.get("data") or {}))
                 else:
                     self.view.delete(path)
+            if (
+                op in ("get", "query")
+                and self._collection(message)
+                and message["collection"] not in self.reads
+            ):
+                self.refusal = self.refusal or (
+                    "store_read",
+                    f"the skill did not declare it reads {str(message.get('collection'))[:60]!r}",
+                )
+                return {"error": "the skill may not read this collection"}
             if op == "get":
                 doc_id = str(message.get("id", ""))
                 if not doc_id or "/" in doc_id:
@@ -236,15 +249,17 @@ def run_code(
     config: SandboxConfig,
     *,
     timeout: float | None = None,
+    reads: tuple[str, ...] = (),
 ) -> SandboxResult:
-    """``run(input, view)`` of ``code`` in the sandbox; its JSON output or why it failed."""
+    """``run(input, view)`` of ``code`` in the sandbox, its view limited to the ``reads``
+    collections; its JSON output or why it failed."""
     started = time.monotonic()
     seconds = min(timeout or config.timeout_seconds, config.max_timeout_seconds)
     problems = static_problems(code, config.import_allowlist)
     if problems:
         kind, detail = problems[0]
         return SandboxResult.failed(kind, f"refused before running: {detail}")
-    parent = _Parent(store, org_id)
+    parent = _Parent(store, org_id, reads)
     request = {"code": code, "input": input, "allow": list(config.import_allowlist)}
     with tempfile.TemporaryDirectory(prefix="charter-skill-") as workdir:
         proc = subprocess.Popen(
@@ -291,7 +306,7 @@ def run_skill(
 ) -> SandboxResult:
     """A skill on one input: code in the sandbox, a prompt template rendered (text)."""
     if spec.kind == "code":
-        return run_code(spec.implementation, input, store, org_id, config)
+        return run_code(spec.implementation, input, store, org_id, config, reads=tuple(spec.reads))
     started = time.monotonic()
     try:
         text = render_prompt(spec.implementation, input)

@@ -49,6 +49,10 @@ class ProposeSkillParams(Params):
     )
     examples: list[dict[str, Any]] = Field(description="入力と期待する出力の例（input, output）1〜10件")
     min_level: int = Field(default=2, ge=2, le=6, description="使えるようになる権限レベル（2〜6）")
+    reads: list[str] = Field(
+        default_factory=list,
+        description="コードが読む組織のデータ（tasks, goals, users, departments, salaries のうち必要なものだけ）",
+    )
 
 
 def _store_and_test(org_id: str, spec: SkillSpec, by: str, now: datetime) -> Any:

@@ -34,12 +34,17 @@ def test_given_good_code_when_run_then_its_json_output_comes_back(store):
         "def run(input, view):\n    return {'n': input['n'] * 2, 'task': view.get('tasks', 't1')}\n",
         store,
         input={"n": 21},
+        reads=("tasks",),
     )
     assert (r.ok, r.output, r.error_kind) == (True, {"n": 42, "task": {"title": "見積書"}}, None)
 
 
 def test_given_a_query_when_run_then_the_org_scoped_view_answers(store):
-    r = run("def run(input, view):\n    return view.query('tasks', [['title', '==', '見積書']], 5)\n", store)
+    r = run(
+        "def run(input, view):\n    return view.query('tasks', [['title', '==', '見積書']], 5)\n",
+        store,
+        reads=("tasks",),
+    )
     assert r.output == [{"id": "t1", "title": "見積書"}]
 
 
@@ -136,6 +141,25 @@ def test_given_a_prompt_skill_then_its_template_is_rendered_without_a_process(st
 
 
 def test_given_a_query_with_an_unknown_operator_then_it_is_refused_not_widened(store):
-    r = run("def run(input, view):\n    return view.query('tasks', [['title', 'like', '%']], 5)\n", store)
+    r = run(
+        "def run(input, view):\n    return view.query('tasks', [['title', 'like', '%']], 5)\n",
+        store,
+        reads=("tasks",),
+    )
     assert (r.ok, r.error_kind) == (False, "exception")
     assert "operators" in r.error
+
+
+def test_given_a_collection_the_skill_did_not_declare_then_the_run_fails_as_store_read(store):
+    # GIVEN salaries in the organisation and a skill that declared it reads tasks only
+    store.set(f"orgs/{ORG}/salaries/u1", {"amount": 900000})
+    code = "def run(input, view):\n    return view.get('salaries', 'u1')\n"
+    # WHEN it reads salaries THEN the parent serves nothing and the run fails as a refused read
+    r = run(code, store, reads=("tasks",))
+    assert (r.ok, r.output, r.error_kind) == (False, None, "store_read")
+    assert "salaries" in r.error
+    # even when the skill catches the error and returns something else
+    caught = "def run(input, view):\n    try:\n        view.query('memories')\n    except PermissionError:\n        return 1\n"
+    assert run(caught, store, reads=("tasks",)).error_kind == "store_read"
+    # and declared, the same read is served
+    assert run(code, store, reads=("salaries",)).output == {"amount": 900000}
