@@ -7,7 +7,8 @@ charter skills approve --org ORG NAME --version N --by USER   enable it (level 6
 charter skills rollback --org ORG NAME --by USER       back to the previous approved version
 charter skills propose --org ORG --file SPEC.json [--by USER]  a person's own skill, as a draft
 
-Exit codes: 0 done; 1 a test that fails (an example, or the sandbox refused), an approval refused
+Exit codes: 0 done; 1 a test that fails (an example, or the sandbox refused), a proposal holding a
+secret or a personal value (refused, nothing stored), an approval refused
 (not level 6, not tested and passed), nothing to roll back to, a skill or version not there;
 2 bad input (a spec that does not validate, a file that does not read) or no store configured.
 """
@@ -195,7 +196,10 @@ def run_propose(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         detail = exc.errors()[:3] if isinstance(exc, ValidationError) else exc
         return fail(f"skill spec {args.file}: {detail}", EXIT_USAGE)
-    version, created = skill_store.propose(rt.store, args.org, spec, by=args.by, now=rt.clock())
+    try:
+        version, created = skill_store.propose(rt.store, args.org, spec, by=args.by, now=rt.clock())
+    except skill_store.SkillError as exc:
+        return fail(str(exc), EXIT_FINDING)
     text = f"{spec.name} v{version}: {'a new draft' if created else 'the same code as this version'}"
     _print(args, {"name": spec.name, "version": version, "created": created}, text)
     return EXIT_OK

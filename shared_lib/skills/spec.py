@@ -17,12 +17,14 @@ the level of every collection it reads (reading salaries makes it a level-6 tool
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import string
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared_lib.sanitizer import Sanitizer
 from shared_lib.skills.config import packaged
 from shared_lib.skills.input_schema import validate_input_schema, value_problems
 
@@ -111,6 +113,38 @@ class SkillSpec(BaseModel):
         """Who may use it: its ``min_level`` raised to the level of every collection it reads."""
         readable = packaged().readable
         return max([self.min_level, *(readable[c] for c in self.reads)])
+
+
+# every field a person or the model writes; ``name`` is a pattern-checked identifier
+_WRITTEN = (
+    "implementation",
+    "examples",
+    "display_name",
+    "description",
+    "input_schema",
+    "parameter_display",
+    "value_display",
+    "trigger_examples",
+    "keywords",
+)
+
+
+def secret_fields(spec: SkillSpec, sanitizer: Sanitizer | None = None) -> list[str]:
+    """The fields of ``spec`` in which the sanitizer's detectors find a secret or a personal value.
+
+    A skill is stored unmasked (masking would change the code its hash names), so such a spec is
+    refused rather than stored.
+    """
+    detector = sanitizer or Sanitizer.default()
+    found = []
+    for field in _WRITTEN:
+        value = getattr(spec, field)
+        if field == "examples":
+            value = [e.model_dump(mode="json") for e in value]
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if detector.contains_secret(text):
+            found.append(field)
+    return found
 
 
 def _template_problems(text: str, params: set[str]) -> list[str]:

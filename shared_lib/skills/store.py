@@ -12,8 +12,11 @@ A proposal (the model's or a person's) is only ever a draft; ``approve`` needs a
 current hash; it makes the version active. ``rollback`` makes the previous approved version
 active and retires the one that was. ``active_skills`` is what the registry exposes as tools.
 
+A proposal in which the sanitizer finds a secret or a personal value is refused, nothing stored:
+a version is kept unmasked (its hash names its code), so it must hold nothing to mask.
+
 Errors: ``SkillError`` (``code``: ``not_found``, ``unknown_person``, ``level``, ``not_tested``,
-``no_previous``).
+``no_previous``, ``secret``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 from shared_lib import collections
 from shared_lib.errors import CharterError
 from shared_lib.ports import Store, Transaction
-from shared_lib.skills.spec import SkillSpec
+from shared_lib.skills.spec import SkillSpec, secret_fields
 
 APPROVER_LEVEL = 6  # seed 001 §23.5: a skill is enabled by the top level only
 MAX_SKILLS = 200
@@ -69,9 +72,22 @@ def forget(org_id: str) -> None:
         _cache.pop(key, None)
 
 
+def refuse_secrets(spec: SkillSpec) -> None:
+    """``SkillError`` ``secret`` naming the fields of ``spec`` that hold a secret or a personal value."""
+    fields = secret_fields(spec)
+    if fields:
+        raise SkillError(
+            f"skill {spec.name!r} holds a secret or a personal value in {', '.join(fields)}: "
+            "a skill is stored unmasked, so it is refused; remove the value and propose it again",
+            "secret",
+        )
+
+
 def propose_in(txn: Transaction, org_id: str, spec: SkillSpec, *, by: str, now: datetime) -> tuple[int, bool]:
     """Store ``spec`` as a new draft version in ``txn``; ``(version, created)``. The same
-    implementation hash as an existing version is that version (``created`` false), not a new one."""
+    implementation hash as an existing version is that version (``created`` false), not a new one.
+    ``SkillError`` ``secret`` when the spec holds a secret or a personal value."""
+    refuse_secrets(spec)
     skill = txn.get(skill_path(org_id, spec.name)) or {"name": spec.name, "latest_version": 0, "hashes": {}}
     known = skill.get("hashes", {}).get(spec.sha256)
     if known is not None:

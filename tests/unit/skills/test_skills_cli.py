@@ -122,3 +122,11 @@ def test_a_skill_reading_salaries_is_shown_and_listed_at_level_six(store, tmp_pa
     assert main(["tools", "list", "--org", ORG, "--json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["skill_add_numbers"]["min_level"] == 6
+
+
+def test_a_proposal_holding_a_secret_exits_1_and_stores_nothing(store, tmp_path, capsys):
+    code = "def run(input, view):\n    token = 'ghp_abcdefghijklmnopqrstuvwxyz0123456789'\n    return {'sum': input['a'] + input['b']}\n"
+    assert main(["skills", "propose", "--org", ORG, "--file", spec_file(tmp_path, code)]) == 1
+    assert "secret" in capsys.readouterr().err
+    assert main(["skills", "list", "--org", ORG, "--json"]) == 0
+    assert out(capsys)["skills"] == []

@@ -117,3 +117,27 @@ def test_given_a_spec_then_users_read_japanese_and_the_name_cannot_shadow_a_tool
         spec("#" * 20_001 + "\ndef run(input, view):\n    return 1\n")
     with pytest.raises(ValueError, match="sha256"):
         SkillSpec.model_validate({**spec().model_dump(), "sha256": "0" * 64})
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {
+            "implementation": "def run(input, view):\n    return {'sum': input['a'] + input['b'], 'to': 'taro@example.com'}\n"
+        },
+        {"examples": [{"input": {"a": 1, "b": 2}, "output": {"sum": 3, "tel": "090-1234-5678"}}]},
+        {
+            "kind": "prompt",
+            "implementation": "$a と $b を足して 090-1234-5678 に電話するウル",
+            "examples": [
+                {"input": {"a": 1, "b": 2}, "output": "1 と 2 を足して 090-1234-5678 に電話するウル"}
+            ],
+        },
+    ],
+)
+def test_given_a_secret_or_personal_value_in_code_template_or_examples_then_nothing_is_stored(store, changes):
+    with pytest.raises(skills.SkillError) as refused:
+        skills.propose(store, ORG, spec(**changes), by="model", now=NOW)
+    assert refused.value.code == "secret"
+    assert store.get(skills.skill_path(ORG, "add_numbers")) is None
+    assert store.get(skills.version_path(ORG, "add_numbers", 1)) is None
