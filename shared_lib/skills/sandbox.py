@@ -2,9 +2,9 @@
 
 The parent (this module) checks the code's AST (imports from the allowlist only, no dunder
 attribute), then starts ``sandbox_child.py`` with ``sys.executable -I -S``, an empty environment,
-a fresh temporary directory as its working directory and ``resource`` limits (address space, CPU
-seconds, no file growth, few descriptors, no new process), in a new process group killed at the
-wall-clock timeout; inside ``unshare -rn`` (no network namespace) too when that works here, as an
+a fresh temporary directory as its working directory and its ``resource`` limits as arguments
+(address space, CPU seconds, few descriptors; the child sets them, with no file growth and no core,
+before it reads anything), in a new process group killed at the wall-clock timeout; inside ``unshare -rn`` (no network namespace) too when that works here, as an
 extra layer. Inside the child an audit hook refuses network, processes, ``ctypes``, file opens and
 changes and imports outside the allowlist (what stops ``__import__("so" + "cket")``).
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import resource
 import selectors
 import shutil
 import signal
@@ -110,14 +109,10 @@ def _namespace_prefix() -> tuple[str, ...]:
     return (tool, "-rn") if probe.returncode == 0 else ()
 
 
-def _limits(config: SandboxConfig, timeout: float) -> None:
-    memory = config.memory_mb * 1024 * 1024
-    cpu = int(timeout) + 1
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (config.max_open_files, config.max_open_files))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def _limits(config: SandboxConfig, timeout: float) -> list[str]:
+    """The child's limits, as its arguments: it sets them itself, first thing (no ``preexec_fn``:
+    running Python between fork and exec can deadlock a threaded parent)."""
+    return [str(config.memory_mb * 1024 * 1024), str(int(timeout) + 1), str(config.max_open_files)]
 
 
 class _Parent:
@@ -177,8 +172,8 @@ class _Parent:
             return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def _command() -> list[str]:
-    return [*_namespace_prefix(), sys.executable, "-I", "-S", str(CHILD)]
+def _command(limits: list[str]) -> list[str]:
+    return [*_namespace_prefix(), sys.executable, "-I", "-S", str(CHILD), *limits]
 
 
 def _exchange(
@@ -263,14 +258,13 @@ def run_code(
     request = {"code": code, "input": input, "allow": list(config.import_allowlist)}
     with tempfile.TemporaryDirectory(prefix="charter-skill-") as workdir:
         proc = subprocess.Popen(
-            _command(),
+            _command(_limits(config, seconds)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={},
             cwd=workdir,
             start_new_session=True,  # its own process group: the timeout kills all of it
-            preexec_fn=lambda: _limits(config, seconds),
         )
         try:
             assert proc.stdin is not None

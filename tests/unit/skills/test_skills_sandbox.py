@@ -14,6 +14,7 @@ import pytest
 from skill_fakes import CONFIG, EVASION, NETWORK, ORG, STORE_WRITE, config, spec
 
 from shared_lib.adapters.memory_store import MemoryStore
+from shared_lib.skills import sandbox
 from shared_lib.skills.sandbox import run_code, run_skill, static_problems
 
 
@@ -163,3 +164,28 @@ def test_given_a_collection_the_skill_did_not_declare_then_the_run_fails_as_stor
     assert run(caught, store, reads=("tasks",)).error_kind == "store_read"
     # and declared, the same read is served
     assert run(code, store, reads=("salaries",)).output == {"amount": 900000}
+
+
+def test_the_child_sets_its_own_limits_and_the_parent_runs_no_code_between_fork_and_exec(store, monkeypatch):
+    # GIVEN a watch on how the sandbox starts its child
+    started: list[dict] = []
+    real = sandbox.subprocess.Popen
+
+    def popen(command, **kwargs):
+        if str(sandbox.CHILD) in command:  # not the namespace probe
+            started.append(kwargs)
+        return real(command, **kwargs)
+
+    monkeypatch.setattr(sandbox.subprocess, "Popen", popen)
+    # WHEN a skill (allowed ``resource`` on purpose) reads its own limits
+    code = (
+        "import resource\n"
+        "def run(input, view):\n"
+        "    return [resource.getrlimit(r)[1] for r in "
+        "(resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE)]\n"
+    )
+    r = run(code, store, config("resource"))
+    # THEN the child set them itself (no preexec_fn), in its own process group
+    assert r.ok, r.error
+    assert r.output == [CONFIG.memory_mb * 1024 * 1024, CONFIG.max_open_files, 0, 0]
+    assert [("preexec_fn" in kw, kw.get("start_new_session")) for kw in started] == [(False, True)]
