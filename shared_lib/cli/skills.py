@@ -4,12 +4,12 @@ charter skills list --org ORG [--json]                 every skill: latest and a
 charter skills show --org ORG NAME [--version N]       a version (default: the latest): spec, state, test
 charter skills test --org ORG NAME [--version N]       run its examples in the sandbox and record it
 charter skills approve --org ORG NAME --version N --by USER   enable it (level 6; tested and passed)
-charter skills rollback --org ORG NAME --by USER       back to the previous approved version
+charter skills rollback --org ORG NAME --by USER       back to the previous approved version (none: off)
 charter skills propose --org ORG --file SPEC.json [--by USER]  a person's own skill, as a draft
 
 Exit codes: 0 done; 1 a test that fails (an example, or the sandbox refused), a proposal holding a
 secret or a personal value (refused, nothing stored), an approval refused
-(not level 6, not tested and passed), nothing to roll back to, a skill or version not there;
+(not level 6, not tested and passed), no active version to roll back, a skill or version not there;
 2 bad input (a spec that does not validate, a file that does not read) or no store configured.
 """
 
@@ -54,7 +54,9 @@ def register(subparsers: Any) -> None:
     approve.add_argument("--version", type=int, required=True)
     approve.add_argument("--by", required=True, help="the approver (level 6 in the directory)")
     approve.set_defaults(func=run_approve)
-    back = sub.add_parser("rollback", help="make the previous approved version active")
+    back = sub.add_parser(
+        "rollback", help="make the previous approved version active (none before it: the skill is off)"
+    )
     _org(back)
     back.add_argument("name")
     back.add_argument("--by", required=True, help="who rolls back (level 6 in the directory)")
@@ -181,7 +183,8 @@ def run_rollback(args: argparse.Namespace) -> int:
         version = skill_store.rollback(rt.store, args.org, args.name, by=args.by, now=rt.clock())
     except skill_store.SkillError as exc:
         return fail(str(exc), EXIT_FINDING)
-    _print(args, {"name": args.name, "active_version": version}, f"{args.name}: v{version} is active again")
+    text = f"{args.name}: v{version} is active again" if version else f"{args.name}: no version is active"
+    _print(args, {"name": args.name, "active_version": version}, text)
     return EXIT_OK
 
 

@@ -10,7 +10,8 @@ state moves::
 A proposal (the model's or a person's) is only ever a draft; ``approve`` needs a person of level 6
 (``memory.ingest.person_level``'s look-up) and the version's latest sandbox test passed on its
 current hash; it makes the version active. ``rollback`` makes the previous approved version
-active and retires the one that was. ``active_skills`` is what the registry exposes as tools.
+active and retires the one that was (with none before it, no version is active: the skill is
+no longer a tool). ``active_skills`` is what the registry exposes as tools.
 
 A proposal in which the sanitizer finds a secret or a personal value is refused, nothing stored:
 a version is kept unmasked (its hash names its code), so it must hold nothing to mask.
@@ -193,11 +194,12 @@ def approve(store: Store, org_id: str, name: str, version: int, *, by: str, now:
     forget(org_id)
 
 
-def rollback(store: Store, org_id: str, name: str, *, by: str, now: datetime) -> int:
-    """Make the previous approved version active and retire the active one; the version now active."""
+def rollback(store: Store, org_id: str, name: str, *, by: str, now: datetime) -> int | None:
+    """Make the previous approved version active and retire the active one; the version now active
+    (``None`` when there was none before it: the skill is no longer a tool)."""
     _check_approver(store, org_id, by)
 
-    def txn_fn(txn: Transaction) -> int:
+    def txn_fn(txn: Transaction) -> int | None:
         skill = txn.get(skill_path(org_id, name))
         active = (skill or {}).get("active_version")
         if skill is None or active is None:
@@ -208,8 +210,6 @@ def rollback(store: Store, org_id: str, name: str, *, by: str, now: datetime) ->
             if doc is not None and doc["state"] == "approved":
                 previous = number
                 break
-        if previous is None:
-            raise SkillError(f"skill {name!r} has no earlier approved version", "no_previous")
         current = txn.get(version_path(org_id, name, int(active)))
         if current is not None:
             txn.set(

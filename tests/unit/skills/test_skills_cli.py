@@ -88,9 +88,12 @@ def test_approved_skill_is_a_tool_until_rolled_back(store, tmp_path, capsys):
     assert out(capsys)["problems"] == []
     assert main(["skills", "list", "--org", ORG, "--json"]) == 0
     assert out(capsys)["skills"][0]["active_version"] == 2
-    # WHEN rolled back twice: v1, then nothing earlier (exit 1)
+    # WHEN rolled back: v1; again: nothing earlier, the skill is off; a third time: nothing active (exit 1)
     assert main(["skills", "rollback", "--org", ORG, "add_numbers", "--by", "ceo", "--json"]) == 0
     assert out(capsys)["active_version"] == 1
+    assert main(["skills", "rollback", "--org", ORG, "add_numbers", "--by", "ceo", "--json"]) == 0
+    assert out(capsys)["active_version"] is None
+    assert "skill_add_numbers" not in tool_names(capsys)
     assert main(["skills", "rollback", "--org", ORG, "add_numbers", "--by", "ceo"]) == 1
     assert main(["skills", "show", "--org", ORG, "add_numbers", "--version", "2", "--json"]) == 0
     assert out(capsys)["state"] == "retired"

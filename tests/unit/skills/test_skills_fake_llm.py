@@ -15,7 +15,9 @@ from shared_lib.skills.spec import SkillSpec
 
 
 def proposal(said: str, *offered: str) -> dict:
-    tools = [{"name": name, "input_schema": {"type": "object"}} for name in (*offered, scripted.PROPOSAL_TOOL)]
+    tools = [
+        {"name": name, "input_schema": {"type": "object"}} for name in (*offered, scripted.PROPOSAL_TOOL)
+    ]
     body = {
         "model": "claude-sonnet-4-5",
         "messages": [{"role": "user", "content": said}],
