@@ -407,6 +407,8 @@ _TOOL_OPENINGS: dict[str, str] = {
     "announce": "アナウンスを送ったウル！",
     "change_permission": "権限を変更したウル！",
     "view_all_users": "社員の一覧を確認したウル！",
+    "スキルの提案": "スキルを下書きとして保存したウル！",
+    "propose_skill": "スキルを下書きとして保存したウル！",
 }
 _KEYWORD_OPENINGS: tuple[tuple[str, str], ...] = (
     ("タスクを作成", "タスクを作成したウル！"),

@@ -56,3 +56,8 @@ def test_the_skill_is_called_with_the_numbers_only_when_it_is_offered():
     gone = proposal(said, "chatwork_task_search")
     assert (gone["output_type"], gone.get("tool_calls")) == ("text_response", None)
     assert gone["text_response"].endswith("ウル。")
+
+
+def test_the_phrasing_of_a_proposed_skill_says_a_draft_was_saved():
+    said = scripted.integrate('スキルの提案の結果: {"display_name": "受注金額の合計", "draft": true}')
+    assert said.startswith("スキルを下書きとして保存したウル！") and "propose_skill" not in said
