@@ -33,6 +33,11 @@ def version_state(stack: Any, name: str) -> str | None:
     return doc.get("state")
 
 
+def after_cache(changed: float) -> None:
+    """Wait until a worker's cached skills from before ``changed`` (a monotonic time) are stale."""
+    time.sleep(max(0.0, changed + CACHE - time.monotonic()))
+
+
 def reply_in(stack: Any, room: str) -> str:
     stack.wait_for(lambda: replies(stack, room), timeout=60)
     return replies(stack, room)[0]
@@ -75,10 +80,11 @@ def test_a_skill_proposed_in_chat_is_tested_approved_run_and_rolled_back(local_s
         stack, "skills", "approve", "--org", ORG, "order_total", "--version", "1", "--by", APPROVER
     )
     assert approved.returncode == 0, approved.stderr[-2000:]
+    changed = time.monotonic()
     tools = charter(stack, "tools", "list", "--org", ORG, "--json")
     assert tools.returncode == 0, tools.stderr[-2000:]
     assert TOOL in {row["name"] for row in json.loads(tools.stdout)}
-    time.sleep(CACHE)
+    after_cache(changed)
     # AND a person's message runs it: the reply carries its result
     post(stack, CALL, rooms["call"])
     ran = reply_in(stack, rooms["call"])
@@ -88,7 +94,7 @@ def test_a_skill_proposed_in_chat_is_tested_approved_run_and_rolled_back(local_s
     back = charter(stack, "skills", "rollback", "--org", ORG, "order_total", "--by", APPROVER, "--json")
     assert back.returncode == 0, back.stderr[-2000:]
     assert json.loads(back.stdout)["active_version"] is None
-    time.sleep(CACHE)
+    after_cache(time.monotonic())
     before = len(stack.fake_llm_requests())
     post(stack, CALL, rooms["gone"])
     gone = reply_in(stack, rooms["gone"])
