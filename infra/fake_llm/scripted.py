@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from infra.fake_llm import jobs, judge, memory_jobs, steps, summary
+from infra.fake_llm import jobs, judge, memory_jobs, skills, steps, summary
 from infra.fake_llm.agent_state import with_state_update
 from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
 
@@ -407,6 +407,8 @@ _TOOL_OPENINGS: dict[str, str] = {
     "announce": "アナウンスを送ったウル！",
     "change_permission": "権限を変更したウル！",
     "view_all_users": "社員の一覧を確認したウル！",
+    "スキルの提案": "スキルを下書きとして保存したウル！",
+    "propose_skill": "スキルを下書きとして保存したウル！",
 }
 _KEYWORD_OPENINGS: tuple[tuple[str, str], ...] = (
     ("タスクを作成", "タスクを作成したウル！"),
@@ -584,7 +586,10 @@ def answer(request: MessagesRequest) -> Reply:
     if tool == PROPOSAL_TOOL:
         later = steps.is_later_step(request)  # a step after a tool_result: multi-step scenarios
         said = utterance(request)
-        proposal = steps.next_step(request) if later else propose(said)
+        if later:
+            proposal = steps.next_step(request)
+        else:  # a skill's proposal or call (infra.fake_llm.skills) depends on the tools offered
+            proposal = skills.proposal(said, request.tool_names()) or propose(said)
         proposal = with_state_update(said, proposal, later=later)
         return Reply(
             content=[{"type": "tool_use", "name": PROPOSAL_TOOL, "input": proposal}], stop_reason="tool_use"

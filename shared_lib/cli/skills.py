@@ -4,11 +4,12 @@ charter skills list --org ORG [--json]                 every skill: latest and a
 charter skills show --org ORG NAME [--version N]       a version (default: the latest): spec, state, test
 charter skills test --org ORG NAME [--version N]       run its examples in the sandbox and record it
 charter skills approve --org ORG NAME --version N --by USER   enable it (level 6; tested and passed)
-charter skills rollback --org ORG NAME --by USER       back to the previous approved version
+charter skills rollback --org ORG NAME --by USER       back to the previous approved version (none: off)
 charter skills propose --org ORG --file SPEC.json [--by USER]  a person's own skill, as a draft
 
-Exit codes: 0 done; 1 a test that fails (an example, or the sandbox refused), an approval refused
-(not level 6, not tested and passed), nothing to roll back to, a skill or version not there;
+Exit codes: 0 done; 1 a test that fails (an example, or the sandbox refused), a proposal holding a
+secret or a personal value (refused, nothing stored), an approval refused
+(not level 6, not tested and passed), no active version to roll back, a skill or version not there;
 2 bad input (a spec that does not validate, a file that does not read) or no store configured.
 """
 
@@ -53,7 +54,9 @@ def register(subparsers: Any) -> None:
     approve.add_argument("--version", type=int, required=True)
     approve.add_argument("--by", required=True, help="the approver (level 6 in the directory)")
     approve.set_defaults(func=run_approve)
-    back = sub.add_parser("rollback", help="make the previous approved version active")
+    back = sub.add_parser(
+        "rollback", help="make the previous approved version active (none before it: the skill is off)"
+    )
     _org(back)
     back.add_argument("name")
     back.add_argument("--by", required=True, help="who rolls back (level 6 in the directory)")
@@ -96,10 +99,11 @@ def run_list(args: argparse.Namespace) -> int:
                 "latest_version": skill["latest_version"],
                 "latest_state": latest["state"],
                 "active_version": skill.get("active_version"),
+                "level": skill_store.spec_of(latest).level,
             }
         )
     lines = [
-        f"{r['name']}  {r['display_name']}  latest=v{r['latest_version']} ({r['latest_state']})  "
+        f"{r['name']}  {r['display_name']}  level>={r['level']}  latest=v{r['latest_version']} ({r['latest_state']})  "
         f"active={'v' + str(r['active_version']) if r['active_version'] else '-'}"
         for r in rows
     ]
@@ -116,16 +120,24 @@ def run_show(args: argparse.Namespace) -> int:
     except skill_store.SkillError as exc:
         return fail(str(exc), EXIT_FINDING)
     test = doc.get("test") or {}
+    spec = skill_store.spec_of(doc)
     text = "\n".join(
         [
             f"{doc['name']} v{doc['version']}  state={doc['state']}  sha256={doc['sha256'][:12]}",
+            f"level>={spec.level}  {_reads(spec)}",
             f"proposed by {doc.get('proposed_by')} ({doc['spec']['author']})  kind={doc['spec']['kind']}",
             f"test: {'passed' if test.get('passed') else 'failed' if test else 'not run'} {test.get('error_kinds', [])}",
             doc["spec"]["implementation"],
         ]
     )
-    _print(args, doc, text)
+    _print(args, {**doc, "level": spec.level}, text)
     return EXIT_OK
+
+
+def _reads(spec: SkillSpec) -> str:
+    """What a version reads of the organisation, with each collection's level."""
+    levels = sandbox_config().readable
+    return "reads: " + (", ".join(f"{c} (level {levels[c]})" for c in spec.reads) or "nothing")
 
 
 def run_test(args: argparse.Namespace) -> int:
@@ -152,10 +164,13 @@ def run_approve(args: argparse.Namespace) -> int:
         return fail(NO_STORE, EXIT_USAGE)
     try:
         skill_store.approve(rt.store, args.org, args.name, args.version, by=args.by, now=rt.clock())
+        spec = skill_store.spec_of(skill_store.get_version(rt.store, args.org, args.name, args.version))
     except skill_store.SkillError as exc:
         return fail(str(exc), EXIT_FINDING)
     _print(
-        args, {"name": args.name, "active_version": args.version}, f"{args.name} v{args.version} is active"
+        args,
+        {"name": args.name, "active_version": args.version, "level": spec.level, "reads": spec.reads},
+        f"{args.name} v{args.version} is active  level>={spec.level}  {_reads(spec)}",
     )
     return EXIT_OK
 
@@ -168,7 +183,8 @@ def run_rollback(args: argparse.Namespace) -> int:
         version = skill_store.rollback(rt.store, args.org, args.name, by=args.by, now=rt.clock())
     except skill_store.SkillError as exc:
         return fail(str(exc), EXIT_FINDING)
-    _print(args, {"name": args.name, "active_version": version}, f"{args.name}: v{version} is active again")
+    text = f"{args.name}: v{version} is active again" if version else f"{args.name}: no version is active"
+    _print(args, {"name": args.name, "active_version": version}, text)
     return EXIT_OK
 
 
@@ -183,7 +199,10 @@ def run_propose(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         detail = exc.errors()[:3] if isinstance(exc, ValidationError) else exc
         return fail(f"skill spec {args.file}: {detail}", EXIT_USAGE)
-    version, created = skill_store.propose(rt.store, args.org, spec, by=args.by, now=rt.clock())
+    try:
+        version, created = skill_store.propose(rt.store, args.org, spec, by=args.by, now=rt.clock())
+    except skill_store.SkillError as exc:
+        return fail(str(exc), EXIT_FINDING)
     text = f"{spec.name} v{version}: {'a new draft' if created else 'the same code as this version'}"
     _print(args, {"name": spec.name, "version": version, "created": created}, text)
     return EXIT_OK

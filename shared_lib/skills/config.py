@@ -1,4 +1,6 @@
-"""The sandbox's limits (``config/skills.json``): per-run time, memory, output, imports.
+"""The sandbox's limits (``config/skills.json``): per-run time, memory, output, imports, and
+the collections a skill may declare it reads (``readable``: each at the level of the built-in
+tool that reads it; only organisation-shared collections, nothing private to a person).
 
 >>> load_config().timeout_seconds
 10.0
@@ -6,6 +8,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Annotated
 
@@ -29,6 +32,10 @@ class SandboxConfig(BaseModel):
     network_namespace: bool = True  # also ``unshare -rn`` when it works here: an extra layer only
     registry_cache_seconds: Annotated[float, Field(ge=0, le=60)] = 2.0  # active skills, per process
     import_allowlist: tuple[Annotated[str, Field(pattern=_MODULE)], ...]
+    # collection -> the level of the built-in read tool that exposes it (config/tools.json)
+    readable: dict[Annotated[str, Field(pattern=_MODULE)], Annotated[int, Field(ge=1, le=6)]] = Field(
+        default_factory=dict
+    )
 
     @model_validator(mode="after")
     def _timeouts(self) -> SandboxConfig:
@@ -44,3 +51,9 @@ def load_config(path: Path | None = None) -> SandboxConfig:
     except OSError as exc:
         raise ConfigError(f"{file}: {exc}") from exc
     return config_files.parse_json_model(SandboxConfig, text, str(file))
+
+
+@cache
+def packaged() -> SandboxConfig:
+    """The packaged ``config/skills.json``, read once per process."""
+    return load_config()

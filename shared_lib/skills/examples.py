@@ -2,7 +2,7 @@
 
 Every example's input goes through ``sandbox.run_skill``; its output must equal the example's
 (a prompt's text compared without surrounding blanks). A sandbox refusal (network, process, file,
-store write, import, time, memory) ends the test there: the version fails with that kind.
+store write, undeclared read, import, time, memory) ends the test there: the version fails with that kind.
 
 >>> from shared_lib.adapters.memory_store import MemoryStore
 >>> from shared_lib.skills.config import load_config
@@ -22,7 +22,7 @@ from shared_lib.skills.config import SandboxConfig
 from shared_lib.skills.sandbox import run_skill
 from shared_lib.skills.spec import SkillSpec
 
-REFUSALS = {"timeout", "memory", "network", "process", "filesystem", "store_write", "import"}
+REFUSALS = {"timeout", "memory", "network", "process", "filesystem", "store_write", "store_read", "import"}
 
 
 def _same(kind: str, got: Any, expected: Any) -> bool:

@@ -2,15 +2,16 @@
 
 The parent (this module) checks the code's AST (imports from the allowlist only, no dunder
 attribute), then starts ``sandbox_child.py`` with ``sys.executable -I -S``, an empty environment,
-a fresh temporary directory as its working directory and ``resource`` limits (address space, CPU
-seconds, no file growth, few descriptors, no new process), in a new process group killed at the
-wall-clock timeout; inside ``unshare -rn`` (no network namespace) too when that works here, as an
+a fresh temporary directory as its working directory and its ``resource`` limits as arguments
+(address space, CPU seconds, few descriptors; the child sets them, with no file growth and no core,
+before it reads anything), in a new process group killed at the wall-clock timeout; inside ``unshare -rn`` (no network namespace) too when that works here, as an
 extra layer. Inside the child an audit hook refuses network, processes, ``ctypes``, file opens and
 changes and imports outside the allowlist (what stops ``__import__("so" + "cket")``).
 
 The child reads the organisation only through this parent: ``view.get``/``view.query`` are served
-by ``adapters.scoped``'s read-only, organisation-scoped view; ``view.set``/``view.delete`` are
-refused there and the run fails (``store_write``). A prompt skill is a ``string.Template``: it is
+by ``adapters.scoped``'s read-only, organisation-scoped view, and only for the collections the
+skill declared (``reads``): any other fails the run (``store_read``); ``view.set``/``view.delete``
+are refused there and the run fails (``store_write``). A prompt skill is a ``string.Template``: it is
 rendered here, no code runs.
 
 >>> from shared_lib.adapters.memory_store import MemoryStore
@@ -25,7 +26,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import resource
 import selectors
 import shutil
 import signal
@@ -52,6 +52,7 @@ ErrorKind = Literal[
     "process",
     "filesystem",
     "store_write",
+    "store_read",
     "import",
     "exception",
     "bad_output",
@@ -108,22 +109,19 @@ def _namespace_prefix() -> tuple[str, ...]:
     return (tool, "-rn") if probe.returncode == 0 else ()
 
 
-def _limits(config: SandboxConfig, timeout: float) -> None:
-    memory = config.memory_mb * 1024 * 1024
-    cpu = int(timeout) + 1
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (config.max_open_files, config.max_open_files))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def _limits(config: SandboxConfig, timeout: float) -> list[str]:
+    """The child's limits, as its arguments: it sets them itself, first thing (no ``preexec_fn``:
+    running Python between fork and exec can deadlock a threaded parent)."""
+    return [str(config.memory_mb * 1024 * 1024), str(int(timeout) + 1), str(config.max_open_files)]
 
 
 class _Parent:
     """Serves one child's view requests; remembers a refused write."""
 
-    def __init__(self, store: Store, org_id: str) -> None:
+    def __init__(self, store: Store, org_id: str, reads: tuple[str, ...]) -> None:
         self.view = scoped(store, org_id, read_only=True)
         self.prefix = f"orgs/{org_id}"
+        self.reads = frozenset(reads)
         self.refusal: tuple[ErrorKind, str] | None = None
 
     def _collection(self, message: dict[str, Any]) -> str:
@@ -141,6 +139,16 @@ class _Parent:
                     self.view.set(path, dict(message.get("data") or {}))
                 else:
                     self.view.delete(path)
+            if (
+                op in ("get", "query")
+                and self._collection(message)
+                and message["collection"] not in self.reads
+            ):
+                self.refusal = self.refusal or (
+                    "store_read",
+                    f"the skill did not declare it reads {str(message.get('collection'))[:60]!r}",
+                )
+                return {"error": "the skill may not read this collection"}
             if op == "get":
                 doc_id = str(message.get("id", ""))
                 if not doc_id or "/" in doc_id:
@@ -164,8 +172,8 @@ class _Parent:
             return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def _command() -> list[str]:
-    return [*_namespace_prefix(), sys.executable, "-I", "-S", str(CHILD)]
+def _command(limits: list[str]) -> list[str]:
+    return [*_namespace_prefix(), sys.executable, "-I", "-S", str(CHILD), *limits]
 
 
 def _exchange(
@@ -236,26 +244,27 @@ def run_code(
     config: SandboxConfig,
     *,
     timeout: float | None = None,
+    reads: tuple[str, ...] = (),
 ) -> SandboxResult:
-    """``run(input, view)`` of ``code`` in the sandbox; its JSON output or why it failed."""
+    """``run(input, view)`` of ``code`` in the sandbox, its view limited to the ``reads``
+    collections; its JSON output or why it failed."""
     started = time.monotonic()
     seconds = min(timeout or config.timeout_seconds, config.max_timeout_seconds)
     problems = static_problems(code, config.import_allowlist)
     if problems:
         kind, detail = problems[0]
         return SandboxResult.failed(kind, f"refused before running: {detail}")
-    parent = _Parent(store, org_id)
+    parent = _Parent(store, org_id, reads)
     request = {"code": code, "input": input, "allow": list(config.import_allowlist)}
     with tempfile.TemporaryDirectory(prefix="charter-skill-") as workdir:
         proc = subprocess.Popen(
-            _command(),
+            _command(_limits(config, seconds)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={},
             cwd=workdir,
             start_new_session=True,  # its own process group: the timeout kills all of it
-            preexec_fn=lambda: _limits(config, seconds),
         )
         try:
             assert proc.stdin is not None
@@ -291,7 +300,7 @@ def run_skill(
 ) -> SandboxResult:
     """A skill on one input: code in the sandbox, a prompt template rendered (text)."""
     if spec.kind == "code":
-        return run_code(spec.implementation, input, store, org_id, config)
+        return run_code(spec.implementation, input, store, org_id, config, reads=tuple(spec.reads))
     started = time.monotonic()
     try:
         text = render_prompt(spec.implementation, input)

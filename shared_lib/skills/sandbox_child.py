@@ -1,4 +1,9 @@
-"""The sandbox's child: runs one skill's code, started as ``python -I -S sandbox_child.py``.
+"""The sandbox's child: runs one skill's code, started as
+``python -I -S sandbox_child.py MEMORY_BYTES CPU_SECONDS OPEN_FILES``.
+
+Its first act is to set those limits on itself (``setrlimit``: address space, CPU seconds, open
+files, no file growth, no core), before it reads anything from the parent: the parent sets none
+(``preexec_fn`` can deadlock a threaded parent) and keeps the wall clock and the process group.
 
 Standard library only: it never imports ``shared_lib`` (nothing of the product, its settings or
 credentials reaches this process). The parent sends one JSON line on stdin, ``{"code", "input",
@@ -18,6 +23,7 @@ import builtins
 import contextlib
 import io
 import json
+import resource
 import sys
 from typing import Any
 
@@ -154,7 +160,18 @@ def _result(kind: str, message: str) -> None:
     _send({"op": "error", "kind": kind, "message": message[:500]})
 
 
+def limit_self(argv: list[str]) -> None:
+    """Set this process's limits from ``argv`` (memory bytes, CPU seconds, open files)."""
+    memory, cpu, files = (int(a) for a in argv)
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
 def main() -> None:
+    limit_self(sys.argv[1:])  # first, before the request (and the skill's code) is read
     request = json.loads(_IN.readline())
     _allowed.update(request["allow"])
     # loaded now, so no import (and no file open) is needed once the hook is armed

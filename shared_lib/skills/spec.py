@@ -5,6 +5,9 @@ JSON, run only in the sandbox) or a prompt (``kind="prompt"``: a ``string.Templa
 the input; the text goes to the phrasing step). Users read its Japanese ``display_name`` and
 parameter labels, never its internal names. In the registry it is ``skill_<name>``, so it can
 never shadow a built-in tool. ``sha256`` is the implementation's hash: a version's identity.
+``reads`` declares the organisation's collections its code reads (validated against
+``config/skills.json``'s ``readable``); ``level`` is who may use it: its ``min_level`` raised to
+the level of every collection it reads (reading salaries makes it a level-6 tool).
 
 >>> spec = SkillSpec.model_validate(EXAMPLE)
 >>> spec.tool_name, spec.sha256[:8]
@@ -14,12 +17,15 @@ never shadow a built-in tool. ``sha256`` is the implementation's hash: a version
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import string
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared_lib.sanitizer import Sanitizer
+from shared_lib.skills.config import packaged
 from shared_lib.skills.input_schema import validate_input_schema, value_problems
 
 TOOL_PREFIX = "skill_"
@@ -54,6 +60,11 @@ class SkillSpec(BaseModel):
     trigger_examples: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=3, max_length=5)]
     keywords: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1, max_length=10)]
     min_level: Annotated[int, Field(ge=2, le=6)] = 2
+    # the organisation's collections its code reads (``config/skills.json`` ``readable``): the
+    # sandbox serves only these, and the skill's level is at least each one's level
+    reads: Annotated[list[Annotated[str, Field(min_length=1)]], Field(max_length=10)] = Field(
+        default_factory=list
+    )
     kind: Literal["code", "prompt"]
     implementation: Annotated[str, Field(min_length=1)]
     examples: Annotated[list[SkillExample], Field(min_length=1, max_length=MAX_EXAMPLES)]
@@ -71,6 +82,12 @@ class SkillSpec(BaseModel):
         if not _JAPANESE.search(self.display_name):
             raise ValueError("display_name is what users read: it must be Japanese")
         problems = validate_input_schema(self.input_schema)
+        readable = packaged().readable
+        problems += [
+            f"reads: {c!r} is not a collection a skill may read" for c in self.reads if c not in readable
+        ]
+        if len(set(self.reads)) != len(self.reads):
+            problems.append("reads: a collection is named twice")
         props = self.input_schema.get("properties") if not problems else {}
         for param, prop in (props or {}).items():
             label = self.parameter_display.get(param, "")
@@ -90,6 +107,44 @@ class SkillSpec(BaseModel):
     @property
     def tool_name(self) -> str:
         return TOOL_PREFIX + self.name
+
+    @property
+    def level(self) -> int:
+        """Who may use it: its ``min_level`` raised to the level of every collection it reads."""
+        readable = packaged().readable
+        return max([self.min_level, *(readable[c] for c in self.reads)])
+
+
+# every field a person or the model writes; ``name`` is a pattern-checked identifier
+_WRITTEN = (
+    "implementation",
+    "examples",
+    "display_name",
+    "description",
+    "input_schema",
+    "parameter_display",
+    "value_display",
+    "trigger_examples",
+    "keywords",
+)
+
+
+def secret_fields(spec: SkillSpec, sanitizer: Sanitizer | None = None) -> list[str]:
+    """The fields of ``spec`` in which the sanitizer's detectors find a secret or a personal value.
+
+    A skill is stored unmasked (masking would change the code its hash names), so such a spec is
+    refused rather than stored.
+    """
+    detector = sanitizer or Sanitizer.default()
+    found = []
+    for field in _WRITTEN:
+        value = getattr(spec, field)
+        if field == "examples":
+            value = [e.model_dump(mode="json") for e in value]
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if detector.contains_secret(text):
+            found.append(field)
+    return found
 
 
 def _template_problems(text: str, params: set[str]) -> list[str]:

@@ -10,10 +10,14 @@ state moves::
 A proposal (the model's or a person's) is only ever a draft; ``approve`` needs a person of level 6
 (``memory.ingest.person_level``'s look-up) and the version's latest sandbox test passed on its
 current hash; it makes the version active. ``rollback`` makes the previous approved version
-active and retires the one that was. ``active_skills`` is what the registry exposes as tools.
+active and retires the one that was (with none before it, no version is active: the skill is
+no longer a tool). ``active_skills`` is what the registry exposes as tools.
+
+A proposal in which the sanitizer finds a secret or a personal value is refused, nothing stored:
+a version is kept unmasked (its hash names its code), so it must hold nothing to mask.
 
 Errors: ``SkillError`` (``code``: ``not_found``, ``unknown_person``, ``level``, ``not_tested``,
-``no_previous``).
+``no_previous``, ``secret``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 from shared_lib import collections
 from shared_lib.errors import CharterError
 from shared_lib.ports import Store, Transaction
-from shared_lib.skills.spec import SkillSpec
+from shared_lib.skills.spec import SkillSpec, secret_fields
 
 APPROVER_LEVEL = 6  # seed 001 §23.5: a skill is enabled by the top level only
 MAX_SKILLS = 200
@@ -69,9 +73,22 @@ def forget(org_id: str) -> None:
         _cache.pop(key, None)
 
 
+def refuse_secrets(spec: SkillSpec) -> None:
+    """``SkillError`` ``secret`` naming the fields of ``spec`` that hold a secret or a personal value."""
+    fields = secret_fields(spec)
+    if fields:
+        raise SkillError(
+            f"skill {spec.name!r} holds a secret or a personal value in {', '.join(fields)}: "
+            "a skill is stored unmasked, so it is refused; remove the value and propose it again",
+            "secret",
+        )
+
+
 def propose_in(txn: Transaction, org_id: str, spec: SkillSpec, *, by: str, now: datetime) -> tuple[int, bool]:
     """Store ``spec`` as a new draft version in ``txn``; ``(version, created)``. The same
-    implementation hash as an existing version is that version (``created`` false), not a new one."""
+    implementation hash as an existing version is that version (``created`` false), not a new one.
+    ``SkillError`` ``secret`` when the spec holds a secret or a personal value."""
+    refuse_secrets(spec)
     skill = txn.get(skill_path(org_id, spec.name)) or {"name": spec.name, "latest_version": 0, "hashes": {}}
     known = skill.get("hashes", {}).get(spec.sha256)
     if known is not None:
@@ -177,11 +194,12 @@ def approve(store: Store, org_id: str, name: str, version: int, *, by: str, now:
     forget(org_id)
 
 
-def rollback(store: Store, org_id: str, name: str, *, by: str, now: datetime) -> int:
-    """Make the previous approved version active and retire the active one; the version now active."""
+def rollback(store: Store, org_id: str, name: str, *, by: str, now: datetime) -> int | None:
+    """Make the previous approved version active and retire the active one; the version now active
+    (``None`` when there was none before it: the skill is no longer a tool)."""
     _check_approver(store, org_id, by)
 
-    def txn_fn(txn: Transaction) -> int:
+    def txn_fn(txn: Transaction) -> int | None:
         skill = txn.get(skill_path(org_id, name))
         active = (skill or {}).get("active_version")
         if skill is None or active is None:
@@ -192,8 +210,6 @@ def rollback(store: Store, org_id: str, name: str, *, by: str, now: datetime) ->
             if doc is not None and doc["state"] == "approved":
                 previous = number
                 break
-        if previous is None:
-            raise SkillError(f"skill {name!r} has no earlier approved version", "no_previous")
         current = txn.get(version_path(org_id, name, int(active)))
         if current is not None:
             txn.set(

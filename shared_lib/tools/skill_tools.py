@@ -1,7 +1,8 @@
 """An organisation's approved skills as registry entries (seed 001 §23.5).
 
 Each active approved version becomes a ``ToolSpec`` named ``skill_<name>``: effect ``read`` (a skill
-never writes; its view is read-only), its level, labels and trigger examples from its spec, a
+never writes; its view is read-only), its level (``SkillSpec.level``: at least that of every
+collection it reads), labels and trigger examples from its spec, a
 parameter model built from its ``input_schema``, and a handler that runs the version in the
 sandbox with the call's parameters (a sandbox failure is a ``SkillRunFailed``, which the executor
 turns into a tool error the persona phrases). ``registry_for`` is the registry a turn of that
@@ -12,14 +13,13 @@ organisation uses: the built-ins plus these, the skills re-read at most every
 from __future__ import annotations
 
 import logging
-from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from shared_lib.errors import CharterError, ConfigError
 from shared_lib.ports import Store, Transaction
-from shared_lib.skills.config import SandboxConfig, load_config
+from shared_lib.skills.config import SandboxConfig, packaged
 from shared_lib.skills.sandbox import run_skill
 from shared_lib.skills.spec import SkillSpec
 from shared_lib.skills.store import ActiveSkill, active_skills
@@ -100,7 +100,7 @@ def _build(spec: SkillSpec, version: int, config: SandboxConfig) -> ToolSpec:
         examples=tuple(spec.trigger_examples),
         params=params_model(spec),
         handler=_handler(spec, config),
-        min_level=spec.min_level,
+        min_level=spec.level,  # raised to the level of what it reads
         danger="none",
         effect="read",
         keywords=tuple(spec.keywords),
@@ -117,9 +117,8 @@ def skill_specs(skills: list[ActiveSkill], config: SandboxConfig | None = None) 
     return [_tool_spec(s.spec, s.version, cfg) for s in skills]
 
 
-@cache
 def sandbox_config() -> SandboxConfig:
-    return load_config()
+    return packaged()
 
 
 def registry_for(base: ToolRegistry, store: Store, org_id: str) -> ToolRegistry:

@@ -29,7 +29,7 @@ def test_a_skill_version_lives_and_rolls_back_on_firestore(firestore_store):
     # GIVEN two versions, the second reading the organisation through the sandbox's view
     assert skills.propose(store, ORG, spec(), by="model", now=NOW) == (1, True)
     assert skills.propose(store, ORG, spec(), by="model", now=NOW) == (1, False)
-    assert skills.propose(store, ORG, spec(READS), by="model", now=NOW) == (2, True)
+    assert skills.propose(store, ORG, spec(READS, reads=["tasks"]), by="model", now=NOW) == (2, True)
     for version in (1, 2):
         _, state, report = run_version_test(store, ORG, "add_numbers", version, CONFIG, NOW)
         assert state == "tested", report

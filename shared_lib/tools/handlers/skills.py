@@ -5,7 +5,8 @@ as a ``skills.spec.SkillSpec`` (author ``model``); once the call's transaction c
 on a replay) it is stored as a draft version and its examples run in the sandbox, the result
 recorded on the version. It is stored after the commit, not through the effect's transaction,
 because that one masks what it writes (``tools.at_rest``): a masked implementation would no
-longer be the code its hash names. The same code again is the same version, so a retry adds none. Nothing here enables it: only a level-6 person's approval does
+longer be the code its hash names. The same code again is the same version, so a retry adds none. A spec holding a secret or a
+personal value is refused before anything is stored (a tool error the persona phrases). Nothing here enables it: only a level-6 person's approval does
 (``charter skills approve``), and only for a version whose test passed.
 """
 
@@ -20,7 +21,7 @@ from pydantic import Field, ValidationError
 from shared_lib.ports import Store, Transaction
 from shared_lib.skills.examples import run_version_test
 from shared_lib.skills.spec import SkillSpec
-from shared_lib.skills.store import propose
+from shared_lib.skills.store import SkillError, propose, refuse_secrets
 from shared_lib.tools.handlers.base import Params, preview
 from shared_lib.tools.registry import ToolContext, ToolInputError
 from shared_lib.tools.skill_tools import sandbox_config
@@ -49,6 +50,10 @@ class ProposeSkillParams(Params):
     )
     examples: list[dict[str, Any]] = Field(description="入力と期待する出力の例（input, output）1〜10件")
     min_level: int = Field(default=2, ge=2, le=6, description="使えるようになる権限レベル（2〜6）")
+    reads: list[str] = Field(
+        default_factory=list,
+        description="コードが読む組織のデータ（tasks, goals, users, departments, salaries のうち必要なものだけ）",
+    )
 
 
 def _store_and_test(org_id: str, spec: SkillSpec, by: str, now: datetime) -> Any:
@@ -68,6 +73,14 @@ def propose_skill(params: ProposeSkillParams, ctx: ToolContext, txn: Transaction
         log.info("propose_skill: invalid spec: %s", exc.errors()[:3])
         raise ToolInputError(
             "スキルの定義が正しくないウル（入力の形・表示名・例を見直してほしいウル）"
+        ) from exc
+    try:
+        refuse_secrets(spec)  # checked now: the draft is stored after the commit, unmasked
+    except SkillError as exc:
+        log.info("propose_skill: refused: %s", exc)
+        raise ToolInputError(
+            "スキルの中にパスワードや個人の連絡先のような情報が入っているので、保存しなかったウル"
+            "（その値を外してから、もう一度提案してほしいウル）"
         ) from exc
     if ctx.dry_run or txn is None:
         return preview("propose_skill", display_name=spec.display_name)

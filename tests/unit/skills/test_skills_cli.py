@@ -88,9 +88,12 @@ def test_approved_skill_is_a_tool_until_rolled_back(store, tmp_path, capsys):
     assert out(capsys)["problems"] == []
     assert main(["skills", "list", "--org", ORG, "--json"]) == 0
     assert out(capsys)["skills"][0]["active_version"] == 2
-    # WHEN rolled back twice: v1, then nothing earlier (exit 1)
+    # WHEN rolled back: v1; again: nothing earlier, the skill is off; a third time: nothing active (exit 1)
     assert main(["skills", "rollback", "--org", ORG, "add_numbers", "--by", "ceo", "--json"]) == 0
     assert out(capsys)["active_version"] == 1
+    assert main(["skills", "rollback", "--org", ORG, "add_numbers", "--by", "ceo", "--json"]) == 0
+    assert out(capsys)["active_version"] is None
+    assert "skill_add_numbers" not in tool_names(capsys)
     assert main(["skills", "rollback", "--org", ORG, "add_numbers", "--by", "ceo"]) == 1
     assert main(["skills", "show", "--org", ORG, "add_numbers", "--version", "2", "--json"]) == 0
     assert out(capsys)["state"] == "retired"
@@ -101,3 +104,32 @@ def test_a_spec_that_does_not_validate_is_bad_input(store, tmp_path):
     bad.write_text(json.dumps({"name": "x"}), encoding="utf-8")
     assert main(["skills", "propose", "--org", ORG, "--file", str(bad)]) == 2
     assert main(["skills", "show", "--org", ORG, "nothing"]) == 1
+
+
+def test_a_skill_reading_salaries_is_shown_and_listed_at_level_six(store, tmp_path, capsys):
+    # GIVEN a level-2 skill that declares it reads salaries, tested
+    store.set(f"orgs/{ORG}/salaries/ceo", {"amount": 1})
+    code = "def run(input, view):\n    return {'sum': input['a'] + input['b'] + len(view.query('salaries', [], 5)) - 1}\n"
+    data = {**spec(code).model_dump(exclude={"author", "sha256"}), "reads": ["salaries"]}
+    path = tmp_path / "salaries.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    assert main(["skills", "propose", "--org", ORG, "--file", str(path)]) == 0
+    assert main(["skills", "test", "--org", ORG, "add_numbers"]) == 0
+    capsys.readouterr()
+    # WHEN shown and approved THEN what it reads and its level are printed
+    assert main(["skills", "show", "--org", ORG, "add_numbers"]) == 0
+    assert "level>=6  reads: salaries (level 6)" in capsys.readouterr().out
+    assert main(["skills", "approve", "--org", ORG, "add_numbers", "--version", "1", "--by", "ceo"]) == 0
+    assert "reads: salaries (level 6)" in capsys.readouterr().out
+    # THEN the organisation's tool list has it at level 6, not its declared 2
+    assert main(["tools", "list", "--org", ORG, "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["skill_add_numbers"]["min_level"] == 6
+
+
+def test_a_proposal_holding_a_secret_exits_1_and_stores_nothing(store, tmp_path, capsys):
+    code = "def run(input, view):\n    token = 'ghp_abcdefghijklmnopqrstuvwxyz0123456789'\n    return {'sum': input['a'] + input['b']}\n"
+    assert main(["skills", "propose", "--org", ORG, "--file", spec_file(tmp_path, code)]) == 1
+    assert "secret" in capsys.readouterr().err
+    assert main(["skills", "list", "--org", ORG, "--json"]) == 0
+    assert out(capsys)["skills"] == []

@@ -182,3 +182,21 @@ def test_a_skill_that_fails_in_the_sandbox_is_a_tool_error_the_persona_phrases()
     assert (record["auth_result"], record["execution_success"]) == ("allowed", False)
     assert (record["tool_errors"], record["execution_error"]) == (1, "execution_error")
     assert "ウル" in reply and "ValueError" not in reply and "skill_" not in reply and "three" not in reply
+
+
+def test_a_proposed_skill_holding_a_secret_is_refused_and_nothing_is_stored():
+    # GIVEN the model proposes code that carries a person's e-mail address (an API key in a
+    # parameter is already blocked by the guardian; a personal value reaches the handler)
+    leaky = (
+        "def run(input, view):\n    to = 'taro@example.com'\n    return {'sum': input['a'] + input['b']}\n"
+    )
+    llm = FakeLLM(default=propose_call(leaky))
+    rt = runtime(llm)
+    wire_inprocess(rt)
+    # WHEN the turn runs
+    reply, record = served(rt, "足し算をスキルにして", "e1")
+    # THEN the call is a validation error phrased by the persona, and no skill is stored
+    assert (record["execution_success"], record["execution_error"]) == (False, "validation_error")
+    assert rt.store.get(skills.skill_path(ORG, "add_numbers")) is None
+    assert rt.store.get(skills.version_path(ORG, "add_numbers", 1)) is None
+    assert "ウル" in reply and "propose_skill" not in reply and "taro@" not in reply

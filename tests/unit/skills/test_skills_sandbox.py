@@ -14,6 +14,7 @@ import pytest
 from skill_fakes import CONFIG, EVASION, NETWORK, ORG, STORE_WRITE, config, spec
 
 from shared_lib.adapters.memory_store import MemoryStore
+from shared_lib.skills import sandbox
 from shared_lib.skills.sandbox import run_code, run_skill, static_problems
 
 
@@ -34,12 +35,17 @@ def test_given_good_code_when_run_then_its_json_output_comes_back(store):
         "def run(input, view):\n    return {'n': input['n'] * 2, 'task': view.get('tasks', 't1')}\n",
         store,
         input={"n": 21},
+        reads=("tasks",),
     )
     assert (r.ok, r.output, r.error_kind) == (True, {"n": 42, "task": {"title": "見積書"}}, None)
 
 
 def test_given_a_query_when_run_then_the_org_scoped_view_answers(store):
-    r = run("def run(input, view):\n    return view.query('tasks', [['title', '==', '見積書']], 5)\n", store)
+    r = run(
+        "def run(input, view):\n    return view.query('tasks', [['title', '==', '見積書']], 5)\n",
+        store,
+        reads=("tasks",),
+    )
     assert r.output == [{"id": "t1", "title": "見積書"}]
 
 
@@ -136,6 +142,50 @@ def test_given_a_prompt_skill_then_its_template_is_rendered_without_a_process(st
 
 
 def test_given_a_query_with_an_unknown_operator_then_it_is_refused_not_widened(store):
-    r = run("def run(input, view):\n    return view.query('tasks', [['title', 'like', '%']], 5)\n", store)
+    r = run(
+        "def run(input, view):\n    return view.query('tasks', [['title', 'like', '%']], 5)\n",
+        store,
+        reads=("tasks",),
+    )
     assert (r.ok, r.error_kind) == (False, "exception")
     assert "operators" in r.error
+
+
+def test_given_a_collection_the_skill_did_not_declare_then_the_run_fails_as_store_read(store):
+    # GIVEN salaries in the organisation and a skill that declared it reads tasks only
+    store.set(f"orgs/{ORG}/salaries/u1", {"amount": 900000})
+    code = "def run(input, view):\n    return view.get('salaries', 'u1')\n"
+    # WHEN it reads salaries THEN the parent serves nothing and the run fails as a refused read
+    r = run(code, store, reads=("tasks",))
+    assert (r.ok, r.output, r.error_kind) == (False, None, "store_read")
+    assert "salaries" in r.error
+    # even when the skill catches the error and returns something else
+    caught = "def run(input, view):\n    try:\n        view.query('memories')\n    except PermissionError:\n        return 1\n"
+    assert run(caught, store, reads=("tasks",)).error_kind == "store_read"
+    # and declared, the same read is served
+    assert run(code, store, reads=("salaries",)).output == {"amount": 900000}
+
+
+def test_the_child_sets_its_own_limits_and_the_parent_runs_no_code_between_fork_and_exec(store, monkeypatch):
+    # GIVEN a watch on how the sandbox starts its child
+    started: list[dict] = []
+    real = sandbox.subprocess.Popen
+
+    def popen(command, **kwargs):
+        if str(sandbox.CHILD) in command:  # not the namespace probe
+            started.append(kwargs)
+        return real(command, **kwargs)
+
+    monkeypatch.setattr(sandbox.subprocess, "Popen", popen)
+    # WHEN a skill (allowed ``resource`` on purpose) reads its own limits
+    code = (
+        "import resource\n"
+        "def run(input, view):\n"
+        "    return [resource.getrlimit(r)[1] for r in "
+        "(resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE)]\n"
+    )
+    r = run(code, store, config("resource"))
+    # THEN the child set them itself (no preexec_fn), in its own process group
+    assert r.ok, r.error
+    assert r.output == [CONFIG.memory_mb * 1024 * 1024, CONFIG.max_open_files, 0, 0]
+    assert [("preexec_fn" in kw, kw.get("start_new_session")) for kw in started] == [(False, True)]

@@ -87,10 +87,6 @@ def test_given_a_draft_never_tested_or_an_approver_below_six_then_approval_is_re
 def test_given_two_approved_versions_when_rolled_back_then_the_previous_is_active(store):
     v1, _ = proposed_and_tested(store)
     skills.approve(store, ORG, "add_numbers", v1, by="boss", now=NOW)
-    # no earlier approved version to go back to
-    with pytest.raises(skills.SkillError) as nothing:
-        skills.rollback(store, ORG, "add_numbers", by="boss", now=NOW)
-    assert nothing.value.code == "no_previous"
     v2, state = proposed_and_tested(store, V2)
     assert state == "tested"
     skills.approve(store, ORG, "add_numbers", v2, by="boss", now=NOW)
@@ -117,3 +113,42 @@ def test_given_a_spec_then_users_read_japanese_and_the_name_cannot_shadow_a_tool
         spec("#" * 20_001 + "\ndef run(input, view):\n    return 1\n")
     with pytest.raises(ValueError, match="sha256"):
         SkillSpec.model_validate({**spec().model_dump(), "sha256": "0" * 64})
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {
+            "implementation": "def run(input, view):\n    return {'sum': input['a'] + input['b'], 'to': 'taro@example.com'}\n"
+        },
+        {"examples": [{"input": {"a": 1, "b": 2}, "output": {"sum": 3, "tel": "090-1234-5678"}}]},
+        {
+            "kind": "prompt",
+            "implementation": "$a と $b を足して 090-1234-5678 に電話するウル",
+            "examples": [
+                {"input": {"a": 1, "b": 2}, "output": "1 と 2 を足して 090-1234-5678 に電話するウル"}
+            ],
+        },
+    ],
+)
+def test_given_a_secret_or_personal_value_in_code_template_or_examples_then_nothing_is_stored(store, changes):
+    with pytest.raises(skills.SkillError) as refused:
+        skills.propose(store, ORG, spec(**changes), by="model", now=NOW)
+    assert refused.value.code == "secret"
+    assert store.get(skills.skill_path(ORG, "add_numbers")) is None
+    assert store.get(skills.version_path(ORG, "add_numbers", 1)) is None
+
+
+def test_given_one_approved_version_when_rolled_back_then_the_skill_is_off(store):
+    # GIVEN a single approved version
+    v1, _ = proposed_and_tested(store)
+    skills.approve(store, ORG, "add_numbers", v1, by="boss", now=NOW)
+    # WHEN rolled back THEN no version is active, it is retired, and it is no longer a tool
+    assert skills.rollback(store, ORG, "add_numbers", by="boss", now=NOW) is None
+    assert skills.active_skills(store, ORG) == []
+    assert skills.get_version(store, ORG, "add_numbers", v1)["state"] == "retired"
+    assert skills.get_skill(store, ORG, "add_numbers")["rollbacks"][-1]["to"] is None
+    # AND with nothing active, another rollback is refused
+    with pytest.raises(skills.SkillError) as nothing:
+        skills.rollback(store, ORG, "add_numbers", by="boss", now=NOW)
+    assert nothing.value.code == "no_previous"
