@@ -83,5 +83,7 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # in the background memory target, after the reply
     # 71.0 with skills (issue 22): a turn's registry holds the organisation's approved skills,
     # one query of its skills kept 2 s per process (config/skills.json), so about one a second
+    # 71.5 since a confirmed action is staged with the request it answers: the mix's 「はい」 turn
+    # that runs a confirmed action is now a fifth staged turn (4 RPCs / 8 turns), after the reply
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 71.0, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 71.5, report["per_turn"]
