@@ -38,13 +38,21 @@ def tool_results(request: LLMRequest) -> list[dict[str, Any]]:
 
 
 class Chain:
-    def __init__(self, steps: list[Any], *, clock: Any = None, usages: list[LLMUsage] | None = None) -> None:
+    def __init__(
+        self,
+        steps: list[Any],
+        *,
+        clock: Any = None,
+        usages: list[LLMUsage] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         """``steps``: the proposal of each proposal call in order (a dict, or a function of the
-        request); ``usages``: what each proposal call reports spending (else the fake's default)."""
+        request); ``usages``: what each proposal call reports spending (else the fake's default);
+        ``env``: settings of the runtime (the Firestore emulator's store, say)."""
         self.steps = list(steps)
         self.usages = list(usages or [])
         self.llm = FakeLLM(default=self._answer)
-        self.rt: Runtime = runtime(self.llm)
+        self.rt: Runtime = runtime(self.llm, env=env)
         if clock is not None:
             self.rt.clock = clock
         wire_inprocess(self.rt)
