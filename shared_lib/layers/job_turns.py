@@ -10,7 +10,9 @@ step as for that person, never more. Here, what only a job's turn does:
 * ``boundary`` (responder's loop controller): at each step the job's progress is written in one
   transaction and the watchdog decides whether it may take another step;
 * ``conclude`` (responder): the result in the worker output contract, the final status, and the
-  report into the parent's room, sent once per job (``report_once``, also used by the sweep).
+  report into the parent's room, sent once per job (``report_once``, also used by the sweep and
+  the operator's cancel) with the parent's reply handle, kept on the job when it delegated
+  (``publish_delegated``); a report not sent stays due and the sweep sends it (``sweep``).
 
 A job cannot ask anyone mid-run: a CONFIRM or a deny ends it.
 """
