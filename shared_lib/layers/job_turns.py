@@ -221,8 +221,11 @@ def report_once(rt: Runtime, job: dict[str, Any], text: str) -> bool:
             rt.store.set(agent_jobs.job_path(org, job_id), {"report_pending": False}, merge=True)
         return True
     channel = rt.channels.get(str(job.get("channel")))
-    if channel is None:
-        log_event("job.report_failed", layer="jobs", severity="WARNING", job_id=job_id, error="no channel")
+    handle = agent_jobs.reply_handle(job, rt.vault)
+    if channel is None or handle is None:  # still due: the sweep's process has both
+        error = "no channel" if channel is None else "no vault key to open the reply handle"
+        receipts.fail(path, error=error)
+        log_event("job.report_failed", layer="jobs", severity="WARNING", job_id=job_id, error=error)
         return False
     shown = Sanitizer.default().present(text, own="")
     result = channel.send(
@@ -232,7 +235,7 @@ def report_once(rt: Runtime, job: dict[str, Any], text: str) -> bool:
             room_id=str(job["room_id"]),
             thread_id=job.get("thread_id") or None,
             user_id=str(job["user_id"]),
-            reply_handle=agent_jobs.reply_handle(job, rt.vault),
+            reply_handle=handle,
             text=shown,
             idempotency_key=f"{job_id}-report",
         )

@@ -128,10 +128,13 @@ def keep_handle(handle: dict[str, str], cipher: MultiFernet | None) -> dict[str,
     return kept
 
 
-def reply_handle(job: dict[str, Any], cipher: MultiFernet | None) -> dict[str, str]:
-    """The reply handle the job's report is sent with (``keep_handle``'s inverse)."""
+def reply_handle(job: dict[str, Any], cipher: MultiFernet | None) -> dict[str, str] | None:
+    """The reply handle the job's report is sent with (``keep_handle``'s inverse); ``None`` when
+    a process without the vault's key holds a sealed one (the report waits for the sweep)."""
     handle = {str(k): str(v) for k, v in (job.get("reply_handle") or {}).items()}
     sealed = job.get("reply_handle_sealed")
+    if sealed and cipher is None:
+        return None
     if sealed and cipher is not None:
         try:
             handle |= {str(k): str(v) for k, v in json.loads(cipher.decrypt(str(sealed).encode())).items()}

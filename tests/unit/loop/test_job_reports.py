@@ -160,3 +160,21 @@ def test_a_report_still_due_after_a_day_is_given_up_not_sent():
     counts = sweep_after(chain, agent_jobs.REPORT_WINDOW)
     assert counts["reports_given_up"] == 1 and chain.replies() == []
     assert sweep_after(chain, timedelta(minutes=1))["reports_due"] == 0
+
+
+def test_a_cancel_from_a_process_without_the_vault_key_leaves_the_report_to_the_sweep_never_the_default_url():
+    # GIVEN a running job delegated over plain HTTP with a callback (kept sealed)
+    chain = Chain([], clock=Clock(NOW))
+    provider = real_channels(chain)
+    kept = agent_jobs.keep_handle({"callback_url": CALLBACK}, chain.rt.vault)
+    store_job(chain.rt, "job-cb", "集めて", status="running", heartbeat_at=NOW, **kept)
+    # WHEN an operator's process that has no vault key cancels it
+    key, chain.rt.vault = chain.rt.vault, None
+    job_turns.cancel(chain.rt, ORG, "job-cb", by="ops")
+    assert provider.requests == []  # not to the default reply URL
+    # THEN the sweep (which has the key) reports it at the callback, once
+    chain.rt.vault = key
+    sweep_after(chain, agent_jobs.REPORT_GRACE)
+    sweep_after(chain, agent_jobs.REPORT_GRACE)
+    told = chain.rt.persona.message("job_cancelled_operator", task="集めて")
+    assert provider.texts_to(CALLBACK) == [told] and provider.texts_to(DEFAULT_URL) == []
