@@ -200,6 +200,8 @@ class ObservabilityRecord(EventHeader):
     smoke: bool = Field(
         default=False, description="A smoke turn run by the candidate revisions before promotion."
     )
+    job_id: str | None = Field(default=None, description="Delegated job this turn runs (none: a person's).")
+    parent_turn_id: str | None = Field(default=None, description="Turn that delegated the job.")
     revisions: dict[str, str] = Field(
         default_factory=dict,
         description="Layer => revision that handled the turn (ingress, trail layers, observer).",
@@ -362,6 +364,8 @@ def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> Ob
         ],
         shadow=turn.shadow,
         smoke=turn.smoke,
+        job_id=turn.job.job_id if turn.job else None,
+        parent_turn_id=turn.job.parent_turn_id if turn.job else None,
         revisions=_revisions(turn, revision),
         route=_route(turn, s),
         steps=steps,

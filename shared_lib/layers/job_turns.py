@@ -10,7 +10,9 @@ step as for that person, never more. Here, what only a job's turn does:
 * ``boundary`` (responder's loop controller): at each step the job's progress is written in one
   transaction and the watchdog decides whether it may take another step;
 * ``conclude`` (responder): the result in the worker output contract, the final status, and the
-  report into the parent's room, sent once per job (``report_once``, also used by the sweep).
+  report into the parent's room, sent once per job (``report_once``, also used by the sweep and
+  the operator's cancel) with the parent's reply handle, kept on the job when it delegated
+  (``publish_delegated``); a report not sent stays due and the sweep sends it (``sweep``).
 
 A job cannot ask anyone mid-run: a CONFIRM or a deny ends it.
 """
@@ -103,13 +105,11 @@ def publish_delegated(turn: Turn, rt: Runtime) -> None:
         if r.ok and r.tool_name == agent_jobs.DELEGATE_TOOL and not r.dry_run and r.result.get("job_id"):
             job = agent_jobs.get(rt.store, turn.org_id, str(r.result["job_id"]))
             if job is not None and job.get("status") == "queued":
-                if turn.inbound.thread_id and not job.get("thread_id"):  # the report follows the thread
-                    job["thread_id"] = turn.inbound.thread_id
-                    rt.store.set(
-                        agent_jobs.job_path(turn.org_id, job["job_id"]),
-                        {"thread_id": job["thread_id"]},
-                        merge=True,
-                    )
+                if "reply_handle" not in job:  # the report goes where this reply goes (its thread)
+                    kept = agent_jobs.keep_handle(turn.inbound.reply_handle, rt.vault)
+                    kept |= {"thread_id": turn.inbound.thread_id} if turn.inbound.thread_id else {}
+                    job |= kept
+                    rt.store.set(agent_jobs.job_path(turn.org_id, job["job_id"]), kept, merge=True)
                 publish(rt, job)
 
 
@@ -184,6 +184,14 @@ def conclude(turn: Turn, rt: Runtime, kind: str, text: str) -> tuple[str, str]:
     return "block", stopped_text(rt, job)
 
 
+def report_text(rt: Runtime, job: dict[str, Any]) -> str:
+    """A final job's report from its document (what the sweep sends when it is still due)."""
+    if job.get("status") == "succeeded":
+        answer = str((job.get("result") or {}).get("result") or "")
+        return rt.persona.message("job_report", task=task_words(job), text=answer)
+    return stopped_text(rt, job)
+
+
 def stopped_text(rt: Runtime, job: dict[str, Any]) -> str:
     """What the requester reads of a job that ended without its answer."""
     status, reason = str(job.get("status")), str(job.get("reason") or "")
@@ -209,10 +217,15 @@ def report_once(rt: Runtime, job: dict[str, Any], text: str) -> bool:
         path, now=rt.clock(), lease=timedelta(0), fields={"at": rt.clock(), "job_id": job_id}
     )
     if claim.state is ClaimState.COMPLETED:
+        if job.get("report_pending"):  # sent, but not yet noted on the job
+            rt.store.set(agent_jobs.job_path(org, job_id), {"report_pending": False}, merge=True)
         return True
     channel = rt.channels.get(str(job.get("channel")))
-    if channel is None:
-        log_event("job.report_failed", layer="jobs", severity="WARNING", job_id=job_id, error="no channel")
+    handle = agent_jobs.reply_handle(job, rt.vault)
+    if channel is None or handle is None:  # still due: the sweep's process has both
+        error = "no channel" if channel is None else "no vault key to open the reply handle"
+        receipts.fail(path, error=error)
+        log_event("job.report_failed", layer="jobs", severity="WARNING", job_id=job_id, error=error)
         return False
     shown = Sanitizer.default().present(text, own="")
     result = channel.send(
@@ -222,15 +235,19 @@ def report_once(rt: Runtime, job: dict[str, Any], text: str) -> bool:
             room_id=str(job["room_id"]),
             thread_id=job.get("thread_id") or None,
             user_id=str(job["user_id"]),
+            reply_handle=handle,
             text=shown,
             idempotency_key=f"{job_id}-report",
         )
     )
-    if not result.ok:
+    if not result.ok:  # still due: the sweep sends it again, under the same key
+        receipts.fail(path, error=result.error or f"status {result.status}")
         log_event("job.report_failed", layer="jobs", severity="WARNING", job_id=job_id, error=result.error)
         return False
     receipts.complete(path, now=rt.clock(), fields={"at": rt.clock(), "job_id": job_id})
-    rt.store.set(agent_jobs.job_path(org, job_id), {"reported_at": rt.clock()}, merge=True)
+    rt.store.set(
+        agent_jobs.job_path(org, job_id), {"reported_at": rt.clock(), "report_pending": False}, merge=True
+    )
     return True
 
 
@@ -248,7 +265,8 @@ def cancel(rt: Runtime, org_id: str, job_id: str, *, by: str) -> dict[str, Any]:
 def sweep(rt: Runtime) -> dict[str, int]:
     """The minute's watchdog sweep (``POST /tasks/jobs/watchdog``), bounded and idempotent per
     job: a queued job whose turn never started is published again (the same turn), a live job
-    past its deadline or without a heartbeat is ``timed_out`` and reported."""
+    past its deadline or without a heartbeat is ``timed_out`` and reported, and a report still
+    due (its send failed, or its turn died) is sent (``report_once``: once, same key)."""
     limits, now = agent_jobs.load_limits(), rt.clock()
     rows = rt.store.query(
         "agent_jobs", where=[("status", "in", sorted(agent_jobs.LIVE))], group=True, limit=limits.sweep_limit
@@ -269,4 +287,20 @@ def sweep(rt: Runtime) -> dict[str, int]:
                 )
                 report_once(rt, done, stopped_text(rt, done))
                 counts["timed_out"] += 1
+    return counts | _resend_reports(rt, limits.sweep_limit)
+
+
+def _resend_reports(rt: Runtime, limit: int) -> dict[str, int]:
+    now = rt.clock()
+    due = rt.store.query("agent_jobs", where=[("report_pending", "==", True)], group=True, limit=limit)
+    counts = {"reports_due": len(due), "reported": 0, "reports_given_up": 0}
+    for _, job in due:
+        action = agent_jobs.report_action(job, now)
+        if action == "send" and report_once(rt, job, report_text(rt, job)):
+            counts["reported"] += 1
+        elif action == "give_up":
+            path = agent_jobs.job_path(str(job["org_id"]), str(job["job_id"]))
+            rt.store.set(path, {"report_pending": False, "report_given_up_at": now}, merge=True)
+            log_event("job.report_given_up", layer="jobs", severity="WARNING", job_id=job["job_id"])
+            counts["reports_given_up"] += 1
     return counts

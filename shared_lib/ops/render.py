@@ -60,6 +60,7 @@ def trail(
         f"{what} {r.record_id}  org {r.organization_id}  user {r.user_id}  room {r.room_id}  via {r.channel}",
         f"  received {r.timestamp.isoformat()}  steps {r.step_count}  trace {r.trace_id or '-'}",
         f"  input      {r.input_message}",
+        *([f"  job        {r.job_id}  delegated by turn {r.parent_turn_id or '-'}"] if r.job_id else []),
         f"  context    {_short(r.context_summary, 160) or '-'}"
         + (f"  (degraded: {', '.join(r.context_degraded)})" if r.context_degraded else ""),
         f"  flags      arm {r.flags_arm} ({r.flags_reason}), flags {r.flags_version or '-'}, bucket {plain(r.bucket)}"

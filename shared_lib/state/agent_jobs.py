@@ -9,7 +9,9 @@ job, never the LLM::
                   operator ──► cancelled (reason operator)
 
 A status changes only from ``queued`` or ``running``, in one transaction, so a redelivered
-step, the sweep and an operator stop a job once. The watchdog's decisions are pure functions
+step, the sweep and an operator stop a job once. A final job's report is due
+(``report_pending``) until it is sent; the sweep sends one still due after ``REPORT_GRACE``
+and gives it up past ``REPORT_WINDOW``. The watchdog's decisions are pure functions
 (``step_stop``, ``sweep_action``) over the document and the clock.
 
 >>> step_stop({"max_steps": 2, "max_cost_usd": 0.5}, steps_done=2, cost_usd=0.0, now=datetime(2026, 1, 1, tzinfo=UTC))
@@ -32,15 +34,19 @@ from shared_lib.tools.job_doc import JobLimits as JobLimits
 from shared_lib.tools.job_doc import job_id_for as job_id_for
 from shared_lib.tools.job_doc import job_of_turn as job_of_turn
 from shared_lib.tools.job_doc import job_path as job_path
+from shared_lib.tools.job_doc import keep_handle as keep_handle
 from shared_lib.tools.job_doc import live_count as live_count
 from shared_lib.tools.job_doc import load_limits as load_limits
 from shared_lib.tools.job_doc import new_job as new_job
+from shared_lib.tools.job_doc import reply_handle as reply_handle
 from shared_lib.tools.job_doc import turn_id_for as turn_id_for
 
 JobStatus = Literal["queued", "running", "succeeded", "failed", "denied", "cancelled", "timed_out"]
 STATUSES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "denied", "cancelled", "timed_out")
 FINAL: frozenset[str] = frozenset(STATUSES) - LIVE
 LIST_LIMIT = 500
+REPORT_GRACE = timedelta(minutes=1)  # the job's own turn (or the cancel) is sending it
+REPORT_WINDOW = timedelta(hours=24)  # a report older than this is no news any more
 NESTED = "job.nested_delegation"  # the guardian's and the gate's reason: a sub-agent never delegates
 
 
@@ -95,6 +101,17 @@ def sweep_action(job: dict[str, Any], now: datetime, limits: JobLimits) -> tuple
     if isinstance(created, datetime) and now - created >= timedelta(seconds=limits.republish_after_seconds):
         return "republish", "not_started"
     return "none", ""
+
+
+def report_action(job: dict[str, Any], now: datetime) -> Literal["send", "give_up", "none"]:
+    """What the sweep does with a job whose report is due: send it once the job's own sender had
+    its ``REPORT_GRACE``, give it up past ``REPORT_WINDOW``."""
+    finished = job.get("finished_at")
+    if job.get("status") not in FINAL or not job.get("report_pending") or not isinstance(finished, datetime):
+        return "none"
+    if now - finished >= REPORT_WINDOW:
+        return "give_up"
+    return "send" if now - finished >= REPORT_GRACE else "none"
 
 
 # -- the store ----------------------------------------------------------------------------------
@@ -161,7 +178,7 @@ def finish(
         doc = txn.get(job_path(org_id, job_id))
         if doc is None or doc.get("status") in FINAL:
             return None
-        doc = {**doc, "status": status, "reason": reason, "finished_at": now}
+        doc = {**doc, "status": status, "reason": reason, "finished_at": now, "report_pending": True}
         if result is not None:
             doc["result"] = result
         if by:

@@ -1,24 +1,39 @@
 """A delegated job as the ``delegate_task`` handler creates it (seed 001 §15.5): its id, its
 document (``queued``) and the limits of ``config/jobs.json``. The job's status machine and the
 watchdog are ``shared_lib.state.agent_jobs`` (above this floor: it re-exports these).
+
+The report goes where the parent's reply went (``keep_handle``/``reply_handle``): the job keeps
+the parent's reply handle, its addresses (a Slack thread, a LINE push target) as they are and
+the rest (a plain-HTTP ``callback_url`` may carry a token) sealed with the vault's key, as the
+ingress keeps a debounced message; without a key that rest is not kept. A LINE reply token is
+never kept: the parent's own reply used it (the report is pushed).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cryptography.fernet import InvalidToken, MultiFernet
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared_lib.collections import collection_path, path
 from shared_lib.config_files import parse_json_model
 from shared_lib.ports import Store
 
+log = logging.getLogger(__name__)
 JOBS_FILE = Path(__file__).resolve().parent.parent / "config" / "jobs.json"
 LIVE: frozenset[str] = frozenset({"queued", "running"})
 DELEGATE_TOOL = "delegate_task"
+# a reply handle's addresses (``shared_lib.channels``): kept as they are
+ADDRESSES = frozenset(
+    {"channel", "thread_ts", "to", "group_id", "room_id", "user_id", "account_id", "message_id"}
+)
+SINGLE_USE = frozenset({"reply_token"})  # LINE: spent by the parent's own reply
 
 
 class JobLimits(BaseModel):
@@ -99,3 +114,30 @@ def new_job(
 def live_count(store: Store, org_id: str) -> int:
     docs = store.query(collection_path("agent_jobs", org=org_id), where=[("status", "in", list(LIVE))])
     return len(docs)
+
+
+def keep_handle(handle: dict[str, str], cipher: MultiFernet | None) -> dict[str, Any]:
+    """The job's fields that keep the parent's reply ``handle`` (merged into its document)."""
+    plain = {k: v for k, v in handle.items() if k in ADDRESSES}
+    rest = {k: v for k, v in handle.items() if k not in ADDRESSES | SINGLE_USE}
+    kept: dict[str, Any] = {"reply_handle": plain}
+    if rest and cipher is not None:
+        kept["reply_handle_sealed"] = cipher.encrypt(json.dumps(rest).encode()).decode()
+    elif rest:
+        log.warning("no vault key: the job's report goes without %s", sorted(rest))
+    return kept
+
+
+def reply_handle(job: dict[str, Any], cipher: MultiFernet | None) -> dict[str, str] | None:
+    """The reply handle the job's report is sent with (``keep_handle``'s inverse); ``None`` when
+    a process without the vault's key holds a sealed one (the report waits for the sweep)."""
+    handle = {str(k): str(v) for k, v in (job.get("reply_handle") or {}).items()}
+    sealed = job.get("reply_handle_sealed")
+    if sealed and cipher is None:
+        return None
+    if sealed and cipher is not None:
+        try:
+            handle |= {str(k): str(v) for k, v in json.loads(cipher.decrypt(str(sealed).encode())).items()}
+        except InvalidToken:  # a key rotated out: the report goes to the addresses alone
+            log.warning("job %s: its sealed reply handle no longer opens", job.get("job_id"))
+    return handle

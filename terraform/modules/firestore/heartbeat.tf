@@ -26,3 +26,23 @@ resource "google_firestore_field" "heartbeat" {
     }
   }
 }
+
+# The jobs watchdog also reads, across organisations, the delegated jobs whose report is still
+# due (report_pending == true: its send failed or its turn died) to send it once.
+resource "google_firestore_field" "job_reports" {
+  project    = var.project_id
+  database   = google_firestore_database.this.name
+  collection = "agent_jobs"
+  field      = "report_pending"
+
+  index_config {
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION_GROUP"
+    }
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION"
+    }
+  }
+}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from shared_lib.envelope import Turn
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
 from shared_lib.runtime import Runtime
+from shared_lib.state import agent_jobs
 from shared_lib.tools.directory import get_person
 from shared_lib.tools.task_backend import TaskDraft
 
@@ -36,13 +38,21 @@ def tool_results(request: LLMRequest) -> list[dict[str, Any]]:
 
 
 class Chain:
-    def __init__(self, steps: list[Any], *, clock: Any = None, usages: list[LLMUsage] | None = None) -> None:
+    def __init__(
+        self,
+        steps: list[Any],
+        *,
+        clock: Any = None,
+        usages: list[LLMUsage] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         """``steps``: the proposal of each proposal call in order (a dict, or a function of the
-        request); ``usages``: what each proposal call reports spending (else the fake's default)."""
+        request); ``usages``: what each proposal call reports spending (else the fake's default);
+        ``env``: settings of the runtime (the Firestore emulator's store, say)."""
         self.steps = list(steps)
         self.usages = list(usages or [])
         self.llm = FakeLLM(default=self._answer)
-        self.rt: Runtime = runtime(self.llm)
+        self.rt: Runtime = runtime(self.llm, env=env)
         if clock is not None:
             self.rt.clock = clock
         wire_inprocess(self.rt)
@@ -98,6 +108,34 @@ class Chain:
 
     def proposals(self) -> list[LLMRequest]:
         return self.llm.calls("proposal")
+
+
+class Clock:
+    """A clock a test moves (``clock.now += ...``)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def store_job(rt: Runtime, job_id: str, task: str, **changes: Any) -> dict[str, Any]:
+    """A delegated job of u1 in room r1 (queued unless ``changes`` say otherwise), stored."""
+    parent = {"turn_id": "t-parent", "room_id": "r1", "channel": "http", "conversation_key": f"{ORG}/r1/u1"}
+    doc = agent_jobs.new_job(
+        job_id=job_id,
+        org_id=ORG,
+        requester="u1",
+        task=task,
+        parent=parent,
+        limits=agent_jobs.load_limits(),
+        max_steps=3,
+        now=rt.clock(),
+    )
+    doc.update(changes)
+    rt.store.set(agent_jobs.job_path(ORG, job_id), doc)
+    return doc
 
 
 def complete_found(request: LLMRequest) -> dict[str, Any]:

@@ -160,3 +160,42 @@ def test_a_job_delegated_in_a_thread_reports_in_that_thread():
     report = [r for r in sent if r.text.startswith("お願いされていた「")]
     assert len(report) == 1 and report[0].thread_id == "th-1" and report[0].room_id == "r1"
     assert jobs(chain)[0]["thread_id"] == "th-1"
+
+
+def test_a_jobs_turn_is_recorded_with_its_job_and_parent_turn_and_turns_show_names_them(
+    monkeypatch: Any, capsys: Any
+):
+    import json
+
+    from shared_lib.cli import main, operations
+    from shared_lib.observability import ObservabilityRecord
+
+    # GIVEN u1's turn delegated a job that answered
+    chain = Chain([DELEGATE, text("期限切れは2件ウル🐺")])
+    _, parent = chain.say("営業チームの期限切れタスクを集めて要約して")
+    (job,) = jobs(chain)
+    # WHEN the observer recorded both turns (the store's record and the row streamed to BigQuery)
+    record = chain.rt.store.get(f"orgs/{ORG}/observability/{job['turn_id']}")
+    streamed = [
+        json.loads(d)
+        for t, d, a, _ in chain.rt.bus.published  # type: ignore[attr-defined]
+        if t == "events" and a.get("event_kind") == "turn_record"
+    ]
+    rows = {r["turn_id"]: ObservabilityRecord.model_validate(r) for r in streamed}
+    # THEN the job's turn names its job and the parent turn; the person's own turn names none
+    assert record is not None and (record["job_id"], record["parent_turn_id"]) == (
+        job["job_id"],
+        parent.turn_id,
+    )
+    assert (rows[job["turn_id"]].job_id, rows[job["turn_id"]].parent_turn_id) == (
+        job["job_id"],
+        parent.turn_id,
+    )
+    assert (rows[parent.turn_id].job_id, rows[parent.turn_id].parent_turn_id) == (None, None)
+    # AND charter turns list/show carry it
+    monkeypatch.setattr(operations, "runtime_for", lambda _args: chain.rt)
+    assert main(["turns", "list", "--org", ORG, "--json"]) == 0
+    listed = {r["record_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert listed[job["turn_id"]]["parent_turn_id"] == parent.turn_id
+    assert main(["turns", "show", job["turn_id"], "--org", ORG]) == 0
+    assert f"job        {job['job_id']}  delegated by turn {parent.turn_id}" in capsys.readouterr().out
