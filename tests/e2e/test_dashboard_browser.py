@@ -206,3 +206,48 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     assert stopped["kill_switch"] is True and stopped["arm"] == "kill_switch"
     assert stopped["final_response"] == load_persona().message("kill_switch")
     assert stopped["tool_calls_executed"] == 0
+
+
+def test_the_jobs_and_fine_tuning_views_list_a_job_and_accept_a_staged_turn(stack, browser):
+    # GIVEN a delegated job and a chat turn the demo organisation (opted in) stages for fine-tuning
+    parent = stack.record(DEMO_ORG, webhook(stack, "営業チームの期限切れタスクを集めて要約して", "u-suzuki"))
+    chat = webhook(stack, "今日は暑いね〜", "u-tanaka")
+    stack.record(DEMO_ORG, chat)
+    wait = WebDriverWait(browser, WAIT)
+    browser.get(stack.admin_url + "/")
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == "1")
+    browser.find_element(By.ID, "admin-token").send_keys(stack.admin_token)
+    browser.find_element(By.ID, "token-save").click()
+
+    # WHEN the operator opens the jobs view THEN the job is there, as its requester's, finished
+    view(browser, wait, "jobs")
+    browser.find_element(By.ID, "jobs-org").send_keys(DEMO_ORG)
+
+    def job_row(d: WebDriver) -> list[str] | None:
+        d.find_element(By.CSS_SELECTOR, "#jobs-form button[type=submit]").click()
+        for row in d.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr"):
+            cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+            if cells and "営業チームの期限切れタスク" in cells[7] and cells[2] == "succeeded":
+                return cells
+        return None
+
+    cells = wait.until(job_row)
+    assert cells[6] == "u-suzuki" and parent["final_response"]
+    shot(browser, "7-jobs")
+
+    # WHEN the CEO accepts the staged chat turn in the fine-tuning view
+    view(browser, wait, "ft")
+    browser.find_element(By.ID, "ft-org").send_keys(DEMO_ORG)
+    browser.find_element(By.ID, "ft-by").send_keys("u-kazu")
+
+    def accept_button(d: WebDriver) -> Any:
+        d.find_element(By.CSS_SELECTOR, "#ft-form button[type=submit]").click()
+        found = d.find_elements(By.CSS_SELECTOR, f'#ft-table button[data-ft="accept"][data-id="{chat}"]')
+        return found[0] if found else None
+
+    wait.until(accept_button).click()
+    # THEN the candidate is accepted, by that person, in the store the export reads
+    path = f"orgs/{DEMO_ORG}/ft_candidates/{chat}"
+    stack.wait_for(lambda: (stack.store.get(path) or {}).get("status") == "accepted", timeout=WAIT)
+    assert (stack.store.get(path) or {}).get("review", {}).get("by") == "u-kazu"
+    shot(browser, "8-ft-accepted")

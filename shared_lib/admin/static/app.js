@@ -5,7 +5,7 @@
 
 const state = { token: sessionStorage.getItem("charterAdminToken") || "", openTurn: null, tz: "Asia/Tokyo",
                 view: "overview" };
-const VIEWS = ["overview", "turns", "trail", "llm", "shadow", "controls", "memory"];
+const VIEWS = ["overview", "turns", "trail", "llm", "shadow", "controls", "memory", "jobs", "ft"];
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -78,7 +78,7 @@ function show(view) {
 function loadView() {
   const loaders = { overview: [loadStats, loadCharts, loadAlerts], turns: [loadTurns], trail: [],
                     llm: [loadLlmCalls, loadEvaluations], shadow: [loadRollout], controls: [loadFlags],
-                    memory: [loadMemory] };
+                    memory: [loadMemory], jobs: [loadJobs], ft: [loadFt] };
   return Promise.allSettled((loaders[state.view] || []).map((f) => f()));
 }
 
@@ -392,7 +392,7 @@ async function start() {
   await refresh();
   const params = new URLSearchParams(location.search);
   if (params.get("turn")) openTrail(params.get("turn"), params.get("org")).catch((e) => say(e.message, true));
-  setInterval(() => { if (!["trail", "controls", "memory"].includes(state.view)) refresh(); }, 15000);
+  setInterval(() => { if (!["trail", "controls", "memory", "ft"].includes(state.view)) refresh(); }, 15000);
 }
 
 document.addEventListener("DOMContentLoaded", start);

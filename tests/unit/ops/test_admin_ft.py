@@ -52,3 +52,12 @@ def test_reviews_need_the_token_a_named_person_and_the_level():
     assert refused.status_code == 403 and refused.get_json()["error"] == "level"
     assert c.get(f"/api/ft/nope?org={ft_fakes.ORG}", headers=AUTH).status_code == 404
     assert rt.store.get(candidate_path(ft_fakes.ORG, "t1"))["status"] == "pending"
+
+
+def test_the_page_has_the_jobs_and_fine_tuning_views_and_serves_their_script():
+    _, c = client()
+    page = c.get("/").data.decode()
+    assert 'data-view="jobs"' in page and 'id="jobs-table"' in page and 'src="/assets/work.js"' in page
+    assert 'data-view="ft"' in page and 'id="ft-table"' in page
+    script = c.get("/assets/work.js")
+    assert script.status_code == 200 and b"/api/ft/${action}" in script.data and b"/api/jobs" in script.data
