@@ -3,6 +3,9 @@
 Every example's input goes through ``sandbox.run_skill``; its output must equal the example's
 (a prompt's text compared without surrounding blanks). A sandbox refusal (network, process, file,
 store write, undeclared read, import, time, memory) ends the test there: the version fails with that kind.
+Within a turn the test has a total ``budget_seconds`` (the executor must not wait ten examples'
+timeouts): examples the budget does not reach, or one cut short by the budget rather than by its
+own timeout, leave the report ``incomplete`` — not a verdict; ``charter skills test`` finishes it.
 
 >>> from shared_lib.adapters.memory_store import MemoryStore
 >>> from shared_lib.skills.config import load_config
@@ -13,6 +16,7 @@ True
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +26,7 @@ from shared_lib.skills.config import SandboxConfig
 from shared_lib.skills.sandbox import run_skill
 from shared_lib.skills.spec import SkillSpec
 
+MIN_RUN_SECONDS = 0.5  # below it an example is not started: the report is incomplete
 REFUSALS = {"timeout", "memory", "network", "process", "filesystem", "store_write", "store_read", "import"}
 
 
@@ -31,11 +36,27 @@ def _same(kind: str, got: Any, expected: Any) -> bool:
     return bool(got == expected)
 
 
-def run_examples(spec: SkillSpec, store: Store, org_id: str, config: SandboxConfig) -> dict[str, Any]:
-    """``{"passed", "examples": [{index, ok, error_kind, error, output}], "error_kinds"}``."""
+def run_examples(
+    spec: SkillSpec, store: Store, org_id: str, config: SandboxConfig, *, budget_seconds: float | None = None
+) -> dict[str, Any]:
+    """``{"passed", "incomplete", "examples": [{index, ok, error_kind, error, output}], "error_kinds"}``."""
+    ends = None if budget_seconds is None else time.monotonic() + budget_seconds
     results: list[dict[str, Any]] = []
+    incomplete = False
     for index, example in enumerate(spec.examples):
-        r = run_skill(spec, example.input, store, org_id, config)
+        left = (
+            config.timeout_seconds if ends is None else min(config.timeout_seconds, ends - time.monotonic())
+        )
+        if left < MIN_RUN_SECONDS:
+            incomplete = True
+            break
+        run_config = (
+            config if left == config.timeout_seconds else config.model_copy(update={"timeout_seconds": left})
+        )
+        r = run_skill(spec, example.input, store, org_id, run_config)
+        if r.error_kind == "timeout" and left < config.timeout_seconds:
+            incomplete = True  # the turn's budget ran out, not the skill's own timeout
+            break
         matched = r.ok and _same(spec.kind, r.output, example.output)
         error = r.error if not r.ok else ("" if matched else "the output is not the example's")
         results.append(
@@ -49,9 +70,11 @@ def run_examples(spec: SkillSpec, store: Store, org_id: str, config: SandboxConf
         )
         if r.error_kind in REFUSALS:
             break
+    refused = any(x["error_kind"] in REFUSALS for x in results)
+    incomplete = incomplete and not refused and all(x["ok"] for x in results)
     kinds = sorted({str(x["error_kind"]) for x in results if x["error_kind"]})
     passed = len(results) == len(spec.examples) and all(x["ok"] for x in results)
-    return {"passed": passed, "examples": results, "error_kinds": kinds}
+    return {"passed": passed, "incomplete": incomplete, "examples": results, "error_kinds": kinds}
 
 
 def run_version_test(

@@ -19,9 +19,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError
 
 from shared_lib.ports import Store, Transaction
-from shared_lib.skills.examples import run_version_test
+from shared_lib.skills.examples import run_examples
 from shared_lib.skills.spec import SkillSpec
-from shared_lib.skills.store import SkillError, propose, refuse_secrets
+from shared_lib.skills.store import SkillError, propose, record_test, refuse_secrets
 from shared_lib.tools.handlers.base import Params, preview
 from shared_lib.tools.registry import ToolContext, ToolInputError
 from shared_lib.tools.skill_tools import sandbox_config
@@ -59,9 +59,17 @@ class ProposeSkillParams(Params):
 def _store_and_test(org_id: str, spec: SkillSpec, by: str, now: datetime) -> Any:
     def store_and_test(store: Store, retention: timedelta | None) -> None:
         version, created = propose(store, org_id, spec, by=by, now=now)
-        if created:
-            _, state, report = run_version_test(store, org_id, spec.name, version, sandbox_config(), now)
-            log.info("skill %s v%d tested: %s %s", spec.name, version, state, report["error_kinds"])
+        if not created:
+            return
+        config = sandbox_config()
+        # within the turn: at most one run's timeout for all the examples, so the executor never
+        # waits ten examples' timeouts; an unfinished test leaves the draft for `charter skills test`
+        report = run_examples(spec, store, org_id, config, budget_seconds=config.timeout_seconds)
+        if report["incomplete"]:
+            log.info("skill %s v%d left a draft: its test did not finish within the turn", spec.name, version)
+            return
+        state = record_test(store, org_id, spec.name, version, report, now)
+        log.info("skill %s v%d tested: %s %s", spec.name, version, state, report["error_kinds"])
 
     return store_and_test
 
