@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -70,6 +72,20 @@ class LocalStack:
         """What a fake LLM received: ``fake_llm`` (the first peer) or ``fake_llm_fallback``."""
         with urllib.request.urlopen(self.url(component) + "/_admin/requests", timeout=10) as resp:
             return list(json.loads(resp.read()))
+
+    def charter(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``charter …`` as an operator runs it: in the stack's work folder, nothing exported."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CHARTER_", "ANTHROPIC_"))}
+        env.pop("FIRESTORE_EMULATOR_HOST", None)
+        env.pop("PUBSUB_EMULATOR_HOST", None)
+        return subprocess.run(
+            [sys.executable, "-m", "shared_lib.cli", *args],
+            cwd=self.workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.25) -> Any:
         end = time.monotonic() + timeout

@@ -9,9 +9,6 @@ job is covered on the in-process chain: ``tests/unit/cli/test_jobs_cli.py``,
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import urllib.request
 import uuid
 from typing import Any
@@ -45,21 +42,6 @@ def job_in(stack: Any, room: str) -> dict[str, Any] | None:
     return found[0] if len(found) == 1 else None
 
 
-def charter(stack: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    """``charter …`` as an operator runs it: in the stack's work folder, nothing exported."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHARTER_", "ANTHROPIC_"))}
-    env.pop("FIRESTORE_EMULATOR_HOST", None)
-    env.pop("PUBSUB_EMULATOR_HOST", None)
-    return subprocess.run(
-        [sys.executable, "-m", "shared_lib.cli", *args],
-        cwd=stack.workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 @pytest.mark.e2e
 def test_a_job_finishes_and_reports_another_is_stopped_at_its_step_limit_a_third_is_denied(local_stack):
     stack, tag = local_stack, uuid.uuid4().hex[:6]
@@ -84,12 +66,12 @@ def test_a_job_finishes_and_reports_another_is_stopped_at_its_step_limit_a_third
     assert sent[0].startswith(f"「{FINISHES[:39]}") and "お知らせするウル" in sent[0]
     reports = [r for r in sent if r.startswith("お願いされていた「")]
     assert len(reports) == 1 and "まとまったウル" in reports[0]
-    shown = charter(stack, "jobs", "show", "--org", ORG, done["job_id"], "--json")
+    shown = stack.charter("jobs", "show", "--org", ORG, done["job_id"], "--json")
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert json.loads(shown.stdout)["status"] == "succeeded"
     turn = stack.record(ORG, done["turn_id"])
     assert turn["user_id"] == USER
-    listed = charter(stack, "jobs", "list", "--status", "succeeded", "--json")  # every organisation
+    listed = stack.charter("jobs", "list", "--status", "succeeded", "--json")  # every organisation
     assert listed.returncode == 0, listed.stderr[-2000:]
     assert done["job_id"] in [j["job_id"] for j in json.loads(listed.stdout)["jobs"]]
 

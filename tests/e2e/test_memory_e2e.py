@@ -6,9 +6,6 @@ and a teaching reaching the brain's prompt of the next turn."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from typing import Any
 
@@ -19,23 +16,8 @@ from infra.webhook_sender import send
 ORG = "demo"
 
 
-def charter(stack, *args: str) -> subprocess.CompletedProcess[str]:
-    """``charter …`` as an operator runs it: in the stack's work folder, nothing exported."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHARTER_", "ANTHROPIC_"))}
-    env.pop("FIRESTORE_EMULATOR_HOST", None)
-    env.pop("PUBSUB_EMULATOR_HOST", None)
-    return subprocess.run(
-        [sys.executable, "-m", "shared_lib.cli", *args],
-        cwd=stack.workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def search(stack, query: str, *extra: str) -> list[dict[str, Any]]:
-    out = charter(stack, "memory", "search", "--org", ORG, *extra, query, "--json")
+    out = stack.charter("memory", "search", "--org", ORG, *extra, query, "--json")
     assert out.returncode == 0, out.stderr[-2000:]
     return list(json.loads(out.stdout)["hits"])
 
@@ -45,14 +27,14 @@ def test_a_teaching_added_by_the_ceo_is_searchable_and_reaches_the_brain(local_s
     tag = uuid.uuid4().hex[:6]
     teaching = f"お客様からの問い合わせには必ず当日中に一次回答すること（方針{tag}）"
     # GIVEN a member below the teaching level: refused, nothing stored
-    refused = charter(
-        local_stack, "memory", "add", "--org", ORG, "--kind", "teaching", "--by", "u-suzuki", teaching
+    refused = local_stack.charter(
+        "memory", "add", "--org", ORG, "--kind", "teaching", "--by", "u-suzuki", teaching
     )
     assert refused.returncode != 0, refused.stdout
     assert not [h for h in search(local_stack, f"方針{tag}") if tag in h["text"]]
     # WHEN the CEO (level 6) adds it
-    added = charter(
-        local_stack, "memory", "add", "--org", ORG, "--kind", "teaching", "--by", "u-kazu", teaching
+    added = local_stack.charter(
+        "memory", "add", "--org", ORG, "--kind", "teaching", "--by", "u-kazu", teaching
     )
     assert added.returncode == 0, added.stderr[-2000:]
     # THEN an exact term finds it first, with a keyword and a vector score
@@ -69,9 +51,9 @@ def test_a_teaching_added_by_the_ceo_is_searchable_and_reaches_the_brain(local_s
     prompts = [json.dumps(r, ensure_ascii=False) for r in local_stack.fake_llm_requests()]
     assert any(asked in p and f"方針{tag}" in p for p in prompts)
     # AND after `memory delete` neither the keyword nor the vector side finds it
-    listed = charter(local_stack, "memory", "list", "--org", ORG, "--kind", "teaching", "--json")
+    listed = local_stack.charter("memory", "list", "--org", ORG, "--kind", "teaching", "--json")
     item = next(i for i in json.loads(listed.stdout)["items"] if tag in json.dumps(i, ensure_ascii=False))
-    gone = charter(local_stack, "memory", "delete", "--org", ORG, "--by", "u-kazu", item["id"])
+    gone = local_stack.charter("memory", "delete", "--org", ORG, "--by", "u-kazu", item["id"])
     assert gone.returncode == 0, gone.stderr[-2000:]
     assert not [h for h in search(local_stack, f"方針{tag}") if tag in h["text"]]
     assert not [h for h in search(local_stack, "当日中の一次回答") if tag in h["text"]]

@@ -14,7 +14,7 @@ import uuid
 from typing import Any
 
 import pytest
-from test_jobs_e2e import charter, post, replies
+from test_jobs_e2e import post, replies
 
 from shared_lib.skills.config import load_config
 
@@ -67,21 +67,21 @@ def test_a_skill_proposed_in_chat_is_tested_approved_run_and_rolled_back(local_s
     # AND the worker tested both drafts in the sandbox: one passed, the network one failed
     stack.wait_for(lambda: version_state(stack, "order_total") in ("tested", "failed"), timeout=30)
     stack.wait_for(lambda: version_state(stack, "fx_rate") in ("tested", "failed"), timeout=30)
-    listed = charter(stack, "skills", "list", "--org", ORG, "--json")
+    listed = stack.charter("skills", "list", "--org", ORG, "--json")
     assert listed.returncode == 0, listed.stderr[-2000:]
     rows = {r["name"]: r for r in json.loads(listed.stdout)["skills"]}
     assert (rows["order_total"]["latest_state"], rows["order_total"]["active_version"]) == ("tested", None)
     assert rows["fx_rate"]["latest_state"] == "failed"
-    refused = charter(stack, "skills", "approve", "--org", ORG, "fx_rate", "--version", "1", "--by", APPROVER)
+    refused = stack.charter("skills", "approve", "--org", ORG, "fx_rate", "--version", "1", "--by", APPROVER)
     assert refused.returncode == 1, refused.stdout + refused.stderr
 
     # WHEN a level-6 person approves it THEN it is one of the organisation's tools
-    approved = charter(
-        stack, "skills", "approve", "--org", ORG, "order_total", "--version", "1", "--by", APPROVER
+    approved = stack.charter(
+        "skills", "approve", "--org", ORG, "order_total", "--version", "1", "--by", APPROVER
     )
     assert approved.returncode == 0, approved.stderr[-2000:]
     changed = time.monotonic()
-    tools = charter(stack, "tools", "list", "--org", ORG, "--json")
+    tools = stack.charter("tools", "list", "--org", ORG, "--json")
     assert tools.returncode == 0, tools.stderr[-2000:]
     assert TOOL in {row["name"] for row in json.loads(tools.stdout)}
     after_cache(changed)
@@ -91,7 +91,7 @@ def test_a_skill_proposed_in_chat_is_tested_approved_run_and_rolled_back(local_s
     assert "4600" in ran and TOOL not in ran, ran
 
     # WHEN rolled back (its only approved version) THEN the next turn's brain is not offered it
-    back = charter(stack, "skills", "rollback", "--org", ORG, "order_total", "--by", APPROVER, "--json")
+    back = stack.charter("skills", "rollback", "--org", ORG, "order_total", "--by", APPROVER, "--json")
     assert back.returncode == 0, back.stderr[-2000:]
     assert json.loads(back.stdout)["active_version"] is None
     after_cache(time.monotonic())
