@@ -7,11 +7,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from infra import demo_cli, eval_cli, local_cli
+from infra import demo_cli, eval_cli, local_cli, say_cli
 from shared_lib.cli import build_parser
 from shared_lib.cli import main as product_main
 
-DEVELOPER_COMMANDS = (demo_cli.register, local_cli.register, eval_cli.register)
+DEVELOPER_COMMANDS = (demo_cli.register, local_cli.register, eval_cli.register, say_cli.register)
 
 
 def parser() -> argparse.ArgumentParser:

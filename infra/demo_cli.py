@@ -17,7 +17,6 @@ import json
 import re
 import sys
 import time
-from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -169,43 +168,15 @@ def _steps_line(s: dict[str, Any]) -> str:
 
 
 def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from shared_lib.composition import ENV_FILE, build_runtime, wire_inprocess, write_env_file
+    from infra.embedded import embedded_product
     from shared_lib.layers.ingress import accept
-    from shared_lib.settings import Settings
 
     keep = Path(args.keep).resolve()
     keep.mkdir(parents=True, exist_ok=True)
     db = keep / "demo.sqlite"
     for stale in keep.glob("demo.sqlite*"):  # every demo starts from an empty store
         stale.unlink()
-    with ExitStack() as stack:
-        from infra.fake_channels.server import FakeChannelServer
-
-        channels = stack.enter_context(FakeChannelServer())
-        values: dict[str, Any] = {
-            **channels.env(),
-            "env": "demo",
-            "store": "sqlite",
-            "store_path": db,
-            "bus": "inproc",
-            "channels": "clients",
-            "llm": "anthropic",
-        }
-        if Settings.from_env(env="demo").anthropic_api_key is not None:
-            banner = "LLM: Claude through the Anthropic API (ANTHROPIC_API_KEY is set)"
-        else:
-            from infra.fake_llm.server import FakeAnthropicServer
-
-            server = stack.enter_context(FakeAnthropicServer())
-            values.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="scripted-model")
-            banner = (
-                "LLM: the built-in scripted model (no ANTHROPIC_API_KEY set) on a local fake Anthropic API"
-            )
-        rt = build_runtime(settings=Settings.from_env(**values))
-        write_env_file(
-            keep / ENV_FILE, {"CHARTER_ENV": "demo", "CHARTER_STORE": "sqlite", "CHARTER_STORE_PATH": str(db)}
-        )
-        wire_inprocess(rt)
+    with embedded_product(db) as (rt, banner):
         seed_demo_directory(rt.store)
         if not args.json:
             print(banner)
@@ -238,10 +209,12 @@ def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:
         return out
 
 
-def _record(store: Store, turn_id: str | None, timeout: float = 0.0) -> dict[str, Any]:
+def _record(
+    store: Store, turn_id: str | None, timeout: float = 0.0, *, org: str = DEMO_ORG
+) -> dict[str, Any]:
     end = time.monotonic() + timeout
     while True:
-        rec = store.get(f"orgs/{DEMO_ORG}/observability/{turn_id}") if turn_id else None
+        rec = store.get(f"orgs/{org}/observability/{turn_id}") if turn_id else None
         if rec is not None or time.monotonic() >= end:
             return rec or {"turn_id": turn_id, "final_response": None, "trail": [], "errors": []}
         time.sleep(0.2)

@@ -40,6 +40,11 @@ COMMANDS: dict[str, Row] = {
         bad=["demo", "--keep", "{bad}"],
         why="embedded, it makes its own store; the fixture runs it (ok); --stack needs the stack",
     ),
+    "say": Row(
+        bad=["say", "--as", "u-suzuki", "--store", "{bad}", "hi"],
+        ok=["say", "--as", "u-suzuki", "--store", "{store}", "--json", "こんにちは"],
+        why="one message in-process; its conversation flow is test_say_cli",
+    ),
     "local up": Row(why="starts the stack: its failure path is test_local_up_failure_*, the run is e2e"),
     "local status": Row(finding=["local", "status"], why="no stack is running in the unit tests"),
     "local restart": Row(finding=["local", "restart", "ingress"], why="no stack: nothing to restart"),
