@@ -86,11 +86,37 @@ class LegacyIntent(_Cfg):
     primary: list[str] = Field(default_factory=list)
     secondary: list[str] = Field(default_factory=list)
     negative: list[str] = Field(default_factory=list)
+    # the shape of a request whose words stand apart (「皆さんに、…って伝えといて」): each match weighs 8
+    patterns: list[str] = Field(default_factory=list)
+
+    @field_validator("patterns")
+    @classmethod
+    def _compile(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            re.compile(pattern)
+        return value
 
 
 class Legacy(_Cfg):
+    """The keyword brain's table, and what it must never act on (hostile text, a bulk deletion)."""
+
+    comment: str = ""
     min_score: Annotated[int, Field(ge=1)] = 2
     intents: dict[str, LegacyIntent] = Field(default_factory=dict)
+    hostile: list[str] = Field(default_factory=list)
+    bulk: list[str] = Field(default_factory=list)
+    destructive: list[str] = Field(default_factory=list)
+    generic: list[str] = Field(default_factory=list)
+    question_endings: list[str] = Field(default_factory=list)
+    question_words: list[str] = Field(default_factory=list)
+    recipient_prefix: str = "^$"
+    instruction_tail: str = "(?!)"
+
+    @field_validator("recipient_prefix", "instruction_tail")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        re.compile(value)
+        return value
 
 
 class BrainConfig(_Cfg):

@@ -123,6 +123,8 @@ def done_text(
         )
         return persona.message(f"done_announcement_{status}", **delivery)
     key = f"done_{result.tool_name}"
+    if result.result.get("count") == 0 and persona.has(f"{key}_none"):
+        key = f"{key}_none"  # 「見つからなかったウル」, never 「0件あるウル」
     if not persona.has(key):
         return persona.message("tool_done", tool=reg.display_name(result.tool_name))
     shown: dict[str, Any] = shown_result(reg, result.tool_name, dict(result.result), today=today)

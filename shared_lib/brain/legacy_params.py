@@ -2,7 +2,10 @@
 
 Each rule recognises one kind of value in the message (a person, a date — found by
 ``shared_lib.dates``, the reader the executor and the guardian use —, a quoted or
-colon-separated content, "全員", a level, a percentage). Only fields the tool declares
+colon-separated content, "全員", a level, a percentage). The content of an announcement or a
+message is what is to be said, never the instruction around it: 「全員に」 before it and
+「とアナウンスして」 after it are taken off (``brain.json`` ``legacy``), and what is left
+must still say something. Only fields the tool declares
 are filled; the tool's own model then decides whether the result is usable. Every value
 comes from the user's message (``parameter_sources`` = ``user_message``), except the
 sender's own name for "自分" (``default``).
@@ -17,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from shared_lib.brain.config import Legacy, load_brain_config
 from shared_lib.dates import find
 from shared_lib.tools.registry import ToolSpec
 
@@ -39,6 +43,25 @@ def _person(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+def person_named(text: str) -> bool:
+    """Someone is named (「田中さん」, 「自分」): a please (お願い) then asks them for something."""
+    return _person(text) is not None or any(w in text for w in _SELF)
+
+
+def _said(text: str, legacy: Legacy) -> str | None:
+    """What an announcement says: quoted or after a colon as written, otherwise the text without
+    「全員に」 before it and 「とアナウンスして」 after it; ``None`` when nothing is left to say."""
+    quoted = _QUOTED.search(text)
+    if quoted or any(c in text and text.split(c, 1)[1].strip() for c in ("：", ":")):
+        return _content(text)
+    body = re.sub(legacy.recipient_prefix, "", text.strip())
+    body = re.sub(legacy.instruction_tail, "", body).strip(" 、,，。")
+    body = re.sub(
+        rf"^{_NAME.pattern}(?:に|へ|宛てに|あてに)?[、,，\s]*", "", body
+    )  # 「佐藤さんに」 is whom, not what
+    return body if len(body) >= 4 and body != text.strip() else None
+
+
 def _date(text: str) -> str | None:
     """The first date expression as written (``shared_lib.dates``); the tool reads it whole."""
     return find(text)
@@ -55,10 +78,17 @@ def _content(text: str) -> str:
 
 
 def _task_body(text: str) -> str | None:
+    """What the task is: after the person (「田中さんに見積書を」), or before them when nothing
+    follows but the request (「会議の資料、田中さんに作ってもらうようお願い」)."""
+    name = _NAME.search(text)
+    after = _body_of(text[name.end() :] if name else text)
+    if after or not name:
+        return after
+    return _body_of(text[: name.start()])
+
+
+def _body_of(text: str) -> str | None:
     rest = text
-    name = _NAME.search(rest)
-    if name:
-        rest = rest[name.end() :]
     for _ in range(3):  # the date expressions (and their までに) are not the body
         said = find(rest)
         if not said:
@@ -66,7 +96,7 @@ def _task_body(text: str) -> str | None:
         rest = re.sub(re.escape(said) + "(?:までに|まで|中に|中|に)?", "", rest, count=1)
     rest = _TAIL.sub("", rest)
     for _ in range(3):
-        rest = _FILLER.sub("", rest.strip())
+        rest = _FILLER.sub("", rest.strip(" 、,，。🙏"))
     return rest or None
 
 
@@ -78,7 +108,6 @@ RULES: dict[str, Rule] = {
     "limit_date": _date,
     "deadline": _date,
     "content": _content,
-    "message": _content,
     "title": lambda t: _QUOTED.search(t).group(1) if _QUOTED.search(t) else None,  # type: ignore[union-attr]
     "query": _content,
     "task_query": _content,
@@ -91,13 +120,16 @@ RULES: dict[str, Rule] = {
 }
 
 
-def extract(spec: ToolSpec, text: str) -> tuple[dict[str, object], dict[str, str]]:
+def extract(
+    spec: ToolSpec, text: str, legacy: Legacy | None = None
+) -> tuple[dict[str, object], dict[str, str]]:
     """(parameters, parameter_sources) for the fields ``spec`` declares."""
     params: dict[str, object] = {}
     sources: dict[str, str] = {}
+    said = legacy or load_brain_config().legacy
     for name in spec.params.model_fields:
         rule = RULES.get(name)
-        value = rule(text) if rule else None
+        value = _said(text, said) if name == "message" else rule(text) if rule else None
         if value is None or value == "":
             continue
         params[name] = value
