@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared_lib import collections, tracing
 from shared_lib.agent_record import AgentSection
+from shared_lib.budgets import BudgetSection
 from shared_lib.decisions import AuthDecision, Verdict
 from shared_lib.errors import BrainError, EnvelopeError, EnvelopeTooLarge
 from shared_lib.ids import new_turn_id, utc_now
@@ -225,10 +226,10 @@ class Turn(BaseModel):
     smoke: bool = False  # True on a smoke turn: published to the smoke topics (candidate revisions)
     ingress_revision: str = ""  # the revision of the ingress that accepted the webhook
     traceparent: str = ""
-    # When the turn's budget (CHARTER_TURN_BUDGET_SECONDS from ingress) runs out; every LLM
-    # call is bounded by it, and a spent budget gets the persona's degraded reply. ``None``
-    # (a turn published before deadlines existed): no bound.
+    # An absolute bound (a delegated job's ``ends_at``; an older ingress stamped one); the
+    # processing budget is ``budget``, which counts work, not waiting (``shared_lib.budgets``).
     deadline: datetime | None = None
+    budget: BudgetSection = Field(default_factory=BudgetSection)
 
     inbound: InboundMessage
     flags: FlagsSection = Field(default_factory=FlagsSection)
@@ -383,7 +384,7 @@ def blob_path(turn: Turn, layer: str) -> str:
 
 
 # Which top-level fields each layer may change (besides the shared bookkeeping).
-SHARED_FIELDS = frozenset({"timings", "trail", "errors", "usage"})
+SHARED_FIELDS = frozenset({"timings", "trail", "errors", "usage", "budget"})
 LAYER_SECTIONS: dict[str, frozenset[str]] = {
     "context": frozenset({"context", "flags", "route", "inbound"}),  # inbound: a debounced batch's texts
     "brain": frozenset({"proposal", "loop"}),  # loop: only when 「はい」 resumes a paused turn

@@ -130,6 +130,8 @@ CATALOGUE: dict[str, CatalogueEntry] = {
     "tool_timeout": _e("executor", "system_error", "medium", True, retry_after_seconds=5),  # added
     "send_error": _e("responder", "external_error", "high", True, alert_admin=True),  # added
     "layer_failed": _e("observer", "system_error", "critical", False, alert_admin=True),  # added: DLQ
+    # added: the turn's budget was spent before the brain started (waiting, not the brain: budgets.py)
+    "turn_backlog": _e("brain", "system_error", "high", True, alert_admin=True, retry_after_seconds=60),
 }
 
 

@@ -51,9 +51,7 @@ class UsageRow(_Row):
     input_tokens: int = Field(default=0, description="Uncached input tokens.")
     output_tokens: int = Field(default=0, description="Output tokens.")
     cache_creation_input_tokens: int = Field(default=0, description="Tokens written to the prompt cache.")
-    cache_read_input_tokens: int = Field(
-        default=0, description="Tokens read from the prompt cache (cache hits)."
-    )
+    cache_read_input_tokens: int = Field(default=0, description="Tokens read from the prompt cache (hits).")
     cost_usd: float = Field(default=0.0, description="Cost in USD.")
     llm_calls: int = Field(default=0, description="LLM calls.")
     llm_duration_ms: float = Field(default=0.0, description="Time in LLM calls.")
@@ -70,9 +68,7 @@ class TrailRow(_Row):
     duration_ms: float = Field(default=0.0, description="Time spent in the layer.")
     at: datetime = Field(description="When the layer finished.")
     detail: str = Field(default="", description="Short detail (masked).")
-    revision: str = Field(
-        default="", description="Revision that ran the layer (K_REVISION / CHARTER_REVISION)."
-    )
+    revision: str = Field(default="", description="Revision that ran the layer (its K_REVISION).")
 
 
 class ErrorRow(_Row):
@@ -182,6 +178,8 @@ class ObservabilityRecord(EventHeader):
     # durations
     total_duration_ms: float = Field(description="From receipt to the end of the last layer (wall time).")
     processing_ms: float = Field(default=0.0, description="Sum of the layers' own times.")
+    queued_ms: float = Field(default=0.0, description="Time the turn waited for its layers (queues).")
+    backlogged: bool = Field(default=False, description="It waited longer than its admitted backlog.")
     llm_duration_ms: float = Field(description="Time in LLM calls.")
     tool_duration_ms: float = Field(description="Time in tool handlers.")
     timings: dict[str, float] = Field(default_factory=dict, description="Per-layer time in ms (layer#step).")
@@ -325,6 +323,8 @@ def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> Ob
         response_sent=turn.response.sent,
         total_duration_ms=_total_ms(turn),
         processing_ms=round(sum(t.duration_ms for t in turn.timings.values()), 3),
+        queued_ms=round(turn.budget.queued_ms, 3),
+        backlogged=turn.budget.backlogged,
         llm_duration_ms=round(turn.usage.llm_duration_ms, 3),
         tool_duration_ms=round(sum(r.duration_ms for r in results), 3),
         timings={k: v.duration_ms for k, v in turn.timings.items()},

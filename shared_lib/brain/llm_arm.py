@@ -28,6 +28,7 @@ from shared_lib.brain.models import flags_document, model_for, proposal_model
 from shared_lib.brain.prompt import assemble
 from shared_lib.brain.steps_prompt import history_messages
 from shared_lib.brain.vault import store_vault
+from shared_lib.callctx import remaining
 from shared_lib.decisions import Outcome
 from shared_lib.envelope import ConstitutionViolation, Turn, Usage
 from shared_lib.errors import BrainError, LLMError
@@ -53,6 +54,8 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         return Outcome("fast_path", reason_code="fast_path", detail=key)
     assert rt.llm is not None
     sec.arm = "llm"
+    if (left := remaining()) is not None and left <= 0 and turn.step == 0:
+        return _not_started(turn, rt)
     sec.model, why = proposal_model(turn, rt, cfg)
     route = route_profile.profile(turn)  # its tools only, its instructions (config/routing.json)
     registry = route_profile.offered(rt.registry, route)
@@ -108,6 +111,20 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     if result.parse_failed:
         return Outcome("parse_error", reason_code="parse_error", detail=detail)
     return Outcome("proposed", reason_code=result.proposal.output_type, detail=detail)
+
+
+def _not_started(turn: Turn, rt: Runtime) -> Outcome:
+    """The turn's budget was spent before the brain started (its absolute deadline passed while it
+    waited, or the stages before it took all of it): nothing the brain did, so not an LLM error
+    (the rollback guard leaves it out, the operators get an alert), and the user reads that it was
+    not done and may send it again, never a bare 「もう一度言って」."""
+    turn.add_error(BrainError.of("turn_backlog", "the turn's budget was spent before the brain started"))
+    turn.proposal.proposal = fixed_text(
+        rt.persona.message("turn_backlog"),
+        "処理を始める前に時間切れになったため、未実行であることを伝える",
+        0.0,
+    )
+    return Outcome("not_started", reason_code="turn_backlog")
 
 
 def _delta(after: Usage, before: Usage) -> Usage:

@@ -9,8 +9,9 @@ then dead-letters.
 Crashes (``shared_lib.idempotency``): the claim's short lease is renewed by a heartbeat
 while the layer runs; a delivery that finds the claim held waits for the holder to finish
 or for its lease to lapse (the holder died) instead of spending a delivery attempt; only
-the holder releases or completes. The layer runs under the turn's budget (its absolute
-``deadline``, stamped at ingress), which bounds every LLM call (``callctx.remaining``).
+the holder releases or completes. The layer runs under what is left of the turn's processing
+budget (``shared_lib.budgets``: work, not the time the turn waited in a queue or for a claim),
+which bounds every LLM call (``callctx.remaining``).
 A step taken over more often than Pub/Sub delivers a message (every holder died while
 working on it: a poison message) raises ``CrashLoop``, which dead-letters it.
 
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from shared_lib import idempotency, tracing
+from shared_lib import budgets, idempotency, tracing
 from shared_lib.callctx import call_context, turn_budget
 from shared_lib.decisions import DEFAULT, Outcome
 
@@ -144,7 +145,8 @@ class LayerRunner:
             clock=rt.clock,
             held_until=lease_until if isinstance(lease_until, datetime) else None,
         )
-        with beat, turn_budget(turn.deadline, rt.clock()):
+        now = rt.clock()
+        with beat, turn_budget(budgets.begin(turn.budget, turn.deadline, now), now):
             try:
                 self._maybe_stall(turn)
                 outcome = self.run(turn)
@@ -173,6 +175,8 @@ class LayerRunner:
         with call_context(turn, self.layer.name):
             outcome = self.layer.run(turn, self.rt.for_turn(turn))
         ms = (time.perf_counter() - t0) * 1000
+        if turn.step == step:  # the loop controller gave the next step a fresh budget
+            budgets.spend(turn.budget, started, self.rt.clock())
         turn.record(
             self.layer.name,
             outcome.outcome,

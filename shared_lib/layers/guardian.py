@@ -28,13 +28,15 @@ if TYPE_CHECKING:
 
 def origin(turn: Turn) -> Origin:
     """``system`` for the brain's fixed catalogue texts (kill switch, confirmation flow, LLM
-    failure), which carry no model confidence; ``proposer`` for anything a brain proposed."""
+    failure, a turn not started), which carry no model confidence; ``proposer`` for anything a brain proposed."""
     sec, p = turn.proposal, turn.proposal.proposal
     if p is None or p.output_type == "tool_call":
         return "proposer"
     if sec.arm in ("state", "kill_switch"):
         return "system"
-    failed_llm = any(e.layer == "brain" and e.category == "llm_error" for e in turn.errors)
+    failed_llm = any(  # the call failed, or the turn's budget was gone before it (turn_backlog)
+        e.layer == "brain" and (e.category == "llm_error" or e.code == "turn_backlog") for e in turn.errors
+    )
     return "system" if sec.arm == "llm" and sec.attempts == 0 and failed_llm else "proposer"
 
 

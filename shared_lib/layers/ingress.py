@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from shared_lib import tracing
+from shared_lib import budgets, tracing
 from shared_lib.channels import DEDUPE_WINDOW
 from shared_lib.envelope import Turn
 from shared_lib.errors import CharterError
@@ -81,8 +81,9 @@ def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "", smoke: bo
 def _accept(rt: Runtime, msg: InboundMessage, *, smoke: bool) -> str | None:
     path = dedupe_path(msg)
     now = rt.clock()
-    budget = timedelta(seconds=rt.settings.turn_budget_seconds)
-    turn = Turn.from_inbound(msg, traceparent=tracing.current_traceparent(), deadline=now + budget)
+    turn = Turn.from_inbound(msg, traceparent=tracing.current_traceparent())
+    s = rt.settings  # the turn's processing budget counts work from here on, never its waits
+    turn.budget = budgets.admit(now, seconds=s.turn_budget_seconds, backlog_seconds=s.backlog_seconds)
     turn.smoke, turn.ingress_revision = smoke, rt.settings.revision
     tracing.annotate({"charter.turn_id": turn.turn_id, "charter.step": 0})
     if not rt.store.create(path, {"turn_id": turn.turn_id, "at": now, "expires_at": now + DEDUPE_RETENTION}):

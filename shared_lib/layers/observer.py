@@ -167,6 +167,20 @@ def _alert_on(rt: Runtime, turn: Turn, record: ObservabilityRecord) -> None:
                 turn_id=turn.turn_id,
                 details={"layer": err.layer},
             )
+    if record.backlogged and not any(e.code == "turn_backlog" for e in turn.errors):
+        # infrastructure, not the brain: the operators hear of it (folded per organisation and
+        # half hour like every alert of a code), the rollback guard never counts it
+        alerts.raise_alert(
+            rt,
+            "turn_backlog",
+            f"turn waited {record.queued_ms / 1000:.0f} s for its layers (admitted backlog "
+            f"{turn.budget.backlog_seconds or 0:.0f} s); answered late",
+            alert_id=f"{base}-turn_backlog",
+            severity="warning",
+            org_id=turn.org_id,
+            turn_id=turn.turn_id,
+            details={"queued_ms": record.queued_ms},
+        )
     for v in turn.proposal.violations:
         alerts.raise_alert(
             rt,

@@ -184,6 +184,8 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     text = _stop_note(turn, rt, text)
     if line := announcement_line(turn.route, arm=turn.proposal.arm, kind=kind):  # a route change (seed 003)
         text = f"{line}\n{text}"
+    if turn.budget.backlogged and not _not_started(turn):  # it waited in a backlog: the reply owns up to it
+        text = f"{rt.persona.message('backlog_late')}\n{text}"
     # An answer to a pending action shows placeholders of an earlier message: none is this one's.
     own = "" if turn.proposal.arm == "state" else turn.inbound.text
     text = Sanitizer.default().present(text, own=own, language=turn.inbound.language)
@@ -213,6 +215,11 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         turn.persona.note(),
     )
     return Outcome("sent", reason_code=kind, detail=" ".join(x for x in notes if x))
+
+
+def _not_started(turn: Turn) -> bool:
+    """The brain answered that it could not start (its reply already says the turn was not done)."""
+    return any(e.code == "turn_backlog" for e in turn.errors)
 
 
 def _persona(turn: Turn, rt: Runtime) -> PersonaSection:

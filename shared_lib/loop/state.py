@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from shared_lib import budgets
 from shared_lib.envelope import Turn
 from shared_lib.loop.controller import LoopDecision, started_at
 
@@ -55,9 +56,12 @@ def take_step(
         # the router's source stays (its decision); the override is the route.override event
         turn.route = turn.route.model_copy(update={"route": decision.reroute})
     turn.step += 1
-    # each step gets the per-step budget a first step gets, never past the loop's own
+    # each step gets the per-step budget of work a first step gets, never more than the loop had
+    # left when it handed the step on (the wait before the next step is not work: budgets.py)
     end = min(now + timedelta(seconds=step_seconds), loop.started_at + timedelta(milliseconds=max_millis))
-    turn.deadline = max(turn.deadline or end, end)
+    budgets.new_step(turn.budget, max(0.0, (end - now).total_seconds()))
+    if turn.deadline is not None:  # an absolute bound (a job's, an older ingress's) moves on as before
+        turn.deadline = max(turn.deadline, end)
 
 
 def stop(turn: Turn, decision: LoopDecision) -> None:

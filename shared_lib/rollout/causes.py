@@ -18,8 +18,16 @@ Only blocks and denials reach the guard; confirmation codes are classified too, 
 policy change turning one into a block is already decided. ``record_signals`` turns one
 observability record into what the guard counts, brain-caused and excluded alike.
 
+Errors the same way (``error_cause``): an LLM error of a call the brain made (it failed,
+timed out, or gave no valid proposal) is the brain's; waiting is the system's: a turn whose
+budget was spent before the brain started (``turn_backlog``), an LLM call never made because
+the budget was already spent (the stages before it used it), a backlog. Those are counted
+apart as ``infra_waits``, never tripping; the backlog itself is an operator alert.
+
 >>> cause_of("security.ng_pattern"), cause_of("constitution.missing_reasoning")
 ('user', 'brain')
+>>> error_cause({"code": "api_timeout", "message": "integration: turn budget spent (phrasing call not made)"})
+'system'
 """
 
 from __future__ import annotations
@@ -85,6 +93,8 @@ LLM_FAILURE_CODES = frozenset(
     if entry.category == "llm_error" and code not in ("invalid_tool_call", "constitution_violation")
 )
 EXECUTION_ERROR_CATEGORIES = ("system_error", "external_error")
+# What ``llm_retry`` and ``continuation`` say of a call they never made: its budget was spent.
+NOT_MADE = ("call not made", "spent before the call")
 
 # What a served record of the LLM arm adds to its organisation's window. The first group
 # is what the brain causes; ``user_blocks``, ``denials`` and ``user_tool_errors`` are the
@@ -103,12 +113,23 @@ SIGNALS = (
     "system_blocks",
     "denials",
     "user_tool_errors",
+    "infra_waits",
 )
 
 
 def cause_of(code: str | None) -> Cause:
     """The cause of a reason code; an unknown code counts against the brain (fail toward safety)."""
     return VERDICT_CAUSES.get(code or "", "brain")
+
+
+def error_cause(error: dict[str, Any]) -> Cause:
+    """Who caused a recorded error (a record's ``errors`` row): ``brain`` for an LLM failure of a
+    call the brain made, ``system`` for waiting (``turn_backlog``, a call never made), ``user``
+    for the rest (not the brain's: execution errors are judged from the tool results)."""
+    code, message = str(error.get("code") or ""), str(error.get("message") or "")
+    if code == "turn_backlog" or (code in LLM_FAILURE_CODES and any(m in message for m in NOT_MADE)):
+        return "system"
+    return "brain" if code in LLM_FAILURE_CODES else "user"
 
 
 def _is_execution_error(code: str | None) -> bool:
@@ -125,13 +146,13 @@ def record_signals(record: dict[str, Any]) -> dict[str, float]:
     ]
     failed = [r for r in results if not r.get("ok")]
     usage = record.get("usage") or {}
-    codes = {str(e.get("code")) for e in record.get("errors") or [] if isinstance(e, dict)}
+    causes = [error_cause(e) for e in record.get("errors") or [] if isinstance(e, dict)]
     violations = record.get("constitution_violations") or []
     guardian_reason = str(record.get("guardian_reason") or "")
     block_cause = cause_of(guardian_reason) if record.get("guardian_action") == "block" else None
     return {
         "turns": 1,
-        "llm_errors": 1 if codes & LLM_FAILURE_CODES else 0,
+        "llm_errors": 1 if "brain" in causes else 0,
         "constitution_violations": (
             1
             if guardian_reason.startswith("constitution.")
@@ -148,4 +169,5 @@ def record_signals(record: dict[str, Any]) -> dict[str, float]:
         "system_blocks": 1 if block_cause == "system" else 0,
         "denials": 1 if record.get("auth_result") == "denied" else 0,
         "user_tool_errors": sum(1 for r in failed if not _is_execution_error(r.get("error_code"))),
+        "infra_waits": 1 if "system" in causes or record.get("backlogged") else 0,
     }

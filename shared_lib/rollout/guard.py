@@ -34,6 +34,13 @@ roll everyone back (the global override). Nothing is written when a stricter ove
 already active. Each trip raises one alert that says what was decided and why, and
 restarts the window of whom it rolled back, so when the override expires the LLM arm is
 judged on new traffic only.
+
+An operator's choice stands: while an override an operator wrote (``charter flags
+override``, the dashboard's controls: any author but the guard) sets the arm of every
+organisation, the guard writes nothing over it; it raises ``rollback_guard_held`` with the
+figures instead (at most once a window), and the operator decides. Waiting is never the
+brain's (``causes.error_cause``): a backlog is an alert of its own (``turn_backlog``, the
+observer), never a rollback.
 """
 
 from __future__ import annotations
@@ -56,13 +63,27 @@ from shared_lib.rollout.guard_window import (
     cost_day,
     window_status,
 )
-from shared_lib.rollout.overrides import write_org_override, write_override
+from shared_lib.rollout.overrides import (
+    operator_override,
+    read_override,
+    write_org_override,
+    write_override,
+)
 
 if TYPE_CHECKING:
     from shared_lib.envelope import Turn
     from shared_lib.flags import FlagsProvider
 
-__all__ = ["ALERT_CODE", "AUTHOR", "STATE", "TRIPS", "RollbackGuard", "guard_status", "last_trip"]
+__all__ = [
+    "ALERT_CODE",
+    "AUTHOR",
+    "HELD_CODE",
+    "STATE",
+    "TRIPS",
+    "RollbackGuard",
+    "guard_status",
+    "last_trip",
+]
 
 
 class Runtime(Protocol):
@@ -81,6 +102,7 @@ class Runtime(Protocol):
 
 AUTHOR = "rollback-guard"
 ALERT_CODE = "rollback_guard_tripped"
+HELD_CODE = "rollback_guard_held"  # it would have rolled back, but an operator's override stands
 SHARDS = 16
 KEEP = timedelta(days=2)
 
@@ -144,6 +166,8 @@ class RollbackGuard:
         decision = status["decision"]
         if decision["action"] == "none":
             return []
+        if (held := self._held(rt, status, config, now)) is not None:
+            return held
         trip_id = new_ulid()
         ttl = timedelta(minutes=config.override_ttl_minutes)
         window = f"window {config.window_minutes} min"
@@ -160,6 +184,7 @@ class RollbackGuard:
                 reason=reason,
                 now=now,
                 unless_stricter_active=True,
+                unless_operator=True,
             )
             if written is None:
                 return []
@@ -179,6 +204,7 @@ class RollbackGuard:
                     reason=reason,
                     now=now,
                     unless_stricter_active=True,
+                    unless_operator=True,
                 )
                 if done is not None:
                     rolled_back.append(org)
@@ -191,6 +217,34 @@ class RollbackGuard:
         rt.store.run_transaction(lambda txn: _remember(txn, trip))
         rt.flags.invalidate()
         return [rt.emit_alert(None, ALERT_CODE, trip["message"])]
+
+    def _held(
+        self, rt: Runtime, status: dict[str, Any], config: RollbackGuardConfig, now: datetime
+    ) -> list[dict[str, Any]] | None:
+        """``None`` unless an operator's override chose every organisation's arm: then nothing is
+        written, and the operator hears what the guard would have done (once a window)."""
+        try:
+            override = operator_override(read_override(rt.store), now, AUTHOR)
+        except ValueError:  # an invalid override is replaced by the trip, as before
+            override = None
+        if override is None:
+            return None
+        if override.kill_switch or override.brain_mode == "legacy":
+            return []  # already as strict as any rollback
+        state = rt.store.get(STATE) or {}
+        last = state.get("held_at")
+        if isinstance(last, datetime) and now - last < timedelta(minutes=config.window_minutes):
+            return []
+        decision = status["decision"]
+        whom = "every organisation" if decision["action"] == "global" else ", ".join(decision["orgs"])
+        message = (
+            f"rollback guard held: it would roll back {whom} to legacy ({decision['why']}): "
+            f"{'; '.join(decision['reasons'])}; the override by {override.author} "
+            f"(brain_mode {override.brain_mode}, until {override.expires_at.isoformat()}: {override.reason}) "
+            "stands, nothing was written: decide with charter guard explain and charter flags override"
+        )
+        rt.store.set(STATE, {**state, "held_at": now, "held": message})
+        return [rt.emit_alert(None, HELD_CODE, message)]
 
     def _count(
         self,

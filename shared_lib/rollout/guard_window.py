@@ -35,7 +35,7 @@ TRIPS = f"{STATE}/trips"
 POOL = "(small organisations)"
 UNKNOWN_ORG = "(unknown)"
 COUNTERS = (*SIGNALS, "comparisons", "disagreements")
-EXCLUDED = ("user_blocks", "system_blocks", "denials", "user_tool_errors")
+EXCLUDED = ("user_blocks", "system_blocks", "denials", "user_tool_errors", "infra_waits")
 # The signal each rate check counts (the pool asks which organisations it came from).
 NUMERATORS = {
     "llm_error_rate": "llm_errors",

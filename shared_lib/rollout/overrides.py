@@ -63,6 +63,14 @@ def _check_ttl(ttl: timedelta) -> None:
         raise ConfigError(f"override ttl must be within (0, {MAX_TTL}], got {ttl}")
 
 
+def operator_override(override: FlagsOverride | None, now: datetime, automaton: str) -> FlagsOverride | None:
+    """The active global part an operator set (any author but ``automaton``, the rollback guard),
+    else ``None``: an explicit choice for every organisation that no automaton overwrites."""
+    if override is None or not override.active(now) or override.author == automaton:
+        return None
+    return override if override.brain_mode is not None or override.kill_switch is not None else None
+
+
 def read_override(store: Store) -> FlagsOverride | None:
     """The stored override (active or expired), or None; raises when it does not validate."""
     raw = store.get(OVERRIDE_DOC)
@@ -79,11 +87,13 @@ def write_override(
     reason: str,
     now: datetime | None = None,
     unless_stricter_active: bool = False,
+    unless_operator: bool = False,
 ) -> FlagsOverride | None:
     """Write (replace) the override and audit it; returns it.
 
     With ``unless_stricter_active`` (the rollback guard) nothing is written and ``None``
-    is returned when an active override is already at least as strict.
+    is returned when an active override is already at least as strict; with
+    ``unless_operator`` also when an operator's (another author's) global part is active.
     """
     if brain_mode is None and kill_switch is None:
         raise ConfigError("an override sets brain_mode, kill_switch or both")
@@ -102,6 +112,8 @@ def write_override(
         raw_before = txn.get(OVERRIDE_DOC)
         before = _parse(raw_before)
         if unless_stricter_active and _strictness(before, at) >= _strictness(override, at):
+            return None
+        if unless_operator and operator_override(before, at, author) is not None:
             return None
         # Organisations rolled back stay rolled back until their own expiry.
         written = override.model_copy(update={"orgs": _active_orgs(before, at)})
@@ -136,12 +148,14 @@ def write_org_override(
     reason: str,
     now: datetime | None = None,
     unless_stricter_active: bool = False,
+    unless_operator: bool = False,
 ) -> FlagsOverride | None:
     """Roll one organisation back to legacy (``orgs[org_id]``) and audit it; returns the document.
 
     The global part is kept while active. With ``unless_stricter_active`` (the rollback guard)
     nothing is written and ``None`` is returned when a global rollback or kill switch, or
-    this organisation's own rollback, is already active.
+    this organisation's own rollback, is already active; with ``unless_operator`` also when
+    an operator's (another author's) global part is active: it chose every organisation's arm.
     """
     if not org_id:
         raise ConfigError("an organisation override names its organisation")
@@ -154,6 +168,8 @@ def write_org_override(
         before = _parse(raw_before)
         orgs = _active_orgs(before, at)
         if unless_stricter_active and (_strictness(before, at) >= 1 or org_id in orgs):
+            return None
+        if unless_operator and operator_override(before, at, author) is not None:
             return None
         orgs[org_id] = entry
         if before is not None and before.active(at) and (before.brain_mode or before.kill_switch is not None):

@@ -86,13 +86,13 @@ class Settings(MemorySettings):
     org_default: str = _f("default", "CHARTER_DEFAULT_ORG")
     flags_document: str = _f("config/flags", "CHARTER_FLAGS_DOCUMENT", deploy="env", required=True)
     flags_ttl_seconds: float = _f(10.0, "CHARTER_FLAGS_TTL", ge=0)
-    # A layer claim's lease, renewed every third of it while the layer works; the turn's budget,
-    # ingress to reply, bounds every LLM call (both nest inside the push timeout: idempotency.py).
+    # A claim's lease, renewed every third of it while the layer works (idempotency.py). The turn's
+    # budget counts work, not waits (budgets.py); a wait past the backlog's is owned up to, alerted.
     lease_seconds: int = _f(10, "CHARTER_LEASE_SECONDS", ge=1)
     turn_budget_seconds: float = _f(45.0, "CHARTER_TURN_BUDGET_SECONDS", targets=("ingress",), gt=0)
-    # the loop controller (seed 002 §3.1: max_loops 3, max_millis 90 000)
-    max_steps: int = _f(3, "CHARTER_MAX_STEPS", ge=1, le=10)
-    max_turn_seconds: float = _f(90.0, "CHARTER_MAX_TURN_SECONDS", gt=0)
+    backlog_seconds: float = _f(120.0, "CHARTER_ADMITTED_BACKLOG_SECONDS", targets=("ingress",), gt=0)
+    max_steps: int = _f(3, "CHARTER_MAX_STEPS", ge=1, le=10)  # the loop controller: seed 002 §3.1's
+    max_turn_seconds: float = _f(90.0, "CHARTER_MAX_TURN_SECONDS", gt=0)  # max_loops 3, max_millis 90 000
     blob_ttl_days: int = _f(7, "CHARTER_BLOB_TTL_DAYS", ge=1)
     fault_injection: bool = _f(False, "CHARTER_FAULT_INJECTION")
     # The Pub/Sub emulator does not dead-letter ordered subscriptions; the local stack turns

@@ -43,6 +43,7 @@ FLOORS: dict[str, int] = {
             "prices",
             "inbound",
             "callctx",
+            "budgets",
             "logs",
             "tracing",
             "idempotency",
