@@ -179,6 +179,8 @@ class ToolExecutor:
                 str(exc),
                 {
                     "detail": str(exc),
+                    "error_key": exc.key,
+                    "values": {k: v if isinstance(v, int | float) else str(v) for k, v in exc.values.items()},
                     "field": exc.field,
                     "options": exc.options,
                     "clarification": exc.is_clarification,

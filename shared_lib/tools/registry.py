@@ -86,12 +86,29 @@ class ToolInputError(CharterError):
 
     With ``options`` it is a clarification: the input named more than one thing (two
     田中さん) and the user must choose; the handler never guesses.
+
+    ``key`` names what the user reads: the persona's ``tool_error.<key>`` message, filled with
+    ``values`` (``tests/unit/persona/test_voice.py`` holds every raise to one). The message is
+    the operator's detail in records and logs, never shown.
+
+    >>> ToolInputError("「山田」が見つからない", key="person_not_found", name="山田").values
+    {'name': '山田'}
     """
 
-    def __init__(self, message: str, *, field: str | None = None, options: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        field: str | None = None,
+        options: list[str] | None = None,
+        **values: object,
+    ) -> None:
         super().__init__(message)
+        self.key = key
         self.field = field
         self.options = options or []
+        self.values = values
 
     @property
     def is_clarification(self) -> bool:
