@@ -19,7 +19,6 @@ the store (the ChatWork task API) go through ``ToolContext.task_backend``.
 from __future__ import annotations
 
 import unicodedata
-
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
