@@ -104,7 +104,7 @@ def _handler_says(persona: Persona, result: ToolResult, registry: ToolRegistry) 
     if not data.get("error_key") or not persona.has(key):
         return ""
     field = str(data.get("field") or "")
-    values = {k: v for k, v in (data.get("values") or {}).items()}
+    values = {k: v for k, v in (data.get("values") or {}).items() if k != "field"}
     return persona.message(
         key, field=registry.parameter_label(result.tool_name, field) if field else "", **values
     )
