@@ -17,13 +17,45 @@ DEPARTMENTS: dict[str, str | None] = {
     "d-sales-east": "d-sales",
     "d-dev": "d-hq",
 }
+DEPARTMENT_NAMES = {"d-hq": "本社", "d-sales": "営業部", "d-sales-east": "東日本営業課", "d-dev": "開発部"}
+# ``reading``: the kana a person is also named by (「たなか」「タナカ」「Tanaka」 find 田中太郎).
 _PEOPLE = [
-    {"user_id": "u-suzuki", "name": "鈴木一郎", "level": 2, "department_id": "d-sales"},
-    {"user_id": "u-tanaka", "name": "田中太郎", "level": 2, "department_id": "d-sales"},
-    {"user_id": "u-sato1", "name": "佐藤一郎", "level": 3, "department_id": "d-sales-east"},
-    {"user_id": "u-sato2", "name": "佐藤花子", "level": 2, "department_id": "d-dev"},
-    {"user_id": "u-yamada", "name": "山田次郎", "level": 4, "department_id": "d-dev"},
-    {"user_id": "u-kazu", "name": "カズ", "level": 6, "department_id": "d-hq"},
+    {
+        "user_id": "u-suzuki",
+        "name": "鈴木一郎",
+        "reading": "すずき いちろう",
+        "level": 2,
+        "department_id": "d-sales",
+    },
+    {
+        "user_id": "u-tanaka",
+        "name": "田中太郎",
+        "reading": "たなか たろう",
+        "level": 2,
+        "department_id": "d-sales",
+    },
+    {
+        "user_id": "u-sato1",
+        "name": "佐藤一郎",
+        "reading": "さとう いちろう",
+        "level": 3,
+        "department_id": "d-sales-east",
+    },
+    {
+        "user_id": "u-sato2",
+        "name": "佐藤花子",
+        "reading": "さとう はなこ",
+        "level": 2,
+        "department_id": "d-dev",
+    },
+    {
+        "user_id": "u-yamada",
+        "name": "山田次郎",
+        "reading": "やまだ じろう",
+        "level": 4,
+        "department_id": "d-dev",
+    },
+    {"user_id": "u-kazu", "name": "カズ", "reading": "かず", "level": 6, "department_id": "d-hq"},
 ]
 # Where each person is reached outside a conversation (an announcement's delivery): a direct
 # room on the plain-HTTP channel, which the demo and the local stack's fake receiver record.
@@ -53,5 +85,5 @@ CONVERSATION: list[tuple[str, str]] = [
 
 def seed_demo_directory(store: Store, org_id: str = DEMO_ORG) -> None:
     """The directory, and the organisation's yes to fine-tuning data (seed 001 §29: off by default)."""
-    seed_directory(store, org_id, PEOPLE, DEPARTMENTS)
+    seed_directory(store, org_id, PEOPLE, DEPARTMENTS, DEPARTMENT_NAMES)
     set_opt_in(store, org_id, True)

@@ -29,7 +29,9 @@ import re
 from functools import lru_cache
 from typing import Any, Literal
 
+from shared_lib.brain import execution_claims
 from shared_lib.brain.config import BrainConfig, Constitution
+from shared_lib.brain.execution_claims import Said
 from shared_lib.envelope import ConstitutionViolation
 from shared_lib.persona import Persona
 from shared_lib.policy.config import PolicyConfig, load_policy_config
@@ -211,7 +213,11 @@ def _reasoning_texts(proposal: Proposal) -> list[str]:
 
 
 def inspect_proposal(
-    proposal: Proposal, cfg: BrainConfig, persona: Persona, policy: PolicyConfig | None = None
+    proposal: Proposal,
+    cfg: BrainConfig,
+    persona: Persona,
+    policy: PolicyConfig | None = None,
+    said: Said | None = None,
 ) -> tuple[Proposal, list[ConstitutionViolation]]:
     """Permission decisions (4.4.2, block) and execution assertions (4.4.1, back to a suggestion).
 
@@ -236,10 +242,13 @@ def inspect_proposal(
         question = confirmation_question(root, persona)
         proposal = Proposal(root=root.model_copy(update={"confirmation_question": question}))
     if isinstance(root, TextResponseProposal):
+        # a thank-you, a condition, a past turn's action is no claim (execution_claims)
         claims = sorted(
             set(
-                _hits(
-                    rules.completion_claim_patterns + rules.execution_patterns, _unquoted(root.text_response)
+                execution_claims.claims(
+                    rules.completion_claim_patterns + rules.execution_patterns,
+                    "\n".join(_unquoted(root.text_response)),
+                    said or Said(),
                 )
             )
         )

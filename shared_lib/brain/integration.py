@@ -90,9 +90,24 @@ def error_text(persona: Persona, code: str, **values: object) -> str:
 
 
 def failure_text(persona: Persona, result: ToolResult, registry: ToolRegistry | None = None) -> str:
+    reg = registry or ToolRegistry()
     if result.error_code == "validation_error":
-        return persona.message("validation_error", detail=_invalid_detail(result, registry or ToolRegistry()))
+        said = _handler_says(persona, result, reg)
+        return said or persona.message("validation_error", detail=_invalid_detail(result, reg))
     return error_text(persona, result.error_code or "execution_error")
+
+
+def _handler_says(persona: Persona, result: ToolResult, registry: ToolRegistry) -> str:
+    """The persona's sentence for a handler's refusal (``tool_error.<key>``), the field by its label."""
+    data = result.result
+    key = f"tool_error.{data.get('error_key')}"
+    if not data.get("error_key") or not persona.has(key):
+        return ""
+    field = str(data.get("field") or "")
+    values = {k: v for k, v in (data.get("values") or {}).items() if k != "field"}
+    return persona.message(
+        key, field=registry.parameter_label(result.tool_name, field) if field else "", **values
+    )
 
 
 def _invalid_detail(result: ToolResult, registry: ToolRegistry) -> str:

@@ -14,14 +14,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from shared_lib.brain import fast_path, llm_brain, route_profile, self_critique
 from shared_lib.brain.accounting import add_call_usage
 from shared_lib.brain.config import BrainConfig, load_brain_config
 from shared_lib.brain.constitution import blocked
+from shared_lib.brain.execution_claims import Said
 from shared_lib.brain.integration import error_text
 from shared_lib.brain.llm_brain import BrainResult, fixed_text
 from shared_lib.brain.models import flags_document, model_for, proposal_model
@@ -82,6 +84,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
             max_tokens=rt.settings.max_tokens,
             record=partial(add_call_usage, turn, rt.prices),
             policy=rt.policy,
+            said=_said(turn, prompt.user_text, prompt.history),
         )
     except LLMError as exc:
         turn.add_error(
@@ -221,4 +224,13 @@ def _critique(turn: Turn, rt: Runtime, cfg: BrainConfig, rate: float) -> None:
         cfg=cfg,
         found=found,
         record=partial(add_call_usage, turn, rt.prices),
+    )
+
+
+def _said(turn: Turn, user_text: str, history: list[dict[str, Any]]) -> Said:
+    """What a text answer's past tense may refer to: the user's words, the conversation's earlier
+    replies and this turn's earlier steps (``execution_claims``)."""
+    replies = [str(m.get("text") or "") for m in turn.context.recent_messages if m.get("role") != "user"]
+    return Said(
+        user_text=user_text, earlier=(*replies, *(json.dumps(h, ensure_ascii=False) for h in history))
     )

@@ -21,6 +21,7 @@ from shared_lib.brain import constitution, dialog_policy
 from shared_lib.brain.confidence import apply_band
 from shared_lib.brain.config import Band, BrainConfig
 from shared_lib.brain.continuation import Recorder, complete
+from shared_lib.brain.execution_claims import Said
 from shared_lib.brain.prompt import Prompt, proposal_request
 from shared_lib.brain.tool_defs import DECISION_TOOL
 from shared_lib.brain.validation import InvalidProposal, validate_proposal
@@ -69,6 +70,7 @@ def propose(
     max_tokens: int,
     record: Recorder,
     policy: PolicyConfig,
+    said: Said | None = None,
 ) -> BrainResult:
     """Raises ``LLMError`` when the LLM cannot be reached (calls made so far are recorded)."""
     violations: list[ConstitutionViolation] = []
@@ -88,7 +90,13 @@ def propose(
             llm, request, max_continuations=cfg.max_continuations, cap=cfg.max_tokens.cap, record=record
         )
         judged = judge(
-            done.response, registry=registry, cfg=cfg, persona=persona, policy=policy, last=attempt == 2
+            done.response,
+            registry=registry,
+            cfg=cfg,
+            persona=persona,
+            policy=policy,
+            last=attempt == 2,
+            said=said or Said(user_text=prompt.user_text),
         )
         violations += judged.violations
         if judged.proposal is not None:
@@ -116,6 +124,7 @@ def judge(
     persona: Persona,
     policy: PolicyConfig,
     last: bool,
+    said: Said | None = None,
 ) -> _Judged:
     uses = response.tool_uses(DECISION_TOOL)
     if not uses:
@@ -139,7 +148,7 @@ def judge(
     dialog = dialog_policy.check(proposal)
     if dialog and not last:
         return _Judged(None, found, dialog.guidance, dialog.code)
-    proposal, more = constitution.inspect_proposal(proposal, cfg, persona, policy)
+    proposal, more = constitution.inspect_proposal(proposal, cfg, persona, policy, said)
     proposal, trimmed = dialog_policy.enforce(proposal)
     return _Judged(proposal, found + more, dropped=dropped, trimmed=trimmed)
 

@@ -48,7 +48,7 @@ def validate_proposal(raw: Any, registry: ToolRegistry) -> Proposal:
     if not isinstance(raw, dict):
         raise InvalidProposal(f"the answer must be a JSON object, got {type(raw).__name__}")
     try:
-        proposal = Proposal.model_validate(raw)
+        proposal = Proposal.model_validate(_canonical(raw, registry))
     except ValidationError as exc:
         raise InvalidProposal(summarise(exc)) from exc
     if isinstance(proposal.root, ToolCallProposal):
@@ -68,3 +68,17 @@ def validate_proposal(raw: Any, registry: ToolRegistry) -> Proposal:
                     summarise(exc, f"tool_calls[{i}].parameters."), code="invalid_tool_call"
                 ) from exc
     return proposal
+
+
+def _canonical(raw: dict[str, Any], registry: ToolRegistry) -> dict[str, Any]:
+    """Enumerated values written as their labels (「人物」) read as the values (``person``)."""
+    calls = raw.get("tool_calls")
+    if not isinstance(calls, list):
+        return raw
+    fixed = [
+        {**c, "parameters": registry.canonical_parameters(str(c.get("tool_name", "")), c["parameters"])}
+        if isinstance(c, dict) and isinstance(c.get("parameters"), dict)
+        else c
+        for c in calls
+    ]
+    return {**raw, "tool_calls": fixed}

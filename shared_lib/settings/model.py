@@ -46,6 +46,7 @@ LOCAL_ENVS: frozenset[str] = frozenset({"demo", "local", "test"})
 LLM_TARGETS = ("brain", "brain_shadow", "responder", "memory")
 VAULT_TARGETS = ("ingress", "context", "brain", "brain_shadow", "executor")  # ingress, context: debounce
 ALERT_TARGETS = ("observer", "admin")
+Secret = SecretStr | None  # a Secret Manager value: never printed, ``Settings.secret(name)`` reads it
 
 
 class Settings(MemorySettings):
@@ -174,12 +175,8 @@ class Settings(MemorySettings):
     chatwork_webhook_token: SecretStr | None = _f(
         None, "CHATWORK_WEBHOOK_TOKEN", targets=("ingress",), deploy="secret"
     )
-    line_channel_secret: SecretStr | None = _f(
-        None, "LINE_CHANNEL_SECRET", targets=("ingress",), deploy="secret"
-    )
-    slack_signing_secret: SecretStr | None = _f(
-        None, "SLACK_SIGNING_SECRET", targets=("ingress",), deploy="secret"
-    )
+    line_channel_secret: Secret = _f(None, "LINE_CHANNEL_SECRET", targets=("ingress",), deploy="secret")
+    slack_signing_secret: Secret = _f(None, "SLACK_SIGNING_SECRET", targets=("ingress",), deploy="secret")
     http_webhook_secret: SecretStr | None = _f(
         None, "HTTP_WEBHOOK_SECRET", targets=("ingress", "responder"), deploy="secret"
     )
@@ -230,7 +227,9 @@ class Settings(MemorySettings):
     )
     alert_room: str | None = _f(None, "CHARTER_ALERT_ROOM", targets=ALERT_TARGETS)
     alert_webhook_url: str | None = _f(None, "CHARTER_ALERT_WEBHOOK_URL", targets=ALERT_TARGETS)
-    alert_webhook_secret: SecretStr | None = _f(None, "CHARTER_ALERT_WEBHOOK_SECRET", targets=ALERT_TARGETS)
+    alert_webhook_secret: Secret = _f(
+        None, "CHARTER_ALERT_WEBHOOK_SECRET", targets=ALERT_TARGETS, deploy="secret"
+    )
     alert_email_to: str | None = _f(None, "CHARTER_ALERT_EMAIL_TO", targets=ALERT_TARGETS)
     alert_email_from: str = _f("charter-alerts@localhost", "CHARTER_ALERT_EMAIL_FROM", targets=ALERT_TARGETS)
     smtp_host: str | None = _f(None, "CHARTER_SMTP_HOST", targets=ALERT_TARGETS)

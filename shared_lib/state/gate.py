@@ -16,7 +16,8 @@ from shared_lib.decisions import Verdict
 from shared_lib.persona import Persona
 from shared_lib.policy.effective import Policy
 from shared_lib.proposal import ToolCallProposal
-from shared_lib.tools.display import name_tools, parameter_lines
+from shared_lib.state.gate_text import for_user
+from shared_lib.tools.display import parameter_lines
 from shared_lib.tools.registry import ToolRegistry
 
 GENERIC = "confirmation.requested"
@@ -123,12 +124,11 @@ def compose(
     if stage >= 2:
         return persona.message("confirm_gate_second", **values)
     reg = policy.registry or ToolRegistry()
-    alternatives = name_tools(reg, "／".join(root.reasoning.alternatives_considered)) or persona.message(
-        "gate_no_alternatives"
-    )
+    said = [for_user(a, reg, persona, today=today) for a in root.reasoning.alternatives_considered]
+    alternatives = "／".join(a for a in said if a) or persona.message("gate_no_alternatives")
     values.update(
-        intent=name_tools(reg, root.reasoning.intent_understanding or ""),
-        rationale=name_tools(reg, root.reasoning.tool_selection_reason or ""),
+        intent=for_user(root.reasoning.intent_understanding or "", reg, persona, today=today),
+        rationale=for_user(root.reasoning.tool_selection_reason or "", reg, persona, today=today),
         impact="\n".join(impact_lines(persona, verdict, root, policy)),
         alternatives=alternatives,
     )

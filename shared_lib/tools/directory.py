@@ -3,15 +3,17 @@
 LLM never supplies a level or a department.
 
 Names the user gave are resolved to exactly one person: 「俺」「自分」「私」 mean the
-sender; a name that matches two people (two 田中さん) is a clarification with the
-candidates as options, never a guess.
+sender; titles and honorifics are not part of a name (「営業部の山田部長」 is 山田, in 営業部),
+and a name is found by its kana reading or romaji too (``person_names``); a name that matches
+two people (two 田中さん) is a clarification with the candidates as options, never a guess.
+A failure is a ``ToolInputError`` with a catalogue key (``tool_error.person_*``): the persona
+says it.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from shared_lib.ports import Store
+from shared_lib.tools import person_names
 from shared_lib.tools.registry import ToolInputError
 
 SELF_WORDS = (
@@ -35,7 +38,6 @@ SELF_WORDS = (
     "myself",
     "sender",
 )
-_HONORIFICS = ("さん", "くん", "君", "ちゃん", "様", "さま", "氏", "殿")
 MAX_DEPARTMENT_DEPTH = 20
 
 
@@ -43,6 +45,7 @@ class Person(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     user_id: str
     name: str
+    reading: str | None = None  # kana (「たなか たろう」): found by 「たなか」「タナカ」「Tanaka」
     level: int = 2
     department_id: str | None = None
     email: str | None = None
@@ -106,56 +109,94 @@ def list_people(store: Store, org_id: str) -> list[Person]:
 
 
 def clean_name(name: str) -> str:
-    text = unicodedata.normalize("NFKC", name).strip()
-    for suffix in _HONORIFICS:
-        if text.endswith(suffix) and len(text) > len(suffix):
-            text = text[: -len(suffix)]
-            break
-    return text.strip()
-
-
-def _key(name: str) -> str:
-    """Comparison form: no honorific, no blanks (「山田 次郎様」 is 「山田次郎」)."""
-    return "".join(clean_name(name).split()).lower()
+    """The name without titles, honorifics and the hints around it (「営業部の山田部長」 is 山田)."""
+    return person_names.parse(name).name
 
 
 def is_self(name: str) -> bool:
     return clean_name(name).lower() in SELF_WORDS
 
 
+def department_names(store: Store, org_id: str) -> dict[str, str]:
+    """Each department's display name (``name`` of its document), where it has one."""
+    return {d: str(doc["name"]) for d, doc in store.query(f"orgs/{org_id}/departments") if doc.get("name")}
+
+
 def resolve_person(
     store: Store, org_id: str, name: str, *, sender_id: str, field: str = "assignee_name"
 ) -> Person:
     """Resolve a name the user gave to exactly one person; ambiguity is an error with options."""
-    cleaned = clean_name(name)
-    if cleaned.lower() in SELF_WORDS:
+    said = person_names.parse(name)
+    if said.name.lower() in SELF_WORDS:
         me = get_person(store, org_id, sender_id)
         if me is None:
-            raise ToolInputError("送信者が名簿にいません", field=field)
+            raise ToolInputError("送信者が名簿にいません", key="sender_unknown", field=field)
         return me
-    if not cleaned:
-        raise ToolInputError("担当者の名前が空です", field=field)
+    if not said.name:
+        raise ToolInputError("担当者の名前が空です", key="person_empty", field=field)
     people = list_people(store, org_id)
-    key = _key(cleaned)
-    exact = [p for p in people if _key(p.name) == key]
-    found = exact or [p for p in people if key in _key(p.name)]
+    found = [p for p in people if person_names.matches(said.name, p.name, p.reading, exact=True)] or [
+        p for p in people if person_names.matches(said.name, p.name, p.reading, exact=False)
+    ]
+    departments = department_names(store, org_id) if len(found) > 1 or said.hints else {}
+    found = _narrowed(found, said.hints, departments)
     if not found:
-        raise ToolInputError(f"「{cleaned}」さんが見つかりません", field=field)
-    if len(found) > 1:
         raise ToolInputError(
-            f"「{cleaned}」さんが{len(found)}人います。どなたですか？",
+            f"「{said.name}」さんが見つかりません", key="person_not_found", field=field, name=said.name
+        )
+    if len(found) > 1:
+        ordered = sorted(found, key=lambda p: (p.name, p.department_id or ""))
+        raise ToolInputError(
+            f"「{said.name}」さんが{len(found)}人います",
+            key="person_ambiguous" if len(found) == 2 else "person_ambiguous_many",
             field=field,
-            options=_labels(sorted(found, key=lambda p: (p.name, p.department_id or ""))),
+            options=_labels(ordered, departments),
+            name=said.name,
+            count=len(found),
+            choices=_choices(ordered, departments),
         )
     return found[0]
 
 
-def _labels(people: list[Person]) -> list[str]:
+def _narrowed(found: list[Person], hints: tuple[str, ...], departments: dict[str, str]) -> list[Person]:
+    """The candidates a hint (「営業部の」「（経理）」) points at; all of them when it points at none."""
+    for hint in hints:
+        key = person_names.kana_key(hint).removesuffix("部").removesuffix("課")
+        if not key:
+            continue
+        hit = [
+            p
+            for p in found
+            if p.department_id
+            and any(
+                key in person_names.kana_key(n)
+                for n in (departments.get(p.department_id, ""), p.department_id)
+            )
+        ]
+        if hit:
+            return hit
+    return found
+
+
+def _labels(people: list[Person], departments: dict[str, str] | None = None) -> list[str]:
     """Names to choose from; namesakes (同姓同名) are told apart by department."""
     names = [p.name for p in people]
+    depts = departments or {}
     return [
-        p.name if names.count(p.name) == 1 else f"{p.name}（{p.department_id or p.user_id}）" for p in people
+        p.name
+        if names.count(p.name) == 1
+        else f"{p.name}（{depts.get(p.department_id or '') or p.department_id or p.user_id}）"
+        for p in people
     ]
+
+
+def _choices(people: list[Person], departments: dict[str, str]) -> str:
+    """The candidates as one phrase of a sentence: 「営業部の田中太郎さんと経理部の田中花子さん」."""
+    named = [
+        f"{dept}の{p.name}さん" if (dept := departments.get(p.department_id or "")) else f"{p.name}さん"
+        for p in people
+    ]
+    return "と".join(named) if len(named) == 2 else "、".join(named)
 
 
 def department_exists(store: Store, org_id: str, department_id: str) -> bool:
@@ -180,11 +221,18 @@ def department_members(store: Store, org_id: str, department_id: str) -> list[Pe
 
 
 def seed_directory(
-    store: Store, org_id: str, people: list[dict[str, Any]], departments: dict[str, str | None]
+    store: Store,
+    org_id: str,
+    people: list[dict[str, Any]],
+    departments: dict[str, str | None],
+    names: dict[str, str] | None = None,
 ) -> None:
-    """Write a directory (demo, tests, local stack)."""
+    """Write a directory (demo, tests, local stack); ``names`` are the departments' display names."""
     for dept_id, parent in departments.items():
-        store.set(f"orgs/{org_id}/departments/{dept_id}", {"parent": parent})
+        doc: dict[str, Any] = {"parent": parent}
+        if names and dept_id in names:
+            doc["name"] = names[dept_id]
+        store.set(f"orgs/{org_id}/departments/{dept_id}", doc)
     for p in people:
         data = {k: v for k, v in p.items() if k != "user_id"}
         store.set(f"orgs/{org_id}/users/{p['user_id']}", data)

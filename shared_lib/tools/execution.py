@@ -163,7 +163,7 @@ class ToolExecutor:
         if spec is None or not spec.enabled:
             return CallOutcome.failed("handler_not_found", f"no enabled tool {req.tool_name!r}")
         try:
-            params = spec.params.model_validate(req.parameters)
+            params = spec.params.model_validate(self.registry.canonical_parameters(spec.name, req.parameters))
         except ValidationError as exc:
             fields = _pydantic_detail(exc)
             return CallOutcome.failed(
@@ -179,6 +179,8 @@ class ToolExecutor:
                 str(exc),
                 {
                     "detail": str(exc),
+                    "error_key": exc.key,
+                    "values": {k: v if isinstance(v, int | float) else str(v) for k, v in exc.values.items()},
                     "field": exc.field,
                     "options": exc.options,
                     "clarification": exc.is_clarification,

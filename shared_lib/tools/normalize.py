@@ -63,16 +63,26 @@ def normalize_date(
     except DateError as exc:
         if exc.code == "date.unreadable":
             raise ToolInputError(
-                f"日付「{said}」を解釈できません（例: 明日、来週金曜、3/5）", field=field
+                f"日付「{said}」を解釈できません（例: 明日、来週金曜、3/5）",
+                key="date_unreadable",
+                field=field,
+                said=said,
             ) from exc
-        raise ToolInputError(f"{exc}（「{said}」）", field=field) from exc
+        raise ToolInputError(f"{exc}（「{said}」）", key="date_invalid", field=field, said=said) from exc
     result = reading.deadline
     if result is None:
-        raise ToolInputError(f"日付「{said}」を解釈できません（例: 明日、来週金曜、3/5）", field=field)
+        raise ToolInputError(
+            f"日付「{said}」を解釈できません（例: 明日、来週金曜、3/5）",
+            key="date_unreadable",
+            field=field,
+            said=said,
+        )
     today = today_jst(now)
     if result < today and not allow_past:
         shown = display_date(result, today=today)
-        raise ToolInputError(f"期限「{said}」は{shown}で、過去の日付です", field=field)
+        raise ToolInputError(
+            f"期限「{said}」は{shown}で、過去の日付です", key="date_past", field=field, said=said, shown=shown
+        )
     return result.isoformat()
 
 
@@ -85,10 +95,16 @@ def normalize_time(expr: str | None, *, field: str = "limit_time") -> str | None
         reading = read_or_error(said, _ANY_DAY, JST, whole=True)
     except DateError as exc:
         if exc.code == "time.nonexistent":
-            raise ToolInputError(f"存在しない時刻です: {said}", field=field) from exc
-        raise ToolInputError(f"時刻「{said}」を解釈できません（例: 15:00）", field=field) from exc
+            raise ToolInputError(
+                f"存在しない時刻です: {said}", key="time_nonexistent", field=field, said=said
+            ) from exc
+        raise ToolInputError(
+            f"時刻「{said}」を解釈できません（例: 15:00）", key="time_unreadable", field=field, said=said
+        ) from exc
     if reading.time is None:
-        raise ToolInputError(f"時刻「{said}」を解釈できません（例: 15:00）", field=field)
+        raise ToolInputError(
+            f"時刻「{said}」を解釈できません（例: 15:00）", key="time_unreadable", field=field, said=said
+        )
     return reading.time.strftime("%H:%M")
 
 

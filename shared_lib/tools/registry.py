@@ -18,6 +18,7 @@ the store (the ChatWork task API) go through ``ToolContext.task_backend``.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -86,12 +87,29 @@ class ToolInputError(CharterError):
 
     With ``options`` it is a clarification: the input named more than one thing (two
     田中さん) and the user must choose; the handler never guesses.
+
+    ``key`` names what the user reads: the persona's ``tool_error.<key>`` message, filled with
+    ``values`` (``tests/unit/persona/test_voice.py`` holds every raise to one). The message is
+    the operator's detail in records and logs, never shown.
+
+    >>> ToolInputError("「山田」が見つからない", key="person_not_found", name="山田").values
+    {'name': '山田'}
     """
 
-    def __init__(self, message: str, *, field: str | None = None, options: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        field: str | None = None,
+        options: list[str] | None = None,
+        **values: object,
+    ) -> None:
         super().__init__(message)
+        self.key = key
         self.field = field
         self.options = options or []
+        self.values = values
 
     @property
     def is_clarification(self) -> bool:
@@ -192,8 +210,41 @@ class ToolRegistry:
                 out.setdefault(param, label)
         return out
 
+    def canonical_parameters(self, tool: str, parameters: dict[str, Any]) -> dict[str, Any]:
+        """``parameters`` with every enumerated value given by its label (「人物」, 「ＰＥＲＳＯＮ」)
+        as the value itself (``person``), from the tool's ``value_display``; anything else as is.
+
+        A model or a person may well write the word the tool's own description uses; the
+        parameter model then judges the value as always.
+        """
+        spec = self._specs.get(tool)
+        if spec is None or not spec.value_display:
+            return parameters
+        out = dict(parameters)
+        for param, table in spec.value_display.items():
+            if param in out:
+                out[param] = _enum_value(out[param], table)
+        return out
+
     def value_label(self, tool: str, param: str, value: object) -> str | None:
         """An enumerated internal value as a user reads it (``preference`` → 「好み」), or ``None``."""
         spec = self._specs.get(tool)
         table = spec.value_display.get(param, {}) if spec else {}
         return table.get(value) if isinstance(value, str) else None
+
+
+def _enum_value(value: Any, table: dict[str, str]) -> Any:
+    """An enumerated value from its value or its label, in any width or case."""
+    if isinstance(value, list):
+        return [_enum_value(v, table) for v in value]
+    if not isinstance(value, str) or value in table:
+        return value
+    key = _enum_key(value)
+    for internal, label in table.items():
+        if key in (_enum_key(internal), _enum_key(label)):
+            return internal
+    return value
+
+
+def _enum_key(text: str) -> str:
+    return "".join(unicodedata.normalize("NFKC", text).split()).casefold().strip("「」『』\"'")

@@ -95,6 +95,7 @@ SECRET_IDS: dict[str, str] = {
     "ANTHROPIC_API_KEY": "anthropic-api-key",
     "CHARTER_VAULT_KEY": "charter-vault-key",
     "CHARTER_ADMIN_TOKEN": "admin-operator-token",
+    "CHARTER_ALERT_WEBHOOK_SECRET": "alert-webhook-secret",
 }
 
 # Target -> {secret env var -> secret id}: derived from the settings model's deploy contract.

@@ -45,6 +45,15 @@ def test_the_contract_is_derived_from_the_settings_model(repo_root: Path) -> Non
     assert {t: provided[t] for t in provided} == {t: dict(deploy_contract(t)) for t in provided}
 
 
+def test_the_services_that_notify_get_the_alert_webhook_key_as_a_secret(repo_root: Path) -> None:
+    # GIVEN the alert notifier signs its webhook with CHARTER_ALERT_WEBHOOK_SECRET
+    # THEN observer and admin (who deliver alerts) mount it from Secret Manager, nobody else does
+    provided = terraform_provides(repo_root)
+    holders = {t for t, names in provided.items() if "CHARTER_ALERT_WEBHOOK_SECRET" in names}
+    assert holders == {"observer", "admin"}
+    assert {provided[t]["CHARTER_ALERT_WEBHOOK_SECRET"] for t in holders} == {"secret"}
+
+
 @pytest.mark.parametrize("target", sorted(TOPOLOGY.targets))
 def test_a_cloud_service_missing_a_required_value_refuses_to_start(target: str) -> None:
     environ = {name: "x" for name in deploy_contract(target)} | {

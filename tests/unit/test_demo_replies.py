@@ -38,7 +38,11 @@ def test_every_demo_reply_is_there_and_leaks_nothing(demo_run):
     assert {t["turn_id"]: demo_cli.leaks(t["reply"]) for t in turns if demo_cli.leaks(t["reply"])} == {}
     # AND the replies the issue quoted read in Japanese now
     replies = "\n".join(t["reply"] for t in turns)
-    assert "「アナウンスの送信」は注意が必要な操作ウル" in replies and "「好み」" in replies
+    # (announcing to everyone is confirmed twice for its recipients, seed 000 §5.3.3b: the reason
+    # says so; announce itself is no dangerous operation, so no 「注意が必要な操作」)
+    assert (
+        "全員に送ることになるウル\n\n【操作の要約】\nアナウンスの送信（" in replies and "「好み」" in replies
+    )
     assert "「権限の変更」は自動では実行できない操作ウル" in replies
 
 

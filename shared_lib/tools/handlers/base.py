@@ -43,7 +43,7 @@ def preview(action: str, **details: Any) -> dict[str, Any]:
 def require_text(value: str, field: str) -> str:
     text = clean_text(value)
     if not text:
-        raise ToolInputError(f"{field} が空です", field=field)
+        raise ToolInputError(f"{field} が空です", key="empty", field=field)
     return text
 
 
@@ -53,26 +53,44 @@ def pick_one(
     """Choose exactly one of ``(id, label)`` by id, list number or keywords; ask when unsure."""
     if wanted_id is not None:
         if wanted_id not in {cid for cid, _ in candidates}:
-            raise ToolInputError(f"指定された{kind}が見つかりません", field=field)
+            raise ToolInputError(
+                f"指定された{kind}が見つかりません", key="item_unknown", field=field, kind=kind
+            )
         return wanted_id
     text = clean_text(query or "")
     if text.isdigit():
         index = int(text)
         if not 1 <= index <= len(candidates):
-            raise ToolInputError(f"{index}番の{kind}はありません（{len(candidates)}件）", field=field)
+            raise ToolInputError(
+                f"{index}番の{kind}はありません（{len(candidates)}件）",
+                key="item_index",
+                field=field,
+                kind=kind,
+                index=index,
+                count=len(candidates),
+            )
         return candidates[index - 1][0]
     if not candidates:
-        raise ToolInputError(f"対象の{kind}がありません", field=field)
+        raise ToolInputError(f"対象の{kind}がありません", key="item_none", field=field, kind=kind)
     if not text and len(candidates) == 1:
         return candidates[0][0]
     hits = best_matches(text, candidates) if text else [cid for cid, _ in candidates]
     if not hits:
-        raise ToolInputError(f"「{text}」に当てはまる{kind}が見つかりません", field=field)
+        raise ToolInputError(
+            f"「{text}」に当てはまる{kind}が見つかりません",
+            key="item_not_found",
+            field=field,
+            kind=kind,
+            said=text,
+        )
     if len(hits) > 1:
         labels = dict(candidates)
         raise ToolInputError(
             f"当てはまる{kind}が{len(hits)}件あります。どれですか？",
+            key="item_ambiguous",
             field=field,
+            kind=kind,
+            count=len(hits),
             options=[labels[h] for h in hits[:10]],
         )
     return hits[0]
@@ -86,5 +104,5 @@ def target_person(
         return resolve_person(ctx.store, ctx.org_id, name, sender_id=ctx.user_id, field=name_field)
     person = get_person(ctx.store, ctx.org_id, user_id)
     if person is None:
-        raise ToolInputError("指定された社員が見つかりません", field=id_field)
+        raise ToolInputError("指定された社員が見つかりません", key="person_unknown_id", field=id_field)
     return person

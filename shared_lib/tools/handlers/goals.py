@@ -175,7 +175,7 @@ def goal_progress_report(p: GoalProgressParams, ctx: ToolContext, txn: Transacti
     w = writer(ctx, txn)
     current = w.get(goals_path(ctx, chosen)) or {}
     if current.get("user_id") != ctx.user_id or current.get("status") != "active":
-        raise ToolInputError("その目標には報告できません", field="goal_id")
+        raise ToolInputError("その目標には報告できません", key="goal_not_reportable", field="goal_id")
     progress = p.progress_percent if p.progress_percent is not None else int(current.get("progress", 0))
     report = {"at": ctx.now, "content": content, "percent": p.progress_percent}
     w.set(

@@ -36,7 +36,7 @@ def parent_turn_id(call_id: str) -> str:
 
 def delegate_task(p: DelegateTaskParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     if ctx.job_id:  # depth 1: the guardian and the gate refuse it before it gets here
-        raise ToolInputError("任された仕事からさらに任せることはできません", field="task")
+        raise ToolInputError("任された仕事からさらに任せることはできません", key="job_nested", field="task")
     task = require_text(p.task, "task")
     limits = agent_jobs.load_limits()
     steps = min(p.max_steps or limits.max_steps, limits.max_steps)
@@ -47,7 +47,9 @@ def delegate_task(p: DelegateTaskParams, ctx: ToolContext, txn: Transaction | No
     if out.get(agent_jobs.job_path(ctx.org_id, job_id)) is None:
         if agent_jobs.live_count(ctx.store, ctx.org_id) >= limits.max_concurrent_per_org:
             raise ToolInputError(
-                "いま進めている仕事が多すぎます。終わってからもう一度お願いします", field="task"
+                "いま進めている仕事が多すぎます。終わってからもう一度お願いします",
+                key="job_too_many",
+                field="task",
             )
         job = agent_jobs.new_job(
             job_id=job_id,

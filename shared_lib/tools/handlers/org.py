@@ -57,14 +57,19 @@ def announce(p: AnnounceParams, ctx: ToolContext, txn: Transaction | None) -> di
         people = list_people(ctx.store, ctx.org_id)
     else:
         if not p.recipients or len(p.recipients) > MAX_NAMED_RECIPIENTS:
-            raise ToolInputError(f"宛先は1〜{MAX_NAMED_RECIPIENTS}人で指定してください", field="recipients")
+            raise ToolInputError(
+                f"宛先は1〜{MAX_NAMED_RECIPIENTS}人で指定してください",
+                key="recipients_count",
+                field="recipients",
+                most=MAX_NAMED_RECIPIENTS,
+            )
         resolved = [
             resolve_person(ctx.store, ctx.org_id, n, sender_id=ctx.user_id, field="recipients")
             for n in p.recipients
         ]
         people = list({x.user_id: x for x in resolved}.values())
     if not people:
-        raise ToolInputError("宛先の社員がいません", field="recipients")
+        raise ToolInputError("宛先の社員がいません", key="recipients_none", field="recipients")
     return _outbox(ctx, txn, message, sorted(people, key=lambda x: x.name), "announce")
 
 
@@ -75,7 +80,7 @@ class SendToAllParams(Params):
 def send_to_all(p: SendToAllParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     people = sorted(list_people(ctx.store, ctx.org_id), key=lambda x: x.name)
     if not people:
-        raise ToolInputError("宛先の社員がいません", field="message")
+        raise ToolInputError("宛先の社員がいません", key="recipients_none", field="message")
     return _outbox(ctx, txn, require_text(p.message, "message"), people, "send_to_all")
 
 
@@ -103,9 +108,13 @@ def change_permission(p: ChangePermissionParams, ctx: ToolContext, txn: Transact
         ctx, p.target_user_name, p.target_user_id, name_field="target_user_name", id_field="target_user_id"
     )
     if me is None or target.user_id == me.user_id:
-        raise ToolInputError("自分自身の権限は変更できません", field="target_user_name")
+        raise ToolInputError(
+            "自分自身の権限は変更できません", key="permission_self", field="target_user_name"
+        )
     if p.new_level > me.level:
-        raise ToolInputError("自分より高い権限は付与できません", field="new_level")
+        raise ToolInputError(
+            "自分より高い権限は付与できません", key="permission_above_own", field="new_level"
+        )
     shown = {"user": target.name, "old_level": target.level, "new_level": p.new_level}
     if ctx.dry_run:
         return preview("change_permission", **shown)

@@ -40,7 +40,12 @@ def view_salary_info(p: ViewSalaryInfoParams, ctx: ToolContext, txn: Transaction
     )
     doc = ctx.store.get(collections.path("salaries", org=ctx.org_id, id=person.user_id))
     if doc is None:
-        raise ToolInputError(f"{person.name}さんの給与情報は登録されていません", field="target_user_name")
+        raise ToolInputError(
+            f"{person.name}さんの給与情報は登録されていません",
+            key="salary_none",
+            field="target_user_name",
+            name=person.name,
+        )
     amounts = {k: doc[k] for k in AMOUNTS if isinstance(doc.get(k), int | float)}
     lines = [f"{AMOUNTS[k]}: {v:,.0f}円" for k, v in amounts.items()]
     return {"user": person.name, **amounts, "details": lines}

@@ -79,17 +79,12 @@ def propose_skill(params: ProposeSkillParams, ctx: ToolContext, txn: Transaction
         spec = SkillSpec.model_validate({**params.model_dump(), "author": "model"})
     except ValidationError as exc:
         log.info("propose_skill: invalid spec: %s", exc.errors()[:3])
-        raise ToolInputError(
-            "スキルの定義が正しくないウル（入力の形・表示名・例を見直してほしいウル）"
-        ) from exc
+        raise ToolInputError("invalid skill spec", key="skill_invalid") from exc
     try:
         refuse_secrets(spec)  # checked now: the draft is stored after the commit, unmasked
     except SkillError as exc:
         log.info("propose_skill: refused: %s", exc)
-        raise ToolInputError(
-            "スキルの中にパスワードや個人の連絡先のような情報が入っているので、保存しなかったウル"
-            "（その値を外してから、もう一度提案してほしいウル）"
-        ) from exc
+        raise ToolInputError("skill spec holds a secret or personal value", key="skill_secret") from exc
     if ctx.dry_run or txn is None:
         return preview("propose_skill", display_name=spec.display_name)
     ctx.after_commit.append(_store_and_test(ctx.org_id, spec, ctx.user_id, ctx.now))

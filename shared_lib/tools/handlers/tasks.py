@@ -50,7 +50,7 @@ def task_create(p: TaskCreateParams, ctx: ToolContext, txn: Transaction | None) 
     limit = normalize_date(p.limit_date, ctx.now, allow_past=PAST_DATE in ctx.confirmed)
     at = normalize_time(p.limit_time)
     if at and not limit:
-        raise ToolInputError("時刻だけでは期限になりません。日付も教えてください", field="limit_date")
+        raise ToolInputError("時刻だけでは期限になりません", key="time_without_date", field="limit_date")
     draft = TaskDraft(
         body=body,
         assignee_id=assignee.task_account_id,
@@ -71,7 +71,7 @@ def task_create(p: TaskCreateParams, ctx: ToolContext, txn: Transaction | None) 
 def _me(ctx: ToolContext) -> Person:
     me = get_person(ctx.store, ctx.org_id, ctx.user_id)
     if me is None:
-        raise ToolInputError("送信者が名簿にいません", field="user")
+        raise ToolInputError("送信者が名簿にいません", key="sender_unknown", field="user")
     return me
 
 
@@ -87,13 +87,17 @@ def task_search(p: TaskSearchParams, ctx: ToolContext, txn: Transaction | None) 
     if p.target_user_id is not None:
         person = get_person(ctx.store, ctx.org_id, p.target_user_id)
         if person is None:
-            raise ToolInputError("指定された社員が見つかりません", field="target_user_id")
+            raise ToolInputError(
+                "指定された社員が見つかりません", key="person_unknown_id", field="target_user_id"
+            )
         if (
             not is_self(p.assignee_name)
             and resolve_person(ctx.store, ctx.org_id, p.assignee_name, sender_id=ctx.user_id).user_id
             != person.user_id
         ):
-            raise ToolInputError("担当者名と社員IDが一致しません", field="target_user_id")
+            raise ToolInputError(
+                "担当者名と社員IDが一致しません", key="person_id_mismatch", field="target_user_id"
+            )
     else:
         person = resolve_person(ctx.store, ctx.org_id, p.assignee_name, sender_id=ctx.user_id)
     tasks = ctx.task_backend.list(
@@ -172,9 +176,13 @@ class ViewTeamTasksParams(Params):
 def team_department(ctx: ToolContext, target: str | None) -> str:
     department = target or _me(ctx).department_id
     if not department:
-        raise ToolInputError("部署が登録されていません。部署を指定してください", field="target_department_id")
+        raise ToolInputError(
+            "部署が登録されていません", key="department_missing", field="target_department_id"
+        )
     if not department_exists(ctx.store, ctx.org_id, department):
-        raise ToolInputError("指定された部署が見つかりません", field="target_department_id")
+        raise ToolInputError(
+            "指定された部署が見つかりません", key="department_unknown", field="target_department_id"
+        )
     return department
 
 

@@ -213,9 +213,11 @@ locals {
       HTTP_WEBHOOK_SECRET       = "http-webhook-secret"  # signs replies of the plain-HTTP channel
       HTTP_WEBHOOK_TENANTS      = "http-webhook-tenants" # ... with the organisation's own secret
     }
-    # observer and admin deliver alerts, to a ChatWork room among others (CHARTER_ALERT_ROOM)
+    # observer and admin deliver alerts, to a ChatWork room among others (CHARTER_ALERT_ROOM), and
+    # sign the alert webhook's body with CHARTER_ALERT_WEBHOOK_SECRET (shared_lib.telemetry.notify)
     observer = {
-      CHATWORK_API_TOKEN = "chatwork-api-token"
+      CHATWORK_API_TOKEN           = "chatwork-api-token"
+      CHARTER_ALERT_WEBHOOK_SECRET = "alert-webhook-secret"
     }
     # memory summarises conversations (seed 001 §19) with the fast model
     memory = {
@@ -224,6 +226,8 @@ locals {
     admin = {
       CHARTER_ADMIN_TOKEN = "admin-operator-token"
       CHATWORK_API_TOKEN  = "chatwork-api-token"
+
+      CHARTER_ALERT_WEBHOOK_SECRET = "alert-webhook-secret"
     }
   }
 }

@@ -56,7 +56,8 @@ def test_given_the_seeds_conditions_when_checked_then_each_is_named():
         reasoning={**tool_call()["reasoning"], "alternatives_considered": ["chatwork_task_search も考えた"]},
     )
     assert conditions(alternatives) == ["multiple_candidates"]
-    assert conditions(tool_call("announce", {"message": "明日は休み"}, overall=0.95)) == ["dangerous"]
+    # send_to_all is in seed 000 DANGEROUS_OPERATIONS (announce to named people no longer is)
+    assert conditions(tool_call("send_to_all", {"message": "明日は休み"}, overall=0.95)) == ["dangerous"]
 
 
 def test_given_many_turns_when_drawing_the_random_condition_then_about_ten_percent_and_stable():

@@ -13,7 +13,7 @@ import pytest
 from shared_lib.decisions import Verdict
 from shared_lib.errors import ArgumentError
 from shared_lib.flags import REPO_FLAGS_FILE, seed_flags
-from shared_lib.policy.config import load_policy_config
+from shared_lib.policy.config import DangerRule, PolicyConfig, load_policy_config
 from shared_lib.state import auto_approve
 from tests.unit.policy.policy_fakes import ORG, Pipeline, pipeline, tool_call
 
@@ -25,9 +25,17 @@ EVERYONE = "全員に明日は休みとアナウンスして"
 NOTE = "自動承認の範囲内だったから、確認せずに実行したウル"
 
 
+def announcements_confirmed(base: PolicyConfig) -> PolicyConfig:
+    """The organisation's policy counts every announcement a dangerous operation (seed 000's table
+    does not: there only three or more recipients are confirmed), so a one-person announcement is
+    a confirmation a grant can cover."""
+    dangerous = {**base.dangerous_operations, "announce": DangerRule(risk="medium", action="confirm")}
+    return base.model_copy(update={"dangerous_operations": dangerous})
+
+
 @pytest.fixture
 def pipe(monkeypatch: pytest.MonkeyPatch) -> Pipeline:
-    p = pipeline(monkeypatch)
+    p = pipeline(monkeypatch, policy=announcements_confirmed(load_policy_config()))
     p.script.update(
         {
             ASK: TO_TANAKA,
@@ -269,7 +277,7 @@ def test_a_policy_that_does_not_require_approval_runs_confirmations_without_a_gr
     monkeypatch: pytest.MonkeyPatch,
 ):
     # GIVEN a policy with approval.required_by_default false (seed 002 §10.2 defaults it to true)
-    base = load_policy_config()
+    base = announcements_confirmed(load_policy_config())
     policy = base.model_copy(
         update={"approval": base.approval.model_copy(update={"required_by_default": False})}
     )

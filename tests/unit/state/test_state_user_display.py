@@ -30,8 +30,9 @@ def test_a_guardian_confirmation_for_announce_names_the_operation_in_japanese(pi
     pipe.script[ask] = tool_call("announce", {"message": "明日の会議は10時からです", "recipients": "all"})
     # WHEN the guardian asks for a confirmation
     reply = pipe.say(ask)
-    # THEN the reason, the preview and the impact name 「アナウンスの送信」 and its labels, in ウル
-    assert "「アナウンスの送信」は注意が必要な操作ウル" in reply
+    # THEN the reason (everyone: seed 000 §5.3.3b, announce itself is no dangerous operation), the
+    # preview and the impact name 「アナウンスの送信」 and its labels, in ウル
+    assert "全員に送ることになるウル" in reply and "【操作の要約】\nアナウンスの送信（" in reply
     assert "・アナウンスの送信" in reply and "宛先: 全員" in reply and "お知らせの本文: 明日の会議" in reply
     # AND no internal tool or parameter name, and no です/ます sentence of the catalogue
     for internal in ("announce", "recipients", "message:", "all", "操作です", "送信します"):
