@@ -27,9 +27,10 @@ back; a zero-width joiner between two emoji (👨‍👩‍👧) and the tag cha
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property
 
 ZWJ = "\u200d"
 _BLACK_FLAG = 0x1F3F4
@@ -77,7 +78,6 @@ def strip_invisible(text: str) -> str:
     return "".join(kept)
 
 
-@lru_cache(maxsize=8192)
 def _fold_char(char: str) -> str:
     code = ord(char)
     if code in INVISIBLE or code in _PRESENTATION:
@@ -90,57 +90,59 @@ def _fold_char(char: str) -> str:
     return folded
 
 
+class _FoldTable(dict[int, str]):
+    """Code point -> its folded form, learnt on first sight (``str.translate`` reads it)."""
+
+    def __missing__(self, code: int) -> str:
+        if len(self) > _TABLE_LIMIT:
+            self.clear()
+        piece = self[code] = _fold_char(chr(code))
+        return piece
+
+
+_TABLE_LIMIT = 100_000
+_TABLE = _FoldTable()
+_KANJI_NUMBER = re.compile(
+    rf"[{''.join(_KANJI_DIGITS)}](?:[-. ー・]?[{''.join(_KANJI_DIGITS)}]){{{_KANJI_RUN - 1},}}"
+)
+_KANJI_AS_DIGITS = str.maketrans(_KANJI_DIGITS)
+_SEPARATOR_BETWEEN_DIGITS = re.compile(rf"(?<=\d)[{''.join(_BETWEEN_DIGITS)}](?=\d)")
+
+
 @dataclass(frozen=True)
 class Folded:
-    """The folded text and, per folded character, where it came from in the text as typed."""
+    """The folded text and the way back to the text as typed (``source``; ``None`` when the
+    text is its own folded form)."""
 
     text: str
-    starts: tuple[int, ...] | None = None  # None: the text is its own folded form
-    ends: tuple[int, ...] | None = None
+    source: str | None = None
 
     def source_span(self, start: int, end: int) -> tuple[int, int]:
         """The span of the text as typed that the folded ``[start, end)`` (non-empty) came from."""
-        if self.starts is None or self.ends is None:
+        if self.source is None:
             return start, end
-        return self.starts[start], self.ends[end - 1]
+        starts, ends = self._offsets
+        return starts[start], ends[end - 1]
+
+    @cached_property
+    def _offsets(self) -> tuple[list[int], list[int]]:
+        # Every later step of ``fold`` keeps the length, so the pieces of each character say
+        # where every folded character came from.
+        starts: list[int] = []
+        ends: list[int] = []
+        for i, char in enumerate(self.source or ""):
+            n = len(_TABLE[ord(char)])
+            starts.extend([i] * n)
+            ends.extend([i + 1] * n)
+        return starts, ends
 
 
 def fold(text: str) -> Folded:
     """``text`` as the detectors read it (see the module doc), with the way back."""
     if text.isascii():
         return Folded(text)
-    chars: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    for i, char in enumerate(text):
-        for piece in _fold_char(char):
-            chars.append(piece)
-            starts.append(i)
-            ends.append(i + 1)
-    _kanji_digits(chars)
-    for i in range(1, len(chars) - 1):
-        if chars[i] in _BETWEEN_DIGITS and chars[i - 1].isdigit() and chars[i + 1].isdigit():
-            chars[i] = _BETWEEN_DIGITS[chars[i]]
-    return Folded("".join(chars), tuple(starts), tuple(ends))
-
-
-def _kanji_digits(chars: list[str]) -> None:
-    """Kanji digits as digits where at least ``_KANJI_RUN`` of them (separators between them
-    allowed) form one number: a phone number written 〇九〇ー一二三四ー…, never 一 of 一覧."""
-    i = 0
-    while i < len(chars):
-        if chars[i] not in _KANJI_DIGITS:
-            i += 1
-            continue
-        j, digits = i, []
-        while j < len(chars) and (
-            chars[j] in _KANJI_DIGITS
-            or (chars[j] in "-. ー・" and j + 1 < len(chars) and chars[j + 1] in _KANJI_DIGITS)
-        ):
-            if chars[j] in _KANJI_DIGITS:
-                digits.append(j)
-            j += 1
-        if len(digits) >= _KANJI_RUN:
-            for k in digits:
-                chars[k] = _KANJI_DIGITS[chars[k]]
-        i = j
+    folded = text.translate(_TABLE)
+    # a run of kanji digits is a number (〇九〇ー一二三四…), one 一 in 一覧 is not
+    folded = _KANJI_NUMBER.sub(lambda m: m.group(0).translate(_KANJI_AS_DIGITS), folded)
+    folded = _SEPARATOR_BETWEEN_DIGITS.sub(lambda m: _BETWEEN_DIGITS[m.group(0)], folded)
+    return Folded(folded) if folded == text else Folded(folded, text)
