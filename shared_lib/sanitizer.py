@@ -14,6 +14,16 @@ to it ("[EMAIL_1]"); only the executor may turn placeholders back into values
 >>> Sanitizer.default().mask_text("password: hunter2")
 'password: [SECRET_1]'
 
+Rules read a folded copy of the text (``text_fold.fold``: full-width forms as ASCII, every dash
+``-``, the ideographic space a space, no zero-width or bidi character inside a value) and a
+placeholder replaces the span the value had as typed, so a number typed full-width, dotted or
+split is masked like any other and the text around it stays as the user wrote it. A rule's
+``check`` validates the digits of what it found (``sanitizer_checks``: Luhn, the length of a
+Japanese number); a number glued to an id (``t-cce0312345678``) is never a value.
+
+>>> Sanitizer.default().mask("「０８０－２７１８－２８１８」かhanako＠example.com まで")
+('「[PHONE_1]」か[EMAIL_1] まで', {'[EMAIL_1]': 'hanako＠example.com', '[PHONE_1]': '０８０－２７１８－２８１８'})
+
 At rest (seed 002 §7 applied to the store): every store writer keeps ``mask_stored`` text,
 whose placeholders carry no number (``[EMAIL]``): a stored text is fed back to a later
 turn's LLM, where a numbered placeholder would collide with the numbers of that turn's own
