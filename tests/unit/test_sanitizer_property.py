@@ -84,7 +84,24 @@ def email(draw: st.DrawFn) -> tuple[str, str]:
     return draw(typed([local, domain], separators=["@"])), "EMAIL"
 
 
-VALUES = st.one_of(phone(), card(), my_number(), email())
+KEYS = {
+    "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345": "API_KEY",
+    "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx": "API_KEY",
+    "AKIAIOSFODNN7EXAMPLE": "API_KEY",
+    "AIzaSyA-1234567890abcdefghijklmnopqrstu": "API_KEY",
+    "xoxb-1234567890-abcdefghijkl": "TOKEN",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789": "TOKEN",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N": "TOKEN",
+}
+
+
+@st.composite
+def key(draw: st.DrawFn) -> tuple[str, str]:
+    value = draw(st.sampled_from(sorted(KEYS)))
+    return draw(typed([value], separators=[""])), KEYS[value]
+
+
+VALUES = st.one_of(phone(), card(), my_number(), email(), key())
 
 
 @PROPERTY
@@ -99,7 +116,7 @@ def test_a_value_typed_any_way_is_masked_whole_and_only_it(value_label, before, 
     assert masked == f"{before}[{label}_1]{after}", (text, masked)
     # AND nothing of the value survives in any form a reader could fold back to it
     rest = fold(masked.replace(f"[{label}_1]", "")).text
-    assert not re.search(r"\d", rest)
+    assert not re.search(r"[\dA-Za-z]", rest)
     # AND the vault keeps the value exactly as typed
     assert vault == {f"[{label}_1]": value} and unmask(masked, vault) == text
 
@@ -109,3 +126,19 @@ def test_a_value_typed_any_way_is_masked_whole_and_only_it(value_label, before, 
 def test_a_stored_value_typed_any_way_is_masked_too(value_label, before, after) -> None:
     value, label = value_label
     assert S.mask_stored({"text": before + value + after}) == {"text": f"{before}[{label}]{after}"}
+
+
+@PROPERTY
+@given(
+    st.sampled_from(["振込先は普通 ", "口座番号：", "当座預金　", "普通預金", "Account No. "]),
+    st.data(),
+    st.sampled_from(AFTER),
+)
+def test_a_bank_account_typed_any_way_after_its_label_is_masked_whole(label, data, after) -> None:
+    # GIVEN an account number after the word that says it is one, typed some way
+    account = data.draw(st.from_regex(r"[0-9]{7}", fullmatch=True).flatmap(lambda d: typed([d])))
+    text = "お疲れさまです🙇 " + label + account + after
+    # WHEN it is masked
+    masked = S.mask_text(text)
+    # THEN the label stays, the number is a placeholder, and no digit of it is left
+    assert masked == f"お疲れさまです🙇 {label}[BANK_ACCOUNT_1]{after}", (text, masked)
