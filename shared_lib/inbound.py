@@ -1,11 +1,19 @@
-"""The one inbound message model every channel normalises to."""
+"""The one inbound message model every channel normalises to.
+
+Its text and display name never hold an invisible character (``text_fold.strip_invisible``:
+a bidi override, a zero-width space splitting a value): the channels strip them with the
+control characters (``channels.base.clean_text``), and the model strips them again whoever
+builds it (the demo, the debounce's merged message, a test), so none is stored or shown back.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from shared_lib.text_fold import strip_invisible
 
 ChannelName = Literal["chatwork", "line", "slack", "http"]
 MAX_TEXT_CHARS = 8000
@@ -30,6 +38,11 @@ class InboundMessage(BaseModel):
     addressed: bool = True
     is_redelivery: bool = False
     received_at: datetime
+
+    @field_validator("text", "user_name")
+    @classmethod
+    def _visible(cls, value: str | None) -> str | None:
+        return None if value is None else strip_invisible(value)
 
     @property
     def conversation_key(self) -> str:

@@ -14,6 +14,16 @@ to it ("[EMAIL_1]"); only the executor may turn placeholders back into values
 >>> Sanitizer.default().mask_text("password: hunter2")
 'password: [SECRET_1]'
 
+Rules read a folded copy of the text (``text_fold.fold``: full-width forms as ASCII, every dash
+``-``, the ideographic space a space, no zero-width or bidi character inside a value) and a
+placeholder replaces the span the value had as typed, so a number typed full-width, dotted or
+split is masked like any other and the text around it stays as the user wrote it. A rule's
+``check`` validates the digits of what it found (``sanitizer_checks``: Luhn, the length of a
+Japanese number); a number glued to an id (``t-cce0312345678``) is never a value.
+
+>>> Sanitizer.default().mask("「０８０－２７１８－２８１８」かhanako＠example.com まで")
+('「[PHONE_1]」か[EMAIL_1] まで', {'[EMAIL_1]': 'hanako＠example.com', '[PHONE_1]': '０８０－２７１８－２８１８'})
+
 At rest (seed 002 §7 applied to the store): every store writer keeps ``mask_stored`` text,
 whose placeholders carry no number (``[EMAIL]``): a stored text is fed back to a later
 turn's LLM, where a numbered placeholder would collide with the numbers of that turn's own
@@ -43,14 +53,17 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache, partial
+from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from shared_lib import config_files
 from shared_lib.ports import Vector
+from shared_lib.sanitizer_checks import CHECKS, Check, candidates
+from shared_lib.text_fold import fold
 
 RULES_FILE = Path(__file__).parent / "config" / "sanitizer_rules.json"
 PLACEHOLDER = re.compile(r"\[([A-Z][A-Z_]*)_(\d+)\]")
@@ -67,6 +80,7 @@ class Rule(BaseModel):
     name: str
     label: str
     pattern: str
+    check: Literal["luhn", "jp_phone", "intl_phone"] | None = None  # ``sanitizer_checks.CHECKS``
 
     @field_validator("pattern")
     @classmethod
@@ -87,7 +101,7 @@ class Sanitizer:
     def __init__(self, rules: list[Rule], wording: dict[str, dict[str, str]] | None = None) -> None:
         self.rules = rules
         self.wording = wording or {}
-        self._compiled = [(r, re.compile(r.pattern)) for r in rules]
+        self._compiled = [(r, re.compile(r.pattern), CHECKS[r.check] if r.check else None) for r in rules]
         labels = sorted({r.label for r in rules} | set(self.wording), key=len, reverse=True)
         self._labels = labels
         alternatives = "|".join(re.escape(label) for label in labels) or "(?!)"
@@ -109,8 +123,21 @@ class Sanitizer:
         return self._apply(text, _Session(vault)), vault
 
     def _apply(self, text: str, session: _Session) -> str:
-        for rule, rx in self._compiled:
-            text = rx.sub(partial(session.replace, label=rule.label), text)
+        """Every rule, in order, over the folded form of ``text`` (``text_fold``); each value
+        found replaces its span of ``text`` as typed. A value a rule took is hidden from the
+        rules after it behind brackets of its length, as its placeholder once hid it."""
+        folded = fold(text)
+        work = folded.text
+        taken: list[tuple[int, int, str]] = []  # source span -> its replacement
+        for rule, rx, check in self._compiled:
+            found = list(_values(rx, work, check))
+            for start, end in found:
+                a, b = folded.source_span(start, end)
+                if not any(a < y and x < b for x, y, _ in taken):
+                    taken.append((a, b, session.placeholder(text[a:b], rule.label)))
+            work = _hidden(work, found)
+        for a, b, replacement in sorted(taken, reverse=True):
+            text = text[:a] + replacement + text[b:]
         return text
 
     def mask_text(self, text: str) -> str:
@@ -187,17 +214,7 @@ class _Session:
             if m:
                 self.counters[m.group(1)] = max(self.counters.get(m.group(1), 0), int(m.group(2)))
 
-    def replace(self, m: re.Match[str], label: str) -> str:
-        if SECRET_GROUP in m.re.groupindex and m.group(SECRET_GROUP) is not None:
-            start, end = m.span(SECRET_GROUP)
-            base = m.start()
-            whole = m.group(0)
-            return (
-                whole[: start - base] + self._placeholder(m.group(SECRET_GROUP), label) + whole[end - base :]
-            )
-        return self._placeholder(m.group(0), label)
-
-    def _placeholder(self, original: str, label: str) -> str:
+    def placeholder(self, original: str, label: str) -> str:
         if PLACEHOLDER.fullmatch(original) or STORED_PLACEHOLDER.fullmatch(original):
             return original
         if not self.numbered:
@@ -209,6 +226,33 @@ class _Session:
         self.vault[placeholder] = original
         self.reverse[original] = placeholder
         return placeholder
+
+
+def _values(rx: re.Pattern[str], work: str, check: Check | None) -> Iterator[tuple[int, int]]:
+    """The spans of ``work`` a rule masks: a match (its ``secret`` group when it has one),
+    or with a check, the best part of the match that passes it (``sanitizer_checks``)."""
+    pos = 0
+    while (m := rx.search(work, pos)) is not None:
+        secret = SECRET_GROUP in rx.groupindex and m.group(SECRET_GROUP) is not None
+        span = m.span(SECRET_GROUP) if secret else m.span()
+        pos = max(m.end(), pos + 1)
+        if span[0] == span[1]:
+            continue
+        if check is None:
+            yield span
+            continue
+        best = next(candidates(work, span, check), None)
+        if best is not None:
+            yield best
+            pos = best[1]
+
+
+def _hidden(work: str, spans: list[tuple[int, int]]) -> str:
+    """``work`` with each span behind brackets of its length: no later rule reads into it."""
+    for start, end in spans:
+        inner = "\ufffc" * max(0, end - start - 2)
+        work = work[:start] + ("[" + inner + "]")[: end - start] + work[end:]
+    return work
 
 
 @lru_cache(maxsize=4)

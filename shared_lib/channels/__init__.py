@@ -13,7 +13,8 @@ Hostile input (``webhooks`` lists every status):
   the message. A plain-HTTP body naming another organisation, or a person not in the
   tenant's directory, is refused 403 and publishes nothing.
 * **What.** Each provider's ``Content-Type`` (415 otherwise), its schema (400), message
-  text without control characters (``base.clean_text``), identifiers without them (400).
+  text without control characters, bidi overrides or zero-width characters
+  (``base.clean_text``), identifiers without control characters (400).
 * **When (replays).** Slack and plain HTTP sign a timestamp: a delivery older than
   ``replay_window_seconds`` (300 s) is refused 401. ChatWork and LINE sign none, so a
   captured delivery stays valid; it is bounded by the event-id dedupe instead: the

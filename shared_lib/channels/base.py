@@ -12,8 +12,9 @@ Errors::
 ``PayloadError`` never leaves ``handle_webhook``: it becomes an outcome with its status and code.
 
 Text: ``clean_text`` drops NUL and every other control character but ``\n`` and ``\t``
-(``\r\n`` and ``\r`` become ``\n``) from message text and display names — stripped, not
-refused, because providers relay whatever a user pasted and the message still deserves an
+(``\r\n`` and ``\r`` become ``\n``), and the invisible ones (``text_fold.strip_invisible``:
+bidi overrides and isolates, zero-width characters; an emoji's joiner stays) from message text
+and display names — stripped, not refused, because providers relay whatever a user pasted and the message still deserves an
 answer. Identifiers are not text: one with a control character or a ``/`` is refused (400).
 """
 
@@ -34,6 +35,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from shared_lib.errors import CharterError, ConfigError
 from shared_lib.inbound import MAX_TEXT_CHARS, ChannelName, InboundMessage
+from shared_lib.text_fold import strip_invisible
 
 REPLAY_WINDOW_SECONDS = 300
 # How long the ingress remembers a delivery's event id (its dedupe record): a replay inside
@@ -231,10 +233,10 @@ ProviderId = Annotated[
 def clean_text(text: str) -> str:
     r"""``text`` without control characters but line breaks and tabs (see the module doc).
 
-    >>> clean_text("a\x00b\r\nc\td\x1b[31m")
-    'ab\nc\td[31m'
+    >>> clean_text("a\x00b\r\nc\td\x1b[31m"), clean_text("\u202eredro\u202c 0\u200b90")
+    ('ab\nc\td[31m', 'redro 090')
     """
-    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    return strip_invisible(_CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n")))
 
 
 _BUTTON = re.compile(r"(approve|deny):(J-[0-9A-Z]{6})")

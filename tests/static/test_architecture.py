@@ -37,6 +37,8 @@ FLOORS: dict[str, int] = {
             "collections",
             "config_files",
             "sanitizer",
+            "sanitizer_checks",
+            "text_fold",
             "persona",
             "persona_core",
             "persona_ext",

@@ -12,6 +12,7 @@ import pytest
 from shared_lib.channels import ChannelSecrets, IngressConfig, chatwork, handle_webhook, http, line, slack
 from shared_lib.channels.chatwork import strip_addressing
 from shared_lib.channels.slack import clean_text
+from shared_lib.inbound import InboundMessage
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 SENT_AT = int(NOW.timestamp())  # the provider's (signed) event time
@@ -391,3 +392,51 @@ def test_long_provider_text_is_clipped_to_the_inbound_limit():
         "event": {"type": "app_mention", "user": "U1", "text": "a" * 9000, "ts": "1.1", "channel": "C1"},
     }
     assert len(only_message("slack", payload).text) == 8000
+
+
+# ------------------------------------------------------------------------- invisible characters
+
+# A right-to-left override shows 「注文をキャンセル」 reversed; zero-width characters split a value.
+HIDDEN = "\u202e承認しない\u202c で\u2066お願い\u2069、電話は０９０\u200b－１２３４\u200c－５６７８\ufeffです👨\u200d👩\u200d👧"
+SHOWN = "承認しない でお願い、電話は０９０－１２３４－５６７８です👨\u200d👩\u200d👧"
+
+
+def test_bidi_overrides_and_zero_width_characters_never_reach_the_message_of_any_channel():
+    # GIVEN the same hidden text in a plain-HTTP body (with a display name) and a ChatWork mention
+    http_payload = {"event_id": "e", "org_id": "acme", "room_id": "r", "user_id": "u", "text": HIDDEN}
+    http_payload["user_name"] = "\u202e山田\u200b太郎"
+    chatwork_payload = {
+        "webhook_setting_id": "5",
+        "webhook_event_type": "mention_to_me",
+        "webhook_event_time": SENT_AT,
+        "webhook_event": {
+            "from_account_id": 123,
+            "to_account_id": 9000001,
+            "room_id": 100,
+            "message_id": "8889",
+            "body": f"[To:9000001]Charterさん\n{HIDDEN}",
+            "send_time": 1,
+            "update_time": 0,
+        },
+    }
+    # WHEN each is normalised
+    from_http, from_chatwork = only_message("http", http_payload), only_message("chatwork", chatwork_payload)
+    # THEN the text keeps every visible character, the family emoji its joiners, and nothing else
+    assert from_http.text == from_chatwork.text == SHOWN
+    assert from_http.user_name == "山田太郎"
+
+
+def test_a_message_built_outside_a_channel_loses_them_too():
+    # GIVEN a message built in process (the demo, the debounce's merged message)
+    msg = InboundMessage(
+        channel="http",
+        org_id="acme",
+        room_id="r",
+        user_id="u",
+        text=HIDDEN,
+        message_id="m",
+        event_id="m",
+        received_at=NOW,
+    )
+    # THEN its text is what a person sees
+    assert msg.text == SHOWN
