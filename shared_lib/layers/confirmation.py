@@ -81,6 +81,8 @@ def handle_pending_answer(turn: Turn, rt: Runtime) -> bool:
         if len(rows) > 1:
             return answers.ask_which(turn, rt, rows)
         return answers.answer(turn, rt, pending, answer.kind, now, conversation_key=turn.conversation_key)
+    if answers.answer_question(turn, rt, pending, now, conversation_key=turn.conversation_key):
+        return True  # 「金曜まで」 answering 「いつにするウル？」: the action with that date
     if is_urgent(text, cfg):
         _cancel_all(turn, rt, rows)
         return False
@@ -194,6 +196,7 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
                 "confirmations_required": 2 if g.double_confirmation else 1,
                 "confirmations_received": 0,
                 "confirmation_type": _confirmation_type(g.reason_code),
+                "asks": g.details.get("asks"),  # the parameter a question asks for, if any
                 "confidence": root.confidence.overall,
                 **_paused_loop(turn),
             },

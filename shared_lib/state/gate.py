@@ -15,6 +15,7 @@ from typing import Any
 from shared_lib.decisions import Verdict
 from shared_lib.persona import Persona
 from shared_lib.policy.effective import Policy
+from shared_lib.policy.reasons import is_question
 from shared_lib.proposal import ToolCallProposal
 from shared_lib.tools.display import name_tools, parameter_lines
 from shared_lib.tools.registry import ToolRegistry
@@ -122,6 +123,8 @@ def compose(
     }
     if stage >= 2:
         return persona.message("confirm_gate_second", **values)
+    if is_question([verdict.reason_code, *(str(c) for c in verdict.details.get("covers") or [])]):
+        return persona.message("confirm_gate_question", **values)  # a value to give, not a yes
     reg = policy.registry or ToolRegistry()
     alternatives = name_tools(reg, "／".join(root.reasoning.alternatives_considered)) or persona.message(
         "gate_no_alternatives"
