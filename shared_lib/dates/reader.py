@@ -18,7 +18,7 @@ ATOMS = DAY_ATOMS + BUSINESS_ATOMS
 # 「今日中」「金曜中」 (by the end of that day: the deadline is the day), 「15日〆で」「朝イチで」
 _TAIL = re.compile(
     r"\s?(?:中|いっぱい)?(?:までに|まで|迄に|迄|頃まで|頃|ごろ|くらい|ぐらい|に|で|締め切り|締切り?|〆切り?|〆|"
-    r"締め|期限|厳守|必着)*[\s。.!！~〜]*"
+    r"締め|期限|厳守|必着)*[\s。.!！~〜♪☆★\u2600-\u27bf\U0001f300-\U0001faff]*"
 )
 _JOIN = re.compile(r"\s?(?:の|T|\s)?\s?")
 

@@ -286,15 +286,20 @@ def answer_question(
     reading = read(turn.inbound.text, now.astimezone(rt.policy.zone)) if isinstance(key, str) else None
     if reading is None or reading.deadline is None or not isinstance(key, str):
         return False
+    stored = pending.get("proposal")
+    calls = stored.get("tool_calls") if isinstance(stored, dict) else None
+    if (
+        not isinstance(stored, dict)
+        or not isinstance(calls, list)
+        or not calls
+        or not isinstance(calls[0], dict)
+    ):
+        return False
+    first = {**calls[0], "parameters": {**(calls[0].get("parameters") or {}), key: reading.expression}}
     try:
-        proposal = Proposal.model_validate(pending.get("proposal"))
+        proposal = Proposal.model_validate({**stored, "tool_calls": [first, *calls[1:]]})
     except ValidationError:
         return False
-    if not proposal.tool_calls:
-        return False
-    first = proposal.tool_calls[0]
-    filled = first.model_copy(update={"parameters": {**first.parameters, key: reading.expression}})
-    proposal = proposal.model_copy(update={"tool_calls": [filled, *proposal.tool_calls[1:]]})
     approval_id = str(pending.get("approval_id"))
     if _is_job(approval_id):
         job = jobs.decide(

@@ -77,12 +77,14 @@ def handle_pending_answer(turn: Turn, rt: Runtime) -> bool:
             "確認を依頼した本人以外は承認できない",
             {"approval_id": approval_id, "reminder": True, "foreign": True, "by": turn.user_id},
         )
+    if answer.kind != "deny" and answers.answer_question(
+        turn, rt, pending, now, conversation_key=turn.conversation_key
+    ):
+        return True  # 「じゃあ金曜まで」 answering 「いつにするウル？」: the action with that date
     if answer.kind != "other":
         if len(rows) > 1:
             return answers.ask_which(turn, rt, rows)
         return answers.answer(turn, rt, pending, answer.kind, now, conversation_key=turn.conversation_key)
-    if answers.answer_question(turn, rt, pending, now, conversation_key=turn.conversation_key):
-        return True  # 「金曜まで」 answering 「いつにするウル？」: the action with that date
     if is_urgent(text, cfg):
         _cancel_all(turn, rt, rows)
         return False
