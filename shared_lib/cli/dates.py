@@ -2,8 +2,11 @@
 
 charter dates parse "TEXT" --now ISO_DATETIME [--tz Asia/Tokyo] [--whole] [--json]
 
-Prints ``date``, ``time``, ``end_date`` (null outside ranges), ``is_past``, ``ambiguous``
-(with the note), ``expression`` (the part read), ``kind`` and the Japanese display form.
+Prints ``date``, ``time``, ``end_date`` (null outside ranges), ``deadline`` (the day it
+means as a deadline: 「今週末」 is Saturday–Sunday, due Friday), ``is_past``, ``ambiguous``
+(with the note), ``doubt`` (why the guardian would ask: ``weekday``, ``next_year``),
+``expression`` (the part read), ``kind``, and the Japanese display forms of the reading and
+of its deadline.
 The text is searched (the first expression anywhere); ``--whole`` reads it as a tool
 parameter is read (the whole value must be one expression). A ``--now`` without an offset
 is in ``--tz``.
@@ -21,7 +24,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from shared_lib.cli.runner import fail
-from shared_lib.dates import DateError, Reading, display_reading, read_or_error
+from shared_lib.dates import DateError, Reading, display_date, display_reading, read_or_error
 
 EXIT_OK, EXIT_NOT_READ, EXIT_USAGE = 0, 1, 2
 
@@ -43,12 +46,15 @@ def as_dict(reading: Reading, now: datetime) -> dict[str, Any]:
         "date": reading.date.isoformat() if reading.date else None,
         "time": reading.time.strftime("%H:%M") if reading.time else None,
         "end_date": reading.end_date.isoformat() if reading.end_date else None,
+        "deadline": reading.deadline.isoformat() if reading.deadline else None,
         "is_past": reading.is_past,
         "ambiguous": reading.ambiguous,
         "ambiguity": reading.ambiguity,
+        "doubt": reading.doubt,
         "expression": reading.expression,
         "kind": reading.kind,
         "display": display_reading(reading, today=now.date()),
+        "deadline_display": display_date(reading.deadline, today=now.date()) if reading.deadline else None,
     }
 
 

@@ -15,26 +15,41 @@ Two ways to read:
 
 House readings (where the brief was silent):
 
-* Past is never moved. A year-less date is the *nearest* one (last, this or next year; ties
-  forward): 「11/20」 on 11/24 is this year's with ``is_past``; 「1/5」 on 12/31 is next
-  January (ambiguous: another year). 「15日」 alone likewise picks the nearest month.
-* Weekdays: a bare 「金曜」 is the coming one, today included; 今週/来週/再来週/先週 count
-  Monday-based weeks (今週月曜 may be past); 次の/今度の is the next one strictly after today.
-* 週明け: the next Monday after today. 今週中: this week's Friday (the working week); said
-  on a Saturday or Sunday it is past and ambiguous. 今月中/月末: the month's last day;
-  月初: the next 1st (today on a 1st). 年内: 12/31. 年度末: 3/31 ending the fiscal year
-  (April–March). 上旬/中旬/下旬: ranges 1–10, 11–20, 21–end. Nか月後 on a day the month
-  lacks: its last day (ambiguous).
+* A date without its year or month is the next one, today included (issue 34): 「7/1」 said in
+  November is next July, 「15日」 on 12/28 is January 15th, 「9月末」 in February this
+  September's end, a bare 「下旬」 past is next month's. A year-less date recently past
+  (``RECENT_PAST_DAYS``) read a year ahead is in doubt (``doubt="next_year"``); a weekday
+  written beside a date that is not its weekday is ``doubt="weekday"`` (unless it names the
+  recent past such day: 「11/20(金)」 on 11/24 is that past Friday). The guardian asks about
+  a doubt. Dates with a year and relative words are read as said, past or not.
+* Weekdays: a bare 「金曜」 is the coming one, today included until the evening
+  (``EVENING_HOUR``, 18:00): 「月曜」 said on a Monday at 23:30 is next Monday (「今日」 stays
+  today). 今週/来週/再来週/先週 count Monday-based weeks (今週月曜 may be past); 次の/今度の is
+  the next one strictly after today. Kana and typos: 「来週のげつよう」「金よう」.
+* Deadline words (``Reading.deadline``; a deadline without a time is due by the end of that
+  day): 今日中/本日中/EOD today, 明日中 tomorrow, 金曜中 the coming Friday; 今週中/週内/
+  今週いっぱい this week's Friday, the last business day (said on a Saturday or Sunday it is
+  past and ambiguous); 来週中 next Friday; 今月中/月内/月末 the month's last day; 月初 the next
+  1st (today on a 1st); 週明け/来週頭 the next Monday; 年内 12/31; 年度末 3/31 (April–March).
+* Office calendar words (``dates.business``): 今週末/来週末 (Saturday–Sunday, due Friday),
+  年明け, GW明け, 年末年始, 第N曜日 (「来月の第2水曜」). 上旬/中旬/下旬: ranges 1–10, 11–20,
+  21–end. Nか月後 on a day the month lacks: its last day (ambiguous).
 * Ranges (「3/5〜3/7」「3/5から3/7まで」「明日から金曜」): ``date`` is the first day,
   ``end_date`` the last, ``deadline`` the last; ``is_past`` when the last day is past.
-* Times: see ``dates.times`` (working hours 9–18: 「3時半」 is 15:30, ambiguous).
+* Times: see ``dates.times``, whose table says what 朝イチ (9:00), 午後イチ (13:00), 夕方
+  (17:00), 定時 (18:00) … mean (working hours 9–18: 「3時半」 is 15:30, ambiguous); a time
+  joins a date: 「明後日の午後」 is the day after tomorrow at 13:00 (approximate).
 * Display: ``display_date`` 「11月25日（水）」, ``display_time`` 「15時30分」,
   ``display_reading``.
 
 >>> from datetime import datetime
->>> r = read("11/20", datetime(2026, 11, 24, 10, 0, tzinfo=JST))
+>>> r = read("12/5", datetime(2026, 11, 24, 10, 0, tzinfo=JST))
 >>> r.date.isoformat(), r.is_past, display_reading(r)
-('2026-11-20', True, '11月20日（金）')
+('2026-12-05', False, '12月5日（土）')
+>>> read("15日", datetime(2026, 12, 28, 22, 0, tzinfo=JST)).date.isoformat()
+'2027-01-15'
+>>> read("今週末までに", datetime(2026, 11, 24, 10, 0, tzinfo=JST)).deadline.isoformat()
+'2026-11-27'
 >>> read("3時半", datetime(2026, 11, 24, 10, 0, tzinfo=JST)).time.isoformat()
 '15:30:00'
 """

@@ -13,8 +13,17 @@ from shared_lib.errors import CharterError
 JST = ZoneInfo("Asia/Tokyo")
 WEEKDAYS = "月火水木金土日"
 WORK_START, WORK_END = 9, 18  # working hours 9:00–18:00: a bare 1–7時 is read in the afternoon
+# From this hour a bare weekday equal to today's (「月曜」 on a Monday night) is next week's.
+EVENING_HOUR = WORK_END
+# A year-less date read a year ahead although it passed less than this many days ago (「11/20」 on
+# 11/24 → next year's) is in doubt: the guardian asks before anything is done with it.
+RECENT_PAST_DAYS = 90
 
 Kind = Literal["absolute", "relative", "weekday", "period", "range", "time"]
+# Why a reading needs the user's word before it is acted on (the guardian asks, priority 7):
+# ``weekday``: the weekday written beside the date is not that date's; ``next_year``: a year-less
+# date recently past was read as next year's.
+Doubt = Literal["weekday", "next_year"]
 ErrorCode = Literal["date.unreadable", "date.nonexistent", "time.nonexistent", "date.range_reversed"]
 
 
@@ -38,6 +47,9 @@ class Reading:
     ``ambiguous`` with ``ambiguity``: the reader chose between readings (a bare 「3時」, a
     year-less date read in another year, 「夕方」, a weekday note that does not match).
     ``expression`` is the part of the text that was read, as written.
+    ``due``: the day a deadline means when it is not the last day of the range (「今週末」 is
+    Saturday–Sunday as an event, due Friday as a deadline). ``doubt``: why the user must
+    confirm the reading before anything is done with it (``Doubt``), else ``None``.
     """
 
     date: dt.date | None
@@ -49,11 +61,15 @@ class Reading:
     expression: str
     kind: Kind
     year_said: bool = False  # an absolute date whose year was written
+    due: dt.date | None = None
+    doubt: Doubt | None = None
 
     @property
     def deadline(self) -> dt.date | None:
-        """The last day the reading covers (the end of a range, else the date)."""
-        return self.end_date or self.date
+        """The day a deadline means: ``due`` when the expression has one, else the last day the
+        reading covers (the end of a range, else the date). Without a time it is the end of
+        that day (「今日中」 is today, due by its end)."""
+        return self.due or self.end_date or self.date
 
 
 def fold(text: str) -> str:

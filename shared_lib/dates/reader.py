@@ -7,13 +7,18 @@ from dataclasses import dataclass
 from datetime import date, datetime, time
 from zoneinfo import ZoneInfo
 
-from shared_lib.dates.days import ATOMS, BARE_DAY, RANGE_SEP, Part, Reader, checked
+from shared_lib.dates.business import BUSINESS_ATOMS
+from shared_lib.dates.days import ATOMS as DAY_ATOMS
+from shared_lib.dates.days import BARE_DAY, RANGE_SEP, Part, Reader, checked
 from shared_lib.dates.model import JST, DateError, Kind, Reading, fold
 from shared_lib.dates.times import TIME_ATOMS, TimePart, read_time
 
+ATOMS = DAY_ATOMS + BUSINESS_ATOMS
 # what a parameter value may carry after its expression: 「明日まで」「3/5(木)に」「15時頃」
+# 「今日中」「金曜中」 (by the end of that day: the deadline is the day), 「15日〆で」「朝イチで」
 _TAIL = re.compile(
-    r"\s?(?:までに|まで|迄に|迄|中に|頃まで|頃|ごろ|くらい|ぐらい|に|締め切り|締切|期限)?[\s。.!！]*"
+    r"\s?(?:中|いっぱい)?(?:までに|まで|迄に|迄|頃まで|頃|ごろ|くらい|ぐらい|に|で|締め切り|締切り?|〆切り?|〆|"
+    r"締め|期限|厳守|必着)*[\s。.!！~〜♪☆★\u2600-\u27bf\U0001f300-\U0001faff]*"
 )
 _JOIN = re.compile(r"\s?(?:の|T|\s)?\s?")
 
@@ -42,7 +47,7 @@ def _time_at(text: str, pos: int) -> re.Match[str] | None:
     return max(found, key=lambda m: m.end()) if found else None
 
 
-def _range_end(text: str, pos: int, start: Part, today: date) -> tuple[date, int] | None:
+def _range_end(text: str, pos: int, start: Part, now: datetime) -> tuple[date, int] | None:
     sep = RANGE_SEP.match(text, pos)
     if not sep:
         return None
@@ -56,7 +61,7 @@ def _range_end(text: str, pos: int, start: Part, today: date) -> tuple[date, int
         elif reader.__name__ == "_day_only" and not m[1]:  # 「3/5〜7日」: the start's month
             end = checked(start.date.year, start.date.month, int(m[2]), m[0])
         else:
-            end = reader(m, today).date
+            end = reader(m, now).date
         stop = m.end()
     elif (bare := BARE_DAY.match(text, sep.end())) and start.kind == "absolute":
         end, stop = checked(start.date.year, start.date.month, int(bare[1]), bare[0]), bare.end()
@@ -67,16 +72,29 @@ def _range_end(text: str, pos: int, start: Part, today: date) -> tuple[date, int
     return end, stop
 
 
-def _scan_at(text: str, pos: int, today: date) -> _Found | None:
+def _in_progress(text: str, pos: int, start: Part, now: datetime) -> tuple[Part, tuple[date, int]] | None:
+    """A year-less range that began a year before the next such start and has not ended
+    (「11/20〜11/30」 on 11/24) is the one in progress, not next year's."""
+    try:
+        earlier = Part(start.date.replace(year=start.date.year - 1), note=None)
+        ranged = _range_end(text, pos, earlier, now)
+    except (ValueError, DateError):
+        return None
+    return (earlier, ranged) if ranged and ranged[0] >= now.date() else None
+
+
+def _scan_at(text: str, pos: int, now: datetime) -> _Found | None:
     """The longest date (and range, and time) expression starting at ``pos``, or a time alone."""
     hit = _longest(ATOMS, text, pos)
     if hit is None:
         t = _time_at(text, pos)
         return _Found(pos, t.end(), None, read_time(t)) if t else None
     m, reader = hit
-    part, end = reader(m, today), m.end()
-    if ranged := _range_end(text, end, part, today):
-        part = Part(part.date, ranged[0], "range", part.note, part.year_said)
+    part, end = reader(m, now), m.end()
+    if ranged := _range_end(text, end, part, now):
+        if reader.__name__ == "_month_day" and (earlier := _in_progress(text, end, part, now)):
+            part, ranged = earlier
+        part = Part(part.date, ranged[0], "range", part.note, part.year_said, doubt=part.doubt)
         end = ranged[1]
     joined = _JOIN.match(text, end)
     t = _time_at(text, joined.end()) if joined else None
@@ -107,6 +125,8 @@ def _reading(text: str, found: _Found, now: datetime) -> Reading:
         expression=text[found.start : found.end].strip(),
         kind=kind,
         year_said=bool(part and part.year_said),
+        due=part.due if part else None,
+        doubt=part.doubt if part else None,
     )
 
 
@@ -118,13 +138,13 @@ def read_or_error(text: str, now: datetime, tz: ZoneInfo = JST, *, whole: bool =
     folded = fold(text)
     if whole:
         pos = len(folded) - len(folded.lstrip())
-        found = _scan_at(folded, pos, local.date())
+        found = _scan_at(folded, pos, local)
         tail = _TAIL.fullmatch(folded, found.end) if found else None
         if found is None or tail is None:
             raise DateError("date.unreadable", f"日付「{text.strip()}」を解釈できません", expression=text)
         return _reading(text, found, local)
     for pos in range(len(folded)):
-        if found := _scan_at(folded, pos, local.date()):
+        if found := _scan_at(folded, pos, local):
             return _reading(text, found, local)
     raise DateError("date.unreadable", f"「{text.strip()}」に日付や時刻がありません", expression=text)
 
@@ -144,7 +164,7 @@ def find(text: str) -> str | None:
     probe = datetime(2000, 1, 3, 12, tzinfo=JST)
     for pos in range(len(folded)):
         try:
-            found = _scan_at(folded, pos, probe.date())
+            found = _scan_at(folded, pos, probe)
         except DateError as exc:  # names a day that does not exist: still an expression
             return exc.expression.strip() or None
         if found and found.part:

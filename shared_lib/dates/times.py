@@ -3,8 +3,21 @@
 Working hours are 9:00–18:00 (``model.WORK_START``/``WORK_END``). An hour of 1–7 said without
 午前/午後 (and not written ``03:30``) is read in the afternoon, the one that falls in or
 next to working hours — 「3時半」 is 15:30 — and marked ambiguous; 8–12 stay as said.
-Words: 正午/昼/お昼 12:00, 朝一 9:00 (the start of work), 定時 18:00 (its end), 午前中 12:00
-(a deadline "by noon"); approximate ones, marked ambiguous: 朝 9:00, 夕方 17:00, 夜 19:00.
+Words (``_WORDS``, the one table; a word marked approximate makes the reading ambiguous):
+
+=====================================  =======  ====================================
+word                                   time     why
+=====================================  =======  ====================================
+朝一/朝イチ/朝いち, 始業                9:00     the start of work
+午前中                                 12:00    a deadline "by noon"
+正午/昼/お昼, 昼休み                    12:00
+午後イチ/午後一/午後いち, 昼一/昼イチ  13:00    the first thing after lunch
+定時, 終業                             18:00    the end of work (``WORK_END``)
+朝, 午前 (approximate)                 9:00
+午後, 昼過ぎ (approximate)             13:00    the afternoon begins
+夕方 (approximate)                     17:00
+夜 (approximate)                       19:00
+=====================================  =======  ====================================
 """
 
 from __future__ import annotations
@@ -22,18 +35,33 @@ class TimePart:
     note: str | None = None
 
 
+def _about(word: str, hour: int) -> tuple[int, str]:
+    return hour, f"「{word}」は{hour}時と読みました（おおよその時刻）"
+
+
 _WORDS: dict[str, tuple[int, str | None]] = {
     "正午": (12, None),
     "お昼": (12, None),
+    "昼休み": (12, None),
     "昼": (12, None),
     "朝一": (9, None),
     "朝イチ": (9, None),
     "朝いち": (9, None),
+    "始業": (9, None),
+    "午後一": (13, None),
+    "午後イチ": (13, None),
+    "午後いち": (13, None),
+    "昼一": (13, None),
+    "昼イチ": (13, None),
     "定時": (18, None),
+    "終業": (18, None),
     "午前中": (12, None),
-    "朝": (9, "「朝」は9時と読みました（おおよその時刻）"),
-    "夕方": (17, "「夕方」は17時と読みました（おおよその時刻）"),
-    "夜": (19, "「夜」は19時と読みました（おおよその時刻）"),
+    "朝": _about("朝", 9),
+    "午前": _about("午前", 9),
+    "午後": _about("午後", 13),
+    "昼過ぎ": _about("昼過ぎ", 13),
+    "夕方": _about("夕方", 17),
+    "夜": _about("夜", 19),
 }
 _PM = ("午後", "夜", "夕方", "pm", "PM")
 _AM = ("午前", "朝", "am", "AM")

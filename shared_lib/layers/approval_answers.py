@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from shared_lib.dates import read
 from shared_lib.envelope import StepRecord, Turn
+from shared_lib.policy.guardian import proposal_hash
 from shared_lib.proposal import Proposal
 from shared_lib.state import jobs, session
 
@@ -268,6 +270,62 @@ def approve(turn: Turn, rt: Runtime, pending: dict[str, Any], *, conversation_ke
         "confirmations": int(pending.get("confirmations_received") or 0) + 1,
         # what the person asked for, masked at rest: the request the approved action answers
         "request": str(pending.get("original_message") or ""),
+    }
+    return True
+
+
+def answer_question(
+    turn: Turn, rt: Runtime, pending: dict[str, Any], now: datetime, *, conversation_key: str
+) -> bool:
+    """An answer to a date question (「いつにするウル？」 → 「金曜まで」): the stored action with the
+    date the answer says (the expression as the one reader finds it), judged afresh by the
+    guardian — nothing else of the action counts as approved — under the job's id, so the
+    executor restores the request's masked values. ``False`` when nothing is asked or the
+    answer holds no date (then it is an ordinary other message)."""
+    key = pending.get("asks")
+    reading = read(turn.inbound.text, now.astimezone(rt.policy.zone)) if isinstance(key, str) else None
+    if reading is None or reading.deadline is None or not isinstance(key, str):
+        return False
+    stored = pending.get("proposal")
+    calls = stored.get("tool_calls") if isinstance(stored, dict) else None
+    if (
+        not isinstance(stored, dict)
+        or not isinstance(calls, list)
+        or not calls
+        or not isinstance(calls[0], dict)
+    ):
+        return False
+    first = {**calls[0], "parameters": {**(calls[0].get("parameters") or {}), key: reading.expression}}
+    try:
+        proposal = Proposal.model_validate({**stored, "tool_calls": [first, *calls[1:]]})
+    except ValidationError:
+        return False
+    approval_id = str(pending.get("approval_id"))
+    if _is_job(approval_id):
+        job = jobs.decide(
+            rt.store, turn.org_id, approval_id, "granted", now, approver=turn.user_id, turn_id=turn.turn_id
+        )
+        if job is not None:
+            jobs.record_event(turn, job)
+    turn.proposal.arm = "state"
+    turn.proposal.proposal = proposal
+    resume(turn, pending)
+    turn.proposal.approval = {
+        "approval_id": approval_id,
+        "approved": True,
+        "by": turn.user_id,
+        "proposer": pending.get("user_id"),
+        "approver_allowed": False,
+        "conversation_key": conversation_key,
+        "pending_turn_id": pending.get("turn_id"),
+        "params_hash": proposal_hash(proposal),
+        "policy_version": pending.get("policy_version"),
+        "reasons": [],  # only the date was given: every other concern is asked again
+        "concerns": [],
+        "double": False,
+        "confirmations": 1,
+        "request": str(pending.get("original_message") or ""),
+        "answered": key,
     }
     return True
 

@@ -77,6 +77,10 @@ def handle_pending_answer(turn: Turn, rt: Runtime) -> bool:
             "確認を依頼した本人以外は承認できない",
             {"approval_id": approval_id, "reminder": True, "foreign": True, "by": turn.user_id},
         )
+    if answer.kind != "deny" and answers.answer_question(
+        turn, rt, pending, now, conversation_key=turn.conversation_key
+    ):
+        return True  # 「じゃあ金曜まで」 answering 「いつにするウル？」: the action with that date
     if answer.kind != "other":
         if len(rows) > 1:
             return answers.ask_which(turn, rt, rows)
@@ -194,6 +198,7 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
                 "confirmations_required": 2 if g.double_confirmation else 1,
                 "confirmations_received": 0,
                 "confirmation_type": _confirmation_type(g.reason_code),
+                "asks": g.details.get("asks"),  # the parameter a question asks for, if any
                 "confidence": root.confidence.overall,
                 **_paused_loop(turn),
             },

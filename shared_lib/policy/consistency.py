@@ -4,10 +4,13 @@ Fixable inconsistencies are corrected by fixed rules (``consistency.fixes``): st
 trimmed, duplicate list entries removed, amounts written as text made numbers, absolute
 dates written another way made ISO. Unfixable ones (an impossible date, an unreadable or
 negative amount, a range that ends before it starts) need the user. Dates are read by the
-one reader (``shared_lib.dates``, whole value) in the policy's time zone, so 「来週金曜」
-「月末」「12/5」 are checked too; before today is ``date.past`` (a year-less date already past
-is this year's, shown to the user, never moved to next year), beyond the horizon
-``date.far_future``.
+one reader (``shared_lib.dates``, whole value) in the policy's time zone at the turn's clock,
+so 「来週金曜」「月末」「今日中」「12/5」 are checked too, exactly as the executor will read them.
+What the reader cannot read at all (「そのうち」) is ``unreadable``: a question to the user,
+never an executor error. A reading in doubt (a weekday that is not the date's, a year-less
+date recently past read as next year's) is ``doubtful``: the user confirms it. Before today
+is ``date.past`` (a year-less date is the next one, so only dates with a year, relative words
+and dates a written weekday pins to the past get here), beyond the horizon ``date.far_future``.
 
 >>> from datetime import date
 >>> cfg = load_policy_config()
@@ -18,11 +21,12 @@ is this year's, shown to the user, never moved to next year), beyond the horizon
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
+from shared_lib.dates import Reading
 from shared_lib.policy.config import PolicyConfig, load_policy_config
-from shared_lib.policy.values import as_number, is_calendar_date_text, iso_date_text, read_date
+from shared_lib.policy.values import as_number, is_calendar_date_text, iso_date_text, read_value
 
 
 @dataclass
@@ -32,6 +36,8 @@ class CallCheck:
     problems: list[str] = field(default_factory=list)  # catalogue messages, already filled
     past: list[tuple[str, date]] = field(default_factory=list)
     far: list[tuple[str, date, int]] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (key, value as said)
+    doubtful: list[tuple[str, str, Reading]] = field(default_factory=list)
 
 
 def _dedupe(values: list[Any]) -> list[Any]:
@@ -64,8 +70,10 @@ def _fix(key: str, value: Any, cfg: PolicyConfig) -> Any:
     return value
 
 
-def check_call(params: dict[str, Any], cfg: PolicyConfig | None, today: date) -> CallCheck:
+def check_call(params: dict[str, Any], cfg: PolicyConfig | None, clock: date | datetime) -> CallCheck:
+    """``clock``: the turn's local time (a date alone is read at its midnight)."""
     cfg = cfg or load_policy_config()
+    today = clock.date() if isinstance(clock, datetime) else clock
     corrected = {k: _fix(k, v, cfg) for k, v in params.items()}
     check = CallCheck(corrected=corrected, changed=[k for k in params if corrected[k] != params[k]])
     for key in cfg.parameters.amount_keys:
@@ -79,15 +87,24 @@ def check_call(params: dict[str, Any], cfg: PolicyConfig | None, today: date) ->
     for key in cfg.consistency.date_keys:
         if key not in corrected:
             continue
-        day = read_date(corrected[key], today)
+        value = corrected[key]
+        if isinstance(value, datetime):
+            value = value.date()
+        found = value if isinstance(value, date) else read_value(value, clock)
+        if isinstance(found, Reading | date):
+            day = found if isinstance(found, date) else found.deadline
+        else:
+            day = None
         if day is None:
-            if is_calendar_date_text(corrected[key]):
-                check.problems.append(
-                    cfg.message("consistency.problem.invalid_date", key=key, value=corrected[key])
-                )
+            if found is not None and is_calendar_date_text(value):
+                check.problems.append(cfg.message("consistency.problem.invalid_date", key=key, value=value))
+            elif found is not None:
+                check.unreadable.append((key, str(value).strip()))
             continue
         dates[key] = day
-        if day < today:
+        if isinstance(found, Reading) and found.doubt is not None:
+            check.doubtful.append((key, str(value).strip(), found))
+        elif day < today:
             check.past.append((key, day))
         elif (day - today).days > cfg.consistency.far_future_days:
             check.far.append((key, day, (day - today).days))

@@ -131,6 +131,7 @@ def _first(found: Iterator[Verdict], pol: Policy, satisfied: tuple[str, ...] = (
 def _with_covers(first: Verdict, rest: Iterator[Verdict], satisfied: tuple[str, ...]) -> Verdict:
     covers, concerns = [first.reason_code], [first.message]
     modified: dict[str, Any] | None = None
+    asks = [str(first.details["key"])] if _asks(first) else []
     for verdict in rest:
         if verdict.action == "block":
             break
@@ -140,11 +141,20 @@ def _with_covers(first: Verdict, rest: Iterator[Verdict], satisfied: tuple[str, 
         if verdict.reason_code not in covers and verdict.reason_code not in satisfied:
             covers.append(verdict.reason_code)
             concerns.append(verdict.message)
+        if _asks(verdict):
+            asks.append(str(verdict.details["key"]))
     double = any(GUARDIAN_REASONS[c].double for c in covers)
     details: dict[str, Any] = {"covers": covers, "concerns": concerns, "satisfied": list(satisfied)}
+    if asks:  # the parameter a question asks for: the person's answer fills it
+        details["asks"] = asks[0]
     if modified is not None:
         details["pending_modification"] = modified
     return first.model_copy(update={"double_confirmation": double, "details": {**first.details, **details}})
+
+
+def _asks(verdict: Verdict) -> bool:
+    reason = GUARDIAN_REASONS.get(verdict.reason_code)
+    return reason is not None and not reason.answerable and "key" in verdict.details
 
 
 def _reconfirm(fresh: Verdict, grant: Grant, pol: Policy) -> Verdict:
@@ -161,7 +171,10 @@ def _reconfirm(fresh: Verdict, grant: Grant, pol: Policy) -> Verdict:
 def _approved(found: Iterator[Verdict], grant: Grant, pol: Policy) -> Verdict:
     done = {"approval_id": grant.approval_id, "satisfied": list(grant.reasons)}
     for verdict in found:
-        if verdict.action == "confirm" and verdict.reason_code in grant.reasons:
+        answerable = (
+            verdict.reason_code in GUARDIAN_REASONS and GUARDIAN_REASONS[verdict.reason_code].answerable
+        )
+        if verdict.action == "confirm" and verdict.reason_code in grant.reasons and answerable:
             continue
         if verdict.action == "block":
             return verdict.with_details(**done)

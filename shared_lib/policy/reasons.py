@@ -18,9 +18,13 @@ from shared_lib.decisions import GuardianAction
 
 @dataclass(frozen=True)
 class Reason:
+    """``answerable``: whether 「はい」 settles it. A question (``date.unreadable``: the user must
+    say a value) is never settled by an approval nor by an auto-approve grant."""
+
     action: GuardianAction
     priority: int
     double: bool = False
+    answerable: bool = True
 
 
 GUARDIAN_REASONS: dict[str, Reason] = {
@@ -56,6 +60,8 @@ GUARDIAN_REASONS: dict[str, Reason] = {
     "consistency.unfixable": Reason("confirm", 7),
     "date.past": Reason("confirm", 7),
     "date.far_future": Reason("confirm", 7),
+    "date.unreadable": Reason("confirm", 7, answerable=False),  # added: a question, issue 34
+    "date.ambiguous": Reason("confirm", 7),  # added: a reading in doubt, shown with why
     "consistency.modified": Reason("modify", 7),
     # 8 added: the proposer or the registry asked for a confirmation (only ever stricter)
     "confirmation.requested": Reason("confirm", 8),
@@ -70,7 +76,15 @@ PART_MESSAGES = (
     "consistency.problem.invalid_date",
     "consistency.problem.range_reversed",
     "consistency.problem.several_calls",
+    "date.ambiguous.weekday",
+    "date.ambiguous.next_year",
 )
+
+
+def is_question(codes: list[str] | tuple[str, ...]) -> bool:
+    """Whether a confirmation covering ``codes`` asks for a value 「はい」 cannot give."""
+    return any(c in GUARDIAN_REASONS and not GUARDIAN_REASONS[c].answerable for c in codes)
+
 
 AuthReason = Literal[
     "pass",

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import date, datetime
 
 from shared_lib.dates import display_date
 from shared_lib.decisions import Verdict
 from shared_lib.policy.config import Constitution, NamedPattern
-from shared_lib.policy.consistency import check_call
+from shared_lib.policy.consistency import CallCheck, check_call
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.subject import Subject, unquoted
 from shared_lib.policy.values import as_number, count_items, recipients
@@ -171,8 +171,9 @@ def _recipients(name: str, params: dict[str, object], p: Policy) -> Iterator[Ver
 def consistency(s: Subject, p: Policy, now: datetime) -> Iterator[Verdict]:
     if not s.calls:
         return
-    today = now.astimezone(p.config.zone).date()
-    checks = [check_call(params, p.config, today) for _, params in s.calls]
+    local = now.astimezone(p.config.zone)
+    today = local.date()
+    checks = [check_call(params, p.config, local) for _, params in s.calls]
     problems = [msg for c in checks for msg in c.problems]
     changed = [i for i, c in enumerate(checks) if c.changed]
     if len(s.calls) > 1 and changed:
@@ -181,6 +182,7 @@ def consistency(s: Subject, p: Policy, now: datetime) -> Iterator[Verdict]:
         problems.append(p.config.message("consistency.problem.several_calls", fields=fields))
     if problems:
         yield p.verdict("consistency.unfixable", problem="、".join(problems), details={"problems": problems})
+    yield from _date_questions(checks, p, today)
     for c in checks:
         for key, day in c.past:  # the reading, shown, never moved (「11月20日（金）」)
             yield p.verdict(
@@ -202,6 +204,28 @@ def consistency(s: Subject, p: Policy, now: datetime) -> Iterator[Verdict]:
             parameters=checks[0].corrected,
             details={"fields": checks[0].changed},
         )
+
+
+def _date_questions(checks: list[CallCheck], p: Policy, today: date) -> Iterator[Verdict]:
+    """What the user must say before a date is used: a value the reader cannot read is a
+    question (「いつにするウル？」, answered with a date, never with 「はい」); a reading in doubt
+    is shown for confirmation with why."""
+    for c in checks:
+        for key, said in c.unreadable:
+            yield p.verdict("date.unreadable", key=key, value=said, details={"key": key, "value": said})
+        for key, said, reading in c.doubtful:
+            day = reading.deadline
+            if day is None or reading.doubt is None:  # a doubt is only ever recorded with its day
+                continue
+            why = p.config.message(
+                f"date.ambiguous.{reading.doubt}", value=said, date=display_date(day, today=today)
+            )
+            yield p.verdict(
+                "date.ambiguous",
+                date=display_date(day, today=today),
+                why=why,
+                details={"key": key, "value": said, "date": day.isoformat(), "doubt": reading.doubt},
+            )
 
 
 def requested(s: Subject, p: Policy) -> Iterator[Verdict]:

@@ -52,11 +52,35 @@ def as_number(value: Any) -> float | None:
     return float(text) * scale if _NUMBER.match(text.strip()) else None
 
 
-def _whole(value: str, today: date) -> Reading | DateError:
+def _whole(value: str, clock: date | datetime) -> Reading | DateError:
+    now = clock if isinstance(clock, datetime) else at_midnight(clock)
     try:
-        return read_or_error(value, at_midnight(today), whole=True)
+        return read_or_error(value, now, whole=True)
     except DateError as exc:
         return exc
+
+
+def read_value(value: Any, clock: date | datetime) -> Reading | DateError | None:
+    """How the one reader reads a whole parameter value at ``clock`` (a datetime: its hour counts,
+    「月曜」 on a Monday night is next Monday; a date: read at its midnight): a ``Reading``, the
+    ``DateError`` saying why not, or ``None`` for what is not text (``None``, a number, blank)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    found = _whole(value, clock)
+    if isinstance(found, DateError) and found.code == "date.unreadable" and (day := _iso_day(value)):
+        return _whole(day, clock)  # an ISO datetime with an offset: its day
+    return found
+
+
+def _iso_day(value: str) -> str | None:
+    """The ``YYYY-MM-DD`` of an ISO datetime with an offset (「2026-12-05T10:00:00+09:00」)."""
+    m = _ISO.match(unicodedata.normalize("NFKC", value).strip())
+    if not m:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isoformat()
+    except ValueError:
+        return None
 
 
 def is_calendar_date_text(value: Any) -> bool:
@@ -71,28 +95,16 @@ def is_calendar_date_text(value: Any) -> bool:
     return found.code != "date.unreadable" if isinstance(found, DateError) else found.date is not None
 
 
-def read_date(value: Any, today: date) -> date | None:
-    """A date as ``shared_lib.dates`` reads the whole value (a range gives its last day);
-    ``None`` when it cannot be read or does not exist. A year-less date already past is this
-    year's (past), never next year's."""
+def read_date(value: Any, clock: date | datetime) -> date | None:
+    """The day a value means as a deadline, as ``shared_lib.dates`` reads the whole value at
+    ``clock`` (a range gives its deadline); ``None`` when it cannot be read or does not exist.
+    A year-less date already past is the next one (「7/1」 in November: next July)."""
     if isinstance(value, datetime):
         return value.date()
     if isinstance(value, date):
         return value
-    if not isinstance(value, str):
-        return None
-    found = _whole(value, today)
-    if isinstance(found, Reading):
-        return found.deadline
-    if found.code != "date.unreadable":
-        return None
-    m = _ISO.match(unicodedata.normalize("NFKC", value).strip())  # an ISO datetime with an offset
-    if not m:
-        return None
-    try:
-        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    except ValueError:
-        return None
+    found = read_value(value, clock)
+    return found.deadline if isinstance(found, Reading) else None
 
 
 def iso_date_text(value: Any) -> str | None:

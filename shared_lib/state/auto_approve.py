@@ -55,6 +55,7 @@ from shared_lib.decisions import Verdict
 from shared_lib.errors import ArgumentError
 from shared_lib.ids import new_short_id
 from shared_lib.policy.approval_config import Approval
+from shared_lib.policy.reasons import is_question
 from shared_lib.ports import Store
 from shared_lib.proposal import Proposal
 
@@ -307,6 +308,8 @@ def decide(
         return Decision(None, "not_a_confirmation")
     if verdict.double_confirmation:
         return Decision(None, "double_confirmation")
+    if is_question([verdict.reason_code, *(str(c) for c in verdict.details.get("covers") or [])]):
+        return Decision(None, "question")  # a value only the person can give (「いつにするウル？」)
     kinds = hard_require_kinds(proposal, verdict, policy, cost_estimate_usd=cost_estimate_usd)
     if kinds:
         return Decision(None, "hard_require", kinds)

@@ -15,6 +15,7 @@ from typing import Any
 from shared_lib.decisions import Verdict
 from shared_lib.persona import Persona
 from shared_lib.policy.effective import Policy
+from shared_lib.policy.reasons import is_question
 from shared_lib.proposal import ToolCallProposal
 from shared_lib.state.gate_text import for_user
 from shared_lib.tools.display import parameter_lines
@@ -123,6 +124,8 @@ def compose(
     }
     if stage >= 2:
         return persona.message("confirm_gate_second", **values)
+    if is_question([verdict.reason_code, *(str(c) for c in verdict.details.get("covers") or [])]):
+        return persona.message("confirm_gate_question", **values)  # a value to give, not a yes
     reg = policy.registry or ToolRegistry()
     said = [for_user(a, reg, persona, today=today) for a in root.reasoning.alternatives_considered]
     alternatives = "／".join(a for a in said if a) or persona.message("gate_no_alternatives")

@@ -3,7 +3,9 @@
 Dates and times are read by the one reader, ``shared_lib.dates``, on the *whole* value, in
 Japan time relative to the turn's clock: 「今日」「明日」「来週金曜」「月末」「3日後」「今週中」
 「週明け」 and explicit dates (``2026-03-05``, ``3/5``, ``3月5日``) all become
-``YYYY-MM-DD`` (a range, 「3/5〜3/7」 or 「下旬」, gives its last day: these are deadlines).
+``YYYY-MM-DD`` (a range, 「3/5〜3/7」 or 「下旬」, gives its last day: these are deadlines;
+「今週末」 is due Friday, 「今日中」「金曜中」「EOD」 that day; ``normalize_deadline`` also keeps a
+time the expression says: 「明日の朝イチ」 is 09:00).
 A deadline in the past or a date that does not exist is an input error, never silently
 moved. Times become ``HH:MM`` (「3時半」 is 15:30 in working hours; see ``dates.times``).
 
@@ -34,6 +36,7 @@ __all__ = [
     "DocId",
     "clean_text",
     "normalize_date",
+    "normalize_deadline",
     "normalize_time",
     "today_jst",
 ]
@@ -51,12 +54,15 @@ def today_jst(now: datetime) -> date:
     return now.astimezone(JST).date()
 
 
-def normalize_date(
+def normalize_deadline(
     expr: str | None, now: datetime, *, field: str = "limit_date", allow_past: bool = False
-) -> str | None:
-    """A Japanese or explicit date expression to ``YYYY-MM-DD`` (Japan time); ``None`` stays ``None``."""
+) -> tuple[str | None, str | None]:
+    """``(YYYY-MM-DD, HH:MM or None)``: the day a deadline expression means (「今週末」 is due
+    Friday, 「今日中」 today) and the time it says (「明日の朝イチ」 09:00); ``(None, None)``
+    for no value. The guardian asks about a value it cannot read before the executor runs;
+    reaching here unread (a direct call) is an input error."""
     if expr is None or not expr.strip():
-        return None
+        return None, None
     said = expr.strip()
     try:
         reading = read_or_error(said, now, JST, whole=True)
@@ -83,7 +89,15 @@ def normalize_date(
         raise ToolInputError(
             f"期限「{said}」は{shown}で、過去の日付です", key="date_past", field=field, said=said, shown=shown
         )
-    return result.isoformat()
+    at = reading.time.strftime("%H:%M") if reading.time and result == (reading.date or result) else None
+    return result.isoformat(), at
+
+
+def normalize_date(
+    expr: str | None, now: datetime, *, field: str = "limit_date", allow_past: bool = False
+) -> str | None:
+    """A Japanese or explicit date expression to ``YYYY-MM-DD`` (Japan time); ``None`` stays ``None``."""
+    return normalize_deadline(expr, now, field=field, allow_past=allow_past)[0]
 
 
 def normalize_time(expr: str | None, *, field: str = "limit_time") -> str | None:

@@ -200,3 +200,28 @@ def test_a_confirmation_then_hai_executes_exactly_once(local_stack):
     assert announcements[0][1]["status"] == "delivered"
     assert f"{len(people)}人にアナウンスを届けた" in record["final_response"]
     assert len(delivered()) == len(people)  # the extra はい sent nothing more
+
+
+@pytest.mark.e2e
+def test_a_task_due_kyoujuu_is_created_for_today_and_the_reply_shows_the_date(local_stack):
+    # GIVEN the scripted model, which proposes a task with the deadline word 「今日中」 as said
+    from datetime import datetime
+
+    from shared_lib.dates import JST, display_date
+
+    r = room()
+    before = datetime.now(JST).date()
+    # WHEN a person asks for a task due today, as people write it
+    turn_id = post(local_stack, "田中さんに議事録の共有を今日中にお願い🙏", room=r)
+    after = datetime.now(JST).date()
+    # THEN the whole turn runs: the guardian allows it, the task is due today (Tokyo), and the
+    # reply shows the date as users read it, never an error about the date
+    record = local_stack.record(ORG, turn_id)
+    assert record["guardian_action"] == "allow" and record["execution_success"] is True, record
+    tasks = [d for _, d in local_stack.store.query(f"orgs/{ORG}/tasks") if d.get("room_id") == r]
+    assert len(tasks) == 1 and str(tasks[0]["limit_date"])[:10] in {before.isoformat(), after.isoformat()}
+    local_stack.wait_for(lambda: replies(local_stack, r))
+    [sent] = replies(local_stack, r)
+    shown = {display_date(before), display_date(after)}
+    assert any(day in str(sent.get("body")) for day in shown), sent
+    assert "解釈できません" not in str(sent.get("body"))

@@ -22,7 +22,7 @@ from shared_lib.tools.directory import (
     resolve_person,
 )
 from shared_lib.tools.handlers.base import Params, pick_one, preview, require_text
-from shared_lib.tools.normalize import PAST_DATE, DocId, normalize_date, normalize_time
+from shared_lib.tools.normalize import PAST_DATE, DocId, normalize_deadline, normalize_time
 from shared_lib.tools.registry import ToolContext, ToolInputError
 from shared_lib.tools.task_backend import Task, TaskDraft, task_marker
 
@@ -47,8 +47,8 @@ class TaskCreateParams(Params):
 def task_create(p: TaskCreateParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     body = require_text(p.body, "body")
     assignee = resolve_person(ctx.store, ctx.org_id, p.assignee_name, sender_id=ctx.user_id)
-    limit = normalize_date(p.limit_date, ctx.now, allow_past=PAST_DATE in ctx.confirmed)
-    at = normalize_time(p.limit_time)
+    limit, said_at = normalize_deadline(p.limit_date, ctx.now, allow_past=PAST_DATE in ctx.confirmed)
+    at = normalize_time(p.limit_time) or said_at  # 「明日の朝イチ」: the time the deadline says
     if at and not limit:
         raise ToolInputError("時刻だけでは期限になりません", key="time_without_date", field="limit_date")
     draft = TaskDraft(

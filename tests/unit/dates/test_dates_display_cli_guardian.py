@@ -77,7 +77,10 @@ def test_the_guardian_values_read_whole_values_with_the_reader():
     assert read_date("来週金曜", today) == date(2026, 12, 4)
     assert read_date("月末", today) == date(2026, 11, 30)
     assert read_date("12/5", today) == date(2026, 12, 5)
-    assert read_date("11/20", today) == date(2026, 11, 20)  # past, never 2027-11-20
+    assert read_date("11/20", today) == date(2027, 11, 20)  # the next one (the guardian asks)
+    assert read_date("11/20(金)", today) == date(2026, 11, 20)  # the weekday pins the past one
+    assert read_date("今週末", today) == date(2026, 11, 27)  # a weekend deadline is due Friday
+    assert read_date("そのうち", today) is None
     assert read_date("2026-12-05T10:00:00+09:00", today) == date(2026, 12, 5)
     assert read_date("明日の件", today) is None
     assert iso_date_text("２０２６年１２月５日") == "2026-12-05"
@@ -86,17 +89,27 @@ def test_the_guardian_values_read_whole_values_with_the_reader():
     assert not is_calendar_date_text("いつか")
 
 
-def test_given_a_task_due_11_20_proposed_on_11_24_then_the_guardian_confirms_showing_the_reading():
-    # GIVEN a task proposal whose deadline, without a year, is four days ago
+def test_given_a_task_due_11_20_proposed_on_11_24_then_the_guardian_confirms_the_next_year_reading():
+    # GIVEN a task proposal whose deadline, without a year, passed four days ago
     proposal = tool_call(
         "chatwork_task_create", {"body": "見積書作成", "assignee_name": "田中", "limit_date": "11/20"}
     )
     # WHEN the guardian judges it on 2026-11-24
     verdict = evaluate(proposal, registry=builtin_registry(), now=NOW)
-    # THEN it is a confirmation about the past date, showing the reading in Japanese
+    # THEN it is read as next year's, and that doubtful reading is asked about with the year shown
+    assert (verdict.action, verdict.reason_code) == ("confirm", "date.ambiguous")
+    assert "2027年11月20日（土）" in verdict.message and verdict.message.endswith("ウル？")
+    assert verdict.details["date"] == "2027-11-20" and verdict.details["doubt"] == "next_year"
+
+
+def test_given_a_task_due_11_20_with_its_friday_then_the_guardian_confirms_the_past_date():
+    proposal = tool_call(
+        "chatwork_task_create", {"body": "見積書作成", "assignee_name": "田中", "limit_date": "11/20（金）"}
+    )
+    verdict = evaluate(proposal, registry=builtin_registry(), now=NOW)
     assert (verdict.action, verdict.reason_code) == ("confirm", "date.past")
     assert "11月20日（金）" in verdict.message
-    assert verdict.details["date"] == "2026-11-20"  # not 2027-11-20
+    assert verdict.details["date"] == "2026-11-20"
     assert not verdict.modified_parameters
 
 
@@ -113,16 +126,27 @@ def test_cli_prints_the_reading_as_json(capsys):
     assert main(["dates", "parse", "11/20までに", "--now", "2026-11-24T10:00", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out == {
-        "date": "2026-11-20",
+        "date": "2027-11-20",
         "time": None,
         "end_date": None,
-        "is_past": True,
-        "ambiguous": False,
-        "ambiguity": None,
+        "deadline": "2027-11-20",
+        "is_past": False,
+        "ambiguous": True,
+        "ambiguity": "11月20日は過ぎたばかりのため次の2027年11月20日と読みました",
+        "doubt": "next_year",
         "expression": "11/20",
         "kind": "absolute",
-        "display": "11月20日（金）",
+        "display": "2027年11月20日（土）",
+        "deadline_display": "2027年11月20日（土）",
     }
+
+
+def test_cli_shows_a_weekend_as_a_range_and_its_deadline_apart(capsys):
+    assert main(["dates", "parse", "今週末までに", "--now", "2026-11-24T10:00", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["date"], out["end_date"], out["deadline"]) == ("2026-11-28", "2026-11-29", "2026-11-27")
+    assert out["display"] == "11月28日（土）〜11月29日（日）"
+    assert out["deadline_display"] == "11月27日（金）"
 
 
 def test_cli_prints_aligned_lines_with_the_display_form(capsys):

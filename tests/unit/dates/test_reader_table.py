@@ -1,7 +1,7 @@
 """The one date reader (``shared_lib.dates.read``) on a table of expressions and clocks.
 
 Each row: ``text | clock | date | time | end_date | flags``. ``flags`` holds ``P`` when the
-reading is past and ``A`` when it is ambiguous. A text starting with ``=`` is read whole
+reading is past, ``A`` when it is ambiguous and ``D`` when it is in doubt (the guardian asks). A text starting with ``=`` is read whole
 (the tool-parameter path); others are searched. ``date`` ``none`` means nothing was read;
 ``!code`` means ``read_or_error`` raises a ``DateError`` with that code (and ``read`` gives
 ``None``). Clocks are in Tokyo:
@@ -30,17 +30,17 @@ CLOCKS = {
 }
 
 TABLE = """
-11/20                  | W | 2026-11-20 | -     | -          | P
-11/20までに            | W | 2026-11-20 | -     | -          | P
-11月20日               | W | 2026-11-20 | -     | -          | P
-１１／２０             | W | 2026-11-20 | -     | -          | P
+11/20                  | W | 2027-11-20 | -     | -          | AD
+11/20までに            | W | 2027-11-20 | -     | -          | AD
+11月20日               | W | 2027-11-20 | -     | -          | AD
+１１／２０             | W | 2027-11-20 | -     | -          | AD
 11/24                  | W | 2026-11-24 | -     | -          |
 11/25                  | W | 2026-11-25 | -     | -          |
 12/5                   | W | 2026-12-05 | -     | -          |
 12／5                  | W | 2026-12-05 | -     | -          |
 12月5日(土)            | W | 2026-12-05 | -     | -          |
 12月5日（土）          | W | 2026-12-05 | -     | -          |
-12月5日(金)            | W | 2026-12-05 | -     | -          | A
+12月5日(金)            | W | 2026-12-05 | -     | -          | AD
 2026-03-05             | W | 2026-03-05 | -     | -          | P
 2026/3/5               | W | 2026-03-05 | -     | -          | P
 2026年3月5日           | W | 2026-03-05 | -     | -          | P
@@ -52,7 +52,7 @@ TABLE = """
 3/5                    | W | 2027-03-05 | -     | -          | A
 3月5日                 | W | 2027-03-05 | -     | -          | A
 5/20                   | W | 2027-05-20 | -     | -          | A
-6/1                    | W | 2026-06-01 | -     | -          | P
+6/1                    | W | 2027-06-01 | -     | -          | A
 今日                   | W | 2026-11-24 | -     | -          |
 本日                   | W | 2026-11-24 | -     | -          |
 明日                   | W | 2026-11-25 | -     | -          |
@@ -92,8 +92,8 @@ TABLE = """
 今月中                 | W | 2026-11-30 | -     | -          |
 年内                   | W | 2026-12-31 | -     | -          |
 年度末                 | W | 2027-03-31 | -     | -          |
-上旬                   | W | 2026-11-01 | -     | 2026-11-10 | P
-中旬                   | W | 2026-11-11 | -     | 2026-11-20 | P
+上旬                   | W | 2026-12-01 | -     | 2026-12-10 |
+中旬                   | W | 2026-12-11 | -     | 2026-12-20 |
 下旬                   | W | 2026-11-21 | -     | 2026-11-30 |
 来月上旬               | W | 2026-12-01 | -     | 2026-12-10 |
 12月中旬               | W | 2026-12-11 | -     | 2026-12-20 |
@@ -108,7 +108,7 @@ TABLE = """
 12/5〜7日              | W | 2026-12-05 | -     | 2026-12-07 |
 明日から金曜まで       | W | 2026-11-25 | -     | 2026-11-27 |
 11/20〜11/30           | W | 2026-11-20 | -     | 2026-11-30 |
-11/1〜11/10            | W | 2026-11-01 | -     | 2026-11-10 | P
+11/1〜11/10            | W | 2027-11-01 | -     | 2027-11-10 | AD
 15:30                  | W | -          | 15:30 | -          |
 １５：３０             | W | -          | 15:30 | -          |
 15時                   | W | -          | 15:00 | -          |
@@ -188,16 +188,16 @@ TABLE = """
 来月末                 | Y | 2027-01-31 | -     | -          |
 今週中                 | Y | 2027-01-01 | -     | -          |
 12/31                  | Y | 2026-12-31 | -     | -          |
-12/25                  | Y | 2026-12-25 | -     | -          | P
+12/25                  | Y | 2027-12-25 | -     | -          | AD
 金曜                   | Y | 2027-01-01 | -     | -          |
 1月上旬                | Y | 2027-01-01 | -     | 2027-01-10 | A
 12/28〜1/5             | Y | 2026-12-28 | -     | 2027-01-05 |
 3日後                  | Y | 2027-01-03 | -     | -          |
 年度末                 | Y | 2027-03-31 | -     | -          |
-12/28                  | J | 2025-12-28 | -     | -          | PA
-1/5                    | J | 2026-01-05 | -     | -          | P
+12/28                  | J | 2026-12-28 | -     | -          | AD
+1/5                    | J | 2027-01-05 | -     | -          | AD
 年度末                 | J | 2026-03-31 | -     | -          |
-15日                   | J | 2026-01-15 | -     | -          | P
+15日                   | J | 2026-02-15 | -     | -          | A
 3日                    | J | 2026-02-03 | -     | -          | A
 30日                   | J | 2026-01-30 | -     | -          |
 来月10日               | J | 2026-02-10 | -     | -          |
@@ -255,5 +255,6 @@ def test_given_an_expression_and_a_clock_when_read_then_the_reading_is_the_table
     assert reading is not None
     got = (reading.date, reading.time, reading.end_date, reading.is_past, reading.ambiguous)
     assert got == (_day(day), _time(at), _day(end), "P" in flags, "A" in flags), reading
+    assert (reading.doubt is not None) == ("D" in flags), reading
     assert reading.ambiguous == (reading.ambiguity is not None)
     assert reading.expression and reading.expression in said

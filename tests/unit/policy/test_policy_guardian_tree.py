@@ -245,6 +245,19 @@ CASES = [
     ("date said as yesterday", tool_call("create_event", {"date": "昨日"}), "confirm", "date.past"),
     ("date at the one-year horizon", tool_call("create_event", {"date": day(365)}), "allow", "pass"),
     ("date beyond the horizon", tool_call("create_event", {"date": day(366)}), "confirm", "date.far_future"),
+    ("date nobody can read", tool_call("create_event", {"date": "そのうちで"}), "confirm", "date.unreadable"),
+    (
+        "deadline said as a mood",
+        tool_call("create_task", {"limit_date": "手が空いたら"}),
+        "confirm",
+        "date.unreadable",
+    ),
+    (
+        "weekday not the date's",
+        tool_call("create_event", {"date": "2025-01-06(金)"}),
+        "confirm",
+        "date.ambiguous",
+    ),
     (
         "date that does not exist",
         tool_call("create_event", {"date": "2025-02-30"}),

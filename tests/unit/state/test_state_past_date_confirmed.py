@@ -1,5 +1,6 @@
 """A past date the user confirmed is done as confirmed (seed 000: a past date is asked about,
-never silently moved). The guardian asks with the reading shown; 「はい」 creates the task on
+never silently moved; a year-less date is the next one unless its written weekday pins the
+past day, as here: 2025-01-10 was a Friday). The guardian asks with the reading shown; 「はい」 creates the task on
 that very date; 「いいえ」 creates nothing; a past date nobody confirmed is still refused."""
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ import pytest
 
 from tests.unit.policy.policy_fakes import ORG, Pipeline, pipeline, tool_call
 
-ASK = "田中さんに1/10までに見積書を作成するタスクをお願い"  # said on 2025-01-15: five days ago
+ASK = "田中さんに1/10(金)までに見積書を作成するタスクをお願い"  # said on 2025-01-15: five days ago
 PAST_TASK = tool_call(
     "chatwork_task_create",
-    {"body": "見積書を作成", "assignee_name": "田中", "limit_date": "1/10"},
+    {"body": "見積書を作成", "assignee_name": "田中", "limit_date": "1/10(金)"},
 )
 
 
@@ -56,8 +57,8 @@ def test_a_past_date_nobody_confirmed_is_still_refused_by_the_handler():
     assert GUARDIAN_REASONS[PAST_DATE].action == "confirm"
     now = datetime(2025, 1, 15, 10, 0, tzinfo=JST)
     with pytest.raises(ToolInputError):
-        normalize_date("1/10", now)  # approved for another reason, or not at all: refused
-    assert normalize_date("1/10", now, allow_past=True) == "2025-01-10"
+        normalize_date("1/10(金)", now)  # approved for another reason, or not at all: refused
+    assert normalize_date("1/10(金)", now, allow_past=True) == "2025-01-10"
 
 
 def test_an_approval_for_another_reason_does_not_let_a_past_date_through(pipe):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from tool_fakes import NOW
 
-from shared_lib.tools.normalize import clean_text, normalize_date, normalize_time
+from shared_lib.tools.normalize import clean_text, normalize_date, normalize_deadline, normalize_time
 from shared_lib.tools.registry import ToolInputError
 
 # NOW is Wednesday 2026-01-28 12:00 in Tokyo (03:00 UTC)
@@ -78,12 +78,32 @@ def test_given_a_deadline_in_the_past_when_normalised_then_it_is_refused_unless_
     assert normalize_date("2026-01-01", NOW, allow_past=True) == "2026-01-01"
 
 
-@pytest.mark.parametrize(("expr", "shown"), [("1/5", "1月5日（月）"), ("15日", "1月15日（木）")])
-def test_given_a_year_less_date_already_past_when_normalised_then_it_is_refused_not_moved(expr, shown):
-    # seed 000: a past date is never silently moved (it used to become 2027-01-05 / 2026-02-15)
-    with pytest.raises(ToolInputError, match=f"{shown}.*過去"):
-        normalize_date(expr, NOW)
-    assert normalize_date(expr, NOW, allow_past=True) == {"1/5": "2026-01-05", "15日": "2026-01-15"}[expr]
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("1/5", "2027-01-05"),  # a year-less day already past is the next one (issue 34)
+        ("15日", "2026-02-15"),  # a month-less day already past: next month's
+        ("１月２８日", "2026-01-28"),  # today is today
+        ("1/20(火)", None),  # the written weekday pins last Tuesday: past, refused unless confirmed
+    ],
+)
+def test_given_a_year_less_date_already_past_when_normalised_then_it_is_the_next_one(expr, expected):
+    if expected is None:
+        with pytest.raises(ToolInputError, match=r"1月20日（火）.*過去"):
+            normalize_date(expr, NOW)
+        assert normalize_date(expr, NOW, allow_past=True) == "2026-01-20"
+        return
+    assert normalize_date(expr, NOW) == expected
+
+
+def test_given_deadline_words_when_normalised_then_the_day_and_the_time_they_say():
+    # GIVEN Wednesday 2026-01-28 12:00 in Tokyo
+    assert normalize_deadline("今日中", NOW) == ("2026-01-28", None)
+    assert normalize_deadline("EOD", NOW) == ("2026-01-28", None)
+    assert normalize_deadline("明日の朝イチ", NOW) == ("2026-01-29", "09:00")
+    assert normalize_deadline("今週末まで", NOW) == ("2026-01-30", None)  # due Friday, not Sunday
+    assert normalize_deadline("金曜中", NOW) == ("2026-01-30", None)
+    assert normalize_deadline("明後日の午後イチ", NOW) == ("2026-01-30", "13:00")
 
 
 def test_given_no_date_when_normalised_then_none_stays_none():
