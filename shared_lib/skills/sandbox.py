@@ -1,12 +1,20 @@
-"""Untrusted skill code in a separate, limited process (seed 001 §23.4, §25: the boundary).
+"""Untrusted skill code behind the operating system's walls (seed 001 §25: the boundary; issue 33).
 
 The parent (this module) checks the code's AST (imports from the allowlist only, no dunder
-attribute), then starts ``sandbox_child.py`` with ``sys.executable -I -S``, an empty environment,
-a fresh temporary directory as its working directory and its ``resource`` limits as arguments
-(address space, CPU seconds, few descriptors; the child sets them, with no file growth and no core,
-before it reads anything), in a new process group killed at the wall-clock timeout; inside ``unshare -rn`` (no network namespace) too when that works here, as an
-extra layer. Inside the child an audit hook refuses network, processes, ``ctypes``, file opens and
-changes and imports outside the allowlist (what stops ``__import__("so" + "cket")``).
+attribute), then, where ``os_isolation()`` says this machine can, starts the supervisor
+(``sandbox_init.py``) inside new mount, PID, network, IPC and UTS namespaces, in a process group
+of its own killed at the wall-clock timeout (the supervisor is the PID namespace's init: every
+process of the run dies with it). The supervisor builds a read-only root with a private tmpfs and
+runs the child (``sandbox_child.py``) as an unprivileged user; the child sets its rlimits and a
+seccomp filter on itself before it reads the code (``isolation``'s and the three processes'
+docstrings say how). Where the machine cannot, a code skill is refused (``sandbox_unavailable``)
+unless the config accepts the weaker run. The Python checks in the child (guarded import, an
+audit hook) are a first line only.
+
+A result counts only as the supervisor's ``final`` line carrying the nonce this parent made for
+the run, and only if the supervisor then ends with status 0 before the deadline: the skill can
+write to nothing but its pipes to the supervisor, which vouches for the child's line only once the
+child has ended cleanly with nothing after it.
 
 The child reads the organisation only through this parent: ``view.get``/``view.query`` are served
 by ``adapters.scoped``'s read-only, organisation-scoped view, and only for the collections the
