@@ -171,6 +171,10 @@ def relay(child: subprocess.Popen[bytes], max_line: int) -> dict[str, Any]:
         else:
             final = _error("bad_output", "the skill broke the protocol")
     child.stdin.close()
+    if final is not None and final.get("op") == "error" and final.get("kind") == "bad_output":
+        child.kill()  # it broke the protocol: its verdict is given, whatever it does next
+        child.wait()
+        return final
     after = child.stdout.read(1)  # a child still running after its result blocks here: the deadline
     code = child.wait()
     if final is not None and after:
