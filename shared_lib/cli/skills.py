@@ -3,9 +3,13 @@
 charter skills list --org ORG [--json]                 every skill: latest and active version, state
 charter skills show --org ORG NAME [--version N]       a version (default: the latest): spec, state, test
 charter skills test --org ORG NAME [--version N]       run its examples in the sandbox and record it
-charter skills approve --org ORG NAME --version N --by USER   enable it (level 6; tested and passed)
+charter skills approve --org ORG NAME --version N --by USER   enable it (level 6; tested and passed;
+                                                       a draft never tested is tested first)
 charter skills rollback --org ORG NAME --by USER       back to the previous approved version (none: off)
 charter skills propose --org ORG --file SPEC.json [--by USER]  a person's own skill, as a draft
+
+A proposal (the model's in chat, or this command) is only stored: its code runs in the sandbox
+when ``test`` or ``approve`` is asked for here, never in the proposing person's turn.
 
 Exit codes: 0 done; 1 a test that fails (an example, or the sandbox refused), a proposal holding a
 secret or a personal value (refused, nothing stored), an approval refused
@@ -163,6 +167,17 @@ def run_approve(args: argparse.Namespace) -> int:
     if rt is None:
         return fail(NO_STORE, EXIT_USAGE)
     try:
+        skill_store.check_approver(rt.store, args.org, args.by)  # before any code of it runs
+        doc = skill_store.get_version(rt.store, args.org, args.name, args.version)
+        if doc["state"] == "draft":  # never tested: the approval tests it first
+            _, state, report = run_version_test(
+                rt.store, args.org, args.name, args.version, sandbox_config(), rt.clock()
+            )
+            if state != "tested":
+                return fail(
+                    f"{args.name} v{args.version} failed its sandbox test {report['error_kinds']}: not approved",
+                    EXIT_FINDING,
+                )
         skill_store.approve(rt.store, args.org, args.name, args.version, by=args.by, now=rt.clock())
         spec = skill_store.spec_of(skill_store.get_version(rt.store, args.org, args.name, args.version))
     except skill_store.SkillError as exc:

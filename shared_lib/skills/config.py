@@ -29,7 +29,14 @@ class SandboxConfig(BaseModel):
     memory_mb: Annotated[int, Field(ge=64, le=4096)] = 512  # the child's address space
     max_output_bytes: Annotated[int, Field(ge=1024, le=1_048_576)] = 65_536
     max_open_files: Annotated[int, Field(ge=8, le=256)] = 16
-    network_namespace: bool = True  # also ``unshare -rn`` when it works here: an extra layer only
+    # the boundary (``skills/isolation.py``): namespaces, a read-only root, an unprivileged user,
+    # seccomp. Where this machine cannot make them a skill is refused (``sandbox_unavailable``),
+    # unless this says a run with the rest only (process, user, rlimits, seccomp) is acceptable
+    allow_without_os_isolation: bool = False
+    tmpfs_mb: Annotated[int, Field(ge=1, le=256)] = 8  # the only writable place: its cwd and TMPDIR
+    # RLIMIT_NPROC: processes and threads of the sandbox's user, all runs together (seccomp
+    # refuses a new process anyway; this bounds threads)
+    max_processes: Annotated[int, Field(ge=1, le=256)] = 16
     registry_cache_seconds: Annotated[float, Field(ge=0, le=60)] = 2.0  # active skills, per process
     import_allowlist: tuple[Annotated[str, Field(pattern=_MODULE)], ...]
     # collection -> the level of the built-in read tool that exposes it (config/tools.json)

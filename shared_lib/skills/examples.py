@@ -3,9 +3,10 @@
 Every example's input goes through ``sandbox.run_skill``; its output must equal the example's
 (a prompt's text compared without surrounding blanks). A sandbox refusal (network, process, file,
 store write, undeclared read, import, time, memory) ends the test there: the version fails with that kind.
-Within a turn the test has a total ``budget_seconds`` (the executor must not wait ten examples'
-timeouts): examples the budget does not reach, or one cut short by the budget rather than by its
-own timeout, leave the report ``incomplete`` — not a verdict; ``charter skills test`` finishes it.
+A caller may give the test a total ``budget_seconds``: examples the budget does not reach, or
+one cut short by the budget rather than by its own timeout, leave the report ``incomplete`` —
+not a verdict. A draft is never tested in a person's turn (``tools.handlers.skills``): the
+operator's ``charter skills test`` or ``approve`` runs it.
 
 >>> from shared_lib.adapters.memory_store import MemoryStore
 >>> from shared_lib.skills.config import load_config

@@ -1,12 +1,20 @@
-"""Untrusted skill code in a separate, limited process (seed 001 §23.4, §25: the boundary).
+"""Untrusted skill code behind the operating system's walls (seed 001 §25: the boundary; issue 33).
 
 The parent (this module) checks the code's AST (imports from the allowlist only, no dunder
-attribute), then starts ``sandbox_child.py`` with ``sys.executable -I -S``, an empty environment,
-a fresh temporary directory as its working directory and its ``resource`` limits as arguments
-(address space, CPU seconds, few descriptors; the child sets them, with no file growth and no core,
-before it reads anything), in a new process group killed at the wall-clock timeout; inside ``unshare -rn`` (no network namespace) too when that works here, as an
-extra layer. Inside the child an audit hook refuses network, processes, ``ctypes``, file opens and
-changes and imports outside the allowlist (what stops ``__import__("so" + "cket")``).
+attribute), then, where ``os_isolation()`` says this machine can, starts the supervisor
+(``sandbox_init.py``) inside new mount, PID, network, IPC and UTS namespaces, in a process group
+of its own killed at the wall-clock timeout (the supervisor is the PID namespace's init: every
+process of the run dies with it). The supervisor builds a read-only root with a private tmpfs and
+runs the child (``sandbox_child.py``) as an unprivileged user; the child sets its rlimits and a
+seccomp filter on itself before it reads the code (``isolation``'s and the three processes'
+docstrings say how). Where the machine cannot, a code skill is refused (``sandbox_unavailable``)
+unless the config accepts the weaker run. The Python checks in the child (guarded import, an
+audit hook) are a first line only.
+
+A result counts only as the supervisor's ``final`` line carrying the nonce this parent made for
+the run, and only if the supervisor then ends with status 0 before the deadline: the skill can
+write to nothing but its pipes to the supervisor, which vouches for the child's line only once the
+child has ended cleanly with nothing after it.
 
 The child reads the organisation only through this parent: ``view.get``/``view.query`` are served
 by ``adapters.scoped``'s read-only, organisation-scoped view, and only for the collections the
@@ -24,27 +32,30 @@ rendered here, no code runs.
 from __future__ import annotations
 
 import ast
+import hmac
 import json
+import logging
 import os
+import secrets
 import selectors
-import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any, Literal
 
+from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.adapters.scoped import CrossOrgAccess, WriteRefused, scoped
 from shared_lib.errors import CharterError
 from shared_lib.ports import Store
-from shared_lib.skills.config import SandboxConfig
+from shared_lib.skills import isolation
+from shared_lib.skills.config import SandboxConfig, packaged
+from shared_lib.skills.isolation import SUPERVISOR
 from shared_lib.skills.spec import SkillSpec, render_prompt
 
-CHILD = Path(__file__).resolve().parent / "sandbox_child.py"
+log = logging.getLogger(__name__)
 ErrorKind = Literal[
     "timeout",
     "memory",
@@ -56,8 +67,23 @@ ErrorKind = Literal[
     "import",
     "exception",
     "bad_output",
+    "sandbox_unavailable",
 ]
-_KINDS = {"network", "process", "filesystem", "import", "memory", "exception", "bad_output"}
+_KINDS = {
+    "network",
+    "process",
+    "filesystem",
+    "import",
+    "memory",
+    "timeout",
+    "exception",
+    "bad_output",
+    "sandbox_unavailable",
+}
+VIEW_OPS = ("get", "query", "set", "delete")
+PROBE = "def run(input, view):\n    return 'ok'\n"
+PROBE_SECONDS = 10.0
+WORKDIR_PREFIX = "charter-skill-"  # the run's label: both processes' command lines carry it
 _OPS = {"==", "!=", "<", "<=", ">", ">=", "in", "array_contains"}
 MAX_QUERY = 100
 
@@ -97,22 +123,18 @@ def static_problems(code: str, allow: tuple[str, ...]) -> list[tuple[ErrorKind, 
 
 
 @cache
-def _namespace_prefix() -> tuple[str, ...]:
-    """``unshare -rn`` when this machine lets an unprivileged process make a network namespace."""
-    tool = shutil.which("unshare")
-    if tool is None:
-        return ()
-    try:
-        probe = subprocess.run([tool, "-rn", "true"], env={}, capture_output=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    return (tool, "-rn") if probe.returncode == 0 else ()
-
-
-def _limits(config: SandboxConfig, timeout: float) -> list[str]:
-    """The child's limits, as its arguments: it sets them itself, first thing (no ``preexec_fn``:
-    running Python between fork and exec can deadlock a threaded parent)."""
-    return [str(config.memory_mb * 1024 * 1024), str(int(timeout) + 1), str(config.max_open_files)]
+def os_isolation() -> str | None:
+    """``None`` when this machine runs a skill behind the OS boundary; else why not. Probed once
+    per process: a trivial skill through the whole chain (``isolation``'s docstring)."""
+    reason = isolation.unavailable_reason()
+    if reason is not None:
+        return reason
+    parent = _Parent(MemoryStore(), "probe", ())
+    probe = _run_process(PROBE, {}, parent, packaged(), PROBE_SECONDS, isolated=True)
+    if probe.ok and probe.output == "ok":
+        return None
+    log.warning("the skill sandbox is not available here: %s %s", probe.error_kind, probe.error)
+    return f"the sandbox does not start here: {probe.error_kind}: {probe.error[:200]}"
 
 
 class _Parent:
@@ -172,18 +194,14 @@ class _Parent:
             return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def _command(limits: list[str]) -> list[str]:
-    return [*_namespace_prefix(), sys.executable, "-I", "-S", str(CHILD), *limits]
-
-
 def _exchange(
-    proc: subprocess.Popen[bytes], parent: _Parent, config: SandboxConfig, deadline: float
+    proc: subprocess.Popen[bytes], parent: _Parent, config: SandboxConfig, deadline: float, nonce: str
 ) -> SandboxResult | None:
-    """Serve the child until its last message; ``None`` when it ran out of time."""
+    """Serve the supervisor until its final line; ``None`` when it ran out of time."""
     assert proc.stdout is not None
     with selectors.DefaultSelector() as selector:
         selector.register(proc.stdout, selectors.EVENT_READ)
-        return _serve(proc, parent, config, deadline, selector)
+        return _serve(proc, parent, config, deadline, selector, nonce)
 
 
 def _serve(
@@ -192,6 +210,7 @@ def _serve(
     config: SandboxConfig,
     deadline: float,
     selector: selectors.BaseSelector,
+    nonce: str,
 ) -> SandboxResult | None:
     assert proc.stdout is not None and proc.stdin is not None
     buffer = b""
@@ -207,8 +226,10 @@ def _serve(
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             message = json.loads(line)
-            if message.get("op") in ("result", "error"):
-                return _final(message, len(line), config)
+            if message.get("op") == "final":
+                return _final(message, nonce, config)
+            if message.get("op") not in VIEW_OPS:
+                return SandboxResult.failed("bad_output", "the sandbox's supervisor broke the protocol")
             reply = json.dumps(parent.answer(message), ensure_ascii=False, default=str)
             proc.stdin.write(reply.encode() + b"\n")
             proc.stdin.flush()
@@ -216,24 +237,81 @@ def _serve(
             return SandboxResult.failed("bad_output", f"output over {config.max_output_bytes} bytes")
 
 
-def _final(message: dict[str, Any], size: int, config: SandboxConfig) -> SandboxResult:
-    if message["op"] == "error":
+def _final(frame: dict[str, Any], nonce: str, config: SandboxConfig) -> SandboxResult:
+    """The supervisor's report: accepted only with this run's nonce (the skill never has it)."""
+    message = frame.get("message")
+    if not hmac.compare_digest(str(frame.get("nonce", "")), nonce) or not isinstance(message, dict):
+        return SandboxResult.failed("bad_output", "a result without the run's nonce")
+    if message.get("op") == "error":
         kind = message.get("kind")
         return SandboxResult.failed(kind if kind in _KINDS else "exception", str(message.get("message", "")))
+    if message.get("op") != "result":
+        return SandboxResult.failed("bad_output", "the skill broke the protocol")
+    size = len(json.dumps(message.get("output"), ensure_ascii=False).encode())
     if size > config.max_output_bytes:
         return SandboxResult.failed("bad_output", f"output over {config.max_output_bytes} bytes")
     return SandboxResult(ok=True, output=message.get("output"))
 
 
-def _after_exit(proc: subprocess.Popen[bytes]) -> SandboxResult:
-    stderr = proc.stderr.read()[-2000:].decode(errors="replace") if proc.stderr else ""
-    if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
-        return SandboxResult.failed("timeout", "the skill used up its CPU time")
-    if "MemoryError" in stderr:
+def _run_process(
+    code: str,
+    input: dict[str, Any],
+    parent: _Parent,
+    config: SandboxConfig,
+    seconds: float,
+    *,
+    isolated: bool,
+    python_checks: bool = True,
+) -> SandboxResult:
+    """One run of the supervisor and its child; the process group (and, isolated, the PID
+    namespace) killed by the deadline. A result counts only if the supervisor reported it, with
+    the nonce, and then ended with status 0 before the deadline."""
+    deadline = time.monotonic() + seconds
+    nonce = secrets.token_hex(16)
+    request = {
+        "nonce": nonce,
+        "code": code,
+        "input": input,
+        "allow": list(config.import_allowlist),
+        "checks": python_checks,
+    }
+    with tempfile.TemporaryDirectory(prefix=WORKDIR_PREFIX) as workdir:
+        argument = json.dumps(isolation.settings(config, seconds, workdir, isolated=isolated))
+        proc = subprocess.Popen(
+            [*isolation.prefix(isolated=isolated), isolation.python(), "-I", "-S", str(SUPERVISOR), argument],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={},
+            cwd=workdir,
+            start_new_session=True,  # its own process group: the deadline kills all of it
+        )
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+            proc.stdin.flush()
+            result = _exchange(proc, parent, config, deadline, nonce)
+            if result is not None and proc.wait(max(0.0, deadline - time.monotonic())) != 0:
+                result = SandboxResult.failed("exception", f"the sandbox ended ({proc.returncode})")
+        except subprocess.TimeoutExpired:
+            result = None
+        except (BrokenPipeError, ValueError) as exc:
+            result = SandboxResult.failed("exception", f"the skill's process broke the protocol: {exc}")
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        stderr = proc.stderr.read(65536)[-2000:].decode(errors="replace") if proc.stderr else ""
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    if result is None:
+        return SandboxResult.failed("timeout", f"the skill ran over {seconds:g} s")
+    if result.error_kind == "exception" and "MemoryError" in stderr:
         return SandboxResult.failed("memory", "the skill ran out of memory")
-    return SandboxResult.failed(
-        "exception", f"the skill's process ended ({proc.returncode}): {stderr[-300:]}"
-    )
+    if result.error_kind == "exception" and result.error.startswith("the skill's process ended"):
+        return SandboxResult.failed("exception", f"{result.error}: {stderr[-300:]}")
+    return result
 
 
 def run_code(
@@ -245,49 +323,26 @@ def run_code(
     *,
     timeout: float | None = None,
     reads: tuple[str, ...] = (),
+    python_checks: bool = True,
 ) -> SandboxResult:
     """``run(input, view)`` of ``code`` in the sandbox, its view limited to the ``reads``
-    collections; its JSON output or why it failed."""
+    collections; its JSON output or why it failed. Where the OS boundary is not available here
+    it refuses (``sandbox_unavailable``) unless the config accepts the weaker run.
+    ``python_checks=False`` (tests only) leaves out the first line (the AST check, the guarded
+    import and builtins, the audit hook) to show the OS boundary holds without it."""
     started = time.monotonic()
     seconds = min(timeout or config.timeout_seconds, config.max_timeout_seconds)
-    problems = static_problems(code, config.import_allowlist)
+    problems = static_problems(code, config.import_allowlist) if python_checks else []
     if problems:
         kind, detail = problems[0]
         return SandboxResult.failed(kind, f"refused before running: {detail}")
+    unavailable = os_isolation()
+    if unavailable is not None and not config.allow_without_os_isolation:
+        return SandboxResult.failed("sandbox_unavailable", f"refused: {unavailable}")
     parent = _Parent(store, org_id, reads)
-    request = {"code": code, "input": input, "allow": list(config.import_allowlist)}
-    with tempfile.TemporaryDirectory(prefix="charter-skill-") as workdir:
-        proc = subprocess.Popen(
-            _command(_limits(config, seconds)),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={},
-            cwd=workdir,
-            start_new_session=True,  # its own process group: the timeout kills all of it
-        )
-        try:
-            assert proc.stdin is not None
-            proc.stdin.write(json.dumps(request, ensure_ascii=False).encode() + b"\n")
-            proc.stdin.flush()
-            result = _exchange(proc, parent, config, started + seconds)
-        except (BrokenPipeError, ValueError) as exc:
-            result = SandboxResult.failed("exception", f"the skill's process broke the protocol: {exc}")
-        finally:
-            if result_pending := proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        if result is None:
-            result = (
-                SandboxResult.failed("timeout", f"the skill ran over {seconds:g} s")
-                if result_pending
-                else None
-            )
-        if result is None or (not result.ok and result.error.startswith("the skill's process ended")):
-            result = _after_exit(proc)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+    result = _run_process(
+        code, input, parent, config, seconds, isolated=unavailable is None, python_checks=python_checks
+    )
     if parent.refusal:
         result = SandboxResult.failed(*parent.refusal)
     return SandboxResult(

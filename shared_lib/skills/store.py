@@ -58,7 +58,8 @@ def version_path(org_id: str, name: str, version: int) -> str:
     return collections.path("skill_versions", org=org_id, id=f"{name}@v{version}")
 
 
-def _check_approver(store: Store, org_id: str, by: str) -> None:
+def check_approver(store: Store, org_id: str, by: str) -> None:
+    """``SkillError`` unless ``by`` is in the directory at level 6."""
     doc = store.get(collections.path("users", org=org_id, id=by))
     if doc is None:
         raise SkillError(f"{by} is not in the directory of {org_id}", "unknown_person")
@@ -166,7 +167,7 @@ def record_test(
 
 def approve(store: Store, org_id: str, name: str, version: int, *, by: str, now: datetime) -> None:
     """Enable ``version``: ``by`` is level 6 and its latest test passed on its current hash."""
-    _check_approver(store, org_id, by)
+    check_approver(store, org_id, by)
 
     def txn_fn(txn: Transaction) -> None:
         skill = txn.get(skill_path(org_id, name))
@@ -197,7 +198,7 @@ def approve(store: Store, org_id: str, name: str, version: int, *, by: str, now:
 def rollback(store: Store, org_id: str, name: str, *, by: str, now: datetime) -> int | None:
     """Make the previous approved version active and retire the active one; the version now active
     (``None`` when there was none before it: the skill is no longer a tool)."""
-    _check_approver(store, org_id, by)
+    check_approver(store, org_id, by)
 
     def txn_fn(txn: Transaction) -> int | None:
         skill = txn.get(skill_path(org_id, name))

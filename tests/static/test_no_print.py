@@ -20,6 +20,7 @@ ALLOWED: dict[str, str] = {
     "shared_lib/cli/": "the operator command line: its output is what it prints (never a service)",
     "shared_lib/evals/": "the eval harness: only `charter eval run` (infra/eval_cli.py) runs it",
     "shared_lib/skills/sandbox_child.py": "the sandbox's child process: stdout is its protocol with the parent",
+    "shared_lib/skills/sandbox_init.py": "the sandbox's supervisor process: stdout is its protocol with the parent",
 }
 STREAMS = {"sys.stdout", "sys.stderr", "sys.__stdout__", "sys.__stderr__"}
 PRINTERS = {

@@ -2,12 +2,15 @@
 
 The spec (name, what users read, input schema, examples, code or prompt template) is validated
 as a ``skills.spec.SkillSpec`` (author ``model``); once the call's transaction committed (never
-on a replay) it is stored as a draft version and its examples run in the sandbox, the result
-recorded on the version. It is stored after the commit, not through the effect's transaction,
-because that one masks what it writes (``tools.at_rest``): a masked implementation would no
-longer be the code its hash names. The same code again is the same version, so a retry adds none. A spec holding a secret or a
-personal value is refused before anything is stored (a tool error the persona phrases). Nothing here enables it: only a level-6 person's approval does
-(``charter skills approve``), and only for a version whose test passed.
+on a replay) it is stored as a draft version, and that is all: its code is never run in the
+proposing person's turn (a draft is untrusted code; running it there let anyone who can chat
+set it off). It runs in the sandbox only when a level-6 person asks (``charter skills test``,
+or ``charter skills approve``, which tests an untested version first). It is stored after the
+commit, not through the effect's transaction, because that one masks what it writes
+(``tools.at_rest``): a masked implementation would no longer be the code its hash names. The
+same code again is the same version, so a retry adds none. A spec holding a secret or a personal
+value is refused before anything is stored (a tool error the persona phrases). Nothing here
+enables it: only a level-6 person's approval does, and only for a version whose test passed.
 """
 
 from __future__ import annotations
@@ -19,12 +22,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError
 
 from shared_lib.ports import Store, Transaction
-from shared_lib.skills.examples import run_examples
 from shared_lib.skills.spec import SkillSpec
-from shared_lib.skills.store import SkillError, propose, record_test, refuse_secrets
+from shared_lib.skills.store import SkillError, propose, refuse_secrets
 from shared_lib.tools.handlers.base import Params, preview
 from shared_lib.tools.registry import ToolContext, ToolInputError
-from shared_lib.tools.skill_tools import sandbox_config
 
 log = logging.getLogger(__name__)
 
@@ -56,22 +57,12 @@ class ProposeSkillParams(Params):
     )
 
 
-def _store_and_test(org_id: str, spec: SkillSpec, by: str, now: datetime) -> Any:
-    def store_and_test(store: Store, retention: timedelta | None) -> None:
+def _store_draft(org_id: str, spec: SkillSpec, by: str, now: datetime) -> Any:
+    def store_draft(store: Store, retention: timedelta | None) -> None:
         version, created = propose(store, org_id, spec, by=by, now=now)
-        if not created:
-            return
-        config = sandbox_config()
-        # within the turn: at most one run's timeout for all the examples, so the executor never
-        # waits ten examples' timeouts; an unfinished test leaves the draft for `charter skills test`
-        report = run_examples(spec, store, org_id, config, budget_seconds=config.timeout_seconds)
-        if report["incomplete"]:
-            log.info("skill %s v%d left a draft: its test did not finish within the turn", spec.name, version)
-            return
-        state = record_test(store, org_id, spec.name, version, report, now)
-        log.info("skill %s v%d tested: %s %s", spec.name, version, state, report["error_kinds"])
+        log.info("skill %s v%d: %s", spec.name, version, "a new draft" if created else "the same code")
 
-    return store_and_test
+    return store_draft
 
 
 def propose_skill(params: ProposeSkillParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
@@ -87,5 +78,5 @@ def propose_skill(params: ProposeSkillParams, ctx: ToolContext, txn: Transaction
         raise ToolInputError("skill spec holds a secret or personal value", key="skill_secret") from exc
     if ctx.dry_run or txn is None:
         return preview("propose_skill", display_name=spec.display_name)
-    ctx.after_commit.append(_store_and_test(ctx.org_id, spec, ctx.user_id, ctx.now))
+    ctx.after_commit.append(_store_draft(ctx.org_id, spec, ctx.user_id, ctx.now))
     return {"display_name": spec.display_name, "draft": True}

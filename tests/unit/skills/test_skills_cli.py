@@ -133,3 +133,24 @@ def test_a_proposal_holding_a_secret_exits_1_and_stores_nothing(store, tmp_path,
     assert "secret" in capsys.readouterr().err
     assert main(["skills", "list", "--org", ORG, "--json"]) == 0
     assert out(capsys)["skills"] == []
+
+
+def test_approving_a_draft_tests_it_first_and_only_a_passing_one_is_enabled(store, tmp_path, capsys):
+    # GIVEN two drafts never tested: a network skill and a good one
+    assert main(["skills", "propose", "--org", ORG, "--file", spec_file(tmp_path, NETWORK)]) == 0
+    bad = skills_cli.skill_store.get_version(store, ORG, "add_numbers", 1)
+    assert (bad["state"], bad["test"]) == ("draft", None)
+    # WHEN a level-2 person tries to approve THEN it is refused before any code of it runs
+    assert main(["skills", "approve", "--org", ORG, "add_numbers", "--version", "1", "--by", "staff"]) == 1
+    assert skills_cli.skill_store.get_version(store, ORG, "add_numbers", 1)["test"] is None
+    # WHEN the CEO approves the network draft THEN its test runs first, fails, and it is not enabled
+    assert main(["skills", "approve", "--org", ORG, "add_numbers", "--version", "1", "--by", "ceo"]) == 1
+    assert "failed its sandbox test" in capsys.readouterr().err
+    assert skills_cli.skill_store.get_version(store, ORG, "add_numbers", 1)["state"] == "failed"
+    assert "skill_add_numbers" not in tool_names(capsys)
+    # WHEN the CEO approves the good draft THEN it is tested, passes and is active
+    assert main(["skills", "propose", "--org", ORG, "--file", spec_file(tmp_path, V2, "v2.json")]) == 0
+    assert main(["skills", "approve", "--org", ORG, "add_numbers", "--version", "2", "--by", "ceo"]) == 0
+    capsys.readouterr()
+    assert skills_cli.skill_store.get_version(store, ORG, "add_numbers", 2)["state"] == "approved"
+    assert "skill_add_numbers" in tool_names(capsys)

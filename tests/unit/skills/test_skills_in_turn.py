@@ -152,21 +152,24 @@ def propose_call(code: str) -> Any:
     return answer
 
 
-def test_the_model_proposes_a_skill_it_is_a_tested_draft_never_enabled():
+def test_the_model_proposes_a_skill_it_is_only_a_draft_untested_until_the_operator_tests_it():
     for code, state in ((spec().implementation, "tested"), (NETWORK, "failed")):
         llm = FakeLLM(default=propose_call(code))
         rt = runtime(llm)
         wire_inprocess(rt)
         # WHEN the model proposes a skill in a turn
         reply, record = served(rt, "足し算をスキルにして", "e1")
-        # THEN a draft was stored and its examples ran in the sandbox after the commit
+        # THEN a draft was stored after the commit, and none of its code ran in the turn
         assert record["execution_success"] is True, record["execution_error"]
         doc = skills.get_version(rt.store, ORG, "add_numbers", 1)
-        assert (doc["state"], doc["spec"]["author"], doc["proposed_by"]) == (state, "model", "u1")
+        assert (doc["state"], doc["test"]) == ("draft", None)
+        assert (doc["spec"]["author"], doc["proposed_by"]) == ("model", "u1")
         # AND nothing is enabled: it is not a tool of the next turn
         assert skills.active_skills(rt.store, ORG) == []
         assert "skill_add_numbers" not in rt.for_turn(Turn.from_inbound(inbound("x"))).registry
         assert "propose_skill" not in reply
+        # WHEN the operator tests it THEN the sandbox gives its verdict
+        assert run_version_test(rt.store, ORG, "add_numbers", 1, CONFIG, NOW)[1] == state
 
 
 def test_a_skill_that_fails_in_the_sandbox_is_a_tool_error_the_persona_phrases():

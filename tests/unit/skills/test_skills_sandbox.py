@@ -172,7 +172,7 @@ def test_the_child_sets_its_own_limits_and_the_parent_runs_no_code_between_fork_
     real = sandbox.subprocess.Popen
 
     def popen(command, **kwargs):
-        if str(sandbox.CHILD) in command:  # not the namespace probe
+        if str(sandbox.SUPERVISOR) in command:
             started.append(kwargs)
         return real(command, **kwargs)
 
@@ -182,10 +182,19 @@ def test_the_child_sets_its_own_limits_and_the_parent_runs_no_code_between_fork_
         "import resource\n"
         "def run(input, view):\n"
         "    return [resource.getrlimit(r)[1] for r in "
-        "(resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE)]\n"
+        "(resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE, "
+        "resource.RLIMIT_NPROC)]\n"
     )
     r = run(code, store, config("resource"))
-    # THEN the child set them itself (no preexec_fn), in its own process group
+    # THEN the child set them itself (no preexec_fn), in its own process group; files no bigger
+    # than its tmpfs, no core, processes of its user bounded
     assert r.ok, r.error
-    assert r.output == [CONFIG.memory_mb * 1024 * 1024, CONFIG.max_open_files, 0, 0]
+    mib = 1024 * 1024
+    assert r.output == [
+        CONFIG.memory_mb * mib,
+        CONFIG.max_open_files,
+        CONFIG.tmpfs_mb * mib,
+        0,
+        CONFIG.max_processes,
+    ]
     assert [("preexec_fn" in kw, kw.get("start_new_session")) for kw in started] == [(False, True)]
