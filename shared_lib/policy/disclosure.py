@@ -64,6 +64,14 @@ class Attribute(_G):
     values: list[str]
 
 
+class Condition(_G):
+    """A value about a named person in a clause that says what it is (「小林さんがうつ病で休職」)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    values: list[str]
+    context: Annotated[str, Field(min_length=1)]
+
+
 class Verdicts(_G):
     name: str
     words: str
@@ -84,13 +92,15 @@ class Deal(_G):
 
 
 class Person(_G):
-    honorifics: str
+    honorifics: str  # さん, 様, くん: a noun may follow at once (「増田さん評価C」)
+    titles: str  # 部長, 課長: a title followed by a noun is a word of its own (「部長会議」)
     name: str
     groups: str
     pronouns: str
     addressee: str
     self: str
-    attached: str
+    attached: str  # the particle that makes a name the owner of what follows (の, は, って)
+    attached_gap: str  # what may stand between it and the attribute (「佐藤さんの今期の査定」)
 
 
 @dataclass(frozen=True)
@@ -105,7 +115,7 @@ class Found:
 @dataclass(frozen=True)
 class _Ref:
     start: int
-    end: int
+    end: int  # after the particle when attached
     subject: str
     attached: bool
 
@@ -120,14 +130,17 @@ class DisclosureGrammar(_G):
     link: str
     generic: str
     gap_breaks: str
+    range_after: str  # a value that starts or bounds a range is a rule's, not a person's (「30万円から」)
     grade_before: str
     grade_before_not_after: str
+    conditions: list[Condition] = Field(default_factory=list)
     verdicts: Verdicts
     credentials: list[Credential]
     credential_link: str
     credential_value: str
     credential_not_after: str
     credential_not_value: str
+    credential_examples: str
     deals: list[Deal]
     deal_not_after: str
     deal_terms: str
@@ -138,7 +151,8 @@ class DisclosureGrammar(_G):
 
     @model_validator(mode="after")
     def _valid(self) -> DisclosureGrammar:
-        unknown = sorted({v for a in self.attributes for v in a.values} - set(self.values))
+        named = {v for a in [*self.attributes, *self.conditions] for v in a.values}
+        unknown = sorted(named - set(self.values))
         if unknown:
             raise ValueError(f"disclosure grammar: attributes name unknown value shapes {unknown}")
         checked_regexes(_patterns(self.model_dump()))
@@ -149,23 +163,29 @@ class DisclosureGrammar(_G):
     def _people(self, clause: str) -> list[_Ref]:
         p = self.person
         out = []
-        named = _rx(rf"(?P<n>{p.name})(?:{p.honorifics})(?![一-龥ァ-ヶー])")
+        named = _rx(rf"(?P<n>{p.name})(?:{p.honorifics}|(?:{p.titles})(?![一-龥ァ-ヶー]))")
         for m in named.finditer(clause):
             if not _rx(rf"^(?:{p.groups})$|(?:{p.groups})$").search(m.group("n")):
-                out.append(_Ref(m.start(), m.end(), m.group("n"), self._attached(clause, m.end())))
+                out.append(self._ref(clause, m, m.group("n")))
         for m in _rx(rf"(?:{p.pronouns})(?![一-龥ァ-ヶー])").finditer(clause):
             who = "@addressee" if _rx(rf"^(?:{p.addressee})$").match(m.group(0)) else m.group(0)
-            out.append(_Ref(m.start(), m.end(), who, self._attached(clause, m.end())))
+            out.append(self._ref(clause, m, who))
         return sorted(out, key=lambda r: r.start)
 
-    def _attached(self, clause: str, end: int) -> bool:
-        return _rx(self.person.attached).match(clause, end) is not None
+    def _ref(self, clause: str, m: re.Match[str], who: str) -> _Ref:
+        particle = _rx(self.person.attached).match(clause, m.end())
+        return _Ref(m.start(), particle.end() if particle else m.end(), who, particle is not None)
+
+    def _owns(self, ref: _Ref, clause: str, word_start: int) -> bool:
+        """Whether the person is the owner of the attribute word starting at ``word_start``."""
+        gap = clause[ref.end : word_start]
+        return ref.attached and ref.end <= word_start and _rx(self.person.attached_gap).match(gap) is not None
 
     # -- personal values ------------------------------------------------------------------
     def personal(self, text: str) -> Found | None:
         """The first value about a person (or implied one) that ``text`` discloses."""
         for clause in clauses(text):
-            found = self._personal_in(clause) or self._verdict_in(clause)
+            found = self._personal_in(clause) or self._condition_in(clause) or self._verdict_in(clause)
             if found is not None:
                 return found
         return None
@@ -179,23 +199,26 @@ class DisclosureGrammar(_G):
                 bound = self._bound(attr, clause, m.start(), m.end())
                 if bound is None:
                     continue
-                shape, at = bound
+                shape, at, stop = bound
                 before = [r for r in people if r.start < max(at, m.start())]
-                attached = [r for r in before if r.attached]
-                if attached:
-                    return Found(attr.name, clause, attached[-1].subject)
-                if self.values[shape].person_only or own or generic:
+                owners = [r for r in before if self._owns(r, clause, m.start())]
+                if owners:
+                    return Found(attr.name, clause, owners[-1].subject)
+                ranged = _rx(self.range_after).match(clause, stop) is not None
+                if self.values[shape].person_only or own or generic or ranged:
                     continue
                 return Found(attr.name, clause, before[-1].subject if before else None)
         return None
 
-    def _bound(self, attr: Attribute, clause: str, start: int, end: int) -> tuple[str, int] | None:
-        """The value shape bound to the attribute word at ``clause[start:end]`` and where it is."""
+    def _bound(self, attr: Attribute, clause: str, start: int, end: int) -> tuple[str, int, int] | None:
+        """The value shape bound to the attribute word at ``clause[start:end]``, where it starts and ends."""
         before = "grade" in attr.values and _rx(self.grade_before).search(clause, 0, start)
         if before and not _rx(self.grade_before_not_after).match(clause, end):
-            return "grade", start - 1
+            return "grade", start - 1, end
         link = _rx(self._link(attr)).match(clause, end)
         at = link.end() if link else end
+        if clause.startswith("の", at):  # 「評価ランクの定義」: the attribute names another thing
+            return None
         found: tuple[str, re.Match[str]] | None = None
         for name in attr.values:
             rx = _rx(self.values[name].pattern)
@@ -204,20 +227,33 @@ class DisclosureGrammar(_G):
                 found = (name, hit)
         if found is None or _rx(self.gap_breaks).search(clause, at, found[1].start()):
             return None
-        return found[0], found[1].start()
+        return found[0], found[1].start(), found[1].end()
 
     def _link(self, attr: Attribute) -> str:
         return self.link.replace("{suffixes}", attr.suffixes or "(?!)")
+
+    def _condition_in(self, clause: str) -> Found | None:
+        for cond in self.conditions:
+            if not _rx(cond.context).search(clause):
+                continue
+            for name in cond.values:
+                for hit in _rx(self.values[name].pattern).finditer(clause):
+                    attached = [r for r in self._people(clause) if r.attached and r.start < hit.start()]
+                    if attached:
+                        return Found(cond.name, clause, attached[-1].subject)
+        return None
 
     def _verdict_in(self, clause: str) -> Found | None:
         v = self.verdicts
         for m in _rx(v.words).finditer(clause):
             if _rx(v.not_after).match(clause, m.end()):
                 continue
-            attached = [r for r in self._people(clause) if r.attached and r.start < m.start()]
-            if attached:
-                return Found(v.name, clause, attached[-1].subject)
-            done = _rx(rf"[^。]{{0,4}}?(?:{v.done})").match(clause, m.end())
+            # an action is about whoever the clause names before it, attached or addressed
+            # (「原田くん、出勤停止1週間」)
+            named = [r for r in self._people(clause) if r.start < m.start()]
+            if named:
+                return Found(v.name, clause, named[-1].subject)
+            done = _rx(rf"(?:(?!ない|ず|せん)[^。]){{0,6}}?(?:{v.done})").match(clause, m.end())
             if done and not _rx(self.generic).search(clause):
                 return Found(v.name, clause)
         return None
@@ -248,6 +284,7 @@ class DisclosureGrammar(_G):
                 len(token) >= cred.min_length
                 and not _rx(self.credential_not_value).fullmatch(token)
                 and not _rx(self.credential_not_after).match(after)
+                and not _rx(self.credential_examples).match(after)
             ):
                 yield token
 
