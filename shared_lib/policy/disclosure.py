@@ -151,7 +151,9 @@ class DisclosureGrammar(_G):
 
     @model_validator(mode="after")
     def _valid(self) -> DisclosureGrammar:
-        named = {v for a in [*self.attributes, *self.conditions] for v in a.values}
+        named = {v for a in self.attributes for v in a.values} | {
+            v for c in self.conditions for v in c.values
+        }
         unknown = sorted(named - set(self.values))
         if unknown:
             raise ValueError(f"disclosure grammar: attributes name unknown value shapes {unknown}")
