@@ -141,6 +141,10 @@ class DisclosureGrammar(_G):
     credential_not_after: str
     credential_not_value: str
     credential_examples: str
+    # a token of letters only may be a product's name (「パスワードはOktaを使って」); one with
+    # digits or signs is read as a value whatever particle follows (「hunter2abc を共有」)
+    credential_word: str
+    credential_word_not_after: str
     deals: list[Deal]
     deal_not_after: str
     deal_terms: str
@@ -287,6 +291,10 @@ class DisclosureGrammar(_G):
                 and not _rx(self.credential_not_value).fullmatch(token)
                 and not _rx(self.credential_not_after).match(after)
                 and not _rx(self.credential_examples).match(after)
+                and not (
+                    _rx(self.credential_word).fullmatch(token)
+                    and _rx(self.credential_word_not_after).match(after)
+                )
             ):
                 yield token
 

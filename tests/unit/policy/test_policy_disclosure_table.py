@@ -145,3 +145,14 @@ def test_a_private_memory_of_a_value_is_not_sent_out(monkeypatch, capsys):
     kept["reasoning"] = REASONING
     # THEN the confidential rule, which guards what leaves, has nothing to say
     assert policy_check(kept, monkeypatch, capsys)["reason_code"] != CONFIDENTIAL
+
+
+def test_a_persons_masked_contact_sent_out_is_the_value_itself(monkeypatch, capsys):
+    # GIVEN the model only saw the number masked, and the executor would put it back
+    sent = announcement("青木さんの携帯番号は[PHONE_1]です。急ぎの人はこちらへ")
+    # THEN it discloses as the number would
+    assert policy_check(sent, monkeypatch, capsys)["reason_code"] == CONFIDENTIAL
+    # AND the company's own number, masked the same way, is nobody's
+    assert (
+        policy_check(announcement("代表電話番号は[PHONE_1]です"), monkeypatch, capsys)["action"] == "confirm"
+    )
