@@ -31,10 +31,18 @@ def permission_claim(s: Subject, cfg: Constitution) -> tuple[NamedPattern, str] 
     """The first permission pattern the proposer's own words claim, with the words matched."""
     for pattern in cfg.permission_patterns:
         for text in s.scoped(pattern.scopes):
-            plain = unquoted(text)
-            for hit in pattern.finditer(plain):
-                if not not_a_claim(plain, hit.start(), hit.end(), cfg):
-                    return pattern, hit.group(0)
+            hit = claim_in(text, pattern, cfg)
+            if hit is not None:
+                return pattern, hit
+    return None
+
+
+def claim_in(text: str, pattern: NamedPattern, cfg: Constitution) -> str | None:
+    """The words of ``text`` (quotes left out) by which ``pattern`` claims a permission, or ``None``."""
+    plain = unquoted(text)
+    for hit in pattern.finditer(plain):
+        if not not_a_claim(plain, hit.start(), hit.end(), cfg):
+            return hit.group(0)
     return None
 
 
