@@ -7,7 +7,7 @@ follow §4.7.1 exactly:
 | article | violation | detected in | action |
 |---|---|---|---|
 | 4.3.8 | reasoning missing or too short | reasoning fields | ``retry`` once with guidance, then ``block`` |
-| 4.4.2 | the LLM tries to decide permission | the policy's permission patterns, decision keys | ``block`` |
+| 4.4.2 | the LLM tries to decide permission | the policy's permission patterns (``policy.claims``), decision keys | a claim in the words: ``retry`` once naming it, then ``block``; a decision key: ``block`` |
 | 4.4.1 | the LLM asserts execution ("実行します", "作成しました") | reasoning/texts, decision keys | ``suggest``: treated as a proposal again; user-visible assertions replaced |
 | 4.4.3 | the LLM tries to set stored values | decision keys among the parameters (``id``, ``status``, …) | ``suggest``: values ignored, the handler's fixed logic decides |
 | 4.4.4 | the LLM tries to decide what is logged | decision keys | ``suggest``: ignored, logging is automatic |
@@ -262,6 +262,17 @@ def inspect_proposal(
                 root=root.model_copy(update={"text_response": persona.message("execution_not_done")})
             )
     return proposal, found
+
+
+def permission_guidance(claims: list[ConstitutionViolation]) -> str:
+    """What the retry after a permission claim tells the model: which words to remove or rephrase."""
+    named = "; ".join(v.detail for v in claims)
+    return (
+        f"article 4.4.2: your answer decides a permission: {named}. You never decide who may do "
+        "what; the charter's authorization gate does. Remove or rephrase exactly that claim: say what "
+        "the user asked, what a document or the user states (「…とのこと」), or that the system checks "
+        "the permission. Keep everything else of the proposal as it was."
+    )
 
 
 def confirmation_question(root: ToolCallProposal, persona: Persona) -> str:

@@ -6,7 +6,8 @@ names and each tool's parameter model are validated → the reasoning is long en
 (§4.3.8) → the dialog policy (seed 004 §9: one question per reply, at most 3 options;
 ``dialog_policy``) → permission decisions and execution assertions are looked for (§4.4.2,
 §4.4.1) → the confidence table applies (§5.2.3b). An answer that fails is retried once
-with guidance; a second failure becomes a clarification question (``parse_error``
+with guidance (a permission claim in the words too: the guidance names the claim to remove or
+rephrase, and a second claim blocks; a decision key blocks at once); a second failure becomes a clarification question (``parse_error``
 fallback of §6.7.3), except the dialog policy's: after the retry its cut is made by code
 (the first question and the first options are kept). A ``block`` violation replaces the proposal by the persona's message
 for its code (``constitution.reply_for``); the guardian blocks the turn on the same record.
@@ -149,6 +150,12 @@ def judge(
     if dialog and not last:
         return _Judged(None, found, dialog.guidance, dialog.code)
     proposal, more = constitution.inspect_proposal(proposal, cfg, persona, policy, said)
+    claims = [v for v in more if v.code == "constitution.permission_decision"]
+    if claims and not last and not constitution.blocked(found):
+        # a permission claim in the words is retried once with the claim named (§4.7.1, as 4.3.8);
+        # the checker, never the model, judges the second answer
+        retried = [v.model_copy(update={"action": "retry"}) for v in claims]
+        return _Judged(None, found + retried, constitution.permission_guidance(claims), "permission_decision")
     proposal, trimmed = dialog_policy.enforce(proposal)
     return _Judged(proposal, found + more, dropped=dropped, trimmed=trimmed)
 

@@ -7,7 +7,8 @@ fixed text, so only the skip checks apply to it):
 code                                    severity  finding
 ======================================  ========  =================================================
 ``reasoning.too_short``                 warning   reasoning under 50 characters
-``reasoning.permission_claim``          critical  reasoning claims a permission (権限がある, アクセスできる)
+``reasoning.permission_claim``          critical  reasoning claims a permission (権限がある, アクセスできる); warning
+                                                  where the words report or defer (``policy.claims``)
 ``reasoning.execution_claim``           critical  reasoning decides execution (実行します, 実行する)
 ``guardian.skipped``                    critical  a proposal with no guardian verdict (§4.8.1)
 ``authorization.skipped``               critical  a tool call that reached the executor unauthorised

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -33,6 +32,8 @@ from pydantic import (
 from shared_lib import config_files
 from shared_lib.errors import ConfigError
 from shared_lib.policy.approval_config import Approval
+from shared_lib.policy.disclosure import DisclosureGrammar, parse_disclosure_grammar
+from shared_lib.policy.patterns import ALL_SCOPES, ConfidentialPattern, NamedPattern, NgPattern, TextScope
 from shared_lib.policy.reasons import GUARDIAN_REASONS, PART_MESSAGES
 from shared_lib.policy.teachings import Teaching
 from shared_lib.policy.values import checked_regexes
@@ -41,8 +42,7 @@ from shared_lib.tools.registry import UNKNOWN_PARAMETER, UNKNOWN_TOOL, ToolRegis
 POLICY_FILE = Path(__file__).resolve().parent.parent / "config" / "policy.json"
 Risk = Literal["none", "low", "medium", "high", "critical"]
 Level = Annotated[int, Field(ge=1, le=6)]
-TextScope = Literal["reasoning", "confirmation", "text", "parameters"]
-ALL_SCOPES: tuple[TextScope, ...] = ("reasoning", "confirmation", "text", "parameters")
+__all__ = ["ALL_SCOPES", "ConfidentialPattern", "NamedPattern", "NgPattern", "TextScope"]  # re-exported
 DeptScope = Literal["own", "children", "descendants", "organization", "all"]
 
 
@@ -50,99 +50,48 @@ class _Cfg(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class NamedPattern(_Cfg):
-    name: Annotated[str, Field(min_length=1)]
-    pattern: Annotated[str, Field(min_length=1)]
-    scopes: list[TextScope] = Field(default_factory=lambda: list(ALL_SCOPES))
-    ignore_case: bool = True
-    # labels of the sanitizer's placeholders (``[CARD_1]``, ``[API_KEY]``) that stand for this
-    # kind of value: the LLM arm only ever sees the masked input, so its parameters carry the
-    # placeholder, and the executor would put the real value back. A placeholder is a match in
-    # parameters only: a reply naming one is shown in words, it sends nothing.
-    masked_as: list[Annotated[str, Field(pattern=r"^[A-Z][A-Z_]*$")]] = Field(default_factory=list)
+class Constitution(_Cfg):
+    """Article 4.4.2's reading of the proposer's own words (``policy.claims``): a permission
+    pattern is a claim unless its clause reports someone else's words (``reported`` right after
+    it: 「…とのこと」; ``sourced`` before it: 「申請書によると」), or its sentence leaves the
+    decision to the system (``deferred``) or grounds it in a thing's own state (``object_state``:
+    公開済み, not a right of a person)."""
 
-    @field_validator("pattern")
+    min_reasoning_chars: Annotated[int, Field(ge=0)] = 20
+    permission_patterns: list[NamedPattern] = Field(default_factory=list)
+    reported: str = ""
+    sourced: str = ""
+    deferred: str = ""
+    object_state: str = ""
+
+    @field_validator("reported", "sourced", "deferred", "object_state")
     @classmethod
     def _compiles(cls, value: str) -> str:
         checked_regexes([value])
         return value
 
-    def search(self, text: str) -> bool:
-        return self.find(text) is not None
-
-    def masked_in(self, text: str) -> bool:
-        """Whether ``text`` holds a placeholder of this kind of value (``[CARD_1]``, ``[CARD]``)."""
-        return any(re.search(rf"\[{label}(?:_\d+)?\]", text) for label in self.masked_as)
-
-    def find(self, text: str) -> str | None:
-        """The first text the pattern matches, or ``None``."""
-        m = re.search(self.pattern, text, self._flags)
-        return m.group(0) if m else None
-
-    @property
-    def _flags(self) -> re.RegexFlag:
-        return re.IGNORECASE if self.ignore_case else re.NOFLAG
-
-
-_SENTENCE_END = re.compile(r"[。．！？!?\n]")
-
-
-class ConfidentialPattern(NamedPattern):
-    """A confidential word (seed 000 §4.4.5) that blocks only where it would disclose data.
-
-    The word alone is a mention (「評価面談の日程」「給与明細の見方」); it is a disclosure when
-    one of its ``disclosure`` markers (named regexes of ``Security.disclosure_markers``: an
-    amount, a grade, a deal's date) matches within ``window`` characters of the word, inside
-    the word's own sentence (「評価はB」「年収は600万円」). Without markers the word alone
-    blocks. What the user reads for it is ``display.patterns`` of the policy, like every pattern.
-
-    >>> p = ConfidentialPattern(name="salary", pattern="給与", disclosure=["amount"])
-    >>> markers = {"amount": r"\\d+万?円"}
-    >>> p.disclosure_in("給与明細の見方です。交通費は500円です", markers), p.disclosure_in("給与は30万円です", markers)
-    (None, '給与は30万円です')
-    """
-
-    disclosure: list[str] = Field(default_factory=list)
-    window: Annotated[int, Field(ge=1, le=200)] = 24
-
-    def disclosure_in(self, text: str, markers: Mapping[str, str]) -> str | None:
-        """The disclosing stretch of ``text`` around the word (the word itself without markers)."""
-        for m in re.finditer(self.pattern, text, self._flags):
-            if not self.disclosure:
-                return m.group(0)
-            around = _around(text, m.start(), m.end(), self.window)
-            if any(re.search(markers[name], around, self._flags) for name in self.disclosure):
-                return around
-        return None
-
-
-def _around(text: str, start: int, end: int, window: int) -> str:
-    """``window`` characters either side of ``text[start:end]``, cut at the sentence's ends."""
-    before = [m.end() for m in _SENTENCE_END.finditer(text, max(0, start - window), start)]
-    after = _SENTENCE_END.search(text, end, end + window)
-    lo = before[-1] if before else max(0, start - window)
-    hi = after.start() if after else min(len(text), end + window)
-    return text[lo:hi]
-
-
-class Constitution(_Cfg):
-    min_reasoning_chars: Annotated[int, Field(ge=0)] = 20
-    permission_patterns: list[NamedPattern] = Field(default_factory=list)
-
 
 class Security(_Cfg):
-    ng_patterns: list[NamedPattern] = Field(default_factory=list)
+    ng_patterns: list[NgPattern] = Field(default_factory=list)
     confidential_patterns: list[ConfidentialPattern] = Field(default_factory=list)
     # named regexes a confidential word's ``disclosure`` refers to (a value next to the word)
     disclosure_markers: dict[str, str] = Field(default_factory=dict)
     # tools (regexes on the name) whose parameters leave the conversation get the confidential check
     confidential_tool_patterns: list[str] = Field(default_factory=list)
+    # what discloses a value about a person, a credential or a deal (``disclosure.py``): the
+    # grammar itself or the name of its file (relative: the packaged configuration folder)
+    disclosure: DisclosureGrammar | None = None
 
     @field_validator("confidential_tool_patterns")
     @classmethod
     def _compile(cls, value: list[str]) -> list[str]:
         checked_regexes(value)
         return value
+
+    @field_validator("disclosure", mode="before")
+    @classmethod
+    def _grammar(cls, value: Any) -> Any:
+        return parse_disclosure_grammar(value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _markers_exist(self) -> Security:
@@ -153,7 +102,18 @@ class Security(_Cfg):
                 raise ValueError(
                     f"confidential pattern {secret.name!r}: unknown disclosure markers {unknown}"
                 )
+        relations = {c.name for c in self.disclosure.credentials} if self.disclosure else set()
+        for ng in self.ng_patterns:
+            if ng.relation and ng.relation not in relations:
+                raise ValueError(f"ng pattern {ng.name!r}: no credential {ng.relation!r} in the grammar")
         return self
+
+    def ng_found(self, secret: NgPattern, text: str) -> bool:
+        """Whether ``text`` holds the secret's value (its own shape, or its grammar relation)."""
+        if secret.search(text):
+            return True
+        grammar = self.disclosure
+        return bool(secret.relation and grammar and grammar.credential(secret.relation, text))
 
     def discloses(self, secret: ConfidentialPattern, text: str) -> bool:
         """Whether ``text`` discloses what ``secret`` guards (not merely mentions the word)."""

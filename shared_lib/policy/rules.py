@@ -16,11 +16,14 @@ from datetime import date, datetime
 
 from shared_lib.dates import display_date
 from shared_lib.decisions import Verdict
-from shared_lib.policy.config import Constitution, NamedPattern
+from shared_lib.policy.claims import permission_claim
 from shared_lib.policy.consistency import CallCheck, check_call
+from shared_lib.policy.disclosure import Found, normalised
 from shared_lib.policy.effective import Policy
-from shared_lib.policy.subject import Subject, unquoted
-from shared_lib.policy.values import as_number, count_items, recipients
+from shared_lib.policy.subject import Subject
+from shared_lib.policy.values import as_number, count_items, recipients, strings_in
+
+__all__ = ["findings", "permission_claim"]  # permission_claim: the brain's enforcer reads it here too
 
 
 def findings(s: Subject, p: Policy, now: datetime) -> Iterator[Verdict]:
@@ -32,20 +35,6 @@ def findings(s: Subject, p: Policy, now: datetime) -> Iterator[Verdict]:
     yield from parameters(s, p)
     yield from consistency(s, p, now)
     yield from requested(s, p)
-
-
-def permission_claim(s: Subject, cfg: Constitution) -> tuple[NamedPattern, str] | None:
-    """The first permission pattern the proposer's own words match, with the words matched.
-
-    Quoted words (the user's) are not the proposer's judgement. The brain's enforcer
-    (``brain.constitution``) and this tree read the same patterns, so they agree.
-    """
-    for pattern in cfg.permission_patterns:
-        for text in s.scoped(pattern.scopes):
-            hit = pattern.find(unquoted(text))
-            if hit is not None:
-                return pattern, hit
-    return None
 
 
 def constitution(s: Subject, p: Policy) -> Iterator[Verdict]:
@@ -63,7 +52,7 @@ def security(s: Subject, p: Policy) -> Iterator[Verdict]:
     masked = s.scoped(["parameters"])  # the LLM arm's parameters carry placeholders, not values
     for pattern in sec.ng_patterns:
         in_params = "parameters" in pattern.scopes and any(pattern.masked_in(t) for t in masked)
-        if in_params or any(pattern.search(t) for t in s.scoped(pattern.scopes)):
+        if in_params or any(sec.ng_found(pattern, t) for t in s.scoped(pattern.scopes)):
             yield p.verdict("security.ng_pattern", pattern=pattern.name, details={"pattern": pattern.name})
             break
     if s.origin == "system":  # fixed catalogue texts echo the user's own pending action back to them
@@ -72,7 +61,56 @@ def security(s: Subject, p: Policy) -> Iterator[Verdict]:
     for secret in sec.confidential_patterns:  # a word that discloses a value, not a mere mention
         if any(sec.discloses(secret, t) for t in s.scoped(secret.scopes, parameters_of=outbound)):
             yield p.verdict("security.confidential", pattern=secret.name, details={"pattern": secret.name})
-            break
+            return
+    found = disclosure(s, p, outbound)
+    if found is not None:
+        yield p.verdict("security.confidential", pattern=found.name, details={"pattern": found.name})
+
+
+def disclosure(s: Subject, p: Policy, outbound: set[int]) -> Found | None:
+    """The first value about a person or a deal that leaves the charter, read by the grammar.
+
+    What the asker reads (an answer, a confirmation) may be read by the whole room; a message
+    sent to exactly one person who is the value's subject (「田中さんの評価は…」 to 田中 alone,
+    「あなたの…」 to one person) tells them their own value, which is no disclosure.
+    """
+    grammar = p.config.security.disclosure
+    if grammar is None:
+        return None
+    read: list[tuple[str, list[str] | None]] = [
+        (t, None) for t in s.scoped([x for x in grammar.scopes if x != "parameters"])
+    ]
+    if "parameters" in grammar.scopes:
+        for index, (_, params) in enumerate(s.calls):
+            if index in outbound:
+                to = _addressees(params, p)
+                read += [(t, to) for t in strings_in(params)]
+    for text, to in read:
+        found = grammar.personal(text) or grammar.deal(text)
+        if found is not None and not _told_to_the_subject(found, to, grammar.person.honorifics):
+            return found
+    return None
+
+
+def _addressees(params: dict[str, object], p: Policy) -> list[str] | None:
+    cfg = p.config.parameters
+    named: list[str] = []
+    for key in cfg.recipient_keys:
+        if key in params:
+            everyone, _ = recipients(params[key], cfg.recipients_all_values)
+            if everyone:
+                return None
+            named += strings_in(params[key])
+    return named
+
+
+def _told_to_the_subject(found: Found, to: list[str] | None, honorifics: str) -> bool:
+    if found.subject is None or to is None or len(to) != 1:
+        return False
+    if found.subject == "@addressee":
+        return True
+    bare = re.sub(rf"(?:{honorifics})$", "", normalised(to[0]).replace(" ", "").replace("\u3000", ""))
+    return bool(bare) and (bare.startswith(found.subject) or found.subject.startswith(bare))
 
 
 def danger(s: Subject, p: Policy) -> Iterator[Verdict]:

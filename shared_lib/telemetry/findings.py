@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from shared_lib.observability import ObservabilityRecord
+from shared_lib.policy.claims import claim_in
+from shared_lib.policy.config import load_policy_config
 
 MIN_REASONING_CHARS = 50
 PERMISSION_WORDS = ("権限がある", "アクセスできる")
@@ -27,6 +29,13 @@ class Finding:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _claims(reasoning: str) -> bool:
+    cfg = load_policy_config().constitution
+    return any(
+        claim_in(reasoning, p, cfg) is not None for p in cfg.permission_patterns if "reasoning" in p.scopes
+    )
 
 
 def findings_for(record: ObservabilityRecord) -> list[Finding]:
@@ -51,7 +60,14 @@ def findings_for(record: ObservabilityRecord) -> list[Finding]:
             add("reasoning.too_short", "warning", f"{len(reasoning.strip())} characters: {reasoning}")
         for word in PERMISSION_WORDS:
             if word in reasoning:
-                add("reasoning.permission_claim", "critical", f"「{word}」: {reasoning}")
+                # §4.8.2's query lists the word; it is critical (alerted) only where the
+                # constitution reads a claim, not a report or a deferral (issue 34)
+                claimed = _claims(reasoning)
+                add(
+                    "reasoning.permission_claim",
+                    "critical" if claimed else "warning",
+                    f"「{word}」: {reasoning}",
+                )
         for word in EXECUTION_WORDS:
             if word in reasoning:
                 add("reasoning.execution_claim", "critical", f"「{word}」: {reasoning}")

@@ -63,16 +63,17 @@ def test_given_missing_reasoning_twice_when_proposed_then_the_turn_is_blocked_wi
     ],
 )
 def test_given_reasoning_that_decides_permission_when_proposed_then_it_is_blocked_and_alerted(reason):
-    # GIVEN the LLM reasons about permission
+    # GIVEN the LLM reasons about permission, and says it again when retried
     answer = tool_call(
         "view_all_users", {}, reasoning={**tool_call()["reasoning"], "tool_selection_reason": reason}
     )
-    t, rt, _, outcome = run(decision(answer))
-    # THEN a blocking violation of article 4.4.2 is recorded, alerted, and nothing executable remains
-    assert any(
-        v.article == "4.4.2" and v.action == "block" and v.code == "constitution.permission_decision"
-        for v in t.proposal.violations
-    )
+    t, rt, _, outcome = run(decision(answer), decision(answer))
+    # THEN the claim was retried once, then a blocking violation of article 4.4.2 is recorded,
+    # alerted, and nothing executable remains
+    assert [(v.article, v.action, v.code) for v in t.proposal.violations] == [
+        ("4.4.2", "retry", "constitution.permission_decision"),
+        ("4.4.2", "block", "constitution.permission_decision"),
+    ]
     assert t.proposal.proposal.tool_calls == []
     assert t.proposal.proposal.root.text_response == PERSONA.message("constitution.permission_decision")  # type: ignore[union-attr]
     assert alerts(rt) and (outcome.outcome, outcome.reason_code) == (
@@ -194,6 +195,9 @@ def test_given_violations_when_recorded_then_details_are_masked():
         {},
         reasoning={**tool_call()["reasoning"], "tool_selection_reason": "taro@example.com は権限がある"},
     )
-    t, rt, _, _ = run(decision(answer))
+    t, rt, llm, _ = run(decision(answer), decision(answer))
     assert "taro@example.com" not in str([v.model_dump() for v in t.proposal.violations])
     assert "taro@example.com" not in str(events(rt))
+    # AND the retry's guidance names the claim masked too
+    guidance = llm.requests[-1].messages[-1]["content"][0]["content"]
+    assert "4.4.2" in guidance and "taro@example.com" not in guidance

@@ -1,5 +1,6 @@
 """What the user reads when the constitution stops a turn (seed 000 §4.7.1, issue 18), over the
-real layers in process with a scripted LLM: a permission decision is blocked and alerted, and the
+real layers in process with a scripted LLM: a permission decision kept after its guided retry is
+blocked and alerted, and the
 user reads what happens next, never 「内部エラー」 nor an internal name; missing reasoning gets the
 guided retry before any block; a role or a confidential word mentioned as context blocks nothing.
 """
@@ -62,8 +63,10 @@ def reasoned(reason: str) -> dict[str, Any]:
 
 
 def test_given_a_role_claimed_as_a_right_when_the_turn_runs_then_blocked_alerted_and_told_what_next():
-    # GIVEN the LLM reasons that the user may see the tasks because they are a 部長
-    chain = Chain(reasoned("依頼者は部長なので閲覧権限がある"))
+    # GIVEN the LLM reasons that the user may see the tasks because they are a 部長, and says it
+    # again when the guided retry asks it to remove the claim
+    claim = reasoned("依頼者は部長なので閲覧権限がある")
+    chain = Chain(claim, claim)
     # WHEN the turn runs through every layer
     reply, record = chain.say("部下のタスク一覧を見せて")
     # THEN it is blocked as a permission decision and nothing ran

@@ -112,3 +112,13 @@ def test_cost_of_a_past_day_and_one_organisation():
         rollups.add(store, r)
     rep = cost_report(store, now=T0, day=date(2026, 11, 22), org="b", th=Thresholds())
     assert rep.cost_today_usd == 2.0 and rep.turns == 1 and rep.org_id == "b"
+
+
+def test_the_seed_words_reported_or_deferred_are_listed_but_not_critical():
+    # GIVEN reasoning that reports the user's words and leaves the decision to the system
+    reported = GOOD + "ユーザーによると閲覧権限があるとのこと。判断はシステムに任せる"
+    claimed = GOOD + "この人は権限があるので問題ない"
+    # THEN §4.8.2's query still lists it, as a warning, while a claim stays critical (alerted)
+    severities = {f.code: f.severity for f in findings_for(make_record(T0, llm_reasoning=reported))}
+    assert severities == {"reasoning.permission_claim": "warning"}
+    assert {f.severity for f in findings_for(make_record(T0, llm_reasoning=claimed))} == {"critical"}

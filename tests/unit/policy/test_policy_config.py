@@ -4,6 +4,7 @@ changes with what decisions depend on; danger info merges registry and configura
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from pydantic import BaseModel
@@ -41,14 +42,12 @@ def test_the_packaged_policy_has_the_seed_defaults():
         "change_permission": ("high", "block"),
         "send_confidential": ("critical", "block"),
     }
-    assert [p.pattern for p in cfg.security.confidential_patterns] == [
-        "給与",
-        "年収",
-        "評価",
-        "査定",
-        "M&A",
-        "買収",
-    ]
+    # the seed's confidential words (§4.4.5) are each an attribute or a deal of the disclosure grammar
+    grammar = cfg.security.disclosure
+    assert grammar is not None
+    words = [a.words for a in grammar.attributes] + [d.words for d in grammar.deals]
+    for word in ["給与", "年収", "評価", "査定", "M&A", "買収"]:
+        assert any(re.fullmatch(w, word) for w in words), word
     assert cfg.authorization.default_level == 2 and cfg.authorization.tool_levels["view_salary_info"] == 6
     assert (cfg.confirmation.session_ttl_minutes, cfg.confirmation.pending_ttl_minutes) == (30, 10)
     assert set(GUARDIAN_REASONS) <= set(cfg.messages)

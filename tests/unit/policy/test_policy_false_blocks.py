@@ -180,5 +180,6 @@ def test_every_pattern_the_shipped_policy_names_has_a_label_a_user_reads():
     cfg = config()
     names = [p.name for p in cfg.constitution.permission_patterns]
     names += [p.name for p in cfg.security.ng_patterns] + [p.name for p in cfg.security.confidential_patterns]
+    names += cfg.security.disclosure.names() if cfg.security.disclosure else []
     unlabelled = [n for n in names if not cfg.display.patterns.get(n)]
     assert names and not unlabelled
