@@ -21,7 +21,10 @@ TOKEN = "t" * 32
 @pytest.fixture
 def pipe(monkeypatch: pytest.MonkeyPatch) -> Pipeline:
     p = pipeline(monkeypatch)
-    p.script[ASK] = tool_call("announce", {"message": "明日は休みです", "recipients": ["田中太郎"]})
+    # three people: an announcement the guardian confirms (seed 000 §5.3.3b), so a grant can cover it
+    p.script[ASK] = tool_call(
+        "announce", {"message": "明日は休みです", "recipients": ["田中太郎", "田中花子", "田中一郎"]}
+    )
     return p
 
 

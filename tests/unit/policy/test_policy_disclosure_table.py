@@ -110,8 +110,8 @@ def test_a_disclosed_value_is_blocked_wherever_it_goes(sentence, code, monkeypat
 def test_a_value_told_to_its_subject_alone_is_no_disclosure(sentence, recipients, monkeypatch, capsys):
     # GIVEN an announcement of a person's value to that one person
     verdict = policy_check(announcement(sentence, "announce", recipients=recipients), monkeypatch, capsys)
-    # THEN nothing is disclosed: it asks as an announcement does
-    assert verdict["action"] == "confirm" and not verdict["reason_code"].startswith("security.")
+    # THEN nothing is disclosed: one recipient is no dangerous operation either (seed 000 §5.3.3b)
+    assert verdict["action"] == "allow" and not verdict["reason_code"].startswith("security.")
 
 
 @pytest.mark.parametrize(
