@@ -70,7 +70,7 @@ class ContextSection(_Section):
     user: UserInfo | None = None
     session: dict[str, Any] = Field(default_factory=dict)
     pending_action: dict[str, Any] | None = None
-    # the instant-OFF chat command's outcome (layers.auto_approval: scope own/org, grants left)
+    # the auto-approve chat command's outcome (layers.auto_approval: scope own/org for an OFF, on for an ON)
     auto_off: dict[str, Any] | None = None
     # seed 004 §5: the conversation's agent state as the context layer read it (the fixed five
     # goal, why_now, constraints, plan_brief, open_questions; step, status, decision_log, last_delta)

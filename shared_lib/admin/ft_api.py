@@ -4,8 +4,10 @@
 ``GET /api/ft/<id>?org=ORG`` shows one; ``POST /api/ft/accept`` ``{"org", "id", "by"}``,
 ``POST /api/ft/edit`` ``{"org", "id", "by", "reply" | "proposal"}`` and ``POST /api/ft/reject``
 ``{"org", "id", "by", "reason"}`` review one. Every request takes the operator token, and a
-review names the person it is for, whose level is checked as the CLI's ``--by`` (level 6): the
-dashboard reviews for a person of the organisation, never as the bare operator. The export is
+review names the person it is for, who must be a level-6 person of the organisation's directory,
+checked as the CLI's ``--by`` (``review.check_reviewer``; a name that is no person is 403
+``unknown_person``): the dashboard reviews for a person of the organisation, never as the bare
+operator. The export is
 the CLI's (``charter ft export``): a dataset file belongs on the operator's disk, not in a page.
 """
 

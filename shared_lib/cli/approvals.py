@@ -151,8 +151,11 @@ def status(rt: Runtime, org: str) -> dict[str, Any]:
     ]
     offs = [d for _, d in rt.store.query(auto_approve.grants_path(org), where=[("kind", "==", "off")])]
     last = max(offs, key=lambda d: d["off_at"]) if offs else None
+    # the people who turned auto-approval of their own requests off (until their own /auto on)
+    own = rt.store.query(auto_approve.grants_path(org), where=[("kind", "==", "optout")])
+    opted_out = sorted(str(d["user_id"]) for _, d in own if d.get("on_at") is None)
     sw = switch(rt)
-    return {"org": org, "enabled": sw.enabled, "grants": grants, "last_off": last}
+    return {"org": org, "enabled": sw.enabled, "grants": grants, "last_off": last, "opted_out": opted_out}
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -175,6 +178,8 @@ def _status(args: argparse.Namespace) -> int:
         print("no live grant")
     last = report["last_off"]
     print(f"last OFF: {_at(last['off_at'])} by {last.get('by')}" if last else "last OFF: never")
+    if report["opted_out"]:
+        print("turned off for their own requests (until their /auto on): " + ", ".join(report["opted_out"]))
     return 0
 
 

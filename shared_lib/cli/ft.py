@@ -2,21 +2,26 @@
 
 charter ft list --org ORG [--status pending|accepted|edited|rejected] [--limit N] [--json]
 charter ft show --org ORG ID
-charter ft accept --org ORG ID [--by USER]
-charter ft edit --org ORG ID (--reply TEXT | --file PROPOSAL.json) [--by USER]
-charter ft reject --org ORG ID --reason TEXT [--by USER]
+charter ft accept --org ORG ID --by USER
+charter ft edit --org ORG ID (--reply TEXT | --file PROPOSAL.json) --by USER
+charter ft reject --org ORG ID --reason TEXT --by USER
 charter ft export --org ORG --format anthropic|openai --out FILE.jsonl [--since DATE] [--until DATE] [--limit N]
 charter ft staging --org ORG [on|off] [--by USER]   whether the organisation's turns are staged
 
 Candidates are staged by the background memory layer for an organisation that opted in
-(``settings/company.ft_staging``, default off; ``charter ft staging --org ORG on``: level 6). Review is a person's (seed 001 §29.5): level 6, named by
-``--by``; without it the operator (who holds the store) acts. The export writes accepted and
-edited examples only, never a held-out one, within the caps, and ``FILE.card.json`` beside it;
-a masking check that finds a value in clear writes nothing.
+(``settings/company.ft_staging``, default off; ``charter ft staging --org ORG on``: level 6). Review is a person's (seed 001 §29.5): ``--by`` is
+required and names a level-6 person of the organisation's directory, recorded on the review. The
+export honours the organisation's consent as it is now (staging off: it refuses, nothing
+written), writes accepted and edited examples only, never a held-out one, within the caps, with
+every person's name, @mention and user id replaced by the organisation's stable pseudonym
+(「社員A」; the mapping sealed with the vault key), and ``FILE.card.json`` beside it; a masking
+check that finds a value in clear writes nothing.
 
 Exit codes: 0 done; 1 a candidate that is not there, a review the person's level refuses or
-that cannot be made as asked (accepting a corrected candidate without a target), a failed
-masking check or nothing to export; 2 bad input (an id, a date, a file) or no store configured.
+who is not in the directory, a review that cannot be made as asked (accepting a corrected
+candidate without a target), an export of an organisation whose staging is off, a failed
+masking check or nothing to export; 2 bad input (an id, a date, a file, no ``--by``), no store
+configured or no vault key to seal the pseudonyms.
 """
 
 from __future__ import annotations
@@ -53,18 +58,18 @@ def register(subparsers: Any) -> None:
     show.add_argument("id")
     show.set_defaults(func=run_show)
     ok = sub.add_parser("accept", help="accept a candidate as staged")
-    _org(ok, by=True)
+    _org(ok, by=True, reviewer=True)
     ok.add_argument("id")
     ok.set_defaults(func=run_accept)
     edit = sub.add_parser("edit", help="give a candidate a new target (a reply, or a proposal file)")
-    _org(edit, by=True)
+    _org(edit, by=True, reviewer=True)
     edit.add_argument("id")
     given = edit.add_mutually_exclusive_group(required=True)
     given.add_argument("--reply", help="the reply the assistant should have given")
     given.add_argument("--file", type=Path, help="a proposal in the brain's output schema (JSON)")
     edit.set_defaults(func=run_edit)
     no = sub.add_parser("reject", help="reject a candidate, with the reason")
-    _org(no, by=True)
+    _org(no, by=True, reviewer=True)
     no.add_argument("id")
     no.add_argument("--reason", required=True)
     no.set_defaults(func=run_reject)
@@ -82,10 +87,12 @@ def register(subparsers: Any) -> None:
     opt.set_defaults(func=run_staging)
 
 
-def _org(p: argparse.ArgumentParser, *, by: bool = False) -> None:
+def _org(p: argparse.ArgumentParser, *, by: bool = False, reviewer: bool = False) -> None:
     p.add_argument("--org", required=True, help="the organisation")
-    if by:
-        p.add_argument("--by", help="the reviewer, level 6 (default: the operator)")
+    if reviewer:
+        p.add_argument("--by", required=True, help="the reviewer: a level-6 person of the directory")
+    elif by:
+        p.add_argument("--by", help="the person, level 6 (default: the operator)")
     store_options(p)
 
 
@@ -217,7 +224,18 @@ def run_export(args: argparse.Namespace) -> int:
     if args.out.exists() and args.out.is_dir():
         return fail(f"ft: {args.out} is a folder, not a file", EXIT_USAGE)
     flt = ExportFilter(since=args.since, until=args.until, limit=args.limit)
-    result = export(rt.store, args.org, fmt=args.format, out=args.out, now=rt.clock(), flt=flt)
+    result = export(
+        rt.store, args.org, fmt=args.format, out=args.out, now=rt.clock(), cipher=rt.vault, flt=flt
+    )
+    if result.reason == "staging_off":
+        return fail(
+            f"ft: {args.org} has fine-tuning staging off (its consent): nothing exported, nothing written",
+            EXIT_FINDING,
+        )
+    if result.reason == "no_vault_key":
+        return fail(f"ft: {result.card['error']}: nothing written", EXIT_USAGE)
+    if result.reason == "pseudonyms_changed":
+        return fail(f"ft: {result.card['error']}: nothing written, run it again", EXIT_FINDING)
     if result.reason == "masking_check_failed":
         where = ", ".join(f"{f['candidate_id']} ({'/'.join(f['labels'])})" for f in result.findings[:10])
         return fail(f"ft: masking check failed, nothing written: a value in clear in {where}", EXIT_FINDING)
@@ -227,5 +245,6 @@ def run_export(args: argparse.Namespace) -> int:
     card = result.card
     print(f"wrote {card['count']} example(s) to {args.out} ({card['format']}), card {card_path(args.out)}")
     print("skipped: " + ", ".join(f"{k} {v}" for k, v in card["skipped"].items()))
+    print(f"names pseudonymised: {card['pseudonymised']['people']} person(s)")
     print(f"sha256 {card['sha256']}  export {card['export_id']}")
     return EXIT_OK

@@ -1,12 +1,15 @@
 """``charter persona``: the persona's immutable core, its pin, and an organisation's extension.
 
 charter persona show [--org ORG] [--json]     the core, the organisation's extension, the merged view
-charter persona verify [--core FILE]          the core (or FILE) against the pinned SHA-256
+charter persona verify [--core FILE]          what a service checks at start: the core (or FILE)
+                                              against the pinned SHA-256, the identity text
+                                              against the hash the core pins
 charter persona diff [--core FILE] [--org ORG]  FILE against the shipped core; with --org, what
                                               the extension adds on top of the core
 
 The pin is the persona file's ``core_sha256``, or ``CHARTER_PERSONA_CORE_SHA256`` when set (what a
-process checks at start: ``persona.verify_persona``). ``--org`` reads the store
+process checks at start: ``persona.verify_persona``, which ``verify`` calls too, on the persona
+``CHARTER_PERSONA`` names, so it exits 1 on exactly what would stop a service). ``--org`` reads the store
 (``--store``/``--project``, or what ``charter local up`` / ``charter demo`` left).
 
 Exit codes: 0 ok (verify: the pinned core; diff: no difference), 1 a finding (verify: one line
@@ -27,8 +30,8 @@ from typing import Any
 from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import EXIT_FINDING, EXIT_OK, fail
 from shared_lib.errors import ConfigError
-from shared_lib.persona import Persona, load_persona
-from shared_lib.persona_core import core_sha256, verify_core
+from shared_lib.persona import Persona, load_persona, verify_persona
+from shared_lib.persona_core import core_sha256
 from shared_lib.persona_ext import flat, merged_view
 from shared_lib.settings import Settings
 from shared_lib.state.persona_store import load_ext
@@ -55,9 +58,10 @@ def register(subparsers: Any) -> None:
 
 
 def _persona() -> tuple[Persona, str]:
-    """The configured persona and its pin (the setting over the persona file's)."""
-    persona = load_persona()
-    return persona, Settings.from_env().persona_core_sha256 or persona.core_sha256
+    """The configured persona (``CHARTER_PERSONA``) and its pin (the setting over the persona file's)."""
+    settings = Settings.from_env()
+    persona = load_persona(str(settings.persona_file) if settings.persona_file else None)
+    return persona, settings.persona_core_sha256 or persona.core_sha256
 
 
 def _ext(args: argparse.Namespace) -> dict[str, Any]:
@@ -97,17 +101,24 @@ def _items(core: dict[str, Any]) -> list[tuple[str, str, Any]]:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    persona, pin = _persona()
-    file = args.core or persona.core_path()
+    """What a service checks at start (``persona.verify_persona``, the same function): the core's
+    bytes against the pin and the identity text against the hash the core pins. ``--core FILE``
+    checks FILE in the core's place, with the persona's identity text."""
     try:
+        persona, pin = _persona()
+        file = args.core or persona.core_path()
         got = core_sha256(file)  # only the bytes count: a one-byte change that breaks the TOML is a mismatch
-    except ConfigError as exc:
+    except ConfigError as exc:  # a persona file or core that cannot be read is bad input
         return fail(str(exc).splitlines()[0])
+    if args.core is not None:
+        persona = persona.model_copy(update={"core_file": str(Path(file).resolve())})
     try:
-        verify_core(file, pin)
+        verify_persona(persona, pin)
     except ConfigError as exc:
-        return fail(str(exc), EXIT_FINDING)
+        return fail(str(exc).splitlines()[0], EXIT_FINDING)
+    prompt = Path(persona.base_dir) / persona.system_prompt_file
     sys.stdout.write(f"persona core {file}: sha256 {got} (the pinned one)\n")
+    sys.stdout.write(f"persona system prompt {prompt}: the one the core pins\n")
     return EXIT_OK
 
 

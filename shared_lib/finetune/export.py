@@ -13,7 +13,17 @@ masking, not a finding) and nothing is written. The JSONL and the card are writt
 temporary files and renamed only after the check; the export is recorded in
 ``orgs/{org}/ft_exports/{id}`` with its card and the candidate ids it took.
 
-The card (``FILE.card.json``): format, organisation, the count and the counts by outcome, tool,
+Consent: the export honours the organisation's consent as it is now (``settings/company.
+ft_staging``, ``charter ft staging``): an organisation that turned staging off exports nothing
+(``staging_off``), whatever was staged and reviewed before.
+
+Pseudonyms (``finetune.pseudonyms``): every person of the directory, every ``@mention`` and
+user id in an example is replaced by the organisation's stable pseudonym (「社員A」), before
+the dedupe, the caps and the masking check; the mapping, grown by the people this export met,
+is sealed with the vault's key before a file is written (no key: ``no_vault_key``, nothing
+written).
+
+The card (``FILE.card.json``): format, organisation, that names were pseudonymised, the count and the counts by outcome, tool,
 route and kind, the skipped by reason (``held_out``, ``cap``, ``duplicate``, ``not_reviewed``,
 ``rejected``, ``no_target``, ``invalid``), the date range, the filters, the caps, the masking check and the
 JSONL's sha256.
@@ -26,17 +36,20 @@ import json
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from cryptography.fernet import MultiFernet
 from pydantic import ValidationError
 
 from shared_lib import collections
 from shared_lib.adapters.scoped import scoped
 from shared_lib.errors import ArgumentError
-from shared_lib.finetune.config import FinetuneConfig, load_config
+from shared_lib.finetune import pseudonyms
+from shared_lib.finetune.config import FinetuneConfig, load_config, opted_in
 from shared_lib.finetune.formats import FORMATS, build_line, parse_line
 from shared_lib.finetune.review import ACCEPTED
 from shared_lib.ids import new_short_id
@@ -44,6 +57,7 @@ from shared_lib.ports import Doc, Store
 from shared_lib.sanitizer import PLACEHOLDER, Sanitizer
 
 SCAN_LIMIT = 10_000  # candidates read per export (an organisation's staging is capped per day)
+Rename = Callable[[Any], Any]  # what an example's text becomes before it is exported
 SKIP_REASONS = ("held_out", "not_reviewed", "rejected", "no_target", "invalid", "duplicate", "cap")
 
 
@@ -72,7 +86,9 @@ class Selection:
 @dataclass(frozen=True)
 class ExportResult:
     ok: bool
-    reason: str  # "written", "nothing_to_export", "masking_check_failed"
+    # "written", "nothing_to_export", "masking_check_failed", "staging_off", "no_vault_key",
+    # "pseudonyms_changed" (another export sealed new names meanwhile: run it again)
+    reason: str
     card: dict[str, Any]
     findings: list[dict[str, Any]]
 
@@ -84,13 +100,19 @@ def user_content(doc: Doc) -> str:
     return f"{context}\n\n# メッセージ\n{message}" if context else message
 
 
-def assistant_content(doc: Doc) -> str:
+def assistant_content(doc: Doc, rename: Rename = lambda v: v) -> str:
     """The accepted target in the brain's output schema (the proposal JSON)."""
     target = doc.get("target") or {}
-    return json.dumps(target.get("proposal") or {}, ensure_ascii=False, sort_keys=True)
+    return json.dumps(rename(target.get("proposal") or {}), ensure_ascii=False, sort_keys=True)
 
 
-def select(docs: list[tuple[str, Doc]], fmt: str, flt: ExportFilter, cfg: FinetuneConfig) -> Selection:
+def select(
+    docs: list[tuple[str, Doc]],
+    fmt: str,
+    flt: ExportFilter,
+    cfg: FinetuneConfig,
+    rename: Rename = lambda v: v,
+) -> Selection:
     chosen = Selection()
     seen: set[str] = set()
     per_person: Counter[str] = Counter()
@@ -101,7 +123,7 @@ def select(docs: list[tuple[str, Doc]], fmt: str, flt: ExportFilter, cfg: Finetu
         if not flt.admits(doc):
             continue
         reason = _not_exported(doc)
-        line = _line(fmt, doc, cfg) if reason is None else None
+        line = _line(fmt, doc, cfg, rename) if reason is None else None
         if line is None:  # no reason: an empty input is no example of the provider's format
             chosen.skipped[reason or "invalid"] += 1
             continue
@@ -124,10 +146,13 @@ def select(docs: list[tuple[str, Doc]], fmt: str, flt: ExportFilter, cfg: Finetu
     return chosen
 
 
-def _line(fmt: str, doc: Doc, cfg: FinetuneConfig) -> str | None:
+def _line(fmt: str, doc: Doc, cfg: FinetuneConfig, rename: Rename) -> str | None:
     try:
         return build_line(
-            fmt, system=cfg.system_text, user=user_content(doc), assistant=assistant_content(doc)
+            fmt,
+            system=cfg.system_text,
+            user=rename(user_content(doc)),
+            assistant=assistant_content(doc, rename),
         )
     except ValidationError:
         return None
@@ -223,6 +248,7 @@ def export(
     fmt: str,
     out: Path,
     now: datetime,
+    cipher: MultiFernet | None,
     flt: ExportFilter | None = None,
     cfg: FinetuneConfig | None = None,
 ) -> ExportResult:
@@ -232,9 +258,22 @@ def export(
     cfg, flt = cfg or load_config(), flt or ExportFilter()
     # read through the organisation's read-only view: a path of another organisation is refused
     view = scoped(store, org, read_only=True)
+    if not opted_in(view, org):  # the consent as it is now, not as it was when staged
+        return ExportResult(False, "staging_off", {"org": org, "format": fmt}, [])
+    try:
+        names = pseudonyms.load(store, org, cipher)
+    except pseudonyms.PseudonymError as exc:
+        return ExportResult(False, "no_vault_key", {"org": org, "format": fmt, "error": str(exc)}, [])
+    before, matcher = dict(names.mapping), pseudonyms.Matcher(pseudonyms.directory(view, org))
     docs = view.query(collections.collection_path("ft_candidates", org=org), limit=SCAN_LIMIT)
-    sel = select(docs, fmt, flt, cfg)
+    sel = select(docs, fmt, flt, cfg, lambda value: matcher.replace_obj(value, names))
     card = build_card(org, fmt, sel, flt, cfg, now=now)
+    card["pseudonymised"] = {
+        "names": True,
+        "what": "every person of the directory (names, readings, romaji), @mentions and user ids",
+        "as": f"a stable pseudonym per organisation ({pseudonyms.label(0)}, {pseudonyms.label(1)}, …)",
+        "people": len(names.used),
+    }
     findings = masking_findings(sel.lines)
     card["masking_check"] = {"passed": not findings, "lines": len(sel.lines), "findings": len(findings)}
     if findings:
@@ -243,6 +282,11 @@ def export(
         return ExportResult(False, "nothing_to_export", card, [])
     for _, line, _ in sel.lines:  # every line reads back as the provider's format
         parse_line(fmt, line)
+    assert cipher is not None  # pseudonyms.load refused without one
+    try:  # sealed before any file is written: the same person has the same name next time
+        pseudonyms.save(store, org, cipher, before, names)
+    except pseudonyms.PseudonymError as exc:
+        return ExportResult(False, "pseudonyms_changed", {**card, "error": str(exc)}, [])
     body = "".join(f"{line}\n" for _, line, _ in sel.lines).encode()
     export_id = new_short_id("ftx")
     card.update(sha256=hashlib.sha256(body).hexdigest(), file=out.name, export_id=export_id)

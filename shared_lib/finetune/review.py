@@ -1,8 +1,9 @@
 """Review (seed 001 §29.4–29.5: every example a person has looked at): accept, edit or reject a
 staged candidate, with the reviewer and the time.
 
-Who may review: a person of level 6 (seed 000: 代表/CFO), named by ``by`` and checked as
-``memory.ingest`` checks levels; without ``by`` the operator (who holds the store) acts. An
+Who may review: a person of level 6 (seed 000: 代表/CFO) of the organisation's directory,
+always named by ``by`` and checked as ``memory.ingest`` checks levels (seed 001 §29.5: every
+example is one a person looked at; there is no anonymous "operator" review). An
 edit gives a new target — a reply text (it becomes a ``text_response`` proposal) or a whole
 proposal — re-validated against the brain's output schema (``proposal.Proposal``) and masked
 on write; ``edited`` counts as accepted. A held-out candidate can be reviewed like any other;
@@ -23,7 +24,7 @@ from pydantic import ValidationError
 from shared_lib import collections
 from shared_lib.errors import CharterError
 from shared_lib.finetune.staging import candidate_path, masked_text
-from shared_lib.memory.ingest import check_level
+from shared_lib.memory.ingest import NotAllowed, check_level
 from shared_lib.ports import Doc, Op, Store
 from shared_lib.proposal import Proposal
 from shared_lib.sanitizer import Sanitizer
@@ -33,6 +34,13 @@ REVIEW_LEVEL = 6
 STATUSES = ("pending", "accepted", "edited", "rejected")
 ACCEPTED = frozenset({"accepted", "edited"})
 SCAN_LIMIT = 10_000
+
+
+def check_reviewer(store: Store, org_id: str, by: str) -> None:
+    """``by`` names a level-6 person of ``org_id``'s directory, or ``NotAllowed``."""
+    if not by or not by.strip():
+        raise NotAllowed("a review names the person who made it (a level-6 person)", "unknown_person")
+    check_level(store, org_id, by.strip(), REVIEW_LEVEL, "reviewing fine-tuning data")
 
 
 class ReviewError(CharterError):
@@ -63,23 +71,21 @@ def get_candidate(store: Store, org_id: str, candidate_id: str) -> Doc:
     return {**doc, "id": candidate_id}
 
 
-def accept(store: Store, org_id: str, candidate_id: str, *, now: datetime, by: str | None = None) -> Doc:
+def accept(store: Store, org_id: str, candidate_id: str, *, now: datetime, by: str) -> Doc:
     """Accept the candidate as staged (a corrected one needs its target: edit it instead)."""
-    check_level(store, org_id, by, REVIEW_LEVEL, "reviewing fine-tuning data")
+    check_reviewer(store, org_id, by)
     doc = get_candidate(store, org_id, candidate_id)
     if not doc.get("target"):
         raise ReviewError(f"{candidate_id} has no target to accept: edit it with one", "no_target")
-    return _write(store, org_id, doc, {"status": "accepted", "by": by or "operator", "at": now})
+    return _write(store, org_id, doc, {"status": "accepted", "by": by.strip(), "at": now})
 
 
-def reject(
-    store: Store, org_id: str, candidate_id: str, *, reason: str, now: datetime, by: str | None = None
-) -> Doc:
-    check_level(store, org_id, by, REVIEW_LEVEL, "reviewing fine-tuning data")
+def reject(store: Store, org_id: str, candidate_id: str, *, reason: str, now: datetime, by: str) -> Doc:
+    check_reviewer(store, org_id, by)
     if not reason.strip():
         raise ReviewError("a rejection needs a reason", "invalid")
     doc = get_candidate(store, org_id, candidate_id)
-    review = {"status": "rejected", "by": by or "operator", "at": now, "reason": masked_text(reason.strip())}
+    review = {"status": "rejected", "by": by.strip(), "at": now, "reason": masked_text(reason.strip())}
     return _write(store, org_id, doc, review)
 
 
@@ -91,11 +97,11 @@ def edit(
     now: datetime,
     reply: str | None = None,
     proposal: dict[str, Any] | None = None,
-    by: str | None = None,
+    by: str,
     known_tools: Collection[str] | None = None,
 ) -> Doc:
     """A new target: ``reply`` (a plain reply) or ``proposal`` (the brain's output schema)."""
-    check_level(store, org_id, by, REVIEW_LEVEL, "reviewing fine-tuning data")
+    check_reviewer(store, org_id, by)
     if (reply is None) == (proposal is None):
         raise ReviewError("an edit gives either a reply or a proposal", "invalid")
     doc = get_candidate(store, org_id, candidate_id)
@@ -115,7 +121,7 @@ def edit(
         raise ReviewError(f"unknown tool(s): {', '.join(unknown)}", "invalid")
     text = getattr(checked.root, "text_response", "") or getattr(checked.root, "clarification_question", "")
     doc["target"] = {"proposal": checked.model_dump(mode="json", exclude_none=True), "reply": text}
-    return _write(store, org_id, doc, {"status": "edited", "by": by or "operator", "at": now})
+    return _write(store, org_id, doc, {"status": "edited", "by": by.strip(), "at": now})
 
 
 def _reply_proposal(doc: Doc, reply: str) -> dict[str, Any]:

@@ -8,11 +8,15 @@ Three entry points, called by layers owned elsewhere (the rules are ``shared_lib
   ``approval.auto_approved``; the job is recorded ``auto_approved`` (``state.jobs``) with its
   ``approval.auto_approved`` event, and the executor runs it. Anything else: the confirmation
   stands. A shadow turn takes the same decision and records nothing.
-* ``chat_off(turn, rt)`` — context layer, first thing in the turn. ``/auto off`` or
-  「自動承認オフ」 ends the sender's own grants at once; a person of level ≥ ``ORG_OFF_LEVEL``
-  ends the organisation's. The outcome is kept on ``turn.context.auto_off``.
-* ``answer_off(turn, rt)`` — brain layer, before anything else (even an answer to a pending
-  confirmation, which stays pending): the persona's catalogue tells what was turned off.
+* ``chat_command(turn, rt)`` — context layer, first thing in the turn. ``/auto off`` or
+  「自動承認オフ」 stops auto-approval of the sender's own requests under every grant, the
+  organisation's included, until their own ``/auto on`` (``auto_approve.opt_out``), and ends
+  their personal grants; a person of level ≥ ``ORG_OFF_LEVEL`` also ends the organisation's
+  grants. ``/auto on`` or 「自動承認オン」 lifts only the sender's own OFF: it makes no grant
+  (grants are an operator's, ``charter approvals auto on``) and changes nothing of anyone
+  else. The outcome is kept on ``turn.context.auto_off``.
+* ``answer_command(turn, rt)`` — brain layer, before anything else (even an answer to a pending
+  confirmation, which stays pending): the persona's catalogue tells what was turned off or on.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from shared_lib.tools.directory import get_person
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
-ORG_OFF_LEVEL = 5  # who may turn off the organisation's grants from a chat (an admin's level)
+# Who may turn off the organisation's grants from a chat: seed 002 names no level, so the first
+# level of seed 000 §5.4.3 whose reach is the whole organisation (5, 管理部/取締役: 全組織).
+ORG_OFF_LEVEL = 5
 
 
 def switch(rt: Runtime) -> auto_approve.Switch:
@@ -62,8 +68,10 @@ def apply(turn: Turn, rt: Runtime, verdict: Verdict) -> Verdict:
     if required and not sw.enabled:
         return verdict
     grants = auto_approve.live_grants(rt.store, turn.org_id, now, user_id=turn.user_id) if sw.enabled else []
-    if required and not grants:
+    if required and not grants:  # none, or the person turned auto-approval of their requests off
         return verdict
+    if not required and auto_approve.opted_out(rt.store, turn.org_id, turn.user_id):
+        return verdict.with_details(auto_approve="opted_out")
     decision = auto_approve.decide(
         verdict,
         proposal,
@@ -127,10 +135,20 @@ def _record(turn: Turn, rt: Runtime, root: Any, grant_id: str) -> None:
     jobs.record_event(turn, job)
 
 
-def chat_off(turn: Turn, rt: Runtime) -> None:
-    """The instant OFF, when the message is the command: one write, before anything else."""
-    if turn.step > 0 or turn.shadow or not auto_approve.is_off_command(turn.inbound.text):
+def chat_command(turn: Turn, rt: Runtime) -> None:
+    """The OFF or ON chat command, when the message is one: written before anything else."""
+    if turn.step > 0 or turn.shadow:
         return
+    if auto_approve.is_off_command(turn.inbound.text):
+        _off(turn, rt)
+    elif auto_approve.is_on_command(turn.inbound.text):
+        now = rt.clock()
+        auto_approve.opt_in(rt.store, turn.org_id, now, user_id=turn.user_id)
+        live = auto_approve.live_grants(rt.store, turn.org_id, now, user_id=turn.user_id)
+        turn.context.auto_off = {"scope": "on", "live": len(live)}
+
+
+def _off(turn: Turn, rt: Runtime) -> None:
     person = get_person(rt.store, turn.org_id, turn.user_id)
     whole_org = person is not None and person.level >= ORG_OFF_LEVEL
     now = rt.clock()
@@ -139,6 +157,8 @@ def chat_off(turn: Turn, rt: Runtime) -> None:
         for g in auto_approve.live_grants(rt.store, turn.org_id, now)
         if not whole_org and g.get("user_id") != turn.user_id
     ]
+    # the person's own requests first: whatever else happens, theirs are asked about from now on
+    auto_approve.opt_out(rt.store, turn.org_id, now, user_id=turn.user_id)
     auto_approve.turn_off(
         rt.store,
         turn.org_id,
@@ -150,17 +170,22 @@ def chat_off(turn: Turn, rt: Runtime) -> None:
     turn.context.auto_off = {"scope": "org" if whole_org else "own", "others_left": len(others)}
 
 
-def answer_off(turn: Turn, rt: Runtime) -> Outcome | None:
-    """The catalogue answer to the OFF command (``None`` when the message was not one)."""
-    off = turn.context.auto_off
-    if not off:
+def answer_command(turn: Turn, rt: Runtime) -> Outcome | None:
+    """The catalogue answer to the OFF or ON command (``None`` when the message was neither)."""
+    said = turn.context.auto_off
+    if not said:
         return None
-    key = "auto_off_org" if off.get("scope") == "org" else "auto_off_own"
-    text = rt.persona.message(key)
-    if off.get("others_left"):
-        text += "\n" + rt.persona.message("auto_off_org_needs_admin", level=ORG_OFF_LEVEL)
+    scope = said.get("scope")
+    if scope == "on":
+        text = rt.persona.message("auto_on_own")
+        if not said.get("live"):
+            text += "\n" + rt.persona.message("auto_on_no_grant")
+        why = "自動承認を自分の依頼に戻す指示なので、戻したことを伝える（LLMは呼ばない）"
+    else:
+        text = rt.persona.message("auto_off_org" if scope == "org" else "auto_off_own")
+        if said.get("others_left"):
+            text += "\n" + rt.persona.message("auto_off_org_needs_admin", level=ORG_OFF_LEVEL)
+        why = "自動承認を止める指示なので、止めたことを伝える（LLMは呼ばない）"
     turn.proposal.arm = "fast_path"
-    turn.proposal.proposal = fixed_text(
-        text, "自動承認を止める指示なので、止めたことを伝える（LLMは呼ばない）"
-    )
-    return Outcome("auto_off", reason_code=f"approval.auto_off.{off.get('scope')}")
+    turn.proposal.proposal = fixed_text(text, why)
+    return Outcome("auto_on" if scope == "on" else "auto_off", reason_code=f"approval.auto_off.{scope}")

@@ -44,7 +44,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     sec = turn.proposal
     t0 = time.perf_counter()
     try:
-        if off := auto_approval.answer_off(turn, rt):  # the instant OFF first (seed 002 §6.4)
+        if off := auto_approval.answer_command(turn, rt):  # the instant OFF (or ON) first (seed 002 §6.4)
             return off
         if turn.flags.kill_switch:
             sec.arm = "kill_switch"

@@ -104,7 +104,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         return over
     if (absorbed := gather(turn, rt)) is not None:
         return absorbed
-    auto_approval.chat_off(turn, rt)  # the instant OFF runs before anything else (seed 002 §6.4)
+    auto_approval.chat_command(turn, rt)  # the instant OFF (or ON) runs before anything else (seed 002 §6.4)
     flags, flag_error = rt.flags.evaluate(turn.org_id, turn.user_id, rt.clock())
     turn.flags = flags
     if flag_error:
@@ -176,7 +176,7 @@ def classifier(turn: Turn, rt: Runtime) -> Classify | None:
     """The classifier over the runtime's LLM, or ``None`` when this turn must not pay for one."""
     if rt.llm is None or turn.step != 0 or turn.shadow or turn.flags.kill_switch or turn.flags.arm != "llm":
         return None
-    if turn.context.auto_off:  # the instant OFF is answered from the catalogue
+    if turn.context.auto_off:  # the instant OFF (or ON) is answered from the catalogue
         return None
     if (left := remaining()) is not None and left <= 0:  # the turn's budget is spent: no call starts
         return None

@@ -37,6 +37,12 @@ person) with ``off_at``. Every check reads the OFF documents with the grants (``
 cache, so the very next turn asks again; a grant made before the OFF is over, one made after
 is not (``grant_on`` dates a new grant after the last OFF, whatever the clocks say).
 
+A person's own OFF (``opt_out``, written by their ``/auto off``) is a state, not a moment:
+``orgs/{org}/auto_approve_grants/optout-<hash>`` with ``off_at`` and ``on_at``. While it holds,
+no grant covers that person's requests, the organisation's included, whenever it was made;
+only their own ``/auto on`` (``opt_in``) lifts it. It never widens anything: an ON makes no
+grant and touches no one else's requests. It has no expiry (it lasts until they turn it on).
+
 >>> job_type("CHAT"), target_matches("田中*", "田中太郎"), target_matches("田中", "田中太郎")
 ('chat', True, False)
 """
@@ -72,6 +78,7 @@ TARGET_PARAMETERS = (
 # A grant is dated at least this long after the last OFF (clocks of two machines may differ).
 _AFTER_OFF = timedelta(milliseconds=1)
 OFF_COMMANDS = frozenset({"/auto off", "/autooff", "自動承認オフ", "自動承認をオフ", "自動承認をオフにして"})
+ON_COMMANDS = frozenset({"/auto on", "/autoon", "自動承認オン", "自動承認をオン", "自動承認をオンにして"})
 
 
 @dataclass(frozen=True)
@@ -110,8 +117,16 @@ def target_matches(allowed: str, value: str) -> bool:
 
 def is_off_command(text: str) -> bool:
     """``/auto off`` or 「自動承認オフ」 as the whole message (a command inside text is text)."""
-    said = " ".join(_norm(text).rstrip("。.!！").split())
-    return said in OFF_COMMANDS
+    return _said(text) in OFF_COMMANDS
+
+
+def is_on_command(text: str) -> bool:
+    """``/auto on`` or 「自動承認オン」 as the whole message."""
+    return _said(text) in ON_COMMANDS
+
+
+def _said(text: str) -> str:
+    return " ".join(_norm(text).rstrip("。.!！").split())
 
 
 def _norm(text: str) -> str:
@@ -127,6 +142,33 @@ def off_id(user_id: str | None) -> str:
     if user_id is None:
         return "off"
     return "off-" + hashlib.sha256(user_id.encode()).hexdigest()[:20]
+
+
+def optout_path(org_id: str, user_id: str) -> str:
+    """The person's own OFF (see the module docstring)."""
+    return path(COLLECTION, org=org_id, id="optout-" + hashlib.sha256(user_id.encode()).hexdigest()[:20])
+
+
+def opted_out(store: Store, org_id: str, user_id: str) -> bool:
+    """Whether ``user_id`` turned auto-approval of their own requests off and not on again."""
+    doc = store.get(optout_path(org_id, user_id))
+    return doc is not None and doc.get("kind") == "optout" and doc.get("on_at") is None
+
+
+def opt_out(store: Store, org_id: str, now: datetime, *, user_id: str) -> dict[str, Any]:
+    """The person's own OFF: no grant covers their requests until their ``opt_in`` (one write)."""
+    doc = {"kind": "optout", "org_id": org_id, "user_id": user_id, "off_at": now, "on_at": None}
+    store.set(optout_path(org_id, user_id), doc)
+    return doc
+
+
+def opt_in(store: Store, org_id: str, now: datetime, *, user_id: str) -> bool:
+    """Lift the person's own OFF (``False``: there was none). Makes no grant."""
+    doc = store.get(optout_path(org_id, user_id))
+    if not doc or doc.get("on_at") is not None:
+        return False
+    store.set(optout_path(org_id, user_id), {**doc, "on_at": now})
+    return True
 
 
 def call_targets(parameters: Mapping[str, Any]) -> list[str]:
@@ -159,13 +201,14 @@ def _ended(grant: Mapping[str, Any], org_off: datetime | None, person_off: dict[
 def live_grants(
     store: Store, org_id: str, now: datetime, *, user_id: str | None = None
 ) -> list[dict[str, Any]]:
-    """The grants of ``org_id`` in force at ``now`` (for ``user_id``: the org-wide ones and theirs).
+    """The grants of ``org_id`` in force at ``now`` (for ``user_id``: the org-wide ones and theirs,
+    none while they have turned auto-approval of their own requests off).
 
     The OFF documents are read with the grants, each time, uncached: an OFF written a moment
     ago is seen (with no grant at all there is nothing to end, and nothing more is read)."""
     rows = store.query(grants_path(org_id), where=[("kind", "==", "grant")])
     grants = [doc for _, doc in rows if doc.get("user_id") in (None, user_id) or user_id is None]
-    if not grants:
+    if not grants or (user_id is not None and opted_out(store, org_id, user_id)):
         return []
     org = store.get(path(COLLECTION, org=org_id, id=off_id(None)))
     org_off = org.get("off_at") if org else None

@@ -66,3 +66,44 @@ def test_auto_on_runs_a_confirmation_and_auto_off_asks_on_the_very_next_turn(loc
     assert after["response_kind"] == "confirm" and after["execution_success"] is not True
     status = run([*cli, "status", "--org", ORG, "--json"], timeout=120)
     assert status.returncode == 0 and json.loads(status.stdout)["grants"] == []
+
+
+@pytest.mark.e2e
+def test_a_persons_auto_off_stops_their_own_requests_under_the_org_grant_until_their_auto_on(local_stack):
+    # GIVEN an organisation-wide grant of task creation, made by an operator
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CHARTER_", "FIRESTORE_", "PUBSUB_", "GOOGLE_", "ANTHROPIC_"))
+    }
+    run = functools.partial(subprocess.run, env=env, cwd=local_stack.workdir, capture_output=True, text=True)
+    cli = [sys.executable, "-m", "infra.cli", "approvals", "auto"]
+    on = run([*cli, "on", "--org", ORG, "--tools", "chatwork_task_create"], timeout=120)
+    assert on.returncode == 0, on.stderr[-2000:]
+    mine, theirs = f"room-{uuid.uuid4().hex[:8]}", f"room-{uuid.uuid4().hex[:8]}"
+
+    def say(text: str, *, user: str, room: str) -> dict:
+        resp = send(local_stack.ingress_url, "http", text, org=ORG, room=room, user=user)
+        assert resp.status == 200, resp.body
+        return local_stack.record(ORG, str(resp.body["turn_ids"][0]))
+
+    try:
+        # WHEN 鈴木 (level 2) turns auto-approve off in a chat
+        off = say("/auto off", user=USER, room=mine)
+        assert "ここからの操作は、また一つずつ確認する" in off["final_response"]
+        # THEN 鈴木's next request under the organisation's grant is confirmed, not auto-approved
+        asked = say(ASK, user=USER, room=mine)
+        assert asked["response_kind"] == "confirm" and asked["execution_success"] is not True
+        assert asked["guardian_reason"] != "approval.auto_approved"
+        say("いいえ", user=USER, room=mine)
+        # AND 田中's request is still auto-approved
+        other = say("鈴木さんに2020-01-10までに議事録を送るタスクをお願い", user="u-tanaka", room=theirs)
+        assert other["guardian_reason"] == "approval.auto_approved" and other["execution_success"] is True
+        # WHEN 鈴木 turns it on again
+        back = say("自動承認オン", user=USER, room=mine)
+        assert "自動承認の範囲内なら" in back["final_response"]
+        # THEN 鈴木's request runs under the organisation's grant again
+        again = say(ASK, user=USER, room=mine)
+        assert again["guardian_reason"] == "approval.auto_approved" and again["execution_success"] is True
+    finally:  # the stack is shared by the session: no grant outlives this test
+        assert run([*cli, "off", "--org", ORG], timeout=120).returncode == 0

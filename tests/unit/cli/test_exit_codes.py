@@ -235,21 +235,21 @@ COMMANDS: dict[str, Row] = {
         why="ok: tests/unit/cli/test_ft_cli.py shows a candidate of a store of its own",
     ),
     "ft accept": Row(
-        no_store=["ft", "accept", "--org", "demo", "t-1"],
-        bad=["ft", "accept", "--org", "demo", "a/b", *S],
+        no_store=["ft", "accept", "--org", "demo", "--by", "u-kazu", "t-1"],
+        bad=["ft", "accept", "--org", "demo", "--by", "u-kazu", "a/b", *S],
         finding=["ft", "accept", "--org", "demo", "--by", "u-tanaka", "t-none", *S],
         why="ok writes a review: tests/unit/cli/test_ft_cli.py reviews in a store of its own",
     ),
     "ft edit": Row(
-        no_store=["ft", "edit", "--org", "demo", "--reply", "はい", "t-1"],
-        bad=["ft", "edit", "--org", "demo", "--file", "{bad}", "t-1", *S],
+        no_store=["ft", "edit", "--org", "demo", "--by", "u-kazu", "--reply", "はい", "t-1"],
+        bad=["ft", "edit", "--org", "demo", "--by", "u-kazu", "--file", "{bad}", "t-1", *S],
         finding=["ft", "edit", "--org", "demo", "--by", "u-tanaka", "--reply", "はい", "t-none", *S],
         why="ok writes a review: tests/unit/cli/test_ft_cli.py edits in a store of its own",
     ),
     "ft reject": Row(
-        no_store=["ft", "reject", "--org", "demo", "--reason", "r", "t-1"],
-        bad=["ft", "reject", "--org", "demo", "--reason", " ", "t-none", *S],
-        finding=["ft", "reject", "--org", "demo", "--reason", "r", "t-none", *S],
+        no_store=["ft", "reject", "--org", "demo", "--by", "u-kazu", "--reason", "r", "t-1"],
+        bad=["ft", "reject", "--org", "demo", "--by", "u-kazu", "--reason", " ", "t-none", *S],
+        finding=["ft", "reject", "--org", "demo", "--by", "u-kazu", "--reason", "r", "t-none", *S],
         why="ok writes a review: tests/unit/cli/test_ft_cli.py rejects in a store of its own",
     ),
     "ft export": Row(

@@ -37,7 +37,9 @@ def test_list_review_and_export_a_dataset(store, tmp_path: Path, capsys):  # typ
     assert main(["ft", "edit", "--org", ORG, "--by", "ceo", "--reply", "承知したウル🐺", "t2"]) == 0
     proposal = tmp_path / "p.json"
     proposal.write_text(json.dumps(tool_proposal("no_such_tool")), encoding="utf-8")
-    assert main(["ft", "edit", "--org", ORG, "--file", str(proposal), "t3"]) == 2  # re-validated
+    assert (
+        main(["ft", "edit", "--org", ORG, "--by", "ceo", "--file", str(proposal), "t3"]) == 2
+    )  # re-validated
     assert main(["ft", "reject", "--org", ORG, "--by", "ceo", "--reason", "口調が違う", "t3"]) == 0
     assert main(["ft", "show", "--org", ORG, "t3"]) == 0
     assert "口調が違う" in capsys.readouterr().out
@@ -74,3 +76,37 @@ def test_staging_is_turned_on_and_off_by_a_level_six_person_and_shown(store, cap
     assert store.get(f"orgs/{ORG}/settings/company")["ft_staging"] is False
     assert main(["ft", "staging", "--org", ORG, "on"]) == 0  # the operator
     assert capsys.readouterr().out.strip().endswith(": on")
+
+
+def test_every_review_names_a_level_six_person_of_the_directory(store, capsys):  # type: ignore[no-untyped-def]
+    # WHEN a review names nobody THEN it is a usage error, and nothing changes
+    for argv in (
+        ["accept", "t1"],
+        ["reject", "--reason", "口調が違う", "t1"],
+        ["edit", "--reply", "了解ウル", "t1"],
+    ):
+        with pytest.raises(SystemExit) as usage:
+            main(["ft", argv[0], "--org", ORG, *argv[1:]])
+        assert usage.value.code == 2
+    # AND a name that is not a person of the organisation is a finding
+    assert main(["ft", "accept", "--org", ORG, "--by", "operator", "t1"]) == 1
+    assert "not in the directory" in capsys.readouterr().err
+    assert store.get(f"orgs/{ORG}/ft_candidates/t1")["status"] == "pending"
+    # AND the review records the person who made it
+    assert main(["ft", "accept", "--org", ORG, "--by", "ceo", "t1"]) == 0
+    assert store.get(f"orgs/{ORG}/ft_candidates/t1")["review"]["by"] == "ceo"
+
+
+def test_an_export_after_the_organisation_turned_staging_off_exits_1_and_writes_nothing(
+    store, tmp_path, capsys
+):  # type: ignore[no-untyped-def]
+    # GIVEN an accepted example, then the organisation turned staging off
+    assert main(["ft", "accept", "--org", ORG, "--by", "ceo", "t1"]) == 0
+    assert main(["ft", "staging", "--org", ORG, "off", "--by", "ceo"]) == 0
+    capsys.readouterr()
+    # WHEN it is exported THEN it refuses with a clear message and writes nothing
+    out = tmp_path / "ds.jsonl"
+    assert main(["ft", "export", "--org", ORG, "--format", "openai", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "staging off" in err and "nothing written" in err
+    assert list(tmp_path.iterdir()) == []

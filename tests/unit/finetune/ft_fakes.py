@@ -102,7 +102,10 @@ def plant(
         "kind": "good",
         "status": status,
         "held_out": held_out,
-        "input": {"user": over.pop("user_text", f"お願い {cid}"), "context": "# 相手\n田中"},
+        "input": {
+            "user": over.pop("user_text", f"お願い {cid}"),
+            "context": over.pop("context", "# 相手\n田中"),
+        },
         "target": {"proposal": over.pop("proposal", text_proposal(f"了解ウル {cid}")), "reply": "了解ウル"},
         "correction": None,
         "review": None,

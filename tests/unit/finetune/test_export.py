@@ -11,16 +11,19 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from shared_lib.finetune.config import load_config
+from shared_lib.brain.vault import vault_cipher
+from shared_lib.finetune.config import load_config, set_opt_in
 from shared_lib.finetune.export import ExportFilter, card_path, export
 from shared_lib.finetune.formats import AnthropicExample, OpenAIExample, build_line, parse_line
 from shared_lib.proposal import Proposal
 from tests.unit.finetune.ft_fakes import NOW, ORG, opted_in_store, plant, tool_proposal
 
+CIPHER = vault_cipher("test", None)  # the development vault key
+
 
 def _run(store, tmp_path: Path, fmt: str = "openai", **kw):  # type: ignore[no-untyped-def]
     out = tmp_path / "ft.jsonl"
-    return out, export(store, ORG, fmt=fmt, out=out, now=NOW, **kw)
+    return out, export(store, ORG, fmt=fmt, out=out, now=NOW, **{"cipher": CIPHER, **kw})
 
 
 @pytest.mark.parametrize(("fmt", "model"), [("openai", OpenAIExample), ("anthropic", AnthropicExample)])
@@ -153,3 +156,26 @@ def test_one_organisation_per_export_never_another_ones_candidates(tmp_path):  #
     record = store.get(f"orgs/{ORG}/ft_exports/{result.card['export_id']}")
     assert result.card["count"] == 1 and record["candidate_ids"] == ["t1"]
     assert "globex" not in out.read_text(encoding="utf-8")
+
+
+def test_an_organisation_that_turned_staging_off_exports_nothing(tmp_path):  # type: ignore[no-untyped-def]
+    # GIVEN examples staged and accepted while the organisation had opted in
+    store = opted_in_store()
+    plant(store, "t1")
+    plant(store, "t2", status="edited")
+    # WHEN the organisation turns staging off, and an export is asked for
+    set_opt_in(store, ORG, False)
+    _, result = _run(store, tmp_path)
+    # THEN it refuses, and nothing is written or recorded
+    assert not result.ok and result.reason == "staging_off"
+    assert list(tmp_path.iterdir()) == [] and store.query(f"orgs/{ORG}/ft_exports") == []
+    # AND an organisation that never opted in exports nothing either
+    store.set(f"orgs/{ORG}/settings/company", {})
+    assert _run(store, tmp_path)[1].reason == "staging_off"
+
+
+def test_without_a_vault_key_to_seal_the_pseudonyms_nothing_is_written(tmp_path):  # type: ignore[no-untyped-def]
+    store = opted_in_store()
+    plant(store, "t1")
+    _, result = _run(store, tmp_path, cipher=None)
+    assert result.reason == "no_vault_key" and list(tmp_path.iterdir()) == []

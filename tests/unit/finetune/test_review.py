@@ -32,14 +32,23 @@ def test_accept_records_the_reviewer_and_time_and_keeps_the_staged_expiry(store)
     assert doc["expires_at"] == NOW + RETENTION
 
 
-def test_only_level_six_or_the_operator_reviews(store):  # type: ignore[no-untyped-def]
+def test_only_a_named_level_six_person_of_the_directory_reviews(store):  # type: ignore[no-untyped-def]
     with pytest.raises(NotAllowed) as refused:
         review.accept(store, ORG, "t1", now=NOW, by="u-staff")
     assert refused.value.code == "level"
     with pytest.raises(NotAllowed):
         review.reject(store, ORG, "t1", reason="x", now=NOW, by="u-nobody")
+    # no anonymous review: an empty or blank name is no person (there is no "operator" default)
+    for nobody in ("", "   ", "\u3000"):
+        with pytest.raises(NotAllowed) as unnamed:
+            review.accept(store, ORG, "t1", now=NOW, by=nobody)
+        assert unnamed.value.code == "unknown_person"
+        with pytest.raises(NotAllowed):
+            review.edit(store, ORG, "t1", reply="承知ウル🐺", now=NOW, by=nobody)
+    with pytest.raises(TypeError):
+        review.accept(store, ORG, "t1", now=NOW)  # type: ignore[call-arg]
     assert store.get(candidate_path(ORG, "t1"))["status"] == "pending"
-    assert review.accept(store, ORG, "t1", now=NOW)["review"]["by"] == "operator"
+    assert review.accept(store, ORG, "t1", now=NOW, by="u-ceo")["review"]["by"] == "u-ceo"
 
 
 def test_reject_needs_a_reason_and_masks_it(store):  # type: ignore[no-untyped-def]
@@ -61,13 +70,19 @@ def test_an_edited_reply_becomes_a_masked_text_response_target(store):  # type: 
 
 def test_an_edited_proposal_is_revalidated_against_the_brains_schema_and_the_tools(store):  # type: ignore[no-untyped-def]
     with pytest.raises(review.ReviewError) as bad:
-        review.edit(store, ORG, "t1", proposal={"output_type": "tool_call"}, now=NOW)
+        review.edit(store, ORG, "t1", proposal={"output_type": "tool_call"}, now=NOW, by="u-ceo")
     assert bad.value.code == "invalid"
     with pytest.raises(review.ReviewError):
         review.edit(
-            store, ORG, "t1", proposal=tool_proposal("no_such_tool"), now=NOW, known_tools={"create_task"}
+            store,
+            ORG,
+            "t1",
+            proposal=tool_proposal("no_such_tool"),
+            now=NOW,
+            by="u-ceo",
+            known_tools={"create_task"},
         )
-    review.edit(store, ORG, "t1", proposal=tool_proposal(), now=NOW, known_tools={"create_task"})
+    review.edit(store, ORG, "t1", proposal=tool_proposal(), now=NOW, by="u-ceo", known_tools={"create_task"})
     assert (
         store.get(candidate_path(ORG, "t1"))["target"]["proposal"]["tool_calls"][0]["tool_name"]
         == "create_task"
@@ -77,8 +92,8 @@ def test_an_edited_proposal_is_revalidated_against_the_brains_schema_and_the_too
 def test_a_corrected_candidate_without_a_target_cannot_be_accepted_as_is(store):  # type: ignore[no-untyped-def]
     plant(store, "t2", status="pending", kind="corrected", target=None)
     with pytest.raises(review.ReviewError) as refused:
-        review.accept(store, ORG, "t2", now=NOW)
+        review.accept(store, ORG, "t2", now=NOW, by="u-ceo")
     assert refused.value.code == "no_target"
     with pytest.raises(review.ReviewError) as missing:
-        review.accept(store, ORG, "t9", now=NOW)
+        review.accept(store, ORG, "t9", now=NOW, by="u-ceo")
     assert missing.value.code == "not_found"

@@ -50,6 +50,11 @@ def test_reviews_need_the_token_a_named_person_and_the_level():
     assert c.post("/api/ft/accept", json={**body, "by": ""}, headers=AUTH).status_code == 400
     refused = c.post("/api/ft/accept", json=body, headers=AUTH)
     assert refused.status_code == 403 and refused.get_json()["error"] == "level"
+    # a name that is no person of the organisation's directory (the bare operator) is refused too
+    stranger = c.post("/api/ft/accept", json={**body, "by": "operator"}, headers=AUTH)
+    assert stranger.status_code == 403 and stranger.get_json()["error"] == "unknown_person"
+    blank = c.post("/api/ft/accept", json={**body, "by": "\u3000"}, headers=AUTH)
+    assert blank.status_code in (400, 403)
     assert c.get(f"/api/ft/nope?org={ft_fakes.ORG}", headers=AUTH).status_code == 404
     assert rt.store.get(candidate_path(ft_fakes.ORG, "t1"))["status"] == "pending"
 

@@ -86,6 +86,19 @@ def test_auto_status_shows_live_grants_with_minutes_left_and_off_ends_them(pipe,
     assert "確認させてほしい" in pipe.say(ASK)
 
 
+def test_auto_status_names_who_turned_it_off_for_their_own_requests_until_their_on(pipe, capsys):
+    # GIVEN u1 said /auto off in a chat
+    pipe.say("/auto off")
+    # WHEN the operator asks for the status THEN u1 is named, until u1 turns it on again
+    code, out, _ = charter(pipe, capsys, "approvals", "auto", "status", "--org", ORG, "--json")
+    assert code == 0 and json.loads(out)["opted_out"] == ["u1"]
+    code, out, _ = charter(pipe, capsys, "approvals", "auto", "status", "--org", ORG)
+    assert "until their /auto on): u1" in out
+    pipe.say("自動承認オン")
+    code, out, _ = charter(pipe, capsys, "approvals", "auto", "status", "--org", ORG, "--json")
+    assert json.loads(out)["opted_out"] == []
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

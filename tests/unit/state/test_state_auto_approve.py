@@ -292,3 +292,86 @@ def test_a_policy_that_does_not_require_approval_runs_confirmations_without_a_gr
     # AND a hard-require operation still asks
     assert "確認させてほしい" in p.say(DELETE)
     assert statuses(p) == ["auto_approved", "pending"]
+
+
+AGAIN = "ここからの操作は、また一つずつ確認する"
+
+
+def test_a_persons_off_stops_the_organisations_grant_for_their_own_requests_until_their_own_on(pipe):
+    # GIVEN the organisation's grant of announcements, under which u1's request runs unasked
+    grant(pipe, tools=["announce"])
+    assert NOTE in pipe.say(ASK)
+    # WHEN u1 (level 2, who cannot end the organisation's grant) says /auto off
+    reply = pipe.say("/auto off")
+    assert AGAIN in reply and "レベル5以上" in reply
+    # THEN u1's very next request is confirmed, not auto-approved
+    assert "確認させてほしい" in pipe.say(ASK) and announcements(pipe) == 1
+    pipe.say("いいえ")
+    # AND another person's request still runs under the organisation's grant
+    assert NOTE in pipe.say(ASK, user="u2") and announcements(pipe) == 2
+    # AND neither another person's ON nor a grant the organisation makes later lifts u1's OFF
+    assert "自動承認の範囲内なら" in pipe.say("自動承認オン", user="u2")
+    pipe.clock.advance(minutes=90)  # past every grant's life: the OFF has no expiry of its own
+    grant(pipe, tools=["announce"])
+    assert "確認させてほしい" in pipe.say(ASK) and announcements(pipe) == 2
+    pipe.say("いいえ")
+    # WHEN u1 turns it on again
+    on = pipe.say("／ａｕｔｏ　ｏｎ！")
+    # THEN their requests run under the organisation's grant again
+    assert "自動承認の範囲内なら" in on and "有効な自動承認がない" not in on
+    assert NOTE in pipe.say(ASK) and announcements(pipe) == 3
+
+
+def test_an_on_makes_no_grant_and_says_so_when_there_is_none(pipe):
+    # GIVEN no grant at all WHEN u1 says 自動承認をオンにして THEN nothing is granted, and u1 is told
+    reply = pipe.say("自動承認をオンにして。")
+    assert "有効な自動承認がない" in reply
+    assert auto_approve.live_grants(pipe.rt.store, ORG, pipe.clock()) == []
+    assert "確認させてほしい" in pipe.say(ASK) and announcements(pipe) == 0
+    assert pipe.proposed_for == [ASK]  # the command itself never reached the brain
+
+
+def test_an_admins_off_ends_the_organisations_grants_and_stops_their_own_until_their_on(pipe):
+    grant(pipe, tools=["announce"])
+    # WHEN the boss (level 6) says 自動承認オフ
+    assert "組織の自動承認をすべて" in pipe.say("自動承認オフ", user="boss")
+    assert auto_approve.live_grants(pipe.rt.store, ORG, pipe.clock()) == []
+    # AND the operator makes a new grant for the organisation
+    grant(pipe, tools=["announce"])
+    # THEN u1's requests run under it, the boss's own are asked about until the boss turns it on
+    assert NOTE in pipe.say(ASK)
+    assert "確認させてほしい" in pipe.say(ASK, user="boss")
+    pipe.say("いいえ", user="boss")
+    pipe.say("/auto on", user="boss")
+    assert NOTE in pipe.say(ASK, user="boss")
+
+
+def test_a_person_who_turned_it_off_is_asked_even_when_the_policy_needs_no_approval(monkeypatch):
+    base = announcements_confirmed(load_policy_config())
+    policy = base.model_copy(
+        update={"approval": base.approval.model_copy(update={"required_by_default": False})}
+    )
+    p = pipeline(monkeypatch, policy=policy)
+    p.script.update({ASK: TO_TANAKA})
+    p.say("/auto off")
+    assert "確認させてほしい" in p.say(ASK) and announcements(p) == 0
+    assert NOTE in p.say(ASK, user="u2")
+
+
+@pytest.mark.parametrize(
+    ("text", "on", "off"),
+    [
+        ("/auto on", True, False),
+        ("/AUTO ON", True, False),
+        ("／ａｕｔｏ　ｏｎ", True, False),
+        ("自動承認オン！", True, False),
+        ("自動承認をオンにして。", True, False),
+        ("/auto off", False, True),
+        ("自動承認オンにしたらどうなる？", False, False),
+        ("/auto on にしてって言ったら何が起きるの", False, False),
+        ("自動承認オフにしといて〜 あと会議室も予約", False, False),
+    ],
+)
+def test_the_on_and_off_commands_count_only_as_the_whole_message(text, on, off):
+    assert auto_approve.is_on_command(text) is on
+    assert auto_approve.is_off_command(text) is off
