@@ -23,6 +23,12 @@ def _up(args: argparse.Namespace) -> int:
     except RuntimeError as exc:  # StackError names the component and its log; what started is stopped
         return fail(f"local up: {exc}", 1)
     print(f"local stack up: ingress {state['ingress_url']} (project {state['project']})")
+    if state.get("operator_token"):
+        who = state.get("operator") or {}
+        print(
+            f"dashboard {state.get('admin_url', '')}: operator credential {state['operator_token']} "
+            f"({who.get('person')} of {who.get('org')}, platform)"
+        )
     if state.get("candidate_ingress_url"):
         print(f"candidate ingress (smoke webhooks): {state['candidate_ingress_url']}")
     for note in state.get("notes", []):

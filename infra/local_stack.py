@@ -465,6 +465,9 @@ def _wait(state: dict[str, Any], name: str, timeout: float) -> None:
     raise StackError(f"{name} did not start on port {comp['port']} within {timeout:.0f} s: see {log}")
 
 
+LOCAL_OPERATOR = "u-kazu"  # level 6 in the demo directory (shared_lib.demo_data)
+
+
 def _seed(state: dict[str, Any]) -> None:
     from shared_lib.adapters.firestore_store import FirestoreStore
     from shared_lib.demo_data import DEMO_ORG, DEPARTMENTS, PEOPLE
@@ -479,6 +482,15 @@ def _seed(state: dict[str, Any]) -> None:
         people = [{**person, "chatwork_account_id": str(3_000_001 + i)} for i, person in enumerate(PEOPLE)]
     seed_directory(store, DEMO_ORG, people, DEPARTMENTS)
     set_opt_in(store, DEMO_ORG, True)  # like `charter demo`: the demo organisation's turns are staged
+    # the dashboard's operator: the demo's CEO, with the deployment-wide controls (a laptop is
+    # every operator at once); printed by `charter local up`, as `charter operators add` prints one
+    from shared_lib.admin.identity import new_credential
+    from shared_lib.ids import utc_now
+
+    state["operator"] = {"org": DEMO_ORG, "person": LOCAL_OPERATOR}
+    state["operator_token"] = new_credential(
+        store, DEMO_ORG, LOCAL_OPERATOR, by="charter local up", now=utc_now(), platform=True
+    )
 
 
 def _create_topology(state: dict[str, Any]) -> None:

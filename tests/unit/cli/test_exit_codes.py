@@ -305,6 +305,22 @@ COMMANDS: dict[str, Row] = {
         bad=["skills", "propose", "--org", "demo", "--file", "{bad}", *S],
         why="ok writes into the demo's store: tests/unit/skills/test_skills_cli.py proposes into its own",
     ),
+    "operators add": Row(
+        no_store=["operators", "add", "--org", "demo", "--person", "u-kazu"],
+        bad=["operators", "add", "--org", "demo", "--person", "u-nobody", *S],
+        ok=["operators", "add", "--org", "demo", "--person", "u-kazu", *S],
+    ),
+    "operators iam": Row(
+        no_store=["operators", "iam", "--org", "demo", "--person", "u-kazu", "--email", "kazu@example.com"],
+        bad=["operators", "iam", "--org", "demo", "--person", "u-kazu", "--email", "kazu", *S],
+        ok=["operators", "iam", "--org", "demo", "--person", "u-kazu", "--email", "Kazu@Example.com", *S],
+    ),
+    "operators list": Row(no_store=["operators", "list"], ok=["operators", "list", "--org", "demo", *S]),
+    "operators revoke": Row(
+        no_store=["operators", "revoke", "0123456789ab"],
+        bad=["operators", "revoke", "0123", *S],
+        finding=["operators", "revoke", "0123456789ab", *S],
+    ),
     "jobs list": Row(
         no_store=["jobs", "list"], bad=["jobs", "list", "--status", "done", *S], ok=["jobs", "list", *S]
     ),
