@@ -11,6 +11,7 @@ The checks run in this order, and each stops the request:
  400   ``malformed_json`` ...          not JSON, or not the provider's schema
  403   ``org_mismatch`` ...            an organisation the credential or mapping does not give
  401   ``stale_event``                 a ChatWork/LINE event older than the dedupe window
+ 413   ``too_many_events``             more messages than ``max_events_per_delivery`` (20)
  200   —                               messages to publish and/or ignored reasons
 =====  ==============================  ==========================================
 
@@ -46,6 +47,7 @@ from shared_lib.channels import chatwork, http, line, slack
 from shared_lib.channels.base import IngressConfig, PayloadError, ProviderResult, header_map
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.inbound import InboundMessage
+from shared_lib.logs import log_event
 
 Verifier = Callable[
     [Mapping[str, str], Mapping[str, str], bytes, ChannelSecrets, datetime, IngressConfig], str | None
@@ -196,6 +198,16 @@ def handle_webhook(
         result = provider.parse(payload, lower, config, now, auth.org)
     except PayloadError as exc:
         return WebhookOutcome.reject(exc.status, exc.code, errors=exc.errors)
+    if len(result.messages) > config.max_events_per_delivery:
+        log_event(
+            "webhook_too_many_events",
+            layer="ingress",
+            severity="WARNING",
+            channel=channel,
+            events=len(result.messages),
+            limit=config.max_events_per_delivery,
+        )
+        return WebhookOutcome.reject(413, "too_many_events")
     kept: list[InboundMessage] = []
     for msg in result.messages:
         if not msg.addressed and config.only_when_addressed(msg.channel, msg.room_id):
