@@ -96,7 +96,10 @@ def register(sub: Any) -> None:
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=_status)
     rs = lsub.add_parser("restart", help="replace one layer (or fake) as `up` started it: same port and env")
-    rs.add_argument("component", help="a target of topology.json (context, brain, ...) or a fake")
+    rs.add_argument(
+        "component",
+        help="a target of topology.json (context, brain, ...), a fake, or pubsub (its topics and subscriptions again)",
+    )
     rs.add_argument("--kill", action="store_true", help="SIGKILL the old processes at once (a crash)")
     rs.set_defaults(func=_restart)
     lsub.add_parser("down", help="stop every process of the stack by pid").set_defaults(func=_down)
