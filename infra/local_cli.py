@@ -23,6 +23,12 @@ def _up(args: argparse.Namespace) -> int:
     except RuntimeError as exc:  # StackError names the component and its log; what started is stopped
         return fail(f"local up: {exc}", 1)
     print(f"local stack up: ingress {state['ingress_url']} (project {state['project']})")
+    if state.get("operator_token"):
+        who = state.get("operator") or {}
+        print(
+            f"dashboard {state.get('admin_url', '')}: operator credential {state['operator_token']} "
+            f"({who.get('person')} of {who.get('org')}, platform)"
+        )
     if state.get("candidate_ingress_url"):
         print(f"candidate ingress (smoke webhooks): {state['candidate_ingress_url']}")
     for note in state.get("notes", []):
@@ -90,7 +96,10 @@ def register(sub: Any) -> None:
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=_status)
     rs = lsub.add_parser("restart", help="replace one layer (or fake) as `up` started it: same port and env")
-    rs.add_argument("component", help="a target of topology.json (context, brain, ...) or a fake")
+    rs.add_argument(
+        "component",
+        help="a target of topology.json (context, brain, ...), a fake, or pubsub (its topics and subscriptions again)",
+    )
     rs.add_argument("--kill", action="store_true", help="SIGKILL the old processes at once (a crash)")
     rs.set_defaults(func=_restart)
     lsub.add_parser("down", help="stop every process of the stack by pid").set_defaults(func=_down)

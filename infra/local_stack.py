@@ -28,6 +28,7 @@ the candidate revisions' tag URLs in the cloud.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -465,6 +466,9 @@ def _wait(state: dict[str, Any], name: str, timeout: float) -> None:
     raise StackError(f"{name} did not start on port {comp['port']} within {timeout:.0f} s: see {log}")
 
 
+LOCAL_OPERATOR = "u-kazu"  # level 6 in the demo directory (shared_lib.demo_data)
+
+
 def _seed(state: dict[str, Any]) -> None:
     from shared_lib.adapters.firestore_store import FirestoreStore
     from shared_lib.demo_data import DEMO_ORG, DEPARTMENT_NAMES, DEPARTMENTS, PEOPLE
@@ -479,6 +483,15 @@ def _seed(state: dict[str, Any]) -> None:
         people = [{**person, "chatwork_account_id": str(3_000_001 + i)} for i, person in enumerate(PEOPLE)]
     seed_directory(store, DEMO_ORG, people, DEPARTMENTS, DEPARTMENT_NAMES)
     set_opt_in(store, DEMO_ORG, True)  # like `charter demo`: the demo organisation's turns are staged
+    # the dashboard's operator: the demo's CEO, with the deployment-wide controls (a laptop is
+    # every operator at once); printed by `charter local up`, as `charter operators add` prints one
+    from shared_lib.admin.identity import new_credential
+    from shared_lib.ids import utc_now
+
+    state["operator"] = {"org": DEMO_ORG, "person": LOCAL_OPERATOR}
+    state["operator_token"] = new_credential(
+        store, DEMO_ORG, LOCAL_OPERATOR, by="charter local up", now=utc_now(), platform=True
+    )
 
 
 def _create_topology(state: dict[str, Any]) -> None:
@@ -487,13 +500,17 @@ def _create_topology(state: dict[str, Any]) -> None:
     from shared_lib.topology import TOPOLOGY
 
     project = state["project"]
+    from google.api_core.exceptions import AlreadyExists
+
     pub, sub = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
     for topic in TOPOLOGY.topic_ids.values():  # the smoke twins too: a smoke turn must be publishable
-        pub.create_topic(name=pub.topic_path(project, topic))
+        with contextlib.suppress(AlreadyExists):  # a retry after a partial creation (restart)
+            pub.create_topic(name=pub.topic_path(project, topic))
     for name, s in TOPOLOGY.subscriptions.items():
         endpoint = state["components"].get(s.target, {}).get("url")
         if endpoint is not None:
-            sub.create_subscription(request=subscription_request(project, name, s, endpoint))
+            with contextlib.suppress(AlreadyExists):
+                sub.create_subscription(request=subscription_request(project, name, s, endpoint))
 
 
 def subscription_request(project: str, name: str, s: Any, endpoint: str) -> dict[str, Any]:
@@ -597,14 +614,16 @@ def restart(
     comp = state.get("components", {}).get(name)
     if comp is None:
         raise KeyError(f"no component {name!r} in {paths.state}")
-    if name in ("pubsub", "firestore"):
-        raise ValueError(f"{name} keeps the stack's messages and documents: restart the stack instead")
+    if name == "firestore":
+        raise ValueError("firestore keeps the stack's documents: restart the stack instead")
     if "cmd" not in comp:
         raise ValueError(f"{name} was started by an older `charter local up`: restart the stack")
     if hard:
         kill_group(int(comp["pid"]))
     else:
         stop_pid(int(comp["pid"]))
+    if name == "pubsub":
+        return _restart_pubsub(paths, state, comp, timeout)
     if name in _targets():
         env = json.loads(paths.function_env.read_text())
     else:
@@ -615,6 +634,39 @@ def restart(
         raise RuntimeError(
             f"{name} did not come back on port {fresh['port']} (see {paths.logs / (name + '.log')})"
         )
+    return dict(fresh)
+
+
+def _restart_pubsub(
+    paths: StackPaths, state: dict[str, Any], comp: dict[str, Any], timeout: float
+) -> dict[str, Any]:
+    """The Pub/Sub emulator again on its port, with the topics and push subscriptions ``up``
+    made (and the candidates' smoke subscriptions). The emulator keeps nothing: a message it
+    held is gone, but every webhook it did not take was answered 503 and is sent again by its
+    channel (``layers.ingress``), and a layer's publish that failed is redelivered to that layer."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
+    _spawn(paths, state, "pubsub", list(comp["cmd"]), env, int(comp["port"]), str(comp["url"]))
+    fresh = state["components"]["pubsub"]
+    if not wait_port(fresh["port"], timeout) or not _until_healthy(fresh, "pubsub", timeout):
+        raise RuntimeError(
+            f"pubsub did not come back on port {fresh['port']} (see {paths.logs / 'pubsub.log'})"
+        )
+    os.environ["PUBSUB_EMULATOR_HOST"] = f"127.0.0.1:{fresh['port']}"
+    end = time.monotonic() + timeout
+    while True:  # the port listens a little before the emulator serves
+        try:
+            _create_topology(state)
+            break
+        except Exception as exc:
+            if time.monotonic() > end:
+                raise RuntimeError(f"pubsub: the topics could not be created again: {exc}") from exc
+            time.sleep(0.5)
+    if state.get("smoke_subscriptions"):
+        from infra import local_candidates
+
+        state["smoke_subscriptions"] = []
+        local_candidates._create_smoke_subscriptions(state)
+    _save(paths, state)
     return dict(fresh)
 
 

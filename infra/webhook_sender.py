@@ -82,6 +82,13 @@ def _new_event_id(channel: str) -> str:
     return uuid.uuid4().hex
 
 
+def sender_secrets() -> ChannelSecrets:
+    """The secrets this developer tool signs with: the environment's, and, when it names no
+    CHARTER_ENV, the local stack's (the sender talks to a laptop's stack; a served ingress
+    never defaults to local)."""
+    return ChannelSecrets.from_env({"CHARTER_ENV": "local", **os.environ})
+
+
 def _first_secret(secrets: ChannelSecrets, channel: str, org: str) -> str:
     """The newest secret to sign with: a plain-HTTP organisation's own tenant secret first."""
     tenant = secrets.http_tenants.get(org, ()) if channel == "http" else ()
@@ -182,7 +189,7 @@ def build_request(
     """
     if channel not in DEFAULT_USERS:
         raise ValueError(f"unknown channel {channel!r}")
-    secrets = secrets or ChannelSecrets.from_env(os.environ)
+    secrets = secrets or sender_secrets()
     ts = int((now or utc_now()).timestamp())
     event_id = event_id or _new_event_id(channel)
     user = user or DEFAULT_USERS[channel]
@@ -273,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             redelivery=args.redelivery,
             path_template=args.path,
             smoke=args.smoke,
-            secrets=ChannelSecrets.from_env(os.environ),
+            secrets=sender_secrets(),
         )
     except (ValueError, httpx.HTTPError) as exc:
         print(f"webhook_sender: {exc}", file=sys.stderr)

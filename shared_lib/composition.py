@@ -122,11 +122,11 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
 def check_startup(environ: Mapping[str, str] | None = None) -> Settings:
     """Validate this process's configuration without connecting anywhere (``ConfigError``).
 
-    ``functions/main.py`` calls it at import, so a service with a missing secret or an invalid
-    setting fails to start. The runtime itself is built lazily in the serving worker:
+    ``functions/main.py`` calls it at import, so a service with a missing secret, an invalid
+    setting or no ``CHARTER_ENV`` at all fails to start. The runtime itself is built lazily in the serving worker:
     gunicorn forks after the import, and gRPC clients must not cross a fork.
     """
-    settings = Settings.from_env(environ)
+    settings = Settings.from_env(environ).served()  # a service says its CHARTER_ENV
     IngressConfig.load(settings.ingress_config)
     vault_cipher(settings.env, settings.secret("vault_key"))
     ContextConfig.from_settings(settings)

@@ -30,6 +30,7 @@ from shared_lib.idempotency import Claims
 from shared_lib.layers.base import CrashLoop
 from shared_lib.logs import log_event
 from shared_lib.runtime import Runtime
+from shared_lib.settings import Settings
 from shared_lib.settings.memory import EMBED_TARGETS
 from shared_lib.topology import TOPOLOGY
 
@@ -41,7 +42,8 @@ def get_runtime() -> Runtime:
     global _runtime
     with _lock:
         if _runtime is None:
-            _runtime = build_runtime()
+            # a served function never defaults to local: CHARTER_ENV must be said
+            _runtime = build_runtime(settings=Settings.from_env().served())
             _warm_embedder(_runtime)
         return _runtime
 

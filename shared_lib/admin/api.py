@@ -1,8 +1,11 @@
 """The dashboard's JSON API: thin views over ``shared_lib.ops`` (the CLI's code).
 
-Reads answer ``GET /api/...``; emergency controls are ``POST /api/controls/{stop,pause,
-resume}`` with ``{"author", "reason", "ttl_hours"}`` and the operator token; the instant OFF of
-auto-approve is ``POST /api/approvals/auto_off`` with ``{"org", "user"?, "author"}``. Errors are
+Reads answer ``GET /api/...`` (an organisation's operator reads its own organisation only);
+emergency controls are ``POST /api/controls/{stop,pause,resume}`` with ``{"reason",
+"ttl_hours"}`` by a platform operator; the instant OFF of auto-approve is ``POST
+/api/approvals/auto_off`` with ``{"org", "user"?}`` by an operator of that organisation. The
+author is the operator's identity (``shared_lib.admin.identity``): an ``author`` in the body
+that is not that person is 403. Errors are
 ``{"error": code, "detail": text}`` with a 4xx status; never an exception string from
 deeper than the input check.
 """
@@ -10,14 +13,15 @@ deeper than the input check.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, g, request
 
-from shared_lib.admin.auth import TokenPolicy
 from shared_lib.admin.charts import line_chart
+from shared_lib.admin.identity import Gate, Operator, Refused, acting, deployment_control, read_org
 from shared_lib.errors import ConfigError
 from shared_lib.ops import controls, monitoring, queries
 from shared_lib.ops.replay import ReplayError, replay
@@ -49,7 +53,28 @@ def _default(value: Any) -> Any:
 
 def _arg(name: str) -> str | None:
     value = (request.args.get(name) or "").strip()
+    if name == "org":
+        return read_org(operator(), value or None)
     return value or None
+
+
+def operator() -> Operator | None:
+    """The operator of this request (``None``: an explicit local stack's read without one)."""
+    found = g.get("operator")
+    return found if isinstance(found, Operator) else None
+
+
+def guard(gate: Gate) -> Callable[[], Response | None]:
+    """A blueprint's ``before_request``: the request's operator, or its refusal."""
+
+    def _guard() -> Response | None:
+        decision = gate.check(request.headers, control=request.method == "POST")
+        if not decision.ok:
+            return error("unauthorized", decision.reason, decision.status)
+        g.operator = decision.operator
+        return None
+
+    return _guard
 
 
 def _limit(default: int) -> int:
@@ -59,14 +84,9 @@ def _limit(default: int) -> int:
         return default
 
 
-def build_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
+def build_api(rt: Runtime, gate: Gate) -> Blueprint:
     api = Blueprint("api", __name__, url_prefix="/api")
-
-    @api.before_request
-    def _guard() -> Response | None:
-        control = request.method == "POST"
-        decision = policy.check(request.headers, control=control)
-        return None if decision.ok else error("unauthorized", decision.reason, decision.status)
+    api.before_request(guard(gate))
 
     @api.get("/stats")
     def stats() -> Response:
@@ -129,6 +149,9 @@ def build_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
 
     @api.get("/alerts")
     def alerts() -> Response:
+        who = operator()
+        if who is not None and not who.platform:  # alerts are the deployment's, of every organisation
+            raise Refused(403, "not_platform", "alerts are read by platform operators")
         since = queries.parse_since(_arg("since") or "24h", rt.clock())
         return json_response({"alerts": monitoring.recent_alerts(rt, since=since, limit=_limit(50))})
 
@@ -151,10 +174,11 @@ def build_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
         try:
             hours = float(body.get("ttl_hours") or 0)
             ttl = timedelta(hours=hours) if hours > 0 else None
+            author = deployment_control(operator(), str(body.get("author") or "").strip())
             result = controls.apply(
                 rt,
                 action,
-                author=str(body.get("author") or ""),
+                author=author,
                 reason=str(body.get("reason") or ""),
                 ttl=ttl,
             )
@@ -168,9 +192,12 @@ def build_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
         body = request.get_json(silent=True) or {}
         if not isinstance(body, dict):
             return error("bad_request", "a JSON object is expected", 400)
-        org, user, author = (str(body.get(k) or "").strip() for k in ("org", "user", "author"))
-        if not org or not author or "/" in org + user:
-            return error("bad_request", "org and author are required (no '/')", 400)
+        org, user, named = (str(body.get(k) or "").strip() for k in ("org", "user", "author"))
+        who = operator()
+        org = org or (who.org if who else "")
+        if not org or "/" in org + user:
+            return error("bad_request", "org is required (no '/')", 400)
+        author = acting(who, org, named)
         doc = auto_approve.turn_off(
             rt.store, org, rt.clock(), by=author, policy=rt.policy.approval, user_id=user or None
         )

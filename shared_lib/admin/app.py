@@ -11,7 +11,7 @@ files (``static/``); nothing is fetched from elsewhere.
 ``GET /api/...``                       stats, metrics (with SVG charts), turns, trail, replay,
                                        shadow report and guard, flags and controls, alerts,
                                        LLM calls — see ``shared_lib.admin.api``
-``POST /api/controls/<action>``        stop, pause, resume (operator token)
+``POST /api/controls/<action>``        stop, pause, resume (a platform operator: ``identity``)
 ``POST /tasks/heartbeat``              liveness, pending alert delivery, threshold check, due tasks
                                        (reminders, goal check-ins: ``shared_lib.ops.due_tasks``)
 ``POST /tasks/cost-check``             daily cost against the budget (kill switch over the hard limit)
@@ -20,6 +20,10 @@ files (``static/``); nothing is fetched from elsewhere.
 ``POST /tasks/jobs/watchdog``          delegated jobs: lost publishes again, stalled or late ones timed out
 ``GET /healthz``                       liveness of the admin service itself
 =====================================  ========================================================
+
+Who may do what is ``shared_lib.admin.identity``: an operator's identity (a per-organisation
+credential or a verified Google ID token), never a name in the body; ``/tasks/*`` take the
+scheduler's OIDC identity.
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from shared_lib.admin import memory_tasks
 from shared_lib.admin.api import build_api, error, json_response
-from shared_lib.admin.auth import TokenPolicy
 from shared_lib.admin.ft_api import build_ft_api
+from shared_lib.admin.identity import Gate, IdTokenVerifier, Refused
 from shared_lib.admin.jobs_api import build_jobs_api
 from shared_lib.admin.memory_api import build_memory_api
 from shared_lib.layers import job_turns, memory
@@ -52,14 +56,43 @@ _lock = threading.Lock()
 _app: Flask | None = None
 
 
-def create_app(rt: Runtime, *, policy: TokenPolicy | None = None) -> Flask:
+def gate_of(rt: Runtime, verifier: IdTokenVerifier | None = None) -> Gate:
+    """The door of ``rt``'s settings: open reads and tasks only on an explicit local stack."""
+    if verifier is None:
+        from shared_lib.adapters.google_id_token import GoogleIdTokenVerifier
+
+        verifier = GoogleIdTokenVerifier()
+    return Gate(
+        store=rt.store,
+        local=rt.settings.explicit_local,
+        verifier=verifier,
+        audience=rt.settings.admin_audience,
+        scheduler=rt.settings.scheduler_emails(),
+    )
+
+
+def create_app(rt: Runtime, *, gate: Gate | None = None) -> Flask:
     app = Flask(__name__, static_folder=None)
     app.config["JSON_AS_ASCII"] = False
-    policy = policy or TokenPolicy.of(rt.settings.env, rt.settings.secret("admin_token"))
-    app.register_blueprint(build_api(rt, policy))
-    app.register_blueprint(build_memory_api(rt, policy))
-    app.register_blueprint(build_ft_api(rt, policy))
-    app.register_blueprint(build_jobs_api(rt, policy))
+    gate = gate or gate_of(rt)
+    for build in (build_api, build_memory_api, build_ft_api, build_jobs_api):
+        app.register_blueprint(build(rt, gate))
+
+    @app.errorhandler(Refused)
+    def _refused(exc: Refused) -> Response:
+        return error(exc.code, str(exc), exc.status)
+
+    @app.before_request
+    def _scheduler_only() -> Response | None:
+        if not request.path.startswith("/tasks/"):
+            return None
+        decision = gate.check_task(request.headers)
+        if decision.ok:
+            return None
+        log_event(
+            "admin_task_refused", layer="admin", severity="WARNING", path=request.path, reason=decision.reason
+        )
+        return error("unauthorized", decision.reason, decision.status)
 
     @app.after_request
     def _headers(response: Response) -> Response:
@@ -94,7 +127,15 @@ def create_app(rt: Runtime, *, policy: TokenPolicy | None = None) -> Flask:
     @app.get("/api/session")
     def session() -> Response:
         # the organisation's timezone: the page shows every time in it, with the zone
-        return json_response({**policy.describe(), "timezone": queries.thresholds(rt.store).timezone})
+        decision = gate.identify(request.headers)
+        operator = decision.operator if decision.ok else None
+        return json_response(
+            {
+                **gate.describe(operator),
+                "env": rt.settings.env,
+                "timezone": queries.thresholds(rt.store).timezone,
+            }
+        )
 
     @app.post("/tasks/heartbeat")
     def heartbeat() -> Response:

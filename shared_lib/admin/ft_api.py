@@ -1,13 +1,12 @@
 """The dashboard's fine-tuning review (seed 001 §29.5: a review dashboard in the admin, §20).
 
 ``GET /api/ft?org=ORG[&status=S][&limit=N]`` lists the staged candidates (masked, newest first);
-``GET /api/ft/<id>?org=ORG`` shows one; ``POST /api/ft/accept`` ``{"org", "id", "by"}``,
-``POST /api/ft/edit`` ``{"org", "id", "by", "reply" | "proposal"}`` and ``POST /api/ft/reject``
-``{"org", "id", "by", "reason"}`` review one. Every request takes the operator token, and a
-review names the person it is for, who must be a level-6 person of the organisation's directory,
-checked as the CLI's ``--by`` (``review.check_reviewer``; a name that is no person is 403
-``unknown_person``): the dashboard reviews for a person of the organisation, never as the bare
-operator. The export is
+``GET /api/ft/<id>?org=ORG`` shows one; ``POST /api/ft/accept`` ``{"org", "id"}``,
+``POST /api/ft/edit`` ``{"org", "id", "reply" | "proposal"}`` and ``POST /api/ft/reject``
+``{"org", "id", "reason"}`` review one. Every request is an operator's of that organisation,
+and a review is by the person the operator's identity names (``shared_lib.admin.identity``; a
+``by`` in the body must be that person, else 403), whose level is checked as the CLI's ``--by``
+(level 6). The export is
 the CLI's (``charter ft export``): a dataset file belongs on the operator's disk, not in a page.
 """
 
@@ -18,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, request
 
-from shared_lib.admin.api import error, json_response
-from shared_lib.admin.auth import TokenPolicy
+from shared_lib.admin.api import error, guard, json_response, operator
+from shared_lib.admin.identity import Gate, acting, read_org
 from shared_lib.admin.memory_api import _body as request_body
 from shared_lib.admin.memory_api import _text as field
 from shared_lib.finetune import review
@@ -31,17 +30,14 @@ if TYPE_CHECKING:
 Review = Callable[[str, str, str, dict[str, Any]], dict[str, Any]]
 
 
-def build_ft_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
+def build_ft_api(rt: Runtime, gate: Gate) -> Blueprint:
     api = Blueprint("ft_api", __name__, url_prefix="/api/ft")
-
-    @api.before_request
-    def _guard() -> Response | None:
-        decision = policy.check(request.headers, control=request.method == "POST")
-        return None if decision.ok else error("unauthorized", decision.reason, decision.status)
+    api.before_request(guard(gate))
 
     @api.get("")
     def candidates() -> Response:
         org, status = field(request.args, "org"), field(request.args, "status") or None
+        org = read_org(operator(), org) or ""
         if not org or (status and status not in review.STATUSES):
             return error("bad_request", f"org is required; status one of {', '.join(review.STATUSES)}", 400)
         try:
@@ -52,16 +48,17 @@ def build_ft_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
 
     @api.get("/<cid>")
     def candidate(cid: str) -> Response:
-        org = field(request.args, "org")
+        org = read_org(operator(), field(request.args, "org")) or ""
         if not org:
             return error("bad_request", "org is required", 400)
         return _answer(lambda: review.get_candidate(rt.store, org, cid), 200)
 
     def _review(act: Review) -> Response:
         body = request_body()
-        org, cid, by = (field(body, k) for k in ("org", "id", "by"))
-        if not org or not cid or not by:
-            return error("bad_request", "org, id and by are required", 400)
+        org, cid, named = (field(body, k) for k in ("org", "id", "by"))
+        if not org or not cid:
+            return error("bad_request", "org and id are required", 400)
+        by = acting(operator(), org, named)
         return _answer(lambda: act(org, cid, by, body), 200)
 
     @api.post("/accept")

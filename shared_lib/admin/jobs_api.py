@@ -1,7 +1,8 @@
 """The dashboard's delegated jobs (issue 22, seed 001 §15): ``GET /api/jobs?org=ORG[&status=S]``
-lists them (every organisation without ``org``), ``POST /api/jobs/<job_id>/cancel`` ``{"org",
-"by"}`` cancels a live one as ``charter jobs cancel`` does (the requester is told once). Both
-take the operator token (a POST its control scope).
+lists them (every organisation without ``org``, for a platform operator), ``POST
+/api/jobs/<job_id>/cancel`` ``{"org"}`` cancels a live one as ``charter jobs cancel`` does (the
+requester is told once), by the person the operator's identity names: a ``by`` in the body must
+be that person, and another organisation's job is 403 (``shared_lib.admin.identity``).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, request
 
-from shared_lib.admin.api import error, json_response
-from shared_lib.admin.auth import TokenPolicy
+from shared_lib.admin.api import error, guard, json_response, operator
+from shared_lib.admin.identity import Gate, acting, read_org
 from shared_lib.layers import job_turns
 from shared_lib.state import agent_jobs
 from shared_lib.state.agent_jobs import JobError
@@ -20,17 +21,14 @@ if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 
-def build_jobs_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
+def build_jobs_api(rt: Runtime, gate: Gate) -> Blueprint:
     api = Blueprint("jobs_api", __name__, url_prefix="/api/jobs")
-
-    @api.before_request
-    def _guard() -> Response | None:
-        decision = policy.check(request.headers, control=request.method == "POST")
-        return None if decision.ok else error("unauthorized", decision.reason, decision.status)
+    api.before_request(guard(gate))
 
     @api.get("")
     def jobs() -> Response:
         org, status = (str(request.args.get(k) or "").strip() for k in ("org", "status"))
+        org = read_org(operator(), org or None) or ""
         if status and status not in agent_jobs.STATUSES:
             return error("bad_request", f"status is one of {', '.join(agent_jobs.STATUSES)}", 400)
         return json_response({"jobs": agent_jobs.list_jobs(rt.store, org or None, status or None)})
@@ -38,9 +36,10 @@ def build_jobs_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
     @api.post("/<job_id>/cancel")
     def cancel(job_id: str) -> Response:
         body: Any = request.get_json(silent=True) or {}
-        org, by = (str(body.get(k) or "").strip() for k in ("org", "by"))
-        if not org or not by:
-            return error("bad_request", "org and by are required", 400)
+        org, named = (str(body.get(k) or "").strip() for k in ("org", "by"))
+        if not org:
+            return error("bad_request", "org is required", 400)
+        by = acting(operator(), org, named)
         try:
             job = job_turns.cancel(rt, org, job_id, by=by)
         except JobError as exc:

@@ -1,12 +1,12 @@
 """The dashboard's memory view: teachings, knowledge and company values (issue 20).
 
 ``GET /api/memory?org=ORG[&kind=K]`` lists them; ``GET /api/memory/search?org=ORG&q=…[&as=USER]``
-searches as ``charter memory search``; ``POST /api/memory`` ``{"org", "kind", "text", "by",
-"title"?, "min_level"?, "priority"?}`` adds one and ``POST /api/memory/delete`` ``{"org", "id",
-"by"}`` deletes one (its chunks and vectors too). Both writes take the operator token (every
-POST does) AND a named person, whose level is checked as the CLI's ``--by`` (seed 000: a
-teaching or a value level 6, knowledge level 4; deleting: the author or that level): the
-dashboard writes for a person of the organisation, never as the bare operator.
+searches as ``charter memory search``; ``POST /api/memory`` ``{"org", "kind", "text",
+"title"?, "min_level"?, "priority"?}`` adds one and ``POST /api/memory/delete`` ``{"org", "id"}``
+deletes one (its chunks and vectors too). A write is the operator's, as the person its identity
+names (``shared_lib.admin.identity``; a ``by`` in the body must be that person, else 403), whose
+level is checked as the CLI's ``--by`` (seed 000: a teaching or a value level 6, knowledge level
+4; deleting: the author or that level); another organisation is 403.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, request
 
-from shared_lib.admin.api import error, json_response
-from shared_lib.admin.auth import TokenPolicy
+from shared_lib.admin.api import error, guard, json_response, operator
+from shared_lib.admin.identity import Gate, acting, read_org
 from shared_lib.errors import ArgumentError, ConfigError
 from shared_lib.memory.ingest import (
     KINDS,
@@ -33,17 +33,16 @@ if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 
-def build_memory_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
+def build_memory_api(rt: Runtime, gate: Gate) -> Blueprint:
     api = Blueprint("memory_api", __name__, url_prefix="/api/memory")
-
-    @api.before_request
-    def _guard() -> Response | None:
-        decision = policy.check(request.headers, control=request.method == "POST")
-        return None if decision.ok else error("unauthorized", decision.reason, decision.status)
+    api.before_request(guard(gate))
 
     @api.get("")
     def items() -> Response:
-        org, kind = _text(request.args, "org"), _text(request.args, "kind") or None
+        org, kind = (
+            read_org(operator(), _text(request.args, "org")) or "",
+            _text(request.args, "kind") or None,
+        )
         if not org or (kind and kind not in KINDS):
             return error("bad_request", f"org is required; kind one of {', '.join(KINDS)}", 400)
         return json_response({"org": org, "items": list_items(rt.store, org, kind)})
@@ -51,6 +50,7 @@ def build_memory_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
     @api.get("/search")
     def find() -> Response:
         org, query, who = (_text(request.args, k) for k in ("org", "q", "as"))
+        org = read_org(operator(), org) or ""
         if not org or not query:
             return error("bad_request", "org and q are required", 400)
         level = person_level(rt.store, org, who) if who else 6
@@ -65,9 +65,10 @@ def build_memory_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
     @api.post("")
     def add() -> Response:
         body = _body()
-        org, kind, text, by = (_text(body, k) for k in ("org", "kind", "text", "by"))
-        if not org or not by or kind not in KINDS:
-            return error("bad_request", f"org, by and a kind ({', '.join(KINDS)}) are required", 400)
+        org, kind, text, named = (_text(body, k) for k in ("org", "kind", "text", "by"))
+        if not org or kind not in KINDS:
+            return error("bad_request", f"org and a kind ({', '.join(KINDS)}) are required", 400)
+        by = acting(operator(), org, named)
         try:
             item = add_item(
                 rt.store,
@@ -90,9 +91,10 @@ def build_memory_api(rt: Runtime, policy: TokenPolicy) -> Blueprint:
     @api.post("/delete")
     def remove() -> Response:
         body = _body()
-        org, iid, by = (_text(body, k) for k in ("org", "id", "by"))
-        if not org or not iid or not by:
-            return error("bad_request", "org, id and by are required", 400)
+        org, iid, named = (_text(body, k) for k in ("org", "id", "by"))
+        if not org or not iid:
+            return error("bad_request", "org and id are required", 400)
+        by = acting(operator(), org, named)
         try:
             return json_response({"deleted": delete_item(rt.store, org, iid, by=by)})
         except NotAllowed as exc:

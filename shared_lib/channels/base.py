@@ -123,6 +123,9 @@ class IngressConfig(BaseModel):
 
     max_body_bytes: int = Field(default=256 * 1024, ge=1, le=10 * 1024 * 1024)
     replay_window_seconds: int = Field(default=REPLAY_WINDOW_SECONDS, ge=1, le=3600)
+    # One delivery never makes more turns than this: a LINE request carries a few events, and a
+    # signed request with hundreds is refused whole (413 ``too_many_events``), not run as turns.
+    max_events_per_delivery: int = Field(default=20, ge=1, le=1000)
     default_org: OrgId = "default"
     orgs: OrgRouting = Field(default_factory=OrgRouting)
     bots: BotIdentities = Field(default_factory=BotIdentities)

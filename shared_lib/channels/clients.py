@@ -33,8 +33,10 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import httpx
 
+from shared_lib.channels import callback_guard
 from shared_lib.channels import http as http_channel
 from shared_lib.channels.base import split_text
+from shared_lib.channels.callback_guard import Resolver
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.channels.transport import (
     DEFAULT_TEXT_LIMITS,
@@ -44,6 +46,7 @@ from shared_lib.channels.transport import (
     parse_retry_after,
     response_json,
 )
+from shared_lib.logs import log_event
 from shared_lib.ports import Channel, OutboundReply, SendResult
 
 __all__ = [
@@ -195,23 +198,34 @@ class HttpChannel(ReplyClient):
     """Posts JSON to the handle's ``callback_url`` (if its host is allowed) or the reply URL.
 
     A callback host is allowed when listed in ``CHARTER_HTTP_CALLBACK_HOSTS``; with no list,
-    any host is allowed locally and none in a deployed environment (no open relay).
+    any host is allowed locally and none in a deployed environment (no open relay). Either way
+    its address is checked again now (``callback_guard``) and the post connects to that address.
     """
 
     name: str = "http"
 
-    def _target(self, reply: OutboundReply) -> tuple[str | None, str]:
-        """The URL to post to, or ``None`` and the reason there is none."""
+    resolve: Resolver | None = None  # a callback host's addresses (default: the system's)
+
+    def _target(self, reply: OutboundReply) -> tuple[str | None, str, dict[str, str], dict[str, Any]]:
+        """The URL to post to (or ``None`` and the reason there is none), the headers and the
+        request extensions that pin a callback to the address checked just now."""
         callback = reply.reply_handle.get("callback_url")
         if not callback:
-            return self._secrets.http_reply_url, "no_reply_url"
+            return self._secrets.http_reply_url, "no_reply_url", {}, {}
         host = (urlsplit(callback).hostname or "").lower()
         allowed = self._secrets.http_callback_hosts
-        permitted = host in allowed or (not allowed and self._secrets.is_local)
-        return (callback if permitted else None), "callback_not_allowed"
+        if not (host in allowed or (not allowed and self._secrets.is_local)):
+            return None, "callback_not_allowed", {}, {}
+        try:  # again at send time: the name may resolve elsewhere now (DNS rebinding)
+            target = callback_guard.check(callback, local=self._secrets.is_local, resolve=self.resolve)
+        except callback_guard.CallbackRefused as exc:
+            log_event("reply_callback_refused", layer="responder", severity="WARNING", reason=exc.reason)
+            return None, "callback_not_allowed", {}, {}
+        extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+        return target.pinned_url(), "", {"Host": target.host_header()}, extensions
 
     def send(self, reply: OutboundReply) -> SendResult:
-        url, missing = self._target(reply)
+        url, missing, pinned, extensions = self._target(reply)
         parts = split_text(reply.text, self.limit)
         if url is None or not parts:
             return self._not_ready(missing if url is None else "empty_text")
@@ -232,7 +246,7 @@ class HttpChannel(ReplyClient):
                 },
                 ensure_ascii=False,
             ).encode()
-            headers = {"Content-Type": "application/json", "Idempotency-Key": key}
+            headers = {"Content-Type": "application/json", "Idempotency-Key": key, **pinned}
             if secret:
                 timestamp = str(int(self._clock().timestamp()))
                 headers |= {
@@ -240,7 +254,7 @@ class HttpChannel(ReplyClient):
                     "X-Charter-Signature": http_channel.sign(secret, timestamp, body),
                 }
             try:
-                self.post(url, body, headers, idempotent=True)
+                self.post(url, body, headers, idempotent=True, extensions=extensions)
             except SendFailure as failure:
                 return self._failed(failure, delivered)
         return SendResult(ok=True, status=200, parts=len(parts))
@@ -252,8 +266,10 @@ def build_channels(
     client: httpx.Client | None = None,
     settings: ClientSettings | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    resolve: Resolver | None = None,
 ) -> dict[str, Channel]:
-    """One reply client per provider, sharing one HTTP client; ``secrets`` or the variables giving them.
+    """One reply client per provider, sharing one HTTP client; ``secrets`` or the variables giving
+    them; ``resolve`` the addresses of a callback host (default: the system's resolver).
 
     >>> sorted(build_channels({"CHARTER_ENV": "test"}))
     ['chatwork', 'http', 'line', 'slack']
@@ -263,9 +279,11 @@ def build_channels(
     settings = settings or ClientSettings()
     shared = client or httpx.Client(timeout=settings.timeout())  # lives as long as the process
     options: dict[str, Any] = {"client": shared, "settings": settings, "sleep": sleep}
+    http = HttpChannel(secrets, **options)
+    http.resolve = resolve
     return {
         "chatwork": ChatWorkChannel(secrets, **options),
         "line": LineChannel(secrets, **options),
         "slack": SlackChannel(secrets, **options),
-        "http": HttpChannel(secrets, **options),
+        "http": http,
     }

@@ -10,8 +10,8 @@ tenant does not have is refused (403 ``unknown_user``) and no turn is published;
 display name is the directory's, never the body's.
 
 ``HTTP_WEBHOOK_SECRET`` (one shared secret, which also signs our replies when the
-organisation has no tenant secret) authenticates inbound requests **only locally**
-(``CHARTER_ENV`` local, test, demo or unset): there it is the developer's operator
+organisation has no tenant secret) authenticates inbound requests **only on an explicit local stack**
+(``CHARTER_ENV`` said local, test or demo; unset is not local): there it is the developer's operator
 credential and may name any ``org_id`` — still subject to the directory. In a deployed
 environment it authenticates nothing.
 

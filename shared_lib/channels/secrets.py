@@ -22,11 +22,11 @@ rotated both the old and the new one are listed, and a request signed with any o
 is accepted. One secret never belongs to two tenants (``ConfigError``): the credential
 names the organisation (``shared_lib.channels.http``).
 
-Fail closed: ``DEFAULT_LOCAL_SECRETS`` fill a *missing* variable only when
-``CHARTER_ENV`` is ``local``, ``test``, ``demo`` or unset. Any other value (``prod``,
-``stg``, ``dev`` — or a typo) is a deployed environment: a missing secret stays missing,
-so every request of that channel is answered 401, and a secret equal to one of the
-published defaults is dropped as if it were missing.
+Fail closed: ``DEFAULT_LOCAL_SECRETS`` fill a *missing* variable only on an explicit local
+stack: ``CHARTER_ENV`` said ``local``, ``test`` or ``demo`` (``Settings.explicit_local``; never
+under Cloud Run's ``K_SERVICE``). Unset is not local here: a missing secret stays missing, so
+every request of that channel is answered 401, and a secret equal to one of the published
+defaults is dropped as if it were missing — as in ``dev``, ``stg`` and ``prod``.
 
 >>> s = ChannelSecrets.from_env({"CHARTER_ENV": "prod", "SLACK_SIGNING_SECRET": "new,old"})
 >>> s.webhook_secrets("slack"), s.webhook_secrets("line")
@@ -45,7 +45,8 @@ from urllib.parse import urlsplit
 from shared_lib.errors import ConfigError
 from shared_lib.settings import Settings
 
-LOCAL_ENVIRONMENTS = frozenset({"", "local", "test", "demo"})
+LOCAL_ENVIRONMENTS = frozenset({"local", "test", "demo"})
+UNSET = "unset"  # the environment of settings that never said CHARTER_ENV: not local
 
 # Published on purpose: they only ever protect a developer's laptop. The ChatWork token
 # is base64 because ChatWork's tokens are (the HMAC key is the decoded bytes).
@@ -179,8 +180,8 @@ class ChannelSecrets:
     @classmethod
     def from_settings(cls, settings: Settings) -> ChannelSecrets:
         """The variables of the module docstring; ``ConfigError`` for a base URL that is not http(s)."""
-        environment = settings.env
-        local = environment in LOCAL_ENVIRONMENTS
+        local = settings.explicit_local
+        environment = settings.env if settings.env_given else UNSET
         published = set(DEFAULT_LOCAL_SECRETS.values())
 
         def secrets(name: str) -> tuple[str, ...]:

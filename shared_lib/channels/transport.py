@@ -147,8 +147,10 @@ class ReplyClient:
         idempotent: bool = False,
         accept: frozenset[int] = frozenset(),
         check: Callable[[httpx.Response], None] | None = None,
+        extensions: dict[str, Any] | None = None,
     ) -> httpx.Response:
-        """POST with the retry policy; raises ``SendFailure`` when it gives up."""
+        """POST with the retry policy; raises ``SendFailure`` when it gives up. ``extensions``
+        go to httpx (``sni_hostname``: TLS to a pinned address still verifies the name)."""
         retrying = Retrying(
             stop=stop_after_attempt(self._settings.max_attempts),
             wait=self._wait,
@@ -156,7 +158,7 @@ class ReplyClient:
             sleep=self._sleep,
             reraise=True,
         )
-        return retrying(self._attempt, url, content, headers, idempotent, accept, check)
+        return retrying(self._attempt, url, content, headers, idempotent, accept, check, extensions or {})
 
     def _attempt(
         self,
@@ -166,10 +168,11 @@ class ReplyClient:
         idempotent: bool,
         accept: frozenset[int],
         check: Callable[[httpx.Response], None] | None,
+        extensions: dict[str, Any],
     ) -> httpx.Response:
         try:
             response = self._client.post(
-                url, content=content, headers=headers, timeout=self._settings.timeout()
+                url, content=content, headers=headers, timeout=self._settings.timeout(), extensions=extensions
             )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             raise SendFailure("connection_error", retryable=True) from exc  # nothing was sent

@@ -11,6 +11,8 @@ The checks run in this order, and each stops the request:
  400   ``malformed_json`` ...          not JSON, or not the provider's schema
  403   ``org_mismatch`` ...            an organisation the credential or mapping does not give
  401   ``stale_event``                 a ChatWork/LINE event older than the dedupe window
+ 413   ``too_many_events``             more messages than ``max_events_per_delivery`` (20)
+ 400   ``callback_not_allowed``        a ``callback_url`` that is not public HTTPS (``callback_guard``)
  200   —                               messages to publish and/or ignored reasons
 =====  ==============================  ==========================================
 
@@ -42,10 +44,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared_lib.channels import chatwork, http, line, slack
+from shared_lib.channels import callback_guard, chatwork, http, line, slack
 from shared_lib.channels.base import IngressConfig, PayloadError, ProviderResult, header_map
+from shared_lib.channels.callback_guard import Resolver
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.inbound import InboundMessage
+from shared_lib.logs import log_event
 
 Verifier = Callable[
     [Mapping[str, str], Mapping[str, str], bytes, ChannelSecrets, datetime, IngressConfig], str | None
@@ -164,10 +168,12 @@ def handle_webhook(
     secrets: ChannelSecrets,
     config: IngressConfig,
     now: datetime,
+    resolve: Resolver | None = None,
 ) -> WebhookOutcome:
     """Verify, check and normalise one webhook delivery. Never raises for any input.
 
-    ``headers`` are matched case-insensitively; ``now`` must be timezone-aware.
+    ``headers`` are matched case-insensitively; ``now`` must be timezone-aware; ``resolve``
+    names the addresses of a ``callback_url``'s host (default: the system's resolver).
     """
     provider = PROVIDERS.get(channel)
     if provider is None:
@@ -196,6 +202,24 @@ def handle_webhook(
         result = provider.parse(payload, lower, config, now, auth.org)
     except PayloadError as exc:
         return WebhookOutcome.reject(exc.status, exc.code, errors=exc.errors)
+    if len(result.messages) > config.max_events_per_delivery:
+        log_event(
+            "webhook_too_many_events",
+            layer="ingress",
+            severity="WARNING",
+            channel=channel,
+            events=len(result.messages),
+            limit=config.max_events_per_delivery,
+        )
+        return WebhookOutcome.reject(413, "too_many_events")
+    for msg in result.messages:
+        callback = msg.reply_handle.get("callback_url")
+        if callback:
+            try:
+                callback_guard.check(str(callback), local=secrets.is_local, resolve=resolve)
+            except callback_guard.CallbackRefused as exc:
+                log_event("webhook_callback_refused", layer="ingress", severity="WARNING", reason=exc.reason)
+                return WebhookOutcome.reject(400, "callback_not_allowed")
     kept: list[InboundMessage] = []
     for msg in result.messages:
         if not msg.addressed and config.only_when_addressed(msg.channel, msg.room_id):

@@ -64,6 +64,7 @@ from shared_lib.cli import (
     jobs,
     memory,
     operations,
+    operators,
     peers,
     persona,
     policy,
@@ -95,6 +96,7 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     ft.register,
     skills.register,
     jobs.register,
+    operators.register,
 )
 
 

@@ -6,6 +6,8 @@
   ``ArgumentError``, bad input or configuration; else 1, an operation that failed).
 * Any other exception is a defect: its traceback goes to a file under ``.charter/logs/`` and
   the operator reads one line naming that file (exit 1).
+* An ``--org`` that is not an organisation id (``demo/``, a space, full-width letters) is bad
+  input for every command: one line, exit 2, before the command runs.
 * A reader that goes away (``charter metrics | head -1``) ends the command quietly, exit 0.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -23,6 +26,9 @@ from typing import Any
 from shared_lib.errors import ArgumentError, CharterError, ConfigError
 
 EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
+# An organisation id as the channels map it (``channels.base.OrgId``) and the store's paths
+# take it: never a path separator, a space or a control character.
+ORG_ID = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -109,6 +115,10 @@ def _quiet_stdout() -> None:
 def run(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     """Parse ``argv`` and run its command; the exit code by the convention above."""
     args = parser.parse_args(argv)
+    org = getattr(args, "org", None)
+    if isinstance(org, str) and not ORG_ID.fullmatch(org):
+        # every command's --org, checked once here: a bad id is bad input, never a traceback
+        return fail(f"--org {org!r} is not an organisation id (letters, digits, '_', '.', '-'; at most 128)")
     try:
         result = args.func(args)
         sys.stdout.flush()

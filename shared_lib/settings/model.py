@@ -34,7 +34,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from shared_lib.errors import ConfigError
 from shared_lib.settings.fields import _f, _MappingSource, _meta, _names
-from shared_lib.settings.memory import MemorySettings
+from shared_lib.settings.operators import OperatorSettings
 
 # ``Settings.from_env(mapping)`` reads that mapping *instead of* the process environment.
 _EXPLICIT: ContextVar[Mapping[str, str] | None] = ContextVar("charter_settings_environ", default=None)
@@ -45,11 +45,9 @@ CLOUD_ENVS: frozenset[str] = frozenset({"dev", "stg", "prod"})
 LOCAL_ENVS: frozenset[str] = frozenset({"demo", "local", "test"})
 LLM_TARGETS = ("brain", "brain_shadow", "responder", "memory")
 VAULT_TARGETS = ("ingress", "context", "brain", "brain_shadow", "executor")  # ingress, context: debounce
-ALERT_TARGETS = ("observer", "admin")
-Secret = SecretStr | None  # a Secret Manager value: never printed, ``Settings.secret(name)`` reads it
 
 
-class Settings(MemorySettings):
+class Settings(OperatorSettings):
     """Everything Charter reads from its environment. Frozen: built once per process."""
 
     model_config = SettingsConfigDict(
@@ -57,6 +55,8 @@ class Settings(MemorySettings):
     )
 
     # -- where and what: every service
+    # Unset means local for a developer's command (the CLI, the demo) only: a served function
+    # needs it said (``served``), and Cloud Run (K_SERVICE) needs dev, stg or prod.
     env: Env = _f("local", "CHARTER_ENV", deploy="env", required=True)
     project: str = _f("charter-local", "CHARTER_PROJECT", "GOOGLE_CLOUD_PROJECT", deploy="env", required=True)
     google_cloud_project: str | None = _f(
@@ -165,41 +165,6 @@ class Settings(MemorySettings):
     )
     daily_hard_limit_usd: float | None = _f(None, "CHARTER_DAILY_HARD_LIMIT_USD", targets=("admin",), ge=0)
 
-    # -- channels: webhook verification (ingress) and replies (responder)
-    ingress_config: str | None = _f(
-        None,
-        "CHARTER_INGRESS_CONFIG",
-        targets=("ingress",),
-        doc="inline JSON or a file path (org routing, bot ids)",
-    )
-    chatwork_webhook_token: SecretStr | None = _f(
-        None, "CHATWORK_WEBHOOK_TOKEN", targets=("ingress",), deploy="secret"
-    )
-    line_channel_secret: Secret = _f(None, "LINE_CHANNEL_SECRET", targets=("ingress",), deploy="secret")
-    slack_signing_secret: Secret = _f(None, "SLACK_SIGNING_SECRET", targets=("ingress",), deploy="secret")
-    http_webhook_secret: SecretStr | None = _f(
-        None, "HTTP_WEBHOOK_SECRET", targets=("ingress", "responder"), deploy="secret"
-    )
-    http_webhook_tenants: SecretStr | None = _f(  # JSON {org: [secrets]}: shared_lib.channels.secrets
-        None, "HTTP_WEBHOOK_TENANTS", targets=("ingress", "responder"), deploy="secret"
-    )
-    chatwork_api_token: SecretStr | None = _f(
-        None,
-        "CHATWORK_API_TOKEN",
-        targets=("context", "executor", "responder", *ALERT_TARGETS),
-        deploy="secret",
-    )
-    line_channel_access_token: SecretStr | None = _f(
-        None, "LINE_CHANNEL_ACCESS_TOKEN", targets=("responder",), deploy="secret"
-    )
-    slack_bot_token: SecretStr | None = _f(None, "SLACK_BOT_TOKEN", targets=("responder",), deploy="secret")
-    chatwork_api_base: str = _f("https://api.chatwork.com/v2", "CHATWORK_API_BASE")
-    chatwork_tasks_api_base: str | None = _f(None, "CHATWORK_TASKS_API_BASE", targets=("executor",))
-    line_api_base: str = _f("https://api.line.me", "LINE_API_BASE", targets=("responder",))
-    slack_api_base: str = _f("https://slack.com/api", "SLACK_API_BASE", targets=("responder",))
-    http_reply_url: str | None = _f(None, "CHARTER_HTTP_REPLY_URL", targets=("responder",))
-    http_callback_hosts: str | None = _f(None, "CHARTER_HTTP_CALLBACK_HOSTS", targets=("responder",))
-
     # -- tools and context
     task_backend: Literal["store", "chatwork"] = _f(
         None, "CHARTER_TASK_BACKEND", targets=("executor", "context"), deploy="env", required=True
@@ -215,28 +180,6 @@ class Settings(MemorySettings):
     # -- personal data (collections with ``retention: "org"``) is kept this long: JSON {org: days}
     retention_days: RetentionDays = _f(365, "CHARTER_RETENTION_DAYS")
     org_retention_days: dict[str, RetentionDays] = _f({}, "CHARTER_ORG_RETENTION_DAYS")
-
-    # -- operators: the admin dashboard and alert notifications
-    admin_token: SecretStr | None = _f(
-        None,
-        "CHARTER_ADMIN_TOKEN",
-        targets=("admin",),
-        deploy="secret",
-        required=True,
-        doc="the operator token of the dashboard",
-    )
-    alert_room: str | None = _f(None, "CHARTER_ALERT_ROOM", targets=ALERT_TARGETS)
-    alert_webhook_url: str | None = _f(None, "CHARTER_ALERT_WEBHOOK_URL", targets=ALERT_TARGETS)
-    alert_webhook_secret: Secret = _f(
-        None, "CHARTER_ALERT_WEBHOOK_SECRET", targets=ALERT_TARGETS, deploy="secret"
-    )
-    alert_email_to: str | None = _f(None, "CHARTER_ALERT_EMAIL_TO", targets=ALERT_TARGETS)
-    alert_email_from: str = _f("charter-alerts@localhost", "CHARTER_ALERT_EMAIL_FROM", targets=ALERT_TARGETS)
-    smtp_host: str | None = _f(None, "CHARTER_SMTP_HOST", targets=ALERT_TARGETS)
-    smtp_port: int = _f(587, "CHARTER_SMTP_PORT", targets=ALERT_TARGETS, ge=1, le=65535)
-    smtp_user: str | None = _f(None, "CHARTER_SMTP_USER", targets=ALERT_TARGETS)
-    smtp_password: SecretStr | None = _f(None, "CHARTER_SMTP_PASSWORD", targets=ALERT_TARGETS)
-    smtp_starttls: bool = _f(True, "CHARTER_SMTP_STARTTLS", targets=ALERT_TARGETS)
 
     @classmethod
     def settings_customise_sources(
@@ -291,6 +234,12 @@ class Settings(MemorySettings):
 
     @model_validator(mode="after")
     def _cloud_requirements(self) -> Settings:
+        if self.k_service and not (self.env_given and self.env in CLOUD_ENVS):
+            said = f"CHARTER_ENV={self.env}" if self.env_given else "no CHARTER_ENV"
+            raise ValueError(
+                f"Cloud Run service {self.k_service!r} with {said}: a cloud service runs in "
+                f"{', '.join(sorted(CLOUD_ENVS))}; refusing to start"
+            )
         if self.env not in CLOUD_ENVS:
             if self.store == "sqlite" and self.store_path is None:
                 raise ValueError("CHARTER_STORE=sqlite needs CHARTER_STORE_PATH")
@@ -345,6 +294,27 @@ class Settings(MemorySettings):
     @property
     def local(self) -> bool:
         return self.env in LOCAL_ENVS
+
+    @property
+    def env_given(self) -> bool:
+        """Whether ``CHARTER_ENV`` was said (the environment or the ``.charter/`` file), not defaulted."""
+        return "env" in self.model_fields_set
+
+    @property
+    def explicit_local(self) -> bool:
+        """A developer's stack that said so (``CHARTER_ENV`` local, test or demo): the only place
+        where published default secrets, the shared HTTP secret and an open dashboard are taken."""
+        return self.env_given and self.env in LOCAL_ENVS and not self.k_service
+
+    def served(self) -> Settings:
+        """These settings for a served function (``functions/``): ``ConfigError`` unless
+        ``CHARTER_ENV`` is said; a developer's command may default to local, a service never."""
+        if not self.env_given:
+            raise ConfigError(
+                "CHARTER_ENV is not set: a served function needs it (local, test or demo on a "
+                "developer's machine; dev, stg or prod in the cloud); refusing to start"
+            )
+        return self
 
     def secret(self, field: str) -> str | None:
         value = getattr(self, field)

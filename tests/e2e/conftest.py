@@ -19,8 +19,6 @@ import pytest
 from infra import local_stack as stack_mod
 from infra.emulators import stop_on_sigterm
 
-ADMIN_TOKEN = "e2e-operator-token-0123456789"
-
 
 @dataclass
 class LocalStack:
@@ -50,7 +48,8 @@ class LocalStack:
 
     @property
     def admin_token(self) -> str:
-        return ADMIN_TOKEN
+        """The operator credential `charter local up` made (the demo's CEO, platform)."""
+        return str(self.state["operator_token"])
 
     @property
     def flags_ttl(self) -> float:
@@ -119,7 +118,6 @@ def _no_placeholder_reached_a_user(stack: LocalStack) -> None:
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     # as `charter local up` run in a checkout leaves it: <workdir>/.charter/local
     root: Path = tmp_path_factory.mktemp("charter-workdir") / ".charter" / "local"
-    os.environ["CHARTER_ADMIN_TOKEN"] = ADMIN_TOKEN  # the admin process of the stack gets it
     stop_on_sigterm(lambda: stack_mod.down(root=root))
     state = stack_mod.up(root=root, fault_injection=True, flags_ttl=1.0)
     state["root"] = str(root)

@@ -194,7 +194,8 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     token = stack.admin_token
     browser.find_element(By.ID, "admin-token").send_keys(token)
     browser.find_element(By.ID, "token-save").click()
-    browser.find_element(By.ID, "control-author").send_keys("e2e operator")
+    # THEN the header names the person the credential acts as (no name is typed anywhere)
+    wait.until(lambda d: d.find_element(By.ID, "operator-badge").get_attribute("data-person") == "u-kazu")
     browser.find_element(By.ID, "control-reason").send_keys("browser test of the emergency stop")
     browser.find_element(By.ID, "btn-stop").click()
     wait.until(lambda d: d.find_element(By.ID, "run-state").get_attribute("data-state") == "stopped")
@@ -251,10 +252,9 @@ def test_the_jobs_and_fine_tuning_views_list_a_job_and_accept_a_staged_turn(stac
     assert cells[6] == "u-suzuki" and parent["final_response"]
     shot(browser, "7-jobs")
 
-    # WHEN the CEO accepts the staged chat turn in the fine-tuning view
+    # WHEN the CEO (the operator credential's person) accepts the staged chat turn
     view(browser, wait, "ft")
     browser.find_element(By.ID, "ft-org").send_keys(DEMO_ORG)
-    browser.find_element(By.ID, "ft-by").send_keys("u-kazu")
 
     def accept_button(d: WebDriver) -> Any:
         found = d.find_elements(By.CSS_SELECTOR, f'#ft-table button[data-ft="accept"][data-id="{chat}"]')
@@ -264,7 +264,7 @@ def test_the_jobs_and_fine_tuning_views_list_a_job_and_accept_a_staged_turn(stac
         return None
 
     WebDriverWait(browser, 2 * WAIT, poll_frequency=1).until(accept_button).click()
-    # THEN the candidate is accepted, by that person, in the store the export reads
+    # THEN the candidate is accepted, by the credential's person, in the store the export reads
     path = f"orgs/{DEMO_ORG}/ft_candidates/{chat}"
     stack.wait_for(lambda: (stack.store.get(path) or {}).get("status") == "accepted", timeout=WAIT)
     assert (stack.store.get(path) or {}).get("review", {}).get("by") == "u-kazu"

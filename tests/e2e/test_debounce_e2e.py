@@ -22,7 +22,7 @@ from infra import local_stack as stack_mod
 from infra.emulators import stop_on_sigterm
 from infra.webhook_sender import send
 from shared_lib.state import debounce
-from tests.e2e.conftest import ADMIN_TOKEN, LocalStack
+from tests.e2e.conftest import LocalStack
 
 ORG, USER = "demo", "u-suzuki"
 WINDOW_MS = 2000.0
@@ -33,7 +33,6 @@ WAITED = re.compile(r"debounce=(\w+):(\d+) waited_ms=([\d.]+)")
 @pytest.fixture(scope="module")
 def debounced_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     root: Path = tmp_path_factory.mktemp("charter-debounce") / ".charter" / "local"
-    os.environ["CHARTER_ADMIN_TOKEN"] = ADMIN_TOKEN
     stop_on_sigterm(lambda: stack_mod.down(root=root))
     state = stack_mod.up(root=root, extra_env={"CHARTER_DEBOUNCE": json.dumps({"http": WINDOW_MS / 1000})})
     state["root"] = str(root)

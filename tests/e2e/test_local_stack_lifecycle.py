@@ -7,6 +7,9 @@ import os
 import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -65,3 +68,56 @@ def test_up_status_down_leaves_no_process(tmp_path):
     for port in ports:  # nothing listens any more on the stack's ports
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", port)) != 0, port
+
+
+@pytest.mark.e2e
+def test_a_killed_pubsub_emulator_loses_no_accepted_webhook_and_restarts_with_its_topics(tmp_path):
+    from infra import local_stack
+    from infra.emulators import kill_group
+    from infra.webhook_sender import build_request
+    from shared_lib.settings import Settings
+
+    root = tmp_path / ".charter" / "local"
+    env = dict(os.environ, CHARTER_LOCAL_DIR=str(root))
+    cli = [sys.executable, "-m", "infra.cli", "local"]
+    state = local_stack.up(root=root)
+    try:
+        ingress, fake = state["ingress_url"], state["components"]["fake_channels"]["url"]
+
+        def deliver(event_id: str, text: str) -> tuple[int, dict]:
+            path, headers, body = build_request("http", text, org="demo", user="u-suzuki", event_id=event_id)
+            request = urllib.request.Request(ingress + path, data=body, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=60) as resp:
+                    return resp.status, json.loads(resp.read())
+            except urllib.error.HTTPError as exc:
+                return exc.code, json.loads(exc.read() or b"{}")
+
+        def replied(turn_id: str) -> bool:
+            with urllib.request.urlopen(fake + "/_admin/sent", timeout=10) as resp:
+                return turn_id in resp.read().decode()
+
+        # GIVEN the emulator killed as in a crash
+        kill_group(int(state["components"]["pubsub"]["pid"]))
+        # WHEN a webhook arrives THEN the ingress does not acknowledge it: the channel will retry
+        status, answer = deliver("ev-down-1", "来週の出張申請ってどこから出すんだっけ？")
+        assert status == 503, answer
+        # WHEN `charter local restart pubsub` brings the emulator back with its topics and subscriptions
+        rs = subprocess.run([*cli, "restart", "pubsub"], env=env, capture_output=True, text=True, timeout=240)
+        assert rs.returncode == 0 and rs.stdout.startswith("restarted pubsub"), rs.stdout + rs.stderr
+        # THEN the channel's retries of the same delivery (503 while the ingress's Pub/Sub client
+        # reconnects) become one turn that is answered
+        budget = Settings.from_env({"CHARTER_ENV": "local"}).turn_budget_seconds
+        end = time.monotonic() + 2 * budget
+        while (delivered := deliver("ev-down-1", "来週の出張申請ってどこから出すんだっけ？"))[0] == 503:
+            assert time.monotonic() < end, f"the ingress still refuses after the restart: {delivered}"
+            time.sleep(1.0)  # a channel's retry interval
+        status, answer = delivered
+        assert status == 200 and answer.get("turn_ids"), answer
+        turn_id = answer["turn_ids"][0]
+        end = time.monotonic() + 2 * budget
+        while not replied(turn_id):
+            assert time.monotonic() < end, f"no reply for {turn_id} after the restart"
+            time.sleep(0.5)
+    finally:
+        local_stack.down(root=root)

@@ -11,7 +11,7 @@ import pytest
 
 from infra.fake_llm.port import InProcessScriptedLLM
 from shared_lib.admin.app import create_app
-from shared_lib.admin.auth import TokenPolicy
+from shared_lib.admin.identity import Gate
 from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.context.compaction import Compactor, compact
 from shared_lib.context.history import append_message, conversation_path, history_path, recent_messages
@@ -51,7 +51,7 @@ def test_past_70_85_and_95_percent_the_memory_job_runs_each_level(firestore_stor
     llm = InProcessScriptedLLM()
     rt = build_runtime(ENV, store=firestore_store, llm=llm, clock=lambda: clock[0])
     wire_inprocess(rt)
-    admin = create_app(rt, policy=TokenPolicy.from_env("test", {})).test_client()
+    admin = create_app(rt, gate=Gate(store=rt.store, local=True)).test_client()
 
     def run_sweep() -> dict:
         clock[0] += timedelta(minutes=1)  # one scheduler tick a minute: a new job id

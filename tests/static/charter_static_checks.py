@@ -78,8 +78,8 @@ EXPECTED_PUBLISHES: dict[str, set[str]] = {
 }
 
 # Env var => secret id each target mounts (issue #8; "One composition root, one settings model").
-# The env var names are the ones the product reads; admin's token is CHARTER_ADMIN_TOKEN although
-# its secret keeps the id admin-operator-token. brain_shadow runs the candidate arm, which calls
+# The env var names are the ones the product reads (no operator token: operators act by identity).
+# brain_shadow runs the candidate arm, which calls
 # the LLM and masks into the vault like brain. Tasks live in ChatWork: executor writes them,
 # context lists them.
 # The Secret Manager id of each secret the settings model reads (the names are the settings').
@@ -94,7 +94,6 @@ SECRET_IDS: dict[str, str] = {
     "SLACK_BOT_TOKEN": "slack-bot-token",
     "ANTHROPIC_API_KEY": "anthropic-api-key",
     "CHARTER_VAULT_KEY": "charter-vault-key",
-    "CHARTER_ADMIN_TOKEN": "admin-operator-token",
     "CHARTER_ALERT_WEBHOOK_SECRET": "alert-webhook-secret",
 }
 

@@ -34,8 +34,10 @@ def test_terraform_provides_every_service_exactly_its_settings(repo_root: Path) 
 
 
 def test_the_contract_is_derived_from_the_settings_model(repo_root: Path) -> None:
-    # GIVEN the model: the admin token is the admin service's secret, the vault key the brain's
-    assert deploy_contract("admin")["CHARTER_ADMIN_TOKEN"] == "secret"
+    # GIVEN the model: the scheduler's identity is the admin service's, the vault key the brain's;
+    # no operator token at all (operators act by identity)
+    assert deploy_contract("admin")["CHARTER_SCHEDULER_SA"] == "env"
+    assert "CHARTER_ADMIN_TOKEN" not in deploy_contract("admin")
     assert deploy_contract("executor")["CHARTER_VAULT_KEY"] == "secret"
     assert deploy_contract("executor")["CHARTER_TASK_BACKEND"] == "env"
     assert "ANTHROPIC_API_KEY" not in deploy_contract("guardian")
@@ -81,17 +83,17 @@ def test_a_cloud_service_missing_a_required_value_refuses_to_start(target: str) 
             Settings.from_env(broken)
 
 
-def test_renaming_the_admin_token_in_terraform_is_reported(repo_copy: Path) -> None:
+def test_renaming_the_scheduler_identity_in_terraform_is_reported(repo_copy: Path) -> None:
     assert check_deploy_contract(repo_copy) == []
     mutate(
         repo_copy,
         RUN,
-        'CHARTER_ADMIN_TOKEN = "admin-operator-token"',
-        'ADMIN_OPERATOR_TOKEN = "admin-operator-token"',
+        "CHARTER_SCHEDULER_SA = var.scheduler_email",
+        "SCHEDULER_SA = var.scheduler_email",
     )
     violations = check_deploy_contract(repo_copy)
-    assert any("admin: Terraform does not provide CHARTER_ADMIN_TOKEN" in v for v in violations), violations
-    assert any("ADMIN_OPERATOR_TOKEN, which its settings do not read" in v for v in violations), violations
+    assert any("admin: Terraform does not provide CHARTER_SCHEDULER_SA" in v for v in violations), violations
+    assert any("SCHEDULER_SA, which its settings do not read" in v for v in violations), violations
     assert any("prod/admin: the service would not start" in v for v in violations), violations
 
 

@@ -261,11 +261,11 @@ def test_flag_document_without_hash_is_reported(repo_copy: Path) -> None:
 # --- what each service receives --------------------------------------------------------------
 
 
-def test_admin_token_under_the_old_env_name_is_reported(repo_copy: Path) -> None:
-    # The admin code reads CHARTER_ADMIN_TOKEN; ADMIN_OPERATOR_TOKEN is read by nothing.
-    old = '      CHARTER_ADMIN_TOKEN = "admin-operator-token"\n'
-    new = '      ADMIN_OPERATOR_TOKEN = "admin-operator-token"\n'
-    assert_detects(check_service_env, repo_copy, RUN, old, new, "ADMIN_OPERATOR_TOKEN")
+def test_a_secret_under_another_env_name_is_reported(repo_copy: Path) -> None:
+    # The ingress reads LINE_CHANNEL_SECRET; LINE_SECRET is read by nothing.
+    old = '      LINE_CHANNEL_SECRET    = "line-channel-secret"\n'
+    new = '      LINE_SECRET            = "line-channel-secret"\n'
+    assert_detects(check_service_env, repo_copy, RUN, old, new, "LINE_SECRET")
 
 
 def test_secret_env_name_derived_from_the_secret_id_is_reported(repo_copy: Path) -> None:

@@ -298,29 +298,29 @@ async function memoryWrite(path, payload, done) {
   } catch (e) { say(`refused: ${e.message}`, true); }
 }
 
+// every write is the operator's: the person its credential names (shown in the header)
 function addMemory() {
-  const org = $("memory-org").value.trim(), by = $("memory-by").value.trim();
-  if (!org || !by) { say("an organisation and the person adding (by) are required", true); return; }
-  memoryWrite("/api/memory", { org, by, kind: $("memory-kind").value, title: $("memory-title").value.trim(),
+  const org = $("memory-org").value.trim();
+  if (!org) { say("an organisation is required", true); return; }
+  memoryWrite("/api/memory", { org, kind: $("memory-kind").value, title: $("memory-title").value.trim(),
     min_level: Number($("memory-min-level").value) || 1, text: $("memory-text").value }, "added");
 }
 
 function deleteMemory(id) {
-  const org = $("memory-org").value.trim(), by = $("memory-by").value.trim();
-  if (!org || !by) { say("an organisation and the person deleting (by) are required", true); return; }
-  memoryWrite("/api/memory/delete", { org, id, by }, `deleted ${id}`);
+  const org = $("memory-org").value.trim();
+  if (!org) { say("an organisation is required", true); return; }
+  memoryWrite("/api/memory/delete", { org, id }, `deleted ${id}`);
 }
 
 // ---------------------------------------------------------------- controls
 
 async function control(action) {
-  const author = $("control-author").value.trim();
   const reason = $("control-reason").value.trim();
-  if (!author || !reason) { say("an operator name and a reason are required", true); return; }
+  if (!reason) { say("a reason is required", true); return; }
   try {
     const r = await api(`/api/controls/${action}`, {
       method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ author, reason, ttl_hours: Number($("control-ttl").value) || 0 }),
+      body: JSON.stringify({ reason, ttl_hours: Number($("control-ttl").value) || 0 }),
     });
     $("control-result").textContent = `${action}: ${r.changed ? "done" : "no change"} — now ${r.effective}`;
     $("control-result").setAttribute("data-effective", r.effective);
@@ -333,13 +333,12 @@ async function control(action) {
 }
 
 async function autoOff() {
-  const author = $("control-author").value.trim();
   const org = $("auto-off-org").value.trim();
-  if (!author || !org) { say("an operator name and an organisation are required", true); return; }
+  if (!org) { say("an organisation is required", true); return; }
   try {
     const r = await api("/api/approvals/auto_off", {
       method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ org, user: $("auto-off-user").value.trim(), author }),
+      body: JSON.stringify({ org, user: $("auto-off-user").value.trim() }),
     });
     $("auto-off-result").textContent = `auto-approve off in ${org} at ${fmt.time(r.off.off_at)}`;
     say("auto-approve off");
@@ -360,12 +359,18 @@ async function refresh() {
   document.body.setAttribute("data-loaded", "1");
 }
 
+// who the credential makes the operator: every write is that person's
+async function loadSession() {
+  const s = await api("/api/session");
+  $("env-badge").textContent = s.env;
+  const op = s.operator;
+  $("operator-badge").textContent = op ? `${op.person} · ${op.org}${op.platform ? " · platform" : ""}` : "no operator";
+  $("operator-badge").setAttribute("data-person", op ? op.person : "");
+  state.tz = s.timezone || state.tz;
+}
+
 async function start() {
-  try {
-    const s = await api("/api/session");
-    $("env-badge").textContent = s.locked ? `${s.env} · LOCKED` : s.env;
-    state.tz = s.timezone || state.tz;
-  } catch (e) { say(e.message, true); }
+  try { await loadSession(); } catch (e) { say(e.message, true); }
   $("tz-badge").textContent = `times in ${state.tz}`;
   show(location.hash.slice(1));
   window.addEventListener("hashchange", () => { show(location.hash.slice(1)); loadView(); });
@@ -374,7 +379,8 @@ async function start() {
     ev.preventDefault();
     state.token = $("admin-token").value.trim();
     sessionStorage.setItem("charterAdminToken", state.token);
-    say("token set");
+    say("credential set");
+    loadSession().catch((e) => say(e.message, true));
     refresh();
   });
   $("turn-filters").addEventListener("submit", (ev) => { ev.preventDefault(); loadTurns().catch((e) => say(e.message, true)); });

@@ -17,11 +17,9 @@ async function loadJobs() {
 }
 
 async function cancelJob(id, org) {
-  const by = $("jobs-by").value.trim();
-  if (!by) { say("the person cancelling (by) is required", true); return; }
-  try {
+  try {  // cancelled by the operator's own person
     await api(`/api/jobs/${encodeURIComponent(id)}/cancel`, {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ org, by }) });
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ org }) });
     say(`cancelled ${id}`);
     await loadJobs();
   } catch (e) { say(`refused: ${e.message}`, true); }
@@ -45,9 +43,9 @@ async function loadFt() {
 }
 
 async function reviewFt(action, id) {
-  const org = $("ft-org").value.trim(), by = $("ft-by").value.trim();
-  if (!org || !by) { say("an organisation and the reviewer (by, level 6) are required", true); return; }
-  const payload = { org, id, by };
+  const org = $("ft-org").value.trim();  // the reviewer is the operator's person (level 6)
+  if (!org) { say("an organisation is required", true); return; }
+  const payload = { org, id };
   if (action === "edit") payload.reply = $("ft-text").value.trim();
   if (action === "reject") payload.reason = $("ft-text").value.trim();
   if (action !== "accept" && !$("ft-text").value.trim()) {

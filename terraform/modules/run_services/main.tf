@@ -169,13 +169,15 @@ locals {
     admin = {
       THREADS          = tostring(local.sizing.admin.concurrency)
       CHARTER_EMBEDDER = "vertex"
+      # /tasks/* checks the scheduler's OIDC identity in the app too (shared_lib.admin.identity)
+      CHARTER_SCHEDULER_SA = var.scheduler_email
     }
   }
 
   # Env var name => Secret Manager secret id, per target. The names are the ones the product
-  # reads (shared_lib.channels.secrets, shared_lib.admin.auth, shared_lib.brain.vault,
-  # shared_lib.tools.task_backend, shared_lib.runtime); ids are kept where a secret already holds
-  # a value (admin-operator-token is read as CHARTER_ADMIN_TOKEN). brain_shadow runs the candidate
+  # reads (shared_lib.channels.secrets, shared_lib.brain.vault, shared_lib.tools.task_backend,
+  # shared_lib.runtime). No operator token: operators act by identity (shared_lib.admin.identity:
+  # their credentials live hashed in Firestore, or their Google identity). brain_shadow runs the candidate
   # arm, which calls the same LLM and masks into the same vault as brain. ingress and context hold
   # the vault key for the debounce buffer's texts (shared_lib.state.debounce).
   service_secrets = {
@@ -224,9 +226,7 @@ locals {
       ANTHROPIC_API_KEY = "anthropic-api-key"
     }
     admin = {
-      CHARTER_ADMIN_TOKEN = "admin-operator-token"
-      CHATWORK_API_TOKEN  = "chatwork-api-token"
-
+      CHATWORK_API_TOKEN           = "chatwork-api-token"
       CHARTER_ALERT_WEBHOOK_SECRET = "alert-webhook-secret"
     }
   }

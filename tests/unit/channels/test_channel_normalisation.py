@@ -45,7 +45,15 @@ def only_message(channel: str, payload: dict[str, Any], config: IngressConfig = 
     }[channel]()
     signed["Content-Type"] = "application/json"
     outcome = handle_webhook(
-        channel, "POST", signed | (headers or {}), {}, body, secrets=LOCAL, config=config, now=NOW
+        channel,
+        "POST",
+        signed | (headers or {}),
+        {},
+        body,
+        secrets=LOCAL,
+        config=config,
+        now=NOW,
+        resolve=lambda _host, _port: ["93.184.216.34"],  # a public address; no DNS in unit tests
     )
     assert outcome.status == 200, outcome.body
     assert len(outcome.messages) == 1, outcome.ignored

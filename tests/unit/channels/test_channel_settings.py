@@ -17,16 +17,41 @@ WEBHOOK_VARIABLES = [
 ]
 
 
-@pytest.mark.parametrize("environment", [None, "", "local", "test", "demo", "LOCAL"])
+@pytest.mark.parametrize("environment", ["local", "test", "demo", "LOCAL", " Demo "])
 def test_local_environments_fall_back_to_documented_defaults(environment):
-    # GIVEN a laptop, test or demo environment without any secret set
-    env = {} if environment is None else {"CHARTER_ENV": environment}
-    secrets = ChannelSecrets.from_env(env)
+    # GIVEN a laptop, test or demo environment that says so, without any secret set
+    secrets = ChannelSecrets.from_env({"CHARTER_ENV": environment})
     # THEN every channel has its documented local default
     assert secrets.is_local
     assert secrets.webhook_secrets("slack") == (DEFAULT_LOCAL_SECRETS["SLACK_SIGNING_SECRET"],)
     assert secrets.webhook_secrets("chatwork") == (DEFAULT_LOCAL_SECRETS["CHATWORK_WEBHOOK_TOKEN"],)
     assert secrets.slack_bot_token == DEFAULT_LOCAL_SECRETS["SLACK_BOT_TOKEN"]
+
+
+@pytest.mark.parametrize("environ", [{}, {"CHARTER_ENV": ""}])
+def test_an_unset_environment_takes_no_published_default(environ):
+    # GIVEN no CHARTER_ENV at all (a service someone forgot to configure), no secret set
+    secrets = ChannelSecrets.from_env(environ)
+    # THEN it is not a laptop: no channel has a secret, no shared HTTP secret acts for any org
+    assert not secrets.is_local
+    assert all(secrets.webhook_secrets(c) == () for c in ("chatwork", "line", "slack", "http"))
+    assert dict(secrets.http_tenants) == {} and secrets.slack_bot_token is None
+
+
+def test_the_published_defaults_are_dropped_when_the_environment_is_unset():
+    # GIVEN no CHARTER_ENV and the published local defaults set by hand (a copied .env)
+    env = {name: DEFAULT_LOCAL_SECRETS[name] for name in [*WEBHOOK_VARIABLES, "HTTP_WEBHOOK_TENANTS"]}
+    secrets = ChannelSecrets.from_env(env)
+    # THEN none of them verifies anything
+    assert all(secrets.webhook_secrets(c) == () for c in ("chatwork", "line", "slack", "http"))
+    assert dict(secrets.http_tenants) == {}
+
+
+@pytest.mark.parametrize("environment", ["local", "test", "demo"])
+def test_under_cloud_run_a_local_environment_refuses_instead_of_taking_defaults(environment):
+    # GIVEN a process Cloud Run serves (K_SERVICE) that says it is local
+    with pytest.raises(ConfigError, match="refusing to start"):
+        ChannelSecrets.from_env({"CHARTER_ENV": environment, "K_SERVICE": "charter-ingress"})
 
 
 @pytest.mark.parametrize("environment", ["production", "staging", "lokal"])

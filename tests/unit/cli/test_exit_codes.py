@@ -310,6 +310,22 @@ COMMANDS: dict[str, Row] = {
         bad=["skills", "propose", "--org", "demo", "--file", "{bad}", *S],
         why="ok writes into the demo's store: tests/unit/skills/test_skills_cli.py proposes into its own",
     ),
+    "operators add": Row(
+        no_store=["operators", "add", "--org", "demo", "--person", "u-kazu"],
+        bad=["operators", "add", "--org", "demo", "--person", "u-nobody", *S],
+        ok=["operators", "add", "--org", "demo", "--person", "u-kazu", *S],
+    ),
+    "operators iam": Row(
+        no_store=["operators", "iam", "--org", "demo", "--person", "u-kazu", "--email", "kazu@example.com"],
+        bad=["operators", "iam", "--org", "demo", "--person", "u-kazu", "--email", "kazu", *S],
+        ok=["operators", "iam", "--org", "demo", "--person", "u-kazu", "--email", "Kazu@Example.com", *S],
+    ),
+    "operators list": Row(no_store=["operators", "list"], ok=["operators", "list", "--org", "demo", *S]),
+    "operators revoke": Row(
+        no_store=["operators", "revoke", "0123456789ab"],
+        bad=["operators", "revoke", "0123", *S],
+        finding=["operators", "revoke", "0123456789ab", *S],
+    ),
     "jobs list": Row(
         no_store=["jobs", "list"], bad=["jobs", "list", "--status", "done", *S], ok=["jobs", "list", *S]
     ),
@@ -457,3 +473,33 @@ def test_an_unexpected_exception_is_one_line_naming_its_log(
     log = Path(err.split("the traceback is in ")[1].rstrip(")\n"))
     assert log.is_relative_to(no_store_home / "home" / "logs")
     assert "Traceback" in log.read_text(encoding="utf-8") and "surprise" in log.read_text(encoding="utf-8")
+
+
+def _org_rows() -> list[tuple[str, list[str]]]:
+    """Every command whose row passes ``--org``, with the first such argv of its row."""
+    out = []
+    for command, row in sorted(COMMANDS.items()):
+        argv = next((a for a in (row.ok, row.finding, row.bad, row.no_store) if a and "--org" in a), None)
+        if argv is not None:
+            out.append((command, argv))
+    return out
+
+
+@pytest.mark.parametrize("bad_org", ["demo/", "demo org", "ｄｅｍｏ", "../orgs", "営業部", "a" * 129])
+@pytest.mark.parametrize(("command", "argv"), _org_rows(), ids=[c for c, _ in _org_rows()])
+def test_an_org_that_is_not_an_id_is_2_with_one_line(
+    command: str,
+    argv: list[str],
+    bad_org: str,
+    demo_store: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+):
+    # GIVEN a command's argv over the demo's store WHEN its --org is not an organisation id
+    words = _argv(argv, tmp_path, demo_store)
+    words[words.index("--org") + 1] = bad_org
+    # THEN it exits 2 with one line naming --org, and no traceback
+    assert _exit(words) == 2
+    err = capsys.readouterr().err
+    _assert_one_error_line(err)
+    assert "--org" in err

@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "loop"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+from admin_fakes import as_, client
 from loop_fakes import ORG, Chain, Clock, store_job, text
-from test_ops_admin import auth, client
 
 from shared_lib.cli import jobs as jobs_cli
 from shared_lib.cli import main
@@ -70,8 +70,8 @@ def test_the_sweep_republishes_a_lost_job_and_times_out_a_stalled_one_each_once(
     clock: Clock = chain.rt.clock  # type: ignore[assignment]
     clock.now = NOW + timedelta(seconds=agent_jobs.load_limits().alive_timeout_seconds)
     # WHEN the minute's task runs twice
-    first = client(chain.rt).post("/tasks/jobs/watchdog", headers=auth()).get_json()["result"]
-    second = client(chain.rt).post("/tasks/jobs/watchdog", headers=auth()).get_json()["result"]
+    first = client(chain.rt).post("/tasks/jobs/watchdog").get_json()["result"]
+    second = client(chain.rt).post("/tasks/jobs/watchdog").get_json()["result"]
     # THEN the lost one ran (its turn, the same id) and reported; the stalled one timed out, told once
     nothing_due = {"reports_due": 0, "reported": 0, "reports_given_up": 0}
     assert first == {"seen": 2, "republished": 1, "timed_out": 1} | nothing_due
@@ -91,19 +91,37 @@ def test_the_sweep_republishes_a_lost_job_and_times_out_a_stalled_one_each_once(
     )
 
 
-def test_the_dashboard_lists_and_cancels_with_the_operator_token(chain: Chain) -> None:
+def test_the_dashboard_lists_and_cancels_as_the_operators_own_person(chain: Chain) -> None:
     queued(chain)
     web = client(chain.rt)
-    assert web.post("/api/jobs/job-a/cancel", json={"org": ORG, "by": "ops"}).status_code == 401
-    listed = web.get("/api/jobs", query_string={"org": ORG}, headers=auth()).get_json()
+    auth = as_(chain.rt, "u-ops", ORG)
+    assert web.post("/api/jobs/job-a/cancel", json={"org": ORG}).status_code == 401
+    listed = web.get("/api/jobs", query_string={"org": ORG}, headers=auth).get_json()
     assert [j["job_id"] for j in listed["jobs"]] == ["job-a"]
-    done = web.post("/api/jobs/job-a/cancel", json={"org": ORG, "by": "ops"}, headers=auth())
+    done = web.post("/api/jobs/job-a/cancel", json={"org": ORG}, headers=auth)
     assert done.status_code == 200 and done.get_json()["job"]["status"] == "cancelled"
-    again = web.post("/api/jobs/job-a/cancel", json={"org": ORG, "by": "ops"}, headers=auth())
+    assert agent_jobs.get(chain.rt.store, ORG, "job-a")["cancelled_by"] == "u-ops"
+    again = web.post("/api/jobs/job-a/cancel", json={"org": ORG, "by": "u-ops"}, headers=auth)
     assert again.status_code == 409
-    assert (
-        web.post("/api/jobs/job-x/cancel", json={"org": ORG, "by": "ops"}, headers=auth()).status_code == 404
-    )
+    assert web.post("/api/jobs/job-x/cancel", json={"org": ORG}, headers=auth).status_code == 404
+
+
+@pytest.mark.parametrize("named", ["", "u-ceo", "u-ops"])
+def test_another_organisations_credential_cancels_nothing_whoever_the_body_names(
+    chain: Chain, named: str
+) -> None:
+    # GIVEN a live job of ORG and an operator credential of another organisation (even a platform one)
+    queued(chain)
+    web = client(chain.rt, local=False)
+    other = as_(chain.rt, "u-ops", "globex", platform=True)
+    # WHEN it cancels ORG's job, in the name of anyone
+    r = web.post("/api/jobs/job-a/cancel", json={"org": ORG, "by": named}, headers=other)
+    # THEN 403, and the job is untouched
+    assert r.status_code == 403 and r.get_json()["error"] == "other_organisation"
+    assert agent_jobs.get(chain.rt.store, ORG, "job-a")["status"] == "queued"
+    # AND it cannot read ORG's jobs either, unless it is a platform operator
+    mine = as_(chain.rt, "u-ops", "globex")
+    assert web.get("/api/jobs", query_string={"org": ORG}, headers=mine).status_code == 403
 
 
 def test_turns_show_of_a_jobs_turn_shows_its_job(

@@ -21,6 +21,7 @@ from shared_lib.state import agent_jobs
 TASK = "営業チームの期限切れタスクを集めて要約して"
 DELEGATE = tool_call("delegate_task", {"task": TASK})
 CALLBACK = "https://client.example/cb?token=s3cret-callback-token"
+CALLBACK_ADDRESS = "93.184.216.34"  # a public address: the mock transport answers, nothing leaves
 DEFAULT_URL = "https://default.example/replies"
 REPORT = "お願いされていた「"
 NOW = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)
@@ -33,7 +34,11 @@ class Provider:
         self.requests: list[tuple[str, dict[str, Any]]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append((str(request.url), json.loads(request.content)))
+        url = request.url
+        if url.host == CALLBACK_ADDRESS:  # a callback is posted to its checked address, named by Host
+            assert request.extensions.get("sni_hostname") == request.headers["host"]
+            url = url.copy_with(host=request.headers["host"])
+        self.requests.append((str(url), json.loads(request.content)))
         return httpx.Response(200, json={"ok": True, "ts": "1700.9"})
 
     def texts_to(self, url: str) -> list[str]:
@@ -46,6 +51,7 @@ def real_channels(chain: Chain) -> Provider:
         {"CHARTER_ENV": "test", "CHARTER_HTTP_REPLY_URL": DEFAULT_URL, "SLACK_BOT_TOKEN": "xoxb-test"},
         client=httpx.Client(transport=httpx.MockTransport(provider)),
         sleep=lambda _s: None,
+        resolve=lambda host, _port: [CALLBACK_ADDRESS] if host == "client.example" else [],
     )
     return provider
 

@@ -1,29 +1,26 @@
 """The dashboard's fine-tuning review (shared_lib/admin/ft_api.py): list, show, accept, edit and
-reject with the operator token AND a named reviewer of level 6."""
+reject by an operator whose identity names a reviewer of level 6."""
 
 from __future__ import annotations
 
+from admin_fakes import as_
+from admin_fakes import client as admin_client
 from ops_fakes import make_runtime
 
-from shared_lib.admin.app import create_app
-from shared_lib.admin.auth import TokenPolicy
 from shared_lib.finetune.staging import candidate_path
 from tests.unit.finetune import ft_fakes
-
-TOKEN = "operator-token-0123456789"
-AUTH = {"X-Charter-Admin-Token": TOKEN}
 
 
 def client():  # type: ignore[no-untyped-def]
     rt = make_runtime()
-    app = create_app(rt, policy=TokenPolicy.from_env("test", {"CHARTER_ADMIN_TOKEN": TOKEN}))
     for cid in ("t1", "t2", "t3"):
         ft_fakes.plant(rt.store, cid, status="pending")  # type: ignore[arg-type]
-    return rt, app.test_client()
+    return rt, admin_client(rt)
 
 
 def test_the_ceo_reviews_candidates_from_the_dashboard():
     rt, c = client()
+    AUTH = as_(rt, "u-kazu", ft_fakes.ORG)
     listed = c.get(f"/api/ft?org={ft_fakes.ORG}&status=pending", headers=AUTH).get_json()["candidates"]
     assert {x["id"] for x in listed} == {"t1", "t2", "t3"}
     assert c.get(f"/api/ft/t1?org={ft_fakes.ORG}", headers=AUTH).get_json()["candidate"]["id"] == "t1"
@@ -42,12 +39,16 @@ def test_the_ceo_reviews_candidates_from_the_dashboard():
     assert statuses == {"t1": "accepted", "t2": "edited", "t3": "rejected"}
 
 
-def test_reviews_need_the_token_a_named_person_and_the_level():
+def test_reviews_need_an_operator_whose_person_has_the_level():
     rt, c = client()
     rt.store.set(f"orgs/{ft_fakes.ORG}/users/u-staff", {"name": "社員", "level": 2})
+    rt.store.set(f"orgs/{ft_fakes.ORG}/users/u-kazu", {"name": "カズ", "level": 6})
+    AUTH = as_(rt, "u-staff", ft_fakes.ORG)
     body = {"org": ft_fakes.ORG, "id": "t1", "by": "u-staff"}
-    assert c.post("/api/ft/accept", json=body).status_code in (401, 403)
-    assert c.post("/api/ft/accept", json={**body, "by": ""}, headers=AUTH).status_code == 400
+    assert c.post("/api/ft/accept", json=body).status_code == 401
+    # the staff member's credential naming the CEO in the body does not make it the CEO's review
+    named = c.post("/api/ft/accept", json={**body, "by": "u-kazu"}, headers=AUTH)
+    assert named.status_code == 403 and named.get_json()["error"] == "not_the_operator"
     refused = c.post("/api/ft/accept", json=body, headers=AUTH)
     assert refused.status_code == 403 and refused.get_json()["error"] == "level"
     # a name that is no person of the organisation's directory (the bare operator) is refused too

@@ -1,27 +1,24 @@
-"""The dashboard's memory view (shared_lib/admin/memory_api.py): list, add and delete with the
-operator token AND a named person's level (seed 000), search as a person reads. The runtime
-has the tests' n-gram embedder (tests/unit/memory/memory_fakes.py)."""
+"""The dashboard's memory view (shared_lib/admin/memory_api.py): list, add and delete by an
+operator's identity, the person it names held to its level (seed 000), search as a person
+reads. The runtime has the tests' n-gram embedder (tests/unit/memory/memory_fakes.py)."""
 
 from __future__ import annotations
 
+from admin_fakes import as_
+from admin_fakes import client as admin_client
 from ops_fakes import ORG, make_runtime
 
-from shared_lib.admin.app import create_app
-from shared_lib.admin.auth import TokenPolicy
 from tests.unit.memory.memory_fakes import NgramEmbedder
-
-TOKEN = "operator-token-0123456789"
-AUTH = {"X-Charter-Admin-Token": TOKEN}
 
 
 def client():
     rt = make_runtime(embedder=NgramEmbedder())
-    app = create_app(rt, policy=TokenPolicy.from_env("test", {"CHARTER_ADMIN_TOKEN": TOKEN}))
-    return rt, app.test_client()
+    return rt, admin_client(rt)
 
 
 def test_the_ceo_adds_a_teaching_found_by_search_and_listed_then_deleted():
-    _, c = client()
+    rt, c = client()
+    AUTH = as_(rt, "u-kazu", ORG)
     added = c.post(
         "/api/memory",
         json={"org": ORG, "kind": "teaching", "text": "約束の時間を守る。", "by": "u-kazu"},
@@ -39,7 +36,8 @@ def test_the_ceo_adds_a_teaching_found_by_search_and_listed_then_deleted():
 
 
 def test_a_person_below_the_level_is_refused_and_nothing_is_written():
-    _, c = client()
+    rt, c = client()
+    AUTH = as_(rt, "u-suzuki", ORG)
     r = c.post(
         "/api/memory", json={"org": ORG, "kind": "value", "text": "誠実。", "by": "u-suzuki"}, headers=AUTH
     )
@@ -47,11 +45,18 @@ def test_a_person_below_the_level_is_refused_and_nothing_is_written():
     assert c.get(f"/api/memory?org={ORG}", headers=AUTH).get_json()["items"] == []
 
 
-def test_writes_need_the_token_and_a_named_person():
-    _, c = client()
+def test_writes_need_an_operator_and_are_that_persons():
+    rt, c = client()
+    AUTH = as_(rt, "u-yamada", ORG)
     body = {"org": ORG, "kind": "knowledge", "text": "手順。", "by": "u-yamada"}
-    assert c.post("/api/memory", json=body).status_code in (401, 403)
-    assert c.post("/api/memory", json={**body, "by": ""}, headers=AUTH).status_code == 400
+    assert c.post("/api/memory", json=body).status_code == 401
+    # a body naming someone else (the CEO) is refused: the operator is u-yamada
+    named = c.post("/api/memory", json={**body, "by": "u-kazu"}, headers=AUTH)
+    assert named.status_code == 403 and named.get_json()["error"] == "not_the_operator"
+    assert c.get(f"/api/memory?org={ORG}", headers=AUTH).get_json()["items"] == []
+    # without a by the operator's own person writes
+    added = c.post("/api/memory", json={**body, "by": ""}, headers=AUTH)
+    assert added.status_code == 201 and added.get_json()["item"]["created_by"] == "u-yamada"
     assert c.post("/api/memory", json={**body, "kind": "diary"}, headers=AUTH).status_code == 400
     assert (
         c.post(

@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from admin_fakes import as_
+from admin_fakes import client as admin_client
 
-from shared_lib.admin.app import create_app
-from shared_lib.admin.auth import TokenPolicy
 from shared_lib.cli import build_parser, main
 from shared_lib.state import auto_approve
 from tests.unit.policy.policy_fakes import ORG, Pipeline, pipeline, tool_call
 from tests.unit.state.test_state_auto_approve import grant
 
 ASK = "田中さんに明日は休みとアナウンスして"
-TOKEN = "t" * 32
 
 
 @pytest.fixture
@@ -129,19 +128,21 @@ def test_without_a_store_every_approvals_command_exits_2(capsys, tmp_path, monke
 
 def test_the_dashboards_auto_off_ends_every_grant_and_keeps_its_auth(pipe):
     grant(pipe)
-    app = create_app(pipe.rt, policy=TokenPolicy.of("test", TOKEN))
-    c = app.test_client()
+    c = admin_client(pipe.rt)
+    auth = as_(pipe.rt, "kazu", ORG)
     body = {"org": ORG, "author": "kazu"}
-    # without the operator token nothing changes
+    # without an operator nothing changes; nor with another organisation's operator
     assert c.post("/api/approvals/auto_off", json=body).status_code == 401
+    assert (
+        c.post("/api/approvals/auto_off", json=body, headers=as_(pipe.rt, "kazu", "globex")).status_code
+        == 403
+    )
+    # nor with a body naming someone the operator is not
+    named = c.post("/api/approvals/auto_off", json={**body, "author": "u-ceo"}, headers=auth)
+    assert named.status_code == 403
     assert len(auto_approve.live_grants(pipe.rt.store, ORG, pipe.clock())) == 1
-    assert c.post("/api/approvals/auto_off", json={"org": ORG}, headers=_auth()).status_code == 400
-    # with it, every grant of the organisation ends at once
-    r = c.post("/api/approvals/auto_off", json=body, headers=_auth())
+    # with it, every grant of the organisation ends at once, by the operator's person
+    r = c.post("/api/approvals/auto_off", json={"org": ORG}, headers=auth)
     assert r.status_code == 200 and r.get_json()["off"]["by"] == "kazu"
     assert auto_approve.live_grants(pipe.rt.store, ORG, pipe.clock()) == []
     assert "確認させてほしい" in pipe.say(ASK)
-
-
-def _auth() -> dict[str, str]:
-    return {"X-Charter-Admin-Token": TOKEN}

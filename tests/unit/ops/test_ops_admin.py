@@ -1,4 +1,4 @@
-"""The admin service: dashboard files, JSON API, operator token, emergency controls, tasks."""
+"""The admin service: dashboard files, JSON API, operator identity, emergency controls, tasks."""
 
 from __future__ import annotations
 
@@ -6,27 +6,27 @@ import re
 from pathlib import Path
 
 import pytest
+from admin_fakes import SCHEDULER, FakeVerifier, as_, credential
+from admin_fakes import client as admin_client
 from ops_fakes import ORG, TASK_CREATE, make_runtime, replies, send
 from werkzeug.test import EnvironBuilder
 
 from shared_lib.admin.app import STATIC_DIR, create_app, dispatch
-from shared_lib.admin.auth import TokenPolicy
 from shared_lib.admin.charts import line_chart
 from shared_lib.flags import OVERRIDE_DOC
 from shared_lib.ops import queries
 
-TOKEN = "operator-token-0123456789"
-STOP = {"author": "kazu", "reason": "incident drill", "ttl_hours": 1}
+STOP = {"reason": "incident drill", "ttl_hours": 1}
+ID_TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJlbWFpbCI6Im9wcyJ9.c2ln"  # a JWT's shape; the fake verifies it
 
 
-def client(rt, env: str = "test", token: str | None = TOKEN):
-    return create_app(
-        rt, policy=TokenPolicy.from_env(env, {"CHARTER_ADMIN_TOKEN": token} if token else {})
-    ).test_client()
+def client(rt, *, local: bool = True, verifier: FakeVerifier | None = None):
+    return admin_client(rt, local=local, verifier=verifier)
 
 
-def auth(token: str = TOKEN) -> dict[str, str]:
-    return {"X-Charter-Admin-Token": token}
+def auth(rt, person: str = "u-kazu", *, platform: bool = True) -> dict[str, str]:
+    """A platform operator credential of the demo's CEO (the stack's own, as `charter local up`)."""
+    return as_(rt, person, ORG, platform=platform)
 
 
 # --------------------------------------------------------------------------- page and files
@@ -115,25 +115,49 @@ def test_replay_shadow_flags_alerts_and_llm_calls_answer(rt, demo_turns):
 # --------------------------------------------------------------------------- the operator token
 
 
+def _headers(rt, who: str, verifier: FakeVerifier) -> dict[str, str]:
+    if who == "platform":
+        return auth(rt)
+    if who == "org":
+        return auth(rt, platform=False)
+    if who == "bearer":
+        return {"Authorization": f"Bearer {credential(rt, 'u-kazu', ORG, platform=True)}"}
+    if who == "wrong":
+        return {"X-Charter-Admin-Token": "cho_not-a-credential-anyone-made"}
+    if who in ("iam", "iam-unmapped", "iam-bad"):
+        verifier.emails[ID_TOKEN] = "ops@acme.example" if who != "iam-unmapped" else "stranger@acme.example"
+        if who == "iam-bad":
+            verifier.emails.clear()
+        return {"Authorization": f"Bearer {ID_TOKEN}"}
+    return {}
+
+
 @pytest.mark.parametrize(
-    ("env", "token", "method", "headers", "status"),
+    ("local", "who", "method", "status"),
     [
-        ("test", None, "GET", {}, 200),
-        ("test", None, "POST", {}, 200),
-        ("test", TOKEN, "GET", {}, 200),
-        ("test", TOKEN, "POST", {}, 401),
-        ("test", TOKEN, "POST", auth("wrong-token-0123456789"), 401),
-        ("test", TOKEN, "POST", auth(), 200),
-        ("prod", None, "GET", auth(), 403),
-        ("prod", None, "POST", auth(), 403),
-        ("prod", "short", "POST", auth("short"), 403),
-        ("prod", TOKEN, "GET", {}, 401),
-        ("prod", TOKEN, "GET", auth(), 200),
-        ("prod", TOKEN, "POST", {"Authorization": f"Bearer {TOKEN}"}, 200),
+        (True, "nobody", "GET", 200),  # an explicit local stack's dashboard reads without identity
+        (True, "nobody", "POST", 401),
+        (True, "wrong", "POST", 401),
+        (True, "platform", "POST", 200),
+        (False, "nobody", "GET", 401),  # the cloud: nothing without an identity
+        (False, "nobody", "POST", 401),
+        (False, "wrong", "GET", 401),
+        (False, "platform", "GET", 200),
+        (False, "bearer", "POST", 200),
+        (False, "org", "GET", 200),
+        (False, "org", "POST", 403),  # stop/pause/resume touch every organisation
+        (False, "iam", "POST", 200),
+        (False, "iam-unmapped", "GET", 403),
+        (False, "iam-bad", "GET", 401),
     ],
 )
-def test_who_may_read_and_who_may_press_the_buttons(env, token, method, headers, status):
-    c = client(make_runtime(), env=env, token=token)
+def test_who_may_read_and_who_may_press_the_buttons(local, who, method, status):
+    rt, verifier = make_runtime(), FakeVerifier()
+    from shared_lib.admin.identity import add_identity
+
+    add_identity(rt.store, "Ops@Acme.example", ORG, "u-kazu", platform=True)
+    c = client(rt, local=local, verifier=verifier)
+    headers = _headers(rt, who, verifier)
     if method == "GET":
         r = c.get("/api/flags", headers=headers)
     else:
@@ -141,8 +165,13 @@ def test_who_may_read_and_who_may_press_the_buttons(env, token, method, headers,
     assert r.status_code == status, r.get_json()
 
 
-def test_a_locked_dashboard_says_so():
-    assert client(make_runtime(), env="prod", token=None).get("/api/session").get_json()["locked"] is True
+def test_the_session_names_the_operator_and_a_cloud_dashboard_needs_one():
+    rt = make_runtime()
+    c = client(rt, local=False)
+    assert c.get("/api/session").get_json()["operator"] is None
+    session = c.get("/api/session", headers=auth(rt)).get_json()
+    assert session["operator"] == {"org": ORG, "person": "u-kazu", "via": "credential", "platform": True}
+    assert session["reads_need_identity"] is True
 
 
 # --------------------------------------------------------------------------- emergency controls
@@ -151,11 +180,11 @@ def test_a_locked_dashboard_says_so():
 def test_stop_writes_an_audited_kill_switch_override_and_the_next_turn_gets_the_fixed_reply(rt, notifier):
     c = client(rt)
     # WHEN an operator presses stop
-    r = c.post("/api/controls/stop", json=STOP, headers=auth())
-    # THEN the override is on, audited, alerted
+    r = c.post("/api/controls/stop", json=STOP, headers=auth(rt))
+    # THEN the override is on, audited (by the credential's person), alerted
     assert r.status_code == 200 and r.get_json()["effective"] == "stopped"
     override = rt.store.get(OVERRIDE_DOC)
-    assert override["kill_switch"] is True and override["author"] == "kazu"
+    assert override["kill_switch"] is True and override["author"] == "u-kazu"
     assert [e["action"] for e in r.get_json()["audit"]][:1] == ["override_set"]
     assert [a.code for a in notifier.sent] == ["emergency.stop"]
     # AND the next message gets the kill-switch reply without the LLM
@@ -167,10 +196,10 @@ def test_stop_writes_an_audited_kill_switch_override_and_the_next_turn_gets_the_
 
 def test_pause_serves_the_legacy_brain_and_resume_restores_the_llm(rt):
     c = client(rt)
-    assert c.post("/api/controls/pause", json=STOP, headers=auth()).get_json()["effective"] == "paused"
+    assert c.post("/api/controls/pause", json=STOP, headers=auth(rt)).get_json()["effective"] == "paused"
     paused = queries.find_record(rt.store, send(rt, TASK_CREATE), org=ORG)
     assert paused is not None and paused.flags_arm == "legacy" and paused.flags_reason == "OVERRIDE"
-    r = c.post("/api/controls/resume", json=STOP, headers=auth()).get_json()
+    r = c.post("/api/controls/resume", json=STOP, headers=auth(rt)).get_json()
     assert r["effective"] == "running" and r["changed"] and rt.store.get(OVERRIDE_DOC) is None
     resumed = queries.find_record(rt.store, send(rt, TASK_CREATE), org=ORG)
     assert resumed is not None and resumed.arm == "llm"
@@ -179,13 +208,13 @@ def test_pause_serves_the_legacy_brain_and_resume_restores_the_llm(rt):
 @pytest.mark.parametrize(
     ("path", "body"),
     [
-        ("/api/controls/stop", {"author": "kazu"}),
+        ("/api/controls/stop", {"author": "u-kazu"}),
         ("/api/controls/explode", STOP),
         ("/api/controls/stop", ["not", "an", "object"]),
     ],
 )
-def test_a_control_needs_a_known_action_an_author_and_a_reason(rt, path, body):
-    r = client(rt).post(path, json=body, headers=auth())
+def test_a_control_needs_a_known_action_and_a_reason(rt, path, body):
+    r = client(rt).post(path, json=body, headers=auth(rt))
     assert r.status_code == 400 and rt.store.get(OVERRIDE_DOC) is None
 
 
@@ -203,6 +232,22 @@ def test_the_cost_check_stops_the_llm_over_the_hard_limit(rt, demo_turns, monkey
     rt.settings = rt.settings.model_copy(update={"daily_hard_limit_usd": 0.000001})
     result = client(rt).post("/tasks/cost-check").get_json()["result"]
     assert result["stopped"] is True and rt.store.get(OVERRIDE_DOC)["author"] == "cost-check"
+
+
+@pytest.mark.parametrize(
+    ("email", "status"),
+    [(SCHEDULER, 200), (SCHEDULER.upper(), 200), ("ops@acme.example", 403), (None, 401)],
+)
+def test_in_the_cloud_a_task_takes_the_schedulers_oidc_identity_only(rt, email, status):
+    # GIVEN the cloud's admin app and a scheduler account from the settings
+    verifier = FakeVerifier({ID_TOKEN: email} if email else {})
+    c = client(rt, local=False, verifier=verifier)
+    # WHEN a task is posted with an ID token of that identity
+    r = c.post("/tasks/heartbeat", headers={"Authorization": f"Bearer {ID_TOKEN}"})
+    # THEN only the scheduler's runs it; an operator's credential never does
+    assert r.status_code == status, r.get_json()
+    assert c.post("/tasks/jobs/watchdog", headers=auth(rt)).status_code == 401
+    assert verifier.audiences and verifier.audiences[0] == "https://charter-admin.example.run.app"
 
 
 def test_maintenance_runs_the_audit_and_the_threshold_check(rt, demo_turns):
