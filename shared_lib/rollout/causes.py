@@ -76,6 +76,9 @@ VERDICT_CAUSES: dict[str, Cause] = {
     "consistency.modified": "brain",
     "date.past": "user",
     "date.far_future": "user",
+    # what the person said cannot be read as a date, or is read in doubt: the person is asked
+    "date.unreadable": "user",
+    "date.ambiguous": "user",
     # 8 confirmation requested by the proposer or the registry
     "confirmation.requested": "brain",
     # authorization denials

@@ -85,5 +85,8 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # one query of its skills kept 2 s per process (config/skills.json), so about one a second
     # 71.5 since a confirmed action is staged with the request it answers: the mix's 「はい」 turn
     # that runs a confirmed action is now a fifth staged turn (4 RPCs / 8 turns), after the reply
+    # 71.9 since issue 34's replies and confirmations speak in full persona sentences: the mix's
+    # conversation passes compaction's 85 % level once more, three more summary calls in the
+    # background memory target each log their call (3 sets / 8 turns), after the reply
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 71.5, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 71.9, report["per_turn"]

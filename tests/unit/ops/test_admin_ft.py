@@ -51,8 +51,12 @@ def test_reviews_need_an_operator_whose_person_has_the_level():
     assert named.status_code == 403 and named.get_json()["error"] == "not_the_operator"
     refused = c.post("/api/ft/accept", json=body, headers=AUTH)
     assert refused.status_code == 403 and refused.get_json()["error"] == "level"
-    # a name that is no person of the organisation's directory (the bare operator) is refused too
-    stranger = c.post("/api/ft/accept", json={**body, "by": "operator"}, headers=AUTH)
+    # the bare operator in the body is not the credential's person either
+    bare = c.post("/api/ft/accept", json={**body, "by": "operator"}, headers=AUTH)
+    assert bare.status_code == 403 and bare.get_json()["error"] == "not_the_operator"
+    # a credential whose person is no longer in the organisation's directory reviews nothing
+    ghost = as_(rt, "u-left-the-company", ft_fakes.ORG)
+    stranger = c.post("/api/ft/accept", json={"org": ft_fakes.ORG, "id": "t1"}, headers=ghost)
     assert stranger.status_code == 403 and stranger.get_json()["error"] == "unknown_person"
     blank = c.post("/api/ft/accept", json={**body, "by": "\u3000"}, headers=AUTH)
     assert blank.status_code in (400, 403)

@@ -39,6 +39,8 @@ EXPECTED = {
     "consistency.unfixable": "brain",
     "consistency.modified": "brain",
     "date.past": "user",
+    "date.unreadable": "user",
+    "date.ambiguous": "user",
     "date.far_future": "user",
     "confirmation.requested": "brain",
     "level.insufficient": "user",
