@@ -28,6 +28,9 @@ class ToolResult(_Section):
     duration_ms: float = 0.0
     dry_run: bool = False
     replayed: bool = False
+    # the values the handler unsealed for the asker (``sealing``: a kept document they may read);
+    # the only values of a result a reply restores after the LLM phrased it with placeholders
+    revealed: list[str] = Field(default_factory=list)
 
 
 class Usage(_Section):

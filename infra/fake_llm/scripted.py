@@ -301,6 +301,22 @@ def _task_search(text: str) -> JSON:
     )
 
 
+def _recall(text: str) -> JSON:
+    """「〇〇の連絡先なんだっけ？」: what the person asked to keep, looked up in their memories."""
+    query = re.sub(
+        r"(?:って|は)?(?:なんだっけ|何だっけ|なんやったっけ|覚えてる|覚えている).*$", "", text.strip()
+    )
+    return _tool_call(
+        text,
+        tool="query_memory",
+        params={"query": query.strip(_TRIM) or text.strip()},
+        confidence=_confidence(0.85),
+        intent=f"「{_quote(query or text)}」について以前覚えておいてもらったことを思い出したいという依頼",
+        reason="以前に覚えておいてと頼まれた内容を尋ねているので、記憶を検索するツールを使うのが適切である",
+        alternatives=["save_memory は新しく覚えるツールなので今回の依頼には合わない"],
+    )
+
+
 _GREETINGS: dict[str, str] = {
     "おはよう": "おはようございますウル！今日も一日よろしくお願いしますウル！",
     "こんにちは": "こんにちはウル！何かお手伝いできることはあるウル？",
@@ -364,6 +380,9 @@ PROPOSAL_RULES: tuple[ProposalRule, ...] = (
     # delegated jobs (infra.fake_llm.jobs): a job's own first step, and a person's delegation
     ProposalRule("job_step", jobs.is_job_turn, jobs.job_step),
     ProposalRule("delegate_task", jobs.is_delegation, jobs.delegate),
+    ProposalRule(
+        "recall", _has(("なんだっけ", "何だっけ", "なんやったっけ", "覚えてる？", "覚えてる?")), _recall
+    ),
     ProposalRule("save_memory", _has(("覚えて", "記憶して")), _save_memory),
     ProposalRule("announce", _has(("全員",), ("アナウンス", "お知らせ", "周知")), _announce),
     ProposalRule("change_permission", _has(("権限",), ("変更",)), _change_permission),
@@ -397,6 +416,7 @@ _TOOL_OPENINGS: dict[str, str] = {
     "タスクの完了": "タスクを完了にしたウル！",
     "タスクの確認": "タスクを確認したウル！",
     "記憶の保存": "しっかり覚えたウル！",
+    "記憶の確認": "覚えていることを確かめたウル！",
     "アナウンスの送信": "アナウンスを送ったウル！",
     "権限の変更": "権限を変更したウル！",
     "全社員の一覧の確認": "社員の一覧を確認したウル！",

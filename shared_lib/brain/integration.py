@@ -31,7 +31,7 @@ from shared_lib.envelope import ToolResult, Turn
 from shared_lib.errors import CATALOGUE, BrainError, LLMError
 from shared_lib.persona import Persona
 from shared_lib.ports import LLMRequest
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.sanitizer import Sanitizer, unmask
 from shared_lib.tools.display import labels_text, shown_result
 from shared_lib.tools.registry import ToolRegistry
 
@@ -198,12 +198,20 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
     single = partial(_single_phrase, turn, rt)
     flags = None if turn.shadow else best_of_n.settings_for(turn, rt)
     if flags is None:
-        return single(request)
+        return _opened(single(request), vault, turn)
     question = f"{user}\n{json.dumps(results, ensure_ascii=False, default=str)}"
     text = best_of_n.phrase(
         turn, rt, request, question=question, results=all_results(turn), flags=flags, single=single
     )
-    return _clip(text)
+    return _opened(_clip(text), vault, turn)
+
+
+def _opened(text: str, vault: dict[str, str], turn: Turn) -> str:
+    """The phrased reply with the placeholders of values a handler unsealed for the asker (a
+    memory or a task they may read: ``ToolResult.revealed``) back in clear; the model saw only
+    the placeholders. Every other placeholder is left to ``Sanitizer.present``."""
+    revealed = {v for r in all_results(turn) for v in r.revealed}
+    return unmask(text, {ph: value for ph, value in vault.items() if value in revealed}) if revealed else text
 
 
 def _single_phrase(turn: Turn, rt: Runtime, request: LLMRequest) -> str:

@@ -14,6 +14,11 @@ What is a person's (found without a collection-group query, so on Firestore's de
 * the store backend's ``tasks`` they own: created by them or assigned to them (the
   directory's task account), as ``delete_task`` counts ownership.
 
+What they gave the assistant to keep is sealed in the kept document itself (``sealing``: a
+memory, its chunks, a task, an event episode carry their values encrypted in a ``sealed``
+field), so deleting the document deletes the sealed values with it: no key, map or copy of a
+value is kept anywhere else.
+
 Kept on purpose: the directory entry (``users``: the organisation's roster, not this
 assistant's data), announcements and permission changes (the organisation's record; their
 text is stored masked), and short-lived bookkeeping without personal text (claims, dedupe,

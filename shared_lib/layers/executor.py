@@ -28,6 +28,7 @@ from shared_lib.layers import job_turns
 from shared_lib.layers.authorizer import gate
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.sanitizer import Sanitizer
+from shared_lib.sealing import REVEALED
 from shared_lib.state import agent_jobs
 from shared_lib.tools import delivery
 from shared_lib.tools.execution import CallRequest, ToolExecutor
@@ -65,6 +66,7 @@ def executor_for(rt: Runtime) -> ToolExecutor:
         clock=rt.clock,
         retention=rt.settings.retention,
         embedder=rt.embedder,
+        cipher=rt.vault,
     )
 
 
@@ -106,7 +108,8 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                     job_id=turn.job.job_id if turn.job else "",
                 )
             )
-            result = outcome.result
+            result = dict(outcome.result)
+            revealed = [str(v) for v in result.pop(REVEALED, None) or []]
             if outcome.ok and not turn.shadow and "announcement_id" in result:
                 result = {**result, "delivery": _deliver(turn, rt, str(result["announcement_id"]), params)}
             tracing.tool_outcome(ok=outcome.ok, error_code=outcome.error_code, replayed=outcome.replayed)
@@ -127,6 +130,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                 call_index=index,
                 ok=outcome.ok,
                 result=result,
+                revealed=revealed,
                 error_code=outcome.error_code,
                 receipt_id=outcome.receipt_id,
                 replayed=outcome.replayed,

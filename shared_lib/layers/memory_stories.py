@@ -26,6 +26,7 @@ from shared_lib.memory.episodes import EpisodeOutcome, daily_digest, event_episo
 from shared_lib.memory.index import index_text, source_path
 from shared_lib.memory.tagging import run_tagging
 from shared_lib.memory.triggers import ToolFact, TurnFacts
+from shared_lib.sealing import unseal
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -43,7 +44,9 @@ def index_episode(rt: Runtime, org_id: str, out: EpisodeOutcome, *, user_id: str
     elif out.status == "exists" and out.episode_id:
         if rt.store.get(source_path(org_id, "episode", out.episode_id)) is not None:
             return  # indexed already
-        doc = get_episode(rt.store, org_id, out.episode_id) or {}
+        doc = unseal(get_episode(rt.store, org_id, out.episode_id) or {}, rt.vault)[
+            0
+        ]  # its chunks seal again
         story, tags = str(doc.get("story_text") or ""), list((doc.get("metadata") or {}).get("tags") or [])
     if not story:
         return
@@ -59,6 +62,7 @@ def index_episode(rt: Runtime, org_id: str, out: EpisodeOutcome, *, user_id: str
         user_id=user_id,
         tags=tags,
         expires_at=rt.clock() + rt.settings.retention(org_id),
+        cipher=rt.vault,
     )
 
 
@@ -135,6 +139,7 @@ def on_turn_episode(rt: Runtime, turn: Turn) -> EpisodeOutcome | None:
         rt.settings.fast_model,
         retention=rt.settings.retention(turn.org_id),
         config=cfg.story,
+        cipher=rt.vault,  # what the person said to keep is sealed in the story, not lost
     )
     index_episode(rt, turn.org_id, out, user_id=turn.user_id)
     return out

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from typing import Literal
 
+from cryptography.fernet import MultiFernet
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shared_lib.adapters.scoped import scoped
@@ -38,7 +39,8 @@ from shared_lib.memory.day_log import day_log
 from shared_lib.memory.triggers import TurnFacts, trigger_of
 from shared_lib.persona import Persona
 from shared_lib.ports import LLM, Doc, Store
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.sanitizer import Sanitizer, unmask
+from shared_lib.sealing import seal
 
 EpisodeType = Literal["daily_digest", "event_driven"]
 _NAMESPACE = uuid.UUID("6f1c2a9e-4b7d-5e30-9a21-0c8d3f5b7e14")  # episode ids: uuid5 under it
@@ -174,9 +176,11 @@ def _store(
     retention: timedelta,
     user_ids: list[str],
     extra: Doc,
+    cipher: MultiFernet | None = None,
 ) -> bool:
-    """Create the episode document (masked); ``False`` when it was there already."""
-    body = Sanitizer.default().mask_stored(episode.model_dump())
+    """Create the episode document (masked, its values sealed: ``sealing``); ``False`` when it
+    was there already."""
+    body = seal(episode.model_dump(), cipher)
     doc = {
         **body,
         **tagging.untagged_fields(),
@@ -227,10 +231,14 @@ def _tell(
     model: str,
     retention: timedelta,
     config: StoryConfig,
+    cipher: MultiFernet | None = None,
 ) -> EpisodeOutcome:
-    """Ask for the story, then store it once."""
+    """Ask for the story, then store it once. The model reads the prompt's values numbered
+    (``[PHONE_1]``), so the placeholders of its story are given back their values here and
+    sealed with the episode (``sealing``): what the person said to keep is not lost in it."""
+    prompt, vault = Sanitizer.default().mask(telling.prompt)
     try:
-        answer = _ask_story(llm, persona, config, telling.kind, model, telling.prompt)
+        answer = _ask_story(llm, persona, config, telling.kind, model, prompt)
     except LLMOutputError as exc:
         return _failed(telling.kind, telling.org_id, telling.eid, exc)
     episode = Episode(
@@ -238,7 +246,7 @@ def _tell(
         type=telling.kind,
         date=telling.at.date().isoformat(),
         time=telling.at.strftime("%H:%M:%S"),
-        story_text=answer.story_text,
+        story_text=unmask(answer.story_text, vault) if cipher is not None else answer.story_text,
         metadata=answer.metadata,
     )
     created = _store(
@@ -249,6 +257,7 @@ def _tell(
         retention=retention,
         user_ids=telling.user_ids,
         extra=telling.extra,
+        cipher=cipher,
     )
     return EpisodeOutcome("written" if created else "exists", telling.eid, episode=episode)
 
@@ -292,6 +301,7 @@ def event_episode(
     *,
     retention: timedelta,
     config: StoryConfig | None = None,
+    cipher: MultiFernet | None = None,
 ) -> EpisodeOutcome:
     """An episode of a completed turn when it is worth one (``triggers.trigger_of``), once per turn."""
     config = config or StoryConfig()
@@ -304,7 +314,9 @@ def event_episode(
     at, extra = turn_facts.at.astimezone(JST), {"trigger": trigger, "source_turn_id": turn_facts.turn_id}
     prompt, people = turn_facts.prompt(trigger), [turn_facts.user_id]
     telling = _Telling(org_id, eid, "event_driven", at, prompt, people, extra)
-    return _tell(store, llm, persona, telling, now=now, model=model, retention=retention, config=config)
+    return _tell(
+        store, llm, persona, telling, now=now, model=model, retention=retention, config=config, cipher=cipher
+    )
 
 
 def list_episodes(

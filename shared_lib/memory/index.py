@@ -24,13 +24,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from cryptography.fernet import MultiFernet
+
 from shared_lib import collections
 from shared_lib.errors import ArgumentError
 from shared_lib.memory.chunking import CHUNK_TOKENS, chunk_text
 from shared_lib.memory.keyword import BUCKETS, bucket, term_counts
 from shared_lib.memory.tags import untagged_fields
 from shared_lib.ports import Doc, Embedder, Store, Transaction, Vector
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.sealing import SEALED_FIELD, masked_values, seal_excerpt
 
 MAX_CHUNKS = 200  # a source of more (about 300 000 characters) is refused: one transaction writes it
 SOURCE_KINDS = ("teaching", "knowledge", "value", "memory", "episode")
@@ -111,21 +113,25 @@ def prepare(
     tags: Sequence[str] = (),
     title: str | None = None,
     expires_at: datetime | None = None,
+    cipher: MultiFernet | None = None,
 ) -> Prepared:
-    """Mask, cut and embed ``text`` (the slow part, done before any transaction)."""
+    """Mask, cut and embed ``text`` (the slow part, done before any transaction); with ``cipher``
+    (a person's memory) each chunk seals the values its masked text stands for (``sealing``)."""
     if source_kind not in SOURCE_KINDS:
         raise ArgumentError(f"unknown source kind {source_kind!r}; one of {', '.join(SOURCE_KINDS)}")
     if len(text) > MAX_CHUNKS * CHUNK_TOKENS * 4:  # more chunks whatever the script: no need to cut it
         raise ArgumentError(f"text too long to index: {len(text)} characters")
-    masked = Sanitizer.default().mask_stored(text)
+    masked, values = masked_values(text)  # ``mask_stored`` text, and what each placeholder stood for
     pieces = chunk_text(masked)
     if len(pieces) > MAX_CHUNKS:
         raise ArgumentError(f"text too long to index: {len(pieces)} chunks (at most {MAX_CHUNKS})")
     vectors = _embedded(embedder, pieces) if embedder and pieces else []
-    shown = Sanitizer.default().mask_stored(title) if title else None
+    shown, title_values = masked_values(title) if title else (None, [])
     key = source_key(source_kind, source_id)
     chunks: dict[str, Doc] = {}
+    at = 0
     for seq, piece in enumerate(pieces):
+        at = max(masked.find(piece, at), 0)  # chunks overlap: each is found after the last one's start
         tf = term_counts(f"{shown}\n{piece}" if shown else piece)
         doc: Doc = {
             "source_kind": source_kind,
@@ -146,6 +152,16 @@ def prepare(
             doc["embedding"], doc["model"] = vectors[seq], embedder.name
         if expires_at is not None:
             doc["expires_at"] = expires_at
+        sealed = {
+            field: entries
+            for field, entries in (
+                ("text", seal_excerpt(masked, values, at, piece, cipher)),
+                ("title", seal_excerpt(shown or "", title_values, 0, shown or "", cipher)),
+            )
+            if entries
+        }
+        if sealed:
+            doc[SEALED_FIELD] = sealed
         chunks[f"{key}-{seq:03d}"] = doc
     return Prepared(org_id, source_kind, source_id, chunks, now)
 
@@ -178,6 +194,7 @@ def index_text(
     tags: Sequence[str] = (),
     title: str | None = None,
     expires_at: datetime | None = None,
+    cipher: MultiFernet | None = None,
 ) -> list[str]:
     """Index ``text`` as the chunks of the source (replacing any it had); their ids.
 
@@ -196,6 +213,7 @@ def index_text(
         tags=tags,
         title=title,
         expires_at=expires_at,
+        cipher=cipher,
     )
     return store.run_transaction(lambda txn: write(txn, prepared))
 

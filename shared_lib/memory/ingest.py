@@ -28,11 +28,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cryptography.fernet import MultiFernet
+
 from shared_lib import collections
 from shared_lib.errors import ArgumentError, CharterError
 from shared_lib.memory.index import index_text, remove_source
 from shared_lib.ports import Doc, Embedder, Store
 from shared_lib.sanitizer import Sanitizer
+from shared_lib.sealing import unseal
 
 KINDS = ("teaching", "knowledge", "value")
 ADD_LEVEL = {"teaching": 6, "value": 6, "knowledge": 4}
@@ -144,10 +147,13 @@ def list_items(store: Store, org_id: str, kind: str | None = None) -> list[dict[
     return sorted(items, key=lambda i: (str(i["created_at"] or ""), i["id"]))
 
 
-def reindex(store: Store, embedder: Embedder | None, org_id: str, *, now: datetime) -> dict[str, int]:
+def reindex(
+    store: Store, embedder: Embedder | None, org_id: str, *, now: datetime, cipher: MultiFernet | None = None
+) -> dict[str, int]:
     """Index every teaching, knowledge document, value and memory of the organisation again
     (documents written before the index existed, or vectors of another model); the count per
-    kind. An inactive teaching's chunks are removed."""
+    kind. An inactive teaching's chunks are removed. A memory's sealed values are opened with
+    ``cipher`` (the vault's key) so its chunks seal them again (``sealing``)."""
     counts = dict.fromkeys((*KINDS, "memory"), 0)
     for kind in KINDS:
         coll = collections.collection_path(COLLECTION[kind], org=org_id)
@@ -157,7 +163,8 @@ def reindex(store: Store, embedder: Embedder | None, org_id: str, *, now: dateti
                 continue
             _index_item(store, embedder, org_id, kind, iid, doc, now)
             counts[kind] += 1
-    for mid, doc in store.query(collections.collection_path("memories", org=org_id), limit=LIST_LIMIT):
+    for mid, sealed in store.query(collections.collection_path("memories", org=org_id), limit=LIST_LIMIT):
+        doc = unseal(sealed, cipher)[0]
         if str(doc.get("content") or "").strip() and doc.get("user_id"):
             index_text(
                 store,
@@ -171,6 +178,7 @@ def reindex(store: Store, embedder: Embedder | None, org_id: str, *, now: dateti
                 title=doc.get("subject"),
                 tags=(str(doc.get("category") or "other"),),
                 expires_at=doc.get("expires_at"),
+                cipher=cipher,
             )
             counts["memory"] += 1
     return counts

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from cryptography.fernet import MultiFernet
 from pydantic import BaseModel, ValidationError
 
 from shared_lib import collections
@@ -150,9 +151,11 @@ class ToolExecutor:
         clock: Callable[[], datetime],
         retention: Callable[[str], timedelta] | None = None,
         embedder: Embedder | None = None,
+        cipher: MultiFernet | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self.cipher = cipher  # the vault's key: what a person gave to keep is sealed with it
         self.registry = registry
         self.tasks = tasks
         self.clock = clock
@@ -233,6 +236,7 @@ class ToolExecutor:
             channel=req.channel,
             embedder=self.embedder,
             job_id=req.job_id,
+            cipher=self.cipher,
         )
 
     def _run(self, spec: ToolSpec, params: BaseModel, req: CallRequest) -> CallOutcome:
@@ -260,7 +264,9 @@ class ToolExecutor:
         fresh: dict[str, Any] = {}
 
         def effect(txn: Transaction) -> dict[str, Any]:
-            data = spec.handler(params, ctx, AtRestTransaction(txn, now=ctx.now, retention=retention))
+            data = spec.handler(
+                params, ctx, AtRestTransaction(txn, now=ctx.now, retention=retention, cipher=self.cipher)
+            )
             if abandoned.is_set():  # the caller gave up: commit nothing
                 raise ToolTimeout("abandoned")
             fresh["result"] = data

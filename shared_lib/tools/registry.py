@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
+from cryptography.fernet import MultiFernet
 from pydantic import BaseModel
 
 from shared_lib.errors import CharterError, ConfigError
@@ -68,6 +69,7 @@ class ToolContext:
     channel: str = ""  # the conversation's channel (chatwork, line, slack, http); "" when unknown
     embedder: Embedder | None = None  # the memory tools' hybrid search; None: keyword only
     job_id: str = ""  # the delegated job whose turn this call is part of ("" for a person's own turn)
+    cipher: MultiFernet | None = None  # the vault's key: opens a kept document for a reader it allows
     # work the executor runs once the effect's transaction committed (never on a replay), with
     # the writable store and the organisation's retention (personal data's expiry): what must not
     # lengthen or contend the effect's own transaction

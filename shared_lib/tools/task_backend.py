@@ -64,6 +64,7 @@ class Task(BaseModel):
     room_id: str = ""
     created_by: str | None = None
     marker: str | None = None
+    sealed: dict[str, Any] = {}  # the store's sealed values of the body (``sealing``): opened for its readers
 
     def public(self) -> dict[str, Any]:
         """What a tool result shows (never the marker)."""
@@ -175,7 +176,7 @@ class StoreTaskBackend:
             created_by=draft.created_by,
             marker=draft.marker,
         )
-        doc = task.model_dump(exclude={"task_id"})
+        doc = task.model_dump(exclude={"task_id", "sealed"})
         self._require(txn).set(self._path(org_id, task.task_id), {**doc, "created_at": self._clock()})
         return task
 

@@ -39,6 +39,7 @@ FLOORS: dict[str, int] = {
             "sanitizer",
             "sanitizer_checks",
             "text_fold",
+            "sealing",
             "persona",
             "persona_core",
             "persona_ext",

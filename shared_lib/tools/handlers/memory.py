@@ -8,8 +8,11 @@ indexed with its save and unindexed with its delete, in the same transaction, it
 private to its owner (``user_id``); knowledge comes in through ``shared_lib.memory.ingest``.
 
 Preferences are memories with ``category = "preference"``; the Context Builder reads them
-as the user's preferences. Memories are stored masked (``shared_lib.tools.at_rest``): a
-phone number or a password the user asked to keep is remembered as ``[PHONE]``.
+as the user's preferences. Memories are stored masked and sealed (``shared_lib.tools.at_rest``,
+``shared_lib.sealing``): a phone number the user asked to keep is stored as ``[PHONE]`` with its
+value encrypted under the vault's key in the same document, and given back in clear to its
+author only (a memory is its author's: ``own_memories``), listed as ``_revealed`` so the reply
+restores it after the LLM phrased it with placeholders. Its search chunks hold the masked text.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from shared_lib.memory import index
 from shared_lib.memory.search import Reader, search
 from shared_lib.ports import Embedder, Store, Transaction
 from shared_lib.sanitizer import Sanitizer
+from shared_lib.sealing import masked_values, revealed, unseal
 from shared_lib.tools.directory import get_person
 from shared_lib.tools.handlers.base import Params, doc_id, pick_one, preview, require_text, writer
 from shared_lib.tools.normalize import DocId, clean_text
@@ -86,6 +90,7 @@ def save_memory(p: SaveMemoryParams, ctx: ToolContext, txn: Transaction | None) 
             user_id=ctx.user_id,
             tags=(p.category,),
             expires_at=ctx.now + retention if retention else None,  # personal data: the org's retention
+            cipher=ctx.cipher,  # its chunks seal what their masked text stands for
         )
 
     writer(ctx, txn).set(
@@ -102,7 +107,13 @@ def save_memory(p: SaveMemoryParams, ctx: ToolContext, txn: Transaction | None) 
         index_it(ctx.store, None)
     else:
         ctx.after_commit.append(index_it)
-    return {"memory_id": memory_id, "content": content, "category": p.category, "subject": subject}
+    return {
+        "memory_id": memory_id,
+        "content": content,
+        "category": p.category,
+        "subject": subject,
+        **revealed(masked_values(content)[1]),  # its author, told what is kept: in clear
+    }
 
 
 class QueryMemoryParams(Params):
@@ -124,19 +135,20 @@ def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None
         limit=MEMORY_HITS * 5 if p.category != "all" else MEMORY_HITS,  # room for the category filter
     )
     found = [(h.source_id, docs[h.source_id]) for h in hits if h.source_id in docs][:MEMORY_HITS]
-    return {
-        "query": p.query,
-        "count": len(found),
-        "memories": [
+    given: list[str] = []
+    memories = []
+    for mid, d in found:
+        d, values = unseal(d, ctx.cipher)  # the asker's own memories: the author reads them in clear
+        given += values
+        memories.append(
             {
                 "memory_id": mid,
                 "content": d.get("content"),
                 "category": d.get("category"),
                 "subject": d.get("subject"),
             }
-            for mid, d in found
-        ],
-    }
+        )
+    return {"query": p.query, "count": len(found), "memories": memories, **revealed(given)}
 
 
 class DeleteMemoryParams(Params):
@@ -154,12 +166,13 @@ def delete_memory(p: DeleteMemoryParams, ctx: ToolContext, txn: Transaction | No
     docs = own_memories(ctx.store, ctx.org_id, ctx.user_id)
     labels = [(mid, str(d.get("content", ""))) for mid, d in docs]
     chosen = pick_one("記憶", "memory_query", labels, p.memory_query, p.memory_id)
-    content = dict(labels)[chosen]
+    opened, given = unseal(dict(docs)[chosen], ctx.cipher)  # its author's: told what is forgotten
+    content = str(opened.get("content", ""))
     if ctx.dry_run:
         return preview("delete_memory", memory_id=chosen, content=content)
     index.unindex(writer(ctx, txn), ctx.org_id, "memory", chosen)  # its reads before the delete
     writer(ctx, txn).delete(memories_path(ctx.org_id, chosen))
-    return {"memory_id": chosen, "content": content, "deleted": True}
+    return {"memory_id": chosen, "content": content, "deleted": True, **revealed(given)}
 
 
 def _reader(store: Store, org_id: str, user_id: str | None) -> Reader:

@@ -4,6 +4,11 @@ Tasks go through ``ctx.task_backend`` (the store in the transaction, or ChatWork
 The assignee is resolved against the directory (「自分」 is the sender; two matches are
 a clarification); the deadline is normalised in Japan time; only the sender's own tasks
 (assigned to or created by them) can be completed or deleted.
+
+A store task's body is kept masked with its values sealed (``sealing``); it is read in clear
+only by the task's own people, its assignee and its creator (``reads_in_clear``), the values
+listed as ``_revealed`` for the reply. Anyone else listing it (a colleague searching someone's
+tasks, the team's view) reads the placeholders, which a reply shows as words.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from shared_lib.ports import Transaction
+from shared_lib.sealing import SEALED_FIELD, masked_values, revealed, unseal
 from shared_lib.tools.directory import (
     Person,
     department_exists,
@@ -27,6 +33,26 @@ from shared_lib.tools.registry import ToolContext, ToolInputError
 from shared_lib.tools.task_backend import Task, TaskDraft, task_marker
 
 MAX_LISTED = 20
+
+
+def reads_in_clear(task: Task, user_id: str, task_account_id: str | None) -> bool:
+    """Whether ``user_id`` (with their task account) reads ``task``'s sealed values: its creator
+    or its assignee, no one else whatever their level."""
+    return task.created_by == user_id or (task_account_id is not None and task.assignee_id == task_account_id)
+
+
+def shown_tasks(ctx: ToolContext, tasks: list[Task]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The tasks as the asker reads them (``public``), and the values opened for them."""
+    me = get_person(ctx.store, ctx.org_id, ctx.user_id) if any(t.sealed for t in tasks) else None
+    shown, given = [], []
+    for t in tasks:
+        public = t.public()
+        if t.sealed and reads_in_clear(t, ctx.user_id, me.task_account_id if me else None):
+            opened, values = unseal({"body": t.body, SEALED_FIELD: t.sealed}, ctx.cipher)
+            public["body"] = opened["body"]
+            given += values
+        shown.append(public)
+    return shown, given
 
 
 class TaskCreateParams(Params):
@@ -65,7 +91,7 @@ def task_create(p: TaskCreateParams, ctx: ToolContext, txn: Transaction | None) 
     if ctx.dry_run:
         return preview("chatwork_task_create", task=shown)
     task = ctx.task_backend.create(ctx.org_id, draft, txn=txn, recover=ctx.recovering)
-    return {"task_id": task.task_id, **shown}
+    return {"task_id": task.task_id, **shown, **revealed(masked_values(body)[1])}  # its creator reads it
 
 
 def _me(ctx: ToolContext) -> Person:
@@ -103,11 +129,13 @@ def task_search(p: TaskSearchParams, ctx: ToolContext, txn: Transaction | None) 
     tasks = ctx.task_backend.list(
         ctx.org_id, room_id=ctx.room_id, assignee_ids=[person.task_account_id], status=p.status
     )
+    shown, given = shown_tasks(ctx, tasks[:MAX_LISTED])
     return {
         "assignee": person.name,
         "status": p.status,
         "count": len(tasks),
-        "tasks": [t.public() for t in tasks[:MAX_LISTED]],
+        "tasks": shown,
+        **revealed(given),
     }
 
 
@@ -130,10 +158,11 @@ def task_complete(p: TaskCompleteParams, ctx: ToolContext, txn: Transaction | No
     tasks = _own_open(ctx, _me(ctx))
     chosen = pick_one("タスク", "task_query", [(t.task_id, t.body) for t in tasks], p.task_query, p.task_id)
     task = next(t for t in tasks if t.task_id == chosen)
+    (shown,), given = shown_tasks(ctx, [task])
     if ctx.dry_run:
-        return preview("chatwork_task_complete", task=task.public())
+        return preview("chatwork_task_complete", task=shown)
     done = ctx.task_backend.complete(ctx.org_id, task, txn=txn)
-    return {"task_id": done.task_id, "body": done.body, "status": "done"}
+    return {"task_id": done.task_id, "body": shown["body"], "status": "done", **revealed(given)}
 
 
 class DeleteTaskParams(Params):
@@ -160,10 +189,11 @@ def delete_task(p: DeleteTaskParams, ctx: ToolContext, txn: Transaction | None) 
     mine = [t for t in tasks if t.assignee_id == me.task_account_id or t.created_by == me.user_id]
     chosen = pick_one("タスク", "task_query", [(t.task_id, t.body) for t in mine], p.task_query, p.task_id)
     task = next(t for t in mine if t.task_id == chosen)
+    (shown,), given = shown_tasks(ctx, [task])
     if ctx.dry_run:
-        return preview("delete_task", task=task.public())
+        return preview("delete_task", task=shown)
     ctx.task_backend.delete(ctx.org_id, task, txn=txn)
-    return {"task_id": task.task_id, "body": task.body, "deleted": True}
+    return {"task_id": task.task_id, "body": shown["body"], "deleted": True, **revealed(given)}
 
 
 class ViewTeamTasksParams(Params):
@@ -196,9 +226,11 @@ def view_team_tasks(p: ViewTeamTasksParams, ctx: ToolContext, txn: Transaction |
         status=p.status,
         limit=100,
     )
+    shown, given = shown_tasks(ctx, tasks[:50])  # the asker's own in clear, the others' as words
     return {
         "department_id": department,
         "member_count": len(members),
         "count": len(tasks),
-        "tasks": [t.public() for t in tasks[:50]],
+        "tasks": shown,
+        **revealed(given),
     }

@@ -14,6 +14,7 @@ from shared_lib.cli import main as charter
 from shared_lib.cli.data import PURGED, person_documents, purge
 from shared_lib.collections import of_path
 from shared_lib.runtime import Runtime
+from shared_lib.sealing import SEALED_FIELD
 from shared_lib.telemetry.llm_calls import LLMCallLog
 
 OTHER = "u-tanaka"
@@ -140,3 +141,19 @@ def test_without_a_store_the_command_exits_2_with_one_line(monkeypatch, tmp_path
     assert charter(["data", "purge", "--org", ORG, "--user", USER]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "no store configured" in line
+
+
+def test_a_purge_takes_the_sealed_values_with_the_person(rt):
+    # GIVEN the person's memory (its address), its search chunk and their task, stored sealed
+    def sealed_of(user: str) -> set[str]:
+        return {
+            of_path(p).name  # type: ignore[union-attr]
+            for p, d in rt.store.dump().items()  # type: ignore[attr-defined]
+            if d.get(SEALED_FIELD) and mentions(d, user)
+        }
+
+    assert {"memories", "memory_chunks"} <= sealed_of(USER)
+    # WHEN they are purged
+    purge(rt.store, ORG, USER)
+    # THEN no sealed value of theirs is left anywhere (it lived in the documents purged)
+    assert sealed_of(USER) == set()
