@@ -23,7 +23,7 @@ CASES = load_cases(PEOPLE_SET)
 TEXTS = [c.utterance for c in CASES]
 
 EMOJI = re.compile(r"[\U0001F300-\U0001FAFF\u2600-\u27BF]")
-FULL_WIDTH = re.compile(r"[０-９Ａ-Ｚａ-ｚ／：＝！？＃]")  # full-width digits, letters, signs
+FULL_WIDTH = re.compile(r"[０-９Ａ-Ｚａ-ｚ]")  # full-width digits and letters (１５日, ＰＣ), not ！？
 HALF_WIDTH_KANA = re.compile(r"[ｦ-ﾟ]")
 # endings and words of Kansai, Hakata, Tohoku, Nagoya, Hiroshima speech
 DIALECT = re.compile(
@@ -57,7 +57,7 @@ def test_at_least_four_hundred_cases_of_real_lengths() -> None:
     lengths = [len(t) for t in TEXTS]
     assert len(CASES) >= 400
     assert min(lengths) >= 3 and max(lengths) <= 300
-    assert min(lengths) <= 5 and max(lengths) >= 150  # the whole range is used, not just the middle
+    assert min(lengths) <= 5 and max(lengths) >= 250  # the whole range is used, not just the middle
     assert statistics.median(lengths) >= 25  # the coverage suite's median is 17
 
 
