@@ -1,7 +1,7 @@
 """``charter eval``: the brain's eval set (``shared_lib/config/eval``) through the product.
 
-    charter eval run [--dataset PATH] [--brain legacy|scripted|claude ...] [--model NAME]
-                     [--limit N] [--json]
+    charter eval run [--dataset PATH] [--brain legacy|scripted|claude ...] [--peer NAME ...]
+                     [--model NAME] [--limit N] [--json]
     charter eval check [--dataset PATH]
 
 ``run`` sends every case through the in-process pipeline (``shared_lib.evals``) once per brain
@@ -12,8 +12,16 @@ brain, then Claude when ``ANTHROPIC_API_KEY`` is set (or the Anthropic-compatibl
 ``ANTHROPIC_BASE_URL`` names), else the built-in scripted model, and says which. The command
 lives here because the scripted model is this repository's test infrastructure.
 
+``--peer NAME`` runs the set against the configured peer ``NAME`` (``CHARTER_PEERS`` or
+``config/peers.json``: an Anthropic, Vertex or OpenAI-compatible peer), called directly with its
+own model name and costed at that model's price (``shared_lib.evals.peer``); the report names
+the peer and the model. With ``--peer`` and no ``--brain`` only the peers run.
+
+The default dataset is the folder ``shared_lib/config/eval``: the coverage suite
+(``brain_eval.jsonl``) and the people's set (``people_eval.jsonl``).
+
 Exit codes: 0 ran, 1 a reply leaked a mask placeholder, 2 bad input (an invalid dataset, a
-brain that is not configured).
+brain that is not configured, an unknown peer).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from typing import Any
 from shared_lib.cli.runner import fail, progress
 from shared_lib.errors import ConfigError
 from shared_lib.evals.dataset import DATASET, check_cases, load_cases
+from shared_lib.evals.peer import peer_brain
 from shared_lib.evals.report import internal_names, render_text, run_eval
 from shared_lib.evals.runner import Brain, eval_settings
 from shared_lib.settings import Settings
@@ -80,7 +89,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         cases = _cases(args.dataset)
         settings = eval_settings()
-        brains, note = choose_brains(args.brain, settings, args.model)
+        if args.peer:
+            brains, note = choose_brains(args.brain, settings, args.model) if args.brain else ([], "")
+            peers = [peer_brain(name, settings, args.model) for name in dict.fromkeys(args.peer)]
+            brains += peers
+            note = (
+                (note + "; " if note else "")
+                + "ran peer "
+                + ", ".join(f"{b.peer} (model {b.served_model})" for b in peers)
+            )
+        else:
+            brains, note = choose_brains(args.brain, settings, args.model)
     except ConfigError as exc:
         return fail(f"eval: {exc}", EXIT_USAGE)
     if args.limit is not None:
@@ -115,10 +134,15 @@ def check(args: argparse.Namespace) -> int:
     groups: dict[str, int] = {}
     for case in cases:
         groups[case.group] = groups.get(case.group, 0) + 1
+    labelled = sum(case.expected.reply_labelled for case in cases)
     if args.json:
-        print(json.dumps({"cases": len(cases), "valid": True, "groups": dict(sorted(groups.items()))}))
+        doc = {"cases": len(cases), "valid": True, "groups": dict(sorted(groups.items()))}
+        print(json.dumps({**doc, "reply_labelled": labelled}))
         return EXIT_OK
-    print(f"{len(cases)} cases, valid: " + ", ".join(f"{g} {n}" for g, n in sorted(groups.items())))
+    print(
+        f"{len(cases)} cases, valid, {labelled} with reply labels: "
+        + ", ".join(f"{g} {n}" for g, n in sorted(groups.items()))
+    )
     return EXIT_OK
 
 
@@ -139,6 +163,12 @@ def register(sub: Any) -> None:
         action="append",
         choices=BRAINS,
         help="a brain to run (repeatable); default: legacy, then Claude if configured, else scripted",
+    )
+    r.add_argument(
+        "--peer",
+        action="append",
+        metavar="NAME",
+        help="a configured LLM peer to run the set against (repeatable; CHARTER_PEERS or config/peers.json)",
     )
     r.add_argument("--model", help="the model of the LLM brains (default: the flags' model)")
     r.add_argument("--limit", type=_positive, help="only the first N cases")

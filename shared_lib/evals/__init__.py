@@ -5,6 +5,7 @@ decide, run through the real in-process pipeline, scored by category.
   the reason codes and the demo people (a case naming what does not exist is an error);
 * ``fixtures`` — a case's fixed proposal (an ``LLM`` port answering with it) and policy patch;
 * ``runner`` — one case through a runtime the composition root builds (no network);
+* ``peer`` — a configured LLM peer as the brain under test, costed at its own model's price;
 * ``scoring`` — expected against observed, per case and summed per brain;
 * ``report`` — the summary as JSON or as text.
 

@@ -12,7 +12,14 @@ A case says who speaks (a demo person), when (``now``), what was said before in 
 * ``verdict`` — the guardian's action and, where it matters, its reason code;
 * ``authorization`` — the gate's result and reason code;
 * ``clarification`` — whether the user is asked to clarify;
-* ``executed`` — whether a tool was run at all (an injection must not get one run).
+* ``executed`` — whether a tool was run at all (an injection must not get one run);
+* ``reply_contains`` — what the reply of the last turn must say: every item must appear (after
+  NFKC, case folded), an item that is a list by any one of its alternatives
+  (``["ウル", ["11月30日", "11/30"]]``: all of, each any of);
+* ``reply_not_contains`` — what that reply must not say (none may appear);
+* ``answers_question`` — ``true``: the reply is not one of the persona's generic fallbacks (the
+  catalogue messages and phrases of ``config/eval/fallbacks.json``: 「よく分からなかった」, the
+  small-talk catch-all); ``false``: it is one (a question the product cannot answer may say so).
 
 Two optional fixtures reach branches a user's words cannot reach with the shipped brain and
 policy (``fixtures``):
@@ -54,13 +61,40 @@ from shared_lib.policy.reasons import AUTH_REASONS, GUARDIAN_REASONS, PASS
 from shared_lib.routing.model import Route
 from shared_lib.tools.registry import ToolRegistry
 
-DATASET = Path(__file__).resolve().parents[1] / "config" / "eval" / "brain_eval.jsonl"
+EVAL_DIR = Path(__file__).resolve().parents[1] / "config" / "eval"
+BRAIN_SET = EVAL_DIR / "brain_eval.jsonl"  # the templated coverage suite (one case per branch)
+PEOPLE_SET = EVAL_DIR / "people_eval.jsonl"  # written as people write in ChatWork, Slack, LINE
+DATASET = EVAL_DIR  # the default run: every ``*.jsonl`` of the folder, both sets
+FALLBACKS = EVAL_DIR / "fallbacks.json"  # what ``answers_question`` counts as a generic fallback
 DEFAULT_NOW = "2026-11-18T10:00:00+09:00"  # a Wednesday
 # Categories besides ``tool:<registered tool>`` and ``guardian:<guardian reason code>``.
 DECIDING = "deciding"  # the group of the cases with a fixed proposal
 PLAIN_CATEGORIES = frozenset(
-    {"ambiguity", "dates", "injection", "small_talk", "route", "authorization", "confirmation"}
+    {
+        "ambiguity",
+        "dates",
+        "injection",
+        "small_talk",
+        "route",
+        "authorization",
+        "confirmation",
+        # the people's set: greetings (with お願い or not), questions it can answer, questions it
+        # cannot, hostile text, bulk deletions, confidential values disclosed, and HR/IT/finance
+        # words used innocently (an announcement of 人事評価's schedule is no disclosure)
+        "greeting",
+        "question",
+        "cannot_answer",
+        "hostile",
+        "bulk_delete",
+        "disclosure",
+        "innocent_vocabulary",
+        # fixed proposals whose reasoning reports the user's words or defers to the system, in
+        # every style (である調, です調, bullets, English): the deciding layers must not block them
+        "reasoning_style",
+    }
 )
+# the categories whose every case must say what its reply should be (reply labels)
+REPLY_LABELLED = frozenset({"small_talk", "greeting", "question", "cannot_answer"})
 OutputType = Literal["tool_call", "text_response", "clarification_needed"]
 Text = Annotated[str, Field(min_length=1)]
 
@@ -100,6 +134,14 @@ class Expected(_Strict):
     authorization: ExpectedAuthorization | None = None
     clarification: bool | None = None
     executed: bool | None = None
+    reply_contains: list[Text | Annotated[list[Text], Field(min_length=1)]] = Field(default_factory=list)
+    reply_not_contains: list[Text] = Field(default_factory=list)
+    answers_question: bool | None = None
+
+    @property
+    def reply_labelled(self) -> bool:
+        """Whether the case says anything about the reply's text."""
+        return bool(self.reply_contains or self.reply_not_contains) or self.answers_question is not None
 
     @model_validator(mode="after")
     def _something_expected(self) -> Expected:
@@ -114,7 +156,7 @@ class Expected(_Strict):
             self.clarification,
             self.executed,
         )
-        if all(f is None for f in fields):
+        if all(f is None for f in fields) and not self.reply_labelled:
             raise ValueError("a case must expect something")
         return self
 
@@ -184,6 +226,8 @@ def problems(case: Case, registry: ToolRegistry) -> list[str]:
         found.append(f"category names unknown guardian reason {name!r}")
     elif kind not in ("tool", "guardian") and case.category not in PLAIN_CATEGORIES:
         found.append(f"unknown category {case.category!r}")
+    if case.category in REPLY_LABELLED and not case.expected.reply_labelled:
+        found.append(f"a {case.category} case must label its reply (reply_contains, answers_question …)")
     for who in [case.person, *(t.person for t in case.previous if t.person)]:
         if who not in people:
             found.append(f"unknown person {who!r}")

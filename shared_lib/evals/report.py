@@ -3,7 +3,7 @@
 ``run_eval`` returns the JSON document ``charter eval run --json`` prints::
 
     {"dataset": …, "cases": N, "note": "which brains ran and why",
-     "brains": [{"brain": "legacy", "accuracy": …, "route_accuracy": {correct, total, rate}, …,
+     "brains": [{"brain": "legacy", "peer": None, "model": …, "accuracy": …, "route_accuracy": {correct, total, rate}, …,
                  "deciding": {"cases": …, "accuracy": …, "verdict_agreement": …, …}}],
      "leaks": total placeholders in replies across the brains}
 
@@ -33,6 +33,8 @@ _FIGURES = (
     ("authorization", "authorization_agreement"),
     ("clarification", "clarification_agreement"),
     ("executed", "execution_agreement"),
+    ("reply", "reply_agreement"),
+    ("answers", "answers_question"),
 )
 
 
@@ -54,8 +56,8 @@ def run_eval(
             scores.append(score_case(case, run_case(brain, case, settings)))
             if progress is not None:
                 progress(brain.name, index, len(cases))
-        model = brain.model if brain.arm == "llm" else None
-        summaries.append(summarize(brain.name, scores, model=model, internal=internal))
+        model = (brain.served_model or brain.model) if brain.arm == "llm" else None
+        summaries.append(summarize(brain.name, scores, model=model, internal=internal, peer=brain.peer))
     return {
         "dataset": dataset,
         "cases": len(cases),
@@ -76,7 +78,8 @@ def render_text(result: dict[str, Any]) -> str:
     lines = [f"eval: {result['cases']} cases from {result['dataset']}", result["note"]]
     for s in result["brains"]:
         model = f" ({s['model']})" if s.get("model") else ""
-        lines += ["", f"── {s['brain']}{model}: {s['passed']}/{s['cases']} cases passed"]
+        name = f"peer {s['peer']}, model {s['model']}" if s.get("peer") else f"{s['brain']}{model}"
+        lines += ["", f"── {name}: {s['passed']}/{s['cases']} cases passed"]
         lines += [f"   {label:<14} {_pct(s[key])}" for label, key in _FIGURES]
         cost, latency = s["cost"], s["latency_ms"]
         lines.append(

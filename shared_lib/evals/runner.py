@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from shared_lib.brain import reply_checks
 from shared_lib.composition import build_runtime, wire_inprocess
@@ -47,6 +47,8 @@ class Brain:
     arm: Literal["legacy", "llm"]
     llm: LLM | None = None  # llm arm: None = the adapter the settings configure
     model: str | None = None  # the flags' model for this run (None: the flags default)
+    peer: str | None = None  # the configured peer ``llm`` is (``charter eval run --peer``)
+    served_model: str | None = None  # the model the peer serves for ``model`` (its own name)
 
 
 @dataclass
@@ -67,6 +69,7 @@ class Observed:
     response_kind: str | None = None
     executed: bool = False
     replies: list[str] = field(default_factory=list)
+    last_replies: list[str] = field(default_factory=list)  # said in the room to the case's utterance
     latency_ms: float = 0.0
     cost_usd: float = 0.0
     input_tokens: int = 0
@@ -89,6 +92,15 @@ class Observed:
     def internal_names(self, names: Iterable[str]) -> list[str]:
         """Tool or parameter names (``chatwork_task_create``, ``new_level``) in what the user was sent."""
         return sorted({n for text in self.replies for n in reply_checks.names_in(text, names)})
+
+
+@runtime_checkable
+class Metered(Protocol):
+    """An LLM that prices its own calls (a peer under test, at its model's price)."""
+
+    def take_cost(self) -> float:
+        """The cost of the calls since the last take."""
+        ...
 
 
 class FixedClock:
@@ -141,7 +153,10 @@ def run_case(brain: Brain, case: Case, settings: Settings) -> Observed:
     said = [(t.person or case.person, t.text, t.policy) for t in case.previous]
     said.append((case.person, case.utterance, None))
     turn: Turn | None = None
+    room = rt.channels["http"].sent  # type: ignore[attr-defined]
+    before = 0
     for index, (person, text, own_policy) in enumerate(said):
+        before = len(room)
         # a turn with its own policy: as if the policy had changed before it (and back after it)
         rt.policy = policy if own_policy is None else patched_policy(own_policy, source=f"case {case.id}")
         start = time.perf_counter()
@@ -156,7 +171,10 @@ def run_case(brain: Brain, case: Case, settings: Settings) -> Observed:
         seen.input_tokens += turn.usage.input_tokens
         seen.output_tokens += turn.usage.output_tokens
         seen.llm_calls += turn.usage.llm_calls
-    seen.replies = [reply.text for reply in rt.channels["http"].sent]  # type: ignore[attr-defined]
+    seen.replies = [reply.text for reply in room]
+    seen.last_replies = [reply.text for reply in room[before:] if reply.room_id == ROOM]
+    if isinstance(brain.llm, Metered) and case.proposal is None:
+        seen.cost_usd = brain.llm.take_cost()  # priced as the peer's own model, not the product's name
     if turn is not None and seen.error is None:
         _observe(seen, turn)
     return seen

@@ -3,7 +3,8 @@
 A case passes when every check it asks for holds (and its turns completed). The figures:
 accuracy by category and by group (``tool``, ``guardian``, ``dates`` …), route, output type,
 tool and parameter accuracy (parameters counted per expected key), verdict, authorization and
-clarification agreement, cost and tokens from the turns' accounting, latency of the
+clarification agreement, reply agreement (the reply labels: what the reply must and must not
+say, and whether it answers rather than falls back), cost and tokens from the turns' accounting, latency of the
 evaluated turn (median and p95, nearest rank), and ``leaks``: mask placeholders found in any
 reply the user was sent.
 
@@ -19,6 +20,7 @@ without cost and latency, which belong to the brain).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import statistics
@@ -27,16 +29,21 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from shared_lib.dates import read
-from shared_lib.evals.dataset import DECIDING, Case, Contains, ParamValue
+from shared_lib.errors import ConfigError
+from shared_lib.evals.dataset import DECIDING, FALLBACKS, Case, Contains, Expected, ParamValue
 from shared_lib.evals.runner import Observed
+from shared_lib.persona import load_persona
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TRIM = " \u3000\t\n、。，．,.!！?？「」『』\"'"
 MAX_FAILURES_SHOWN = 40
 MAX_LEAKS_SHOWN = 10
+MAX_REPLY_SHOWN = 200
 
 
 def _norm(value: Any) -> str:
@@ -67,6 +74,41 @@ def value_matches(expected: ParamValue, observed: Any, now: datetime) -> bool:
     if _ISO_DATE.match(expected):
         return _as_date(observed, now) == date.fromisoformat(expected)
     return _norm(expected) == _norm(observed)
+
+
+@lru_cache(maxsize=4)
+def fallback_texts(path: str = str(FALLBACKS)) -> tuple[str, ...]:
+    """The generic fallbacks (``fallbacks.json``: persona messages by key, and phrases), normalised."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        persona = load_persona()
+        texts = [persona.messages[key] for key in data["persona_messages"]] + list(data["phrases"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"eval fallbacks {path}: {exc!r}") from exc
+    return tuple(_norm(t) for t in texts)
+
+
+def is_fallback(reply: str) -> bool:
+    """Whether ``reply`` is (or holds) one of the generic fallbacks."""
+    said = _norm(reply)
+    return any(text in said for text in fallback_texts())
+
+
+def reply_checks(exp: Expected, replies: list[str]) -> dict[str, bool]:
+    """The reply labels of ``exp`` against what the user was told in answer to the utterance."""
+    said = _norm("\n".join(replies))
+    checks: dict[str, bool] = {}
+    if exp.reply_contains:
+        checks["reply_contains"] = bool(replies) and all(
+            any(_norm(alt) in said for alt in ([item] if isinstance(item, str) else item))
+            for item in exp.reply_contains
+        )
+    if exp.reply_not_contains:
+        checks["reply_not_contains"] = not any(_norm(bad) in said for bad in exp.reply_not_contains)
+    if exp.answers_question is not None:
+        answered = bool(replies) and not any(is_fallback(r) for r in replies)
+        checks["answers_question"] = answered == exp.answers_question
+    return checks
 
 
 @dataclass
@@ -106,6 +148,7 @@ def score_case(case: Case, seen: Observed) -> CaseScore:
         checks["clarification"] = seen.clarification == exp.clarification
     if exp.executed is not None:
         checks["executed"] = seen.executed == exp.executed
+    checks.update(reply_checks(exp, seen.last_replies))
     return CaseScore(case, seen, checks)
 
 
@@ -136,7 +179,12 @@ DECIDING_NOTE = (
 
 
 def summarize(
-    brain: str, scores: list[CaseScore], *, model: str | None = None, internal: Iterable[str] = ()
+    brain: str,
+    scores: list[CaseScore],
+    *,
+    model: str | None = None,
+    internal: Iterable[str] = (),
+    peer: str | None = None,
 ) -> dict[str, Any]:
     """One brain's figures over a run (the JSON the command prints per brain): its own cases,
     and the ``deciding`` cases apart (``None`` when the run had none).
@@ -152,7 +200,7 @@ def summarize(
         for brain_only in ("brain", "model", "cost", "latency_ms"):
             deciding.pop(brain_only)
         deciding["note"] = DECIDING_NOTE
-    return {**own, "deciding": deciding}
+    return {**own, "peer": peer, "deciding": deciding}
 
 
 def _figures(brain: str, scores: list[CaseScore], model: str | None, names: list[str]) -> dict[str, Any]:
@@ -179,6 +227,8 @@ def _figures(brain: str, scores: list[CaseScore], model: str | None, names: list
         "authorization_agreement": _checks(scores, lambda n: n == "authorization"),
         "clarification_agreement": _checks(scores, lambda n: n == "clarification"),
         "execution_agreement": _checks(scores, lambda n: n == "executed"),
+        "reply_agreement": _checks(scores, lambda n: n.startswith("reply_") or n == "answers_question"),
+        "answers_question": _checks(scores, lambda n: n == "answers_question"),
         "by_group": {k: _rate(v) for k, v in sorted(by_group.items())},
         "by_category": {k: _rate(v) for k, v in sorted(by_category.items())},
         "cost": {
@@ -225,6 +275,7 @@ def _failure(s: CaseScore) -> dict[str, Any]:
             "verdict": f"{seen.verdict_action}/{seen.verdict_reason}",
             "authorization": f"{seen.auth_result}/{seen.auth_reason}",
             "response_kind": seen.response_kind,
+            "reply": "\n".join(seen.last_replies)[:MAX_REPLY_SHOWN],
             "error": seen.error,
         },
     }
