@@ -13,8 +13,9 @@ a turn in flight and that turn's recovery time. Exit 0 when the run is ok (the r
 the poisoned turns dead-lettered, every all-peer outage degraded, a kill hit a turn in flight),
 1 otherwise, 2 for bad arguments or a stack that did not start.
 
-By default it starts its own stack (in a temporary folder, with the fake ChatWork task API and
-fault injection) and stops it at the end, also when interrupted; ``--stack-dir`` uses a running
+By default it starts its own stack (in a temporary folder, with the fake ChatWork task API,
+fault injection and the rollback guard off: the planned LLM faults must not roll the LLM arm
+back, which would change every later turn's expected answer) and stops it at the end, also when interrupted; ``--stack-dir`` uses a running
 stack's ``.charter/local`` instead (its layers get restarted; nothing else of it is stopped).
 """
 
@@ -31,7 +32,7 @@ from typing import Any
 
 from infra import local_stack
 from infra.emulators import stop_on_sigterm
-from infra.soak.run import Options, Soak
+from infra.soak.run import Options, Soak, hold_the_llm_arm
 
 
 def _rate(text: str) -> float:
@@ -117,7 +118,7 @@ def _print(report: dict[str, Any]) -> None:
     ]
     lines += [
         (
-            f"  kill {k['layer']}",
+            f"  kill {k['layer']}" + (" (follow-up)" if k["follow_up"] else ""),
             f"at {k['at_seconds']} s, "
             + (
                 f"hit turns {k['turns_hit']}, recovered in {k['recovery_seconds']} s"
@@ -137,6 +138,8 @@ def _print(report: dict[str, Any]) -> None:
     for key, value in lines:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         print(f"{key:<20} {text}")
+    if report["rolled_back"]:
+        print(f"{'rolled back':<20} {report['rolled_back']}")
     for failure in report["failures"]:
         print(f"{'FAILED':<20} {failure}")
     print(
@@ -174,7 +177,10 @@ def main(argv: list[str] | None = None) -> int:
             comps = state["components"]
             os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{comps['firestore']['port']}"
             os.environ["PUBSUB_EMULATOR_HOST"] = f"127.0.0.1:{comps['pubsub']['port']}"
-        report = Soak(options, state, root).run()
+        soak = Soak(options, state, root)
+        if own:
+            hold_the_llm_arm(soak.store)
+        report = soak.run()
     except RuntimeError as exc:
         print(f"soak: {exc}", file=sys.stderr)
         return 2

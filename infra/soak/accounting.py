@@ -111,6 +111,7 @@ class KillRecord:
     restart_seconds: float | None = None
     error: str | None = None
     workers: tuple[int, ...] = ()
+    follow_up: bool = False  # made because the kills before it hit nothing in flight
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,11 @@ def _fate(turn: TurnRecord, replies: list[Reply], dead: bool) -> str:
     return "answered" if replies else "lost"
 
 
-def books(obs: Observed) -> dict[str, Any]:
-    """The report: webhooks, fates, replies, effects, dead letters, outages and kills."""
+def books(obs: Observed, *, rolled_back: str | None = None) -> dict[str, Any]:
+    """The report: webhooks, fates, replies, effects, dead letters, outages and kills.
+
+    ``rolled_back``: why the LLM arm was rolled back during the run (the plan's expected
+    answers assume it serves every turn)."""
     owner: dict[str, TurnRecord] = {}
     claimed_twice: set[str] = set()
     for turn in obs.turns:
@@ -166,11 +170,18 @@ def books(obs: Observed) -> dict[str, Any]:
         rs = sorted(mine[index], key=lambda r: r.at)
         return bool(rs) and rs[0].text in obs.degraded_texts
 
-    effects = _effects(obs)
+    effects = _effects(obs, mine)
     kills = [_kill(k, first_reply, owner, obs.started) for k in obs.kills]
     recoveries = [k["recovery_seconds"] for k in kills if k["recovery_seconds"] is not None]
     outages = [
-        {"turn": t.index, "fault": t.fault, "must_degrade": t.must_degrade, "degraded": degraded(t.index)}
+        {
+            "turn": t.index,
+            "fault": t.fault,
+            "must_degrade": t.must_degrade,
+            "degraded": degraded(t.index),
+            "turn_ids": t.turn_ids(),
+            "reply": min(mine[t.index], key=lambda r: r.at).text[:80] if mine[t.index] else None,
+        }
         for t in obs.turns
         if t.fault in ("failover", "outage")
     ]
@@ -237,6 +248,7 @@ def books(obs: Observed) -> dict[str, Any]:
         "latency_seconds": _quantiles(latencies),
         "kill_log": kills,
     }
+    report["rolled_back"] = rolled_back
     report["claimed_by_two_turns"] = sorted(claimed_twice)
     report["reconciliation"] = reconcile(report, obs.turns)
     report["failures"] = verdict(report)
@@ -244,14 +256,22 @@ def books(obs: Observed) -> dict[str, Any]:
     return report
 
 
-def _effects(obs: Observed) -> dict[str, Any]:
+def _effects(obs: Observed, replies: Mapping[int, list[Reply]]) -> dict[str, Any]:
     missing, duplicate, unexpected = [], 0, []
     for t in obs.turns:
         for kind, found in obs.effects.items():
             n = found.get(t.tag, 0)
             want = 1 if t.effect == kind else 0
             if want and not n:
-                missing.append({"turn": t.index, "effect": kind, "turn_ids": t.turn_ids()})
+                said = min(replies.get(t.index, []), key=lambda r: r.at, default=None)
+                missing.append(
+                    {
+                        "turn": t.index,
+                        "effect": kind,
+                        "turn_ids": t.turn_ids(),
+                        "reply": said.text[:80] if said else None,
+                    }
+                )
             duplicate += max(0, n - 1)
             if not want and n:
                 unexpected.append({"turn": t.index, "effect": kind, "found": n})
@@ -278,6 +298,7 @@ def _kill(
         "layer": k.layer,
         "at_seconds": round(k.at - started, 2),
         "in_flight": bool(k.hit),
+        "follow_up": k.follow_up,
         "turns_hit": [owner[t].index if t in owner else t for t in k.hit],
         "waited_seconds": round(k.waited_seconds, 2),
         "workers": list(k.workers),
@@ -326,6 +347,8 @@ def reconcile(report: Mapping[str, Any], turns: Iterable[TurnRecord]) -> list[st
 def verdict(report: Mapping[str, Any]) -> list[str]:
     """The ok rule: why the run is not ok (empty: it is)."""
     failures = [f"counts do not reconcile: {w}" for w in report["reconciliation"]]
+    if report.get("rolled_back"):
+        failures.append(f"the LLM arm was rolled back during the run ({report['rolled_back']})")
     zero = (
         "lost",
         "unaccepted",

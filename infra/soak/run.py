@@ -13,7 +13,8 @@
   unanswered turns holds its claim for that layer (``orgs/{org}/idempotency``,
   ``shared_lib.idempotency.claim_path``); a turn whose claim is still held by the same holder
   once the process is dead was hit in flight. A kill's recovery time runs until every turn it
-  hit is answered; a kill that hit none has none.
+  hit is answered; a kill that hit none has none. Until one has hit, a miss is followed by a
+  kill of the brain (``FOLLOW_UP``, reported as such).
 * **LLM faults**: the fake LLMs' scenarios (``infra.soak.plan``), each peer its own.
 
 Counted at the end (``accounting.books``): replies per turn at the fake channel server (the
@@ -45,11 +46,13 @@ from infra.soak import accounting
 from infra.soak.accounting import Attempt, KillRecord, Observed, Reply, TurnRecord
 from infra.soak.plan import PEERS, PlannedTurn, plan, scenario
 from infra.webhook_sender import send
+from shared_lib.flags import FLAGS_DOC, flags_store_doc, load_flags_file
 
 ORG = "demo"
 KILL_LAYERS = ("context", "brain", "guardian", "authorizer", "executor", "responder")
 SEND_TRIES = 6
 CLAIM_WAIT = 30.0  # how long a kill waits for a turn to hold its layer's claim
+FOLLOW_UP = "brain"  # the layer a missed kill is followed by (its claim spans the LLM calls)
 DEGRADED_CODES = ("api_timeout", "rate_limit", "llm_unavailable", "execution_error", "layer_failed")
 
 
@@ -76,6 +79,16 @@ def _post(url: str, body: str) -> None:
     request = urllib.request.Request(url, data=body.encode(), method="POST")
     with urllib.request.urlopen(request, timeout=30):
         pass
+
+
+def hold_the_llm_arm(store: Any) -> None:
+    """The stack's flags without the rollback guard: the plan's LLM faults are meant (an
+    outage must end in the degraded reply, a memory request in a memory), and the guard
+    answering them by rolling the organisation back to the legacy arm would change every
+    later turn's expected answer. The guard has tests of its own."""
+    doc = load_flags_file()
+    guard = doc.rollback_guard.model_copy(update={"enabled": False})
+    store.set(FLAGS_DOC, flags_store_doc(doc.model_copy(update={"rollback_guard": guard}), updated_by="soak"))
 
 
 class Soak:
@@ -295,7 +308,13 @@ class Soak:
                 return
             at, layer = item
             time.sleep(max(0.0, at - time.monotonic()))
-            self.kills.append(self._kill(layer))
+            kill = self._kill(layer)
+            self.kills.append(kill)
+            if not kill.hit and layer != FOLLOW_UP and not any(k.hit for k in self.kills):
+                # a short claim (a guardian's check) is often over before the signal lands: until a
+                # kill has hit a turn, a miss is followed by a kill of the layer that holds its claim
+                # across LLM calls, so that the run tests a crash mid-turn
+                self.kills.append(self._kill(FOLLOW_UP, follow_up=True))
 
     def _held_claims(self, layer: str) -> dict[str, str]:
         """Claim document id -> holder, of our open turns' claims on ``layer`` held right now."""
@@ -309,7 +328,11 @@ class Soak:
                 held[name] = str(doc.get("holder", ""))
         return held
 
-    def _kill(self, layer: str) -> KillRecord:
+    def _kill(self, layer: str, *, follow_up: bool = False) -> KillRecord:
+        # the process to kill is known before the wait: between the claim seen and the signal
+        # nothing but the signal (a short claim would be completed by the time /proc is read)
+        comp = local_stack.load_state(self.root)["components"][layer]
+        workers = tuple(local_stack.workers(comp))
         waited = time.monotonic()
         held: dict[str, str] = {}
         while time.monotonic() - waited < CLAIM_WAIT and not self.done.is_set():
@@ -318,8 +341,6 @@ class Soak:
             if held:
                 break
             time.sleep(0.05)
-        comp = local_stack.load_state(self.root)["components"][layer]
-        workers = tuple(local_stack.workers(comp))
         at = time.monotonic()
         try:
             kill_group(int(comp["pid"]))
@@ -332,11 +353,17 @@ class Soak:
             local_stack.restart(layer, root=self.root, hard=True)
         except Exception as exc:  # reported: a layer that does not come back fails the run
             return KillRecord(
-                layer, at, waited_seconds=at - waited, workers=workers, error=f"{type(exc).__name__}: {exc}"
+                layer,
+                at,
+                waited_seconds=at - waited,
+                workers=workers,
+                error=f"{type(exc).__name__}: {exc}",
+                follow_up=follow_up,
             )
         return KillRecord(
             layer,
             at,
+            follow_up=follow_up,
             hit=tuple(sorted(set(hit))),
             waited_seconds=at - waited,
             restart_seconds=round(time.monotonic() - at, 2),
@@ -375,6 +402,19 @@ class Soak:
                 found[turn_id] = found.get(turn_id, 0) + 1
         return found
 
+    def rolled_back(self) -> str | None:
+        """Why the LLM arm is rolled back for the soak's organisation right now (``None``: it is not)."""
+        from shared_lib.rollout.overrides import read_override
+
+        override = read_override(self.store)
+        now = datetime.now(UTC)
+        if override is None:
+            return None
+        if override.active(now) and (override.kill_switch or override.brain_mode == "legacy"):
+            return f"{override.author}: {override.reason}"
+        org = override.org_rollback(ORG, now)
+        return f"{override.author} rolled {ORG} back: {override.reason}" if org is not None else None
+
     def report(self) -> dict[str, Any]:
         from shared_lib.persona import load_persona
 
@@ -393,6 +433,6 @@ class Soak:
             kills=self.kills,
             started=self.started,
         )
-        report = accounting.books(obs)
+        report = accounting.books(obs, rolled_back=self.rolled_back())
         report["duration_seconds"] = round(time.monotonic() - self.started, 1)
         return report

@@ -37,6 +37,7 @@ def test_a_hundred_turns_under_kills_llm_faults_and_redeliveries_lose_and_repeat
     )
     assert done.stdout.strip(), done.stderr[-3000:]
     report = json.loads(done.stdout)
+    print(json.dumps(report, ensure_ascii=False, indent=1))  # the figures, shown when it fails
     # THEN the chaos happened: layers were killed with a turn in flight and came back, LLM calls
     # failed (every peer at once for some turns), webhooks came twice, poisoned turns were sent
     assert report["kills"] >= 1 and report["kill_errors"] == 0, report["kill_log"]

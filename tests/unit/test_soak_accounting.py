@@ -270,3 +270,13 @@ def test_a_kill_whose_turn_is_never_answered_has_no_recovery_and_the_turn_is_los
     report = books(observe(turns, replies, kills=kills))
     assert report["kill_log"][0]["recovery_seconds"] is None and report["lost"] == 1
     assert report["ok"] is False
+
+
+def test_a_run_whose_llm_arm_was_rolled_back_is_not_ok():
+    # GIVEN a clean run during which the rollback guard rolled the organisation back to legacy
+    turns, replies = clean(3)
+    report = books(
+        observe(turns, replies), rolled_back="rollback-guard rolled demo back: llm_error_rate 0.12"
+    )
+    # THEN the plan's expected answers no longer hold, and the run says so
+    assert report["ok"] is False and "rolled back" in report["failures"][0]
