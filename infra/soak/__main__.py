@@ -138,6 +138,11 @@ def _print(report: dict[str, Any]) -> None:
     for key, value in lines:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         print(f"{key:<20} {text}")
+    for d in report["unplanned_degraded"]:
+        print(
+            f"{'  unplanned degraded':<20} turn {d['turn']} taken at {d['taken_at_seconds']} s, "
+            f"answered at {d['answered_at_seconds']} s: {d['reply']}"
+        )
     if report["rolled_back"]:
         print(f"{'rolled back':<20} {report['rolled_back']}")
     for failure in report["failures"]:

@@ -235,6 +235,19 @@ def books(obs: Observed, *, rolled_back: str | None = None) -> dict[str, Any]:
             i for i, n in obs.dead_letters.items() if n and i not in expected_dead
         )[:20],
         "degraded_replies": sum(1 for t in obs.turns if degraded(t.index)),
+        # degraded although the plan did not fail every peer (a spent turn budget, a crash): when
+        # the soak's clock saw it taken and answered
+        "unplanned_degraded": [
+            {
+                "turn": t.index,
+                "turn_ids": t.turn_ids(),
+                "reply": min(mine[t.index], key=lambda r: r.at).text[:40],
+                "taken_at_seconds": round(t.accepted_at - obs.started, 1) if t.accepted_at else None,
+                "answered_at_seconds": round(first_reply[t.index] - obs.started, 1),  # type: ignore[operator]
+            }
+            for t in obs.turns
+            if degraded(t.index) and not t.must_degrade
+        ][:20],
         "outages": outages,
         "llm_faults": dict(Counter(t.fault for t in obs.turns if t.fault)),
         "kills": len(kills),

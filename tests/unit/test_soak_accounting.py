@@ -231,6 +231,7 @@ def test_an_outage_of_every_peer_must_end_in_the_degraded_reply():
         (1, True, True),
         (2, False, False),
     ]
+    assert report["unplanned_degraded"] == []
     # WHEN the outage's turn is answered as if nothing happened (a fallback absorbed the fault)
     absorbed = books(observe(turns, replies))
     assert absorbed["degraded_replies"] == 0 and absorbed["ok"] is False
@@ -280,3 +281,15 @@ def test_a_run_whose_llm_arm_was_rolled_back_is_not_ok():
     )
     # THEN the plan's expected answers no longer hold, and the run says so
     assert report["ok"] is False and "rolled back" in report["failures"][0]
+
+
+def test_a_planned_task_answered_with_a_degraded_reply_is_a_missing_effect_and_shown_as_unplanned():
+    # GIVEN a task turn no fault was planned for, answered with the degraded reply (its budget spent)
+    turns, replies = clean(3)
+    turns[2].effect = "task"
+    replies[2] = reply(turns[2], text=DEGRADED, at=61.0)
+    # WHEN the books are made
+    report = books(observe(turns, replies))
+    # THEN the task is missing (the plan wanted it), and the degraded reply is listed with its times
+    assert report["missing_effects"][0]["reply"] == DEGRADED[:80] and report["ok"] is False
+    assert [(d["turn"], d["answered_at_seconds"]) for d in report["unplanned_degraded"]] == [(2, 61.0)]
