@@ -1,15 +1,22 @@
-"""``python -m infra.soak --turns N --kill-rate R --llm-fault-rate F --redelivery-rate D [--seed S] [--json]``
+"""``python -m infra.soak --turns N --kill-rate R --llm-fault-rate F --redelivery-rate D [--poison-rate P] [--seed S] [--json]``
 
 Runs N turns on the local stack while SIGKILLing random chained layers (rate R per turn,
-each restarted as ``charter local restart --kill`` does), injecting LLM faults into a
-fraction F of the turns (the fake Anthropic server) and sending a fraction D of the
-webhooks twice. Reports accepted turns, replies, lost turns, duplicate replies and effects,
-dead letters and recovery times. Exit 0 when nothing was lost or repeated, 1 otherwise,
-2 for bad arguments or a stack that did not start.
+each kill made while a turn holds that layer's claim, the layer restarted as ``charter local
+restart --kill`` does), injecting LLM faults into a fraction F of the turns (some on the first
+peer only, some on every peer: those must be answered with the degraded reply), sending a
+fraction D of the webhooks twice and poisoning a fraction P (a layer fails them every time:
+they must be dead-lettered). Reports every webhook sent and each planned turn's fate (answered
+once, duplicated, lost, unaccepted, dead-lettered), duplicate, missing and unexpected effects,
+foreign replies, dead letters, degraded replies per planned outage and, per kill, whether it hit
+a turn in flight and that turn's recovery time. Exit 0 when the run is ok (the report's
+``failures`` is empty: the counts reconcile, nothing lost, repeated, missing or foreign, only
+the poisoned turns dead-lettered, every all-peer outage degraded, a kill hit a turn in flight),
+1 otherwise, 2 for bad arguments or a stack that did not start.
 
-By default it starts its own stack (in a temporary folder, with the fake ChatWork task API)
-and stops it at the end, also when interrupted; ``--stack-dir`` uses a running stack's
-``.charter/local`` instead (its layers get restarted; nothing else of it is stopped).
+By default it starts its own stack (in a temporary folder, with the fake ChatWork task API,
+fault injection and the rollback guard off: the planned LLM faults must not roll the LLM arm
+back, which would change every later turn's expected answer) and stops it at the end, also when interrupted; ``--stack-dir`` uses a running
+stack's ``.charter/local`` instead (its layers get restarted; nothing else of it is stopped).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from typing import Any
 
 from infra import local_stack
 from infra.emulators import stop_on_sigterm
-from infra.soak.run import Options, Soak
+from infra.soak.run import Options, Soak, hold_the_llm_arm
 
 
 def _rate(text: str) -> float:
@@ -48,6 +55,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kill-rate", type=_rate, default=0.0, help="layer kills per turn sent (0-1)")
     p.add_argument("--llm-fault-rate", type=_rate, default=0.0, help="share of turns with an LLM fault")
     p.add_argument("--redelivery-rate", type=_rate, default=0.0, help="share of webhooks sent twice")
+    p.add_argument("--poison-rate", type=_rate, default=0.0, help="share of turns a layer always fails")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--concurrency", type=_positive, default=8, help="turns in flight at most")
     p.add_argument("--conversations", type=_positive, help="rooms the turns go to (default: turns / 3)")
@@ -61,33 +69,88 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _print(report: dict[str, Any]) -> None:
-    keys = [
-        "turns",
-        "accepted",
-        "unaccepted",
-        "replies",
-        "degraded_replies",
-        "lost",
-        "duplicate_replies",
-        "resent_replies",
-        "duplicate_turns",
-        "duplicate_effects",
-        "effect_turns",
-        "effects",
-        "missing_effects",
-        "dead_letters",
-        "llm_faults",
-        "redeliveries",
-        "kills",
-        "kill_errors",
-        "recovery_seconds",
-        "restart_seconds_max",
-        "latency_seconds",
-        "duration_seconds",
+    hooks = report["webhooks"]
+    refused = ", ".join(f"{n} × {status}" for status, n in hooks["refused_by_status"].items()) or "none"
+    lines = [
+        ("turns planned", report["turns"]),
+        (
+            "webhooks sent",
+            f"{hooks['sent']} ({hooks['redeliveries']} planned redeliveries): {hooks['accepted']} accepted, "
+            f"{hooks['deduplicated']} deduplicated, {hooks['refused']} refused ({refused}), "
+            f"{hooks['timed_out']} timed out, {hooks['unreachable']} unreachable",
+        ),
+        ("first deliveries", ", ".join(f"{n} {k}" for k, n in sorted(report["resolutions"].items()))),
+        ("turn fates", ", ".join(f"{n} {k}" for k, n in report["fates"].items())),
+        (
+            "replies",
+            f"{report['replies']['received']} received, {report['replies']['ours']} to our turns, "
+            f"{report['foreign_replies']} foreign, {report['resent_replies']} resent under the same key",
+        ),
+        (
+            "duplicates",
+            f"{report['duplicate_turns']} turns, {report['duplicate_replies']} replies, "
+            f"{report['duplicate_effects']} effects",
+        ),
+        (
+            "effects",
+            f"{json.dumps(report['effects'])} for {report['effect_turns']} planned: "
+            f"{report['missing_effect_count']} missing, {report['unexpected_effect_count']} unexpected",
+        ),
+        ("dead letters", f"{report['dead_letters']} ({report['expected_dead_letters']} planned)"),
+        ("llm faults", report["llm_faults"]),
+        (
+            "degraded replies",
+            f"{report['degraded_replies']}; outages: "
+            + (
+                ", ".join(
+                    f"turn {o['turn']} {o['fault']} {'degraded' if o['degraded'] else 'answered'}"
+                    f"{' (must degrade)' if o['must_degrade'] else ''}"
+                    for o in report["outages"]
+                )
+                or "none"
+            ),
+        ),
+        (
+            "kills",
+            f"{report['kills']}, {report['kills_in_flight']} hit a turn in flight, "
+            f"{report['kill_errors']} did not come back",
+        ),
     ]
-    for key in keys:
-        print(f"{key:<20} {json.dumps(report[key], ensure_ascii=False)}")
-    print("result               " + ("OK: nothing lost, nothing repeated" if report["ok"] else "FAILED"))
+    lines += [
+        (
+            f"  kill {k['layer']}" + (" (follow-up)" if k["follow_up"] else ""),
+            f"at {k['at_seconds']} s, "
+            + (
+                f"hit turns {k['turns_hit']}, recovered in {k['recovery_seconds']} s"
+                if k["in_flight"]
+                else f"nothing in flight (waited {k['waited_seconds']} s)"
+            )
+            + f", restart {k['restart_seconds']} s"
+            + (f", ERROR {k['error']}" if k["error"] else ""),
+        )
+        for k in report["kill_log"]
+    ]
+    lines += [
+        ("recovery seconds", report["recovery_seconds"]),
+        ("latency seconds", report["latency_seconds"]),
+        ("duration seconds", report["duration_seconds"]),
+    ]
+    for key, value in lines:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        print(f"{key:<20} {text}")
+    for d in report["unplanned_degraded"]:
+        print(
+            f"{'  unplanned degraded':<20} turn {d['turn']} taken at {d['taken_at_seconds']} s, "
+            f"answered at {d['answered_at_seconds']} s: {d['reply']}"
+        )
+    if report["rolled_back"]:
+        print(f"{'rolled back':<20} {report['rolled_back']}")
+    for failure in report["failures"]:
+        print(f"{'FAILED':<20} {failure}")
+    print(
+        f"{'result':<20} "
+        + ("OK: every webhook accounted for, nothing lost, repeated or missing" if report["ok"] else "FAILED")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         conversations=args.conversations,
         turn_timeout=args.turn_timeout,
         timeout=args.timeout,
+        poison_rate=args.poison_rate,
     )
     own = args.stack_dir is None
     scratch = Path(tempfile.mkdtemp(prefix="charter-soak-")) if own else None
@@ -109,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if own:
             stop_on_sigterm(lambda: local_stack.down(root=root))
-            state = local_stack.up(root=root, chatwork_tasks=True, flags_ttl=1.0)
+            state = local_stack.up(root=root, chatwork_tasks=True, flags_ttl=1.0, fault_injection=True)
         else:
             state = local_stack.load_state(root)
             if not state.get("ready"):
@@ -118,7 +182,10 @@ def main(argv: list[str] | None = None) -> int:
             comps = state["components"]
             os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{comps['firestore']['port']}"
             os.environ["PUBSUB_EMULATOR_HOST"] = f"127.0.0.1:{comps['pubsub']['port']}"
-        report = Soak(options, state, root).run()
+        soak = Soak(options, state, root)
+        if own:
+            hold_the_llm_arm(soak.store)
+        report = soak.run()
     except RuntimeError as exc:
         print(f"soak: {exc}", file=sys.stderr)
         return 2

@@ -1,13 +1,22 @@
-"""What a soak sends: the turns (seeded), their LLM faults as a fake Anthropic scenario.
+"""What a soak sends: the turns (seeded), their LLM faults as fake-LLM scenarios.
 
 Every turn carries a unique tag (``S0042``) in its text, so the effects it causes (a ChatWork
 task body, a memory) can be counted per turn. A turn chosen for an LLM fault also carries a
-fault marker (``#F0042``) that one rule of the fake server's scenario matches; every fault is
+fault marker (``#F0042``) that one rule of the fakes' scenarios matches; every fault is
 bounded (``times``), so a marker that lingers in a later prompt (history) cannot fault it for
-ever, and a faulted turn gets a room of its own. Fault kinds, in the order of
-``FAULT_KINDS``: overloaded twice (retried), one 500 (retried), one stall longer than the
-local stack's LLM timeout (retried within the turn's budget), one stream cut (retried), and
-an outage longer than the turn's every attempt (the persona's degraded reply).
+ever, and a faulted turn gets a room of its own.
+
+Fault kinds (``FAULT_KINDS``, dealt to the faulted turns in a seeded rotation so that every
+kind appears once there are as many faulted turns as kinds):
+
+* retried on the first peer: overloaded twice, one 500, one stall longer than the local
+  stack's LLM timeout, one stream cut;
+* ``failover``: the first peer (the fake Anthropic API) is down for the whole turn; the next
+  peer answers, so the reply is a normal one;
+* ``outage``: every configured peer (``PEERS``: the fake Anthropic API, the fallback fake
+  serving the Vertex routes, the fake OpenAI-compatible server) is down for the whole turn:
+  the reply must be the persona's degraded one (``PlannedTurn.must_degrade``) and the turn
+  has no effect.
 """
 
 from __future__ import annotations
@@ -18,9 +27,16 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+# the layers a poisoned turn fails in (``[[fail:LAYER]]``, the stack's fault injection)
+POISON_LAYERS = ("guardian", "authorizer", "executor")
 USERS = ("u-suzuki", "u-yamada", "u-sato1", "u-kazu")
 KINDS = ("smalltalk", "task", "memory", "search")
-FAULT_KINDS = ("overloaded", "error", "stall", "cut", "outage")
+FAULT_KINDS = ("overloaded", "error", "stall", "cut", "failover", "outage")
+# the local stack's LLM peers in routing order, as its components are named (infra.local_stack)
+PEERS = ("fake_llm", "fake_llm_fallback", "fake_openai")
+# more failures than every call of a turn can make on one peer: the router's classifier, the
+# proposal (twice) and the phrasing, four attempts each, and a shadow brain's calls on top
+DOWN_FOR_A_TURN = 40
 
 
 @dataclass(frozen=True)
@@ -34,14 +50,29 @@ class PlannedTurn:
     fault: str | None
     redeliver: bool
     event_id: str
+    poison: str | None = None  # a layer made to fail this turn every time: it must be dead-lettered
 
     @property
     def marker(self) -> str:
         return f"#F{self.index:04d}"
 
     @property
+    def must_degrade(self) -> bool:
+        """Every peer is down for this turn: only the persona's degraded reply is right."""
+        return self.fault == "outage"
+
+    @property
+    def fault_peers(self) -> tuple[str, ...]:
+        """The peers (stack components) this turn's fault hits."""
+        if self.fault is None:
+            return ()
+        return PEERS if self.fault == "outage" else PEERS[:1]
+
+    @property
     def effect(self) -> str | None:
-        """The effect this turn asks for: a ChatWork task or a memory (``None``: none)."""
+        """The effect this turn must cause exactly once: a ChatWork task or a memory (``None``: none)."""
+        if self.must_degrade or self.poison:
+            return None
         return {"task": "task", "memory": "memory"}.get(self.kind)
 
 
@@ -62,20 +93,34 @@ def plan(
     redelivery_rate: float,
     seed: int,
     conversations: int | None = None,
+    poison_rate: float = 0.0,
 ) -> list[PlannedTurn]:
-    """``turns`` turns over ``conversations`` rooms (default: one per three turns), seeded."""
+    """``turns`` turns over ``conversations`` rooms (default: one per three turns), seeded.
+
+    A share ``poison_rate`` of the turns (drawn apart from the others, so the rest of the plan
+    is the same with or without) is poisoned: small talk failing in one layer every time, in a
+    room of its own (a dead letter holds its conversation back until it has left the queue)."""
+    poisoner = random.Random(f"{seed}-poison")
     rng = random.Random(seed)
     run = f"{seed:x}-{uuid.uuid4().hex[:6]}"
     rooms = max(1, conversations or turns // 3)
+    rotation = rng.randrange(len(FAULT_KINDS))
     out = []
     for i in range(turns):
         tag = f"S{i:04d}x{run[-4:]}"
         faulted = rng.random() < llm_fault_rate
         # a faulted turn is small talk or a task (never a memory: its marker would stay in later prompts)
         kind = rng.choice(("smalltalk", "task")) if faulted else rng.choice(KINDS)
-        fault = rng.choice(FAULT_KINDS) if faulted else None
-        conversation = f"soak-{run}-f{i}" if faulted else f"soak-{run}-c{i % rooms}"
+        fault = None
+        if faulted:
+            fault, rotation = FAULT_KINDS[rotation % len(FAULT_KINDS)], rotation + 1
+        poison = poisoner.choice(POISON_LAYERS) if poisoner.random() < poison_rate and not faulted else None
+        if poison:
+            kind = "smalltalk"
+        conversation = f"soak-{run}-f{i}" if faulted or poison else f"soak-{run}-c{i % rooms}"
         text = _text(kind, tag) + (f" #F{i:04d}" if faulted else "")
+        if poison:
+            text = f"[[fail:{poison}]] {text}"
         out.append(
             PlannedTurn(
                 index=i,
@@ -87,6 +132,7 @@ def plan(
                 fault=fault,
                 redeliver=rng.random() < redelivery_rate,
                 event_id=f"soak-{run}-{i}",
+                poison=poison,
             )
         )
     return out
@@ -98,13 +144,13 @@ def _fault(kind: str) -> dict[str, Any]:
         "error": {"kind": "status", "status": 500, "times": 1},
         "stall": {"kind": "delay", "seconds": 25, "times": 1},
         "cut": {"kind": "cut_stream", "after_blocks": 0, "times": 1},
-        # more failures than all of the turn's calls can make: proposal (twice) and phrasing, 4 attempts each
-        "outage": {"kind": "status", "status": 500, "times": 12},
+        "failover": {"kind": "status", "status": 500, "times": DOWN_FOR_A_TURN},
+        "outage": {"kind": "status", "status": 500, "times": DOWN_FOR_A_TURN},
     }[kind]
 
 
-def scenario(turns: list[PlannedTurn]) -> str:
-    """The fake Anthropic server's scenario (JSON) injecting each faulted turn's fault."""
+def scenario(turns: list[PlannedTurn], peer: str = PEERS[0]) -> str:
+    """The scenario (JSON) of the fake LLM ``peer``: the faults of the turns that hit it."""
     rules = [
         {
             "name": f"soak fault {t.fault} for turn {t.index}",
@@ -112,6 +158,8 @@ def scenario(turns: list[PlannedTurn]) -> str:
             "fault": _fault(str(t.fault)),
         }
         for t in turns
-        if t.fault
+        if peer in t.fault_peers
     ]
-    return json.dumps({"name": "soak", "description": "per-turn LLM faults of a soak run", "rules": rules})
+    return json.dumps(
+        {"name": "soak", "description": f"per-turn LLM faults of a soak run ({peer})", "rules": rules}
+    )
