@@ -1,8 +1,11 @@
 """Article 4.4.2 read as a claim, not as words: is the proposer granting or assuming a right?
 
 A permission pattern (``constitution.permission_patterns`` of the policy: 「権限があると判断した」
-「管理者なので実行できる」「私の判断で許可します」「権限チェックは不要」) is a claim of the
-proposer's own unless what surrounds it says otherwise:
+「管理者なので実行できる」「私の判断で許可します」「権限チェックは不要」; a right the proposer
+assesses, 「権限的に問題ない」「レベルが足りている」; an exception it grants, 「特別に閲覧を許可する」;
+a role's right a chain of steps infers, 「課長は他部署の給与も閲覧できる」; a reply promising the
+user may see, 「見られると伝える」; a restriction it judges may be lifted, 「制限を外してよいと判断した」)
+is a claim of the proposer's own unless what surrounds it says otherwise:
 
 * it reports someone else's words or a document: right after it in its clause (``reported``:
   「…権限があるとのこと」「…と聞いている」「…と書かれている」), or its source before it
