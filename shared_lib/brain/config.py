@@ -104,6 +104,7 @@ class Legacy(_Cfg):
     min_score: Annotated[int, Field(ge=1)] = 2
     intents: dict[str, LegacyIntent] = Field(default_factory=dict)
     hostile: list[str] = Field(default_factory=list)
+    injection: list[str] = Field(default_factory=list)  # text that tries to rewrite the rules
     bulk: list[str] = Field(default_factory=list)
     destructive: list[str] = Field(default_factory=list)
     generic: list[str] = Field(default_factory=list)

@@ -69,6 +69,8 @@ def propose(
 ) -> Proposal:
     cfg = cfg or load_brain_config()
     said = unicodedata.normalize("NFKC", text)
+    if _any(said.lower(), [w.lower() for w in cfg.legacy.injection]):
+        return _reply(persona, "legacy_injection", "決まりを変えさせようとする頼み方だった", 0.9)
     if _any(said, cfg.legacy.hostile):
         return _reply(persona, "legacy_decline", "人を困らせる・傷つけるためのお願いに読めた", 0.9)
     if _any(said, cfg.legacy.bulk) and _any(said, cfg.legacy.destructive):
