@@ -77,6 +77,8 @@ class Security(_Cfg):
     # named regexes a confidential word's ``disclosure`` refers to (a value next to the word)
     disclosure_markers: dict[str, str] = Field(default_factory=dict)
     # tools (regexes on the name) whose parameters leave the conversation get the confidential check
+    # where a value leaves the person who said it: a message sent, a task given to someone (its body
+    # is read by the assignee); a memory the asker keeps for themselves sends nothing out
     confidential_tool_patterns: list[str] = Field(default_factory=list)
     # what discloses a value about a person, a credential or a deal (``disclosure.py``): the
     # grammar itself or the name of its file (relative: the packaged configuration folder)

@@ -156,3 +156,25 @@ def test_a_persons_masked_contact_sent_out_is_the_value_itself(monkeypatch, caps
     assert (
         policy_check(announcement("代表電話番号は[PHONE_1]です"), monkeypatch, capsys)["action"] == "confirm"
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "assignee", "disclosed"),
+    [
+        ("鈴木さんの評価は「A」だったので本人に伝える", "田中", True),  # the assignee reads 鈴木's grade
+        ("佐藤さんの年収650万の件、条件面を確認しといて", "山田", True),
+        ("人事評価シートを金曜までに提出", "田中", False),  # a topic word, no value about anyone
+        ("年収の壁の説明会の資料づくり📄", "鈴木", False),
+    ],
+)
+def test_a_task_body_is_read_by_its_assignee(body, assignee, disclosed, monkeypatch, capsys):
+    # GIVEN a task given to someone: its body leaves the person who asked for it
+    task = {
+        **announcement(""),
+        "tool_calls": [
+            {"tool_name": "chatwork_task_create", "parameters": {"body": body, "assignee_name": assignee}}
+        ],
+    }
+    task["reasoning"] = REASONING
+    # THEN a value about someone else in it is a disclosure; an instruction about a topic is not
+    assert (policy_check(task, monkeypatch, capsys)["reason_code"] == CONFIDENTIAL) is disclosed
