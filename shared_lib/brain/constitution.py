@@ -275,11 +275,35 @@ def permission_guidance(claims: list[ConstitutionViolation]) -> str:
     )
 
 
-def confirmation_question(root: ToolCallProposal, persona: Persona) -> str:
-    """A neutral question built by fixed logic from the proposal (never an assertion)."""
+def confirmation_question(
+    root: ToolCallProposal, persona: Persona, registry: ToolRegistry | None = None
+) -> str:
+    """A neutral question built by fixed logic from the proposal (never an assertion), in the
+    words a user reads: the tool's display name, each parameter's label, dates as 「11月25日（水）」."""
+    from shared_lib.tools.builtin import builtin_registry
+
+    reg = registry or builtin_registry()
     call = root.tool_calls[0]
-    summary = "\n".join(f"- {k}: {v}" for k, v in call.parameters.items()) or "- （パラメータなし）"
-    return persona.message("confirm_generated", tool=call.tool_name, summary=summary)
+    summary = "\n".join(
+        f"- {reg.parameter_label(call.tool_name, k)}: {_shown(v)}" for k, v in call.parameters.items()
+    )
+    return persona.message(
+        "confirm_generated", tool=reg.display_name(call.tool_name), summary=summary or "- （指定なし）"
+    )
+
+
+def _shown(value: Any) -> str:
+    """A parameter's value as a person reads it: a list joined, an ISO date in Japanese."""
+    if isinstance(value, list):
+        return "、".join(_shown(v) for v in value)
+    text = str(value)
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        from datetime import date
+
+        from shared_lib.dates import display_date
+
+        return display_date(date.fromisoformat(text))
+    return text
 
 
 def reply_for(persona: Persona, code: str) -> str:

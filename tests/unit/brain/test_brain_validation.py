@@ -130,9 +130,10 @@ def test_given_a_medium_confidence_tool_call_when_applied_then_it_goes_to_confir
 def test_given_a_low_confidence_tool_call_when_applied_then_a_confirmation_question_is_generated(overall):
     out, band = apply_band(Proposal.model_validate(tool_call(overall=overall)), CFG, PERSONA)
     assert isinstance(out.root, ToolCallProposal) and out.root.needs_confirmation and band.action == "ask"
-    assert (
-        "chatwork_task_create" in out.root.confirmation_question and "田中" in out.root.confirmation_question
-    )
+    # in the words a user reads: the tool's display name and the parameters' labels, never internal names
+    question = out.root.confirmation_question
+    assert "「タスクの作成」" in question and "担当者: 田中" in question
+    assert "chatwork_task_create" not in question and "assignee_name" not in question
 
 
 @pytest.mark.parametrize("overall", [0.29, 0.0])
