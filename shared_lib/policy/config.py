@@ -80,11 +80,16 @@ class Security(_Cfg):
     # where a value leaves the person who said it: a message sent, a task given to someone (its body
     # is read by the assignee); a memory the asker keeps for themselves sends nothing out
     confidential_tool_patterns: list[str] = Field(default_factory=list)
+    # tools that keep what they are given for later (a memory): read back in whatever room it is
+    # asked in, so a colleague's HR value kept there is disclosed (``kept_disclosures``, the
+    # grammar's pattern names); a contact or address is kept sealed for its author (``sealing.py``)
+    kept_tool_patterns: list[str] = Field(default_factory=list)
+    kept_disclosures: list[str] = Field(default_factory=list)
     # what discloses a value about a person, a credential or a deal (``disclosure.py``): the
     # grammar itself or the name of its file (relative: the packaged configuration folder)
     disclosure: DisclosureGrammar | None = None
 
-    @field_validator("confidential_tool_patterns")
+    @field_validator("confidential_tool_patterns", "kept_tool_patterns")
     @classmethod
     def _compile(cls, value: list[str]) -> list[str]:
         checked_regexes(value)
@@ -123,6 +128,9 @@ class Security(_Cfg):
 
     def sends_out(self, tool_name: str) -> bool:
         return any(re.search(p, tool_name) for p in self.confidential_tool_patterns)
+
+    def keeps(self, tool_name: str) -> bool:
+        return any(re.search(p, tool_name) for p in self.kept_tool_patterns)
 
 
 class DangerRule(_Cfg):

@@ -62,9 +62,26 @@ def security(s: Subject, p: Policy) -> Iterator[Verdict]:
         if any(sec.discloses(secret, t) for t in s.scoped(secret.scopes, parameters_of=outbound)):
             yield p.verdict("security.confidential", pattern=secret.name, details={"pattern": secret.name})
             return
-    found = disclosure(s, p, outbound)
+    found = disclosure(s, p, outbound) or kept_disclosure(s, p)
     if found is not None:
         yield p.verdict("security.confidential", pattern=found.name, details={"pattern": found.name})
+
+
+def kept_disclosure(s: Subject, p: Policy) -> Found | None:
+    """A colleague's HR value (a grade, a salary, a personnel action) handed to a tool that keeps
+    it (a memory read back later, in any room); the speaker's own value and contacts are kept."""
+    sec = p.config.security
+    grammar = sec.disclosure
+    if grammar is None:
+        return None
+    for name, params in s.calls:
+        if not sec.keeps(name):
+            continue
+        for text in strings_in(params):
+            found = grammar.personal(text)
+            if found and found.name in sec.kept_disclosures and found.subject not in (None, "@addressee"):
+                return found
+    return None
 
 
 def disclosure(s: Subject, p: Policy, outbound: set[int]) -> Found | None:

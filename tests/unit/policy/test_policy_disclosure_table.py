@@ -136,15 +136,29 @@ def test_a_credential_is_blocked_even_to_one_person(monkeypatch, capsys):
     assert policy_check(sent, monkeypatch, capsys)["reason_code"] == "security.ng_pattern"
 
 
-def test_a_private_memory_of_a_value_is_not_sent_out(monkeypatch, capsys):
-    # GIVEN a value kept in the asker's own memory (no recipient: nothing leaves)
+@pytest.mark.parametrize(
+    ("content", "disclosed"),
+    [
+        ("田中さんの評価はB", True),  # a colleague's grade copied into the assistant's memory
+        ("佐藤花子さんの年収は480万円って聞いた", True),
+        ("覚えといて：鈴木課長、来月で降格らしい", True),
+        ("私の年収は500万円", False),  # the speaker's own value, kept for the speaker
+        ("自分の今期の評価はAだった🎉", False),
+        ("田中さんの携帯は０９０－１２３４－５６７８", False),  # a contact: kept sealed for its author
+        ("経費精算の締めは毎月25日", False),
+    ],
+)
+def test_a_memory_keeps_the_speakers_own_values_and_contacts_never_a_colleagues_hr_value(
+    content, disclosed, monkeypatch, capsys
+):
+    # GIVEN a value the person asks the assistant to keep (read back later, in any room)
     kept = {
         **announcement(""),
-        "tool_calls": [{"tool_name": "save_memory", "parameters": {"content": "田中さんの評価はB"}}],
+        "tool_calls": [{"tool_name": "save_memory", "parameters": {"content": content}}],
     }
     kept["reasoning"] = REASONING
-    # THEN the confidential rule, which guards what leaves, has nothing to say
-    assert policy_check(kept, monkeypatch, capsys)["reason_code"] != CONFIDENTIAL
+    # THEN a colleague's grade or pay leaves the person who said it; their own value does not
+    assert (policy_check(kept, monkeypatch, capsys)["reason_code"] == CONFIDENTIAL) is disclosed
 
 
 def test_a_persons_masked_contact_sent_out_is_the_value_itself(monkeypatch, capsys):

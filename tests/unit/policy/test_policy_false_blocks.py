@@ -66,11 +66,17 @@ def test_a_confidential_word_with_a_value_in_an_answer_is_blocked(sentence):
 
 
 @pytest.mark.parametrize("sentence", DISCLOSES)
-def test_a_disclosure_sent_out_to_others_is_blocked_and_kept_in_a_private_tool_is_not(sentence):
+def test_a_disclosure_sent_out_or_a_colleagues_hr_value_kept_is_blocked_and_a_lookup_is_not(sentence):
+    # a memory is read back later, in whatever room it is asked in: a named colleague's grade or
+    # pay kept there leaves the person who said it (a value about nobody named stays kept; contacts
+    # are kept sealed for their author: test_policy_disclosure_table); a lookup keeps nothing
     sent = tool_call("send_message", {"message": sentence, "recipients": ["a"]})
     kept = tool_call("save_memory", {"content": sentence})
+    looked_up = tool_call("knowledge_search", {"query": sentence})
     assert evaluate(sent, registry=EMPTY, now=NOW).reason_code == "security.confidential"
-    assert evaluate(kept, registry=EMPTY, now=NOW).reason_code == "pass"
+    colleague = "さん" in sentence
+    assert (evaluate(kept, registry=EMPTY, now=NOW).reason_code == "security.confidential") is colleague
+    assert evaluate(looked_up, registry=EMPTY, now=NOW).reason_code == "pass"
 
 
 @pytest.mark.parametrize("sentence", MENTIONS)
