@@ -179,7 +179,7 @@ def _text(text: str, persona: Persona, cfg: BrainConfig) -> Proposal:
         return _reply(persona, greeting, "挨拶", 0.9)
     if is_question(text, cfg):
         return _reply(persona, "legacy_cannot_answer", "質問だが、答えられる操作や資料がない", 0.6)
-    if _any(text, cfg.legacy.generic):
+    if _any(text, cfg.legacy.generic) or _any(text, cfg.legacy.destructive):
         return _ask(persona, "legacy_what", "何をお願いしたいのかが、まだ分からない")
     return _reply(persona, "legacy_smalltalk", "お手伝いできる操作のお願いではない発言", 0.6)
 

@@ -25,6 +25,7 @@ from shared_lib.dates import find
 from shared_lib.tools.registry import ToolSpec
 
 _NAME = re.compile(r"([一-龥々ァ-ヴー]{1,8})(?:さん|くん|様|君)")
+_EVERYONE = ("全員", "みんな", "皆さん", "みなさん", "全社員", "社員全員", "全社", "皆様", "みなさま")
 _SELF = ("自分", "私", "俺", "僕", "わたし")
 _QUOTED = re.compile(r"[「『]([^」』]+)[」』]")
 _LEVEL = re.compile(r"(?:レベル|level)\s*(\d)", re.IGNORECASE)
@@ -55,7 +56,14 @@ def _said(text: str, legacy: Legacy) -> str | None:
     if quoted or any(c in text and text.split(c, 1)[1].strip() for c in ("：", ":")):
         return _content(text)
     body = re.sub(legacy.recipient_prefix, "", text.strip())
-    body = re.sub(legacy.instruction_tail, "", body).strip(" 、,，。")
+    # the instruction ends the sentence it is in (「…を周知して。締切は11/30です」): take it off
+    # there and keep the sentences around it
+    sentences = [x for x in re.split(r"(?<=[。！!？?\n])", body) if x.strip()]
+    body = "".join(
+        re.sub(legacy.instruction_tail, "", x.rstrip("。！!？?\n "))
+        + ("。" if i < len(sentences) - 1 else "")
+        for i, x in enumerate(sentences)
+    ).strip(" 、,，。")
     body = re.sub(
         rf"^{_NAME.pattern}(?:に|へ|宛てに|あてに)?[、,，\s]*", "", body
     )  # 「佐藤さんに」 is whom, not what
@@ -114,10 +122,22 @@ RULES: dict[str, Rule] = {
     "goal_query": _content,
     "memory_query": _content,
     "progress_content": _content,
-    "recipients": lambda t: "all" if "全員" in t or "みんな" in t else None,
+    "recipients": lambda t: "all" if any(w in t for w in _EVERYONE) else None,
     "new_level": lambda t: int(m.group(1)) if (m := _LEVEL.search(t)) else None,
     "progress_percent": lambda t: int(m.group(1)) if (m := _PERCENT.search(t)) else None,
 }
+
+
+_QUERIES = ("task_query", "goal_query", "memory_query", "query")
+# a thing named only by pointing at it (「それ完了にして」): the launch brain cannot tell which one
+_POINTING = re.compile(
+    r"(?:それ|あれ|これ|例の(?:やつ|件)?|さっきの(?:やつ|件)?|あの件|その件|アレ|ソレ|コレ|やつ|件|"
+    r"完了|終わった|済み|削除|消して|消す|取り消し|して|にして|お願い|ください|[をにはがのも、。！!？?\s])+"
+)
+
+
+def _pointing_only(value: object) -> bool:
+    return isinstance(value, str) and len(_POINTING.sub("", value)) < 2
 
 
 def extract(
@@ -130,7 +150,7 @@ def extract(
     for name in spec.params.model_fields:
         rule = RULES.get(name)
         value = _said(text, said) if name == "message" else rule(text) if rule else None
-        if value is None or value == "":
+        if value is None or value == "" or (name in _QUERIES and _pointing_only(value)):
             continue
         params[name] = value
         sources[name] = "default" if name == "assignee_name" and value in _SELF else "user_message"

@@ -111,6 +111,11 @@ ANNOUNCEMENTS = [
         "全員へ、ＰＣのＯＳアップデートを今週中に実施してくださいと周知お願いします",
         "ＰＣのＯＳアップデートを今週中に実施してください",
     ),
+    (
+        "全社員に、防災訓練の参加者募集をアナウンスして。集合は１０時です",
+        "防災訓練の参加者募集。集合は１０時です",
+    ),
+    ("社員全員に来月の健康診断の日程を周知しといて！詳細は総務まで", "来月の健康診断の日程。詳細は総務まで"),
 ]
 
 
@@ -120,10 +125,14 @@ def test_an_announcement_carries_what_is_to_be_said_never_the_instruction(text: 
     assert isinstance(proposal.root, ToolCallProposal), proposal.root
     message = str(proposal.root.tool_calls[0].parameters.get("message"))
     assert message == said
+    assert proposal.root.tool_calls[0].parameters.get("recipients") == "all"
     assert not re.search(r"アナウンス|周知|告知|お知らせして|伝えといて|全員に|みんなに", message)
 
 
 UNSURE = [
+    "それ完了にして",
+    "さっきのやつ消しといて",
+    "これ終わった",
     "あれお願い",
     "例のやつ、よろしく頼む",
     "お願いがあるんだけど",
