@@ -2,7 +2,7 @@
 
 import functions_framework
 
-from shared_lib.push import run_target
+from shared_lib.wiring.push import run_target
 
 
 @functions_framework.cloud_event

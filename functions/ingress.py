@@ -4,7 +4,7 @@ import flask
 import functions_framework
 
 from shared_lib.layers.ingress import handle_http
-from shared_lib.push import get_runtime
+from shared_lib.wiring.push import get_runtime
 
 
 @functions_framework.http

@@ -14,7 +14,7 @@ from functions.ingress import ingress
 from functions.memory import memory
 from functions.observer import observer
 from functions.responder import responder
-from shared_lib.composition import check_startup
+from shared_lib.wiring.composition import check_startup
 
 check_startup()
 

@@ -23,8 +23,8 @@ from typing import Any
 
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM, PEOPLE, seed_demo_directory
 from shared_lib.errors import CharterError, ConfigError
-from shared_lib.inbound import InboundMessage
 from shared_lib.ports import Store
+from shared_lib.turn.inbound import InboundMessage
 
 _NAMES = {p["user_id"]: p["name"] for p in PEOPLE}
 PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_]*(?:_\d+)?\]")
@@ -227,7 +227,7 @@ def _stack(args: argparse.Namespace) -> list[dict[str, Any]]:
     st = local_stack.status()
     if not st["running"]:
         raise ConfigError("the local stack is not running: start it with `charter local up`")
-    from shared_lib.composition import operator_runtime
+    from shared_lib.wiring.composition import operator_runtime
 
     store = operator_runtime(
         store="firestore", project=st["project"], home=local_stack.STATE_DIR.parent

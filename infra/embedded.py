@@ -30,8 +30,8 @@ def embedded_product(
     """A wired in-process runtime over the SQLite store ``db`` (or the ``store`` settings given),
     and a line saying which LLM serves it."""
     from infra.fake_channels.server import FakeChannelServer
-    from shared_lib.composition import ENV_FILE, build_runtime, wire_inprocess, write_env_file
     from shared_lib.settings import Settings
+    from shared_lib.wiring.composition import ENV_FILE, build_runtime, wire_inprocess, write_env_file
 
     with ExitStack() as stack:
         channels = stack.enter_context(FakeChannelServer())

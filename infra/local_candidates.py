@@ -74,7 +74,7 @@ def _emulator_env(state: dict[str, Any]) -> None:
 def _create_smoke_subscriptions(state: dict[str, Any]) -> None:
     from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
-    from shared_lib.topology import TOPOLOGY
+    from shared_lib.delivery.topology import TOPOLOGY
 
     client = pubsub_v1.SubscriberClient()
     created = state.setdefault("smoke_subscriptions", [])

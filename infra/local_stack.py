@@ -17,7 +17,7 @@ Dead letters: the emulator is given only what it handles. A dead-letter policy o
 ordered subscription wedges it (after the last attempt of such a message it stops
 delivering to every subscription, a NullPointerException in its log), so ordered
 subscriptions get none here; the functions dead-letter those messages themselves
-(``CHARTER_DEADLETTER_FALLBACK``, ``shared_lib.push``).
+(``CHARTER_DEADLETTER_FALLBACK``, ``shared_lib.wiring.push``).
 
 The smoke twins of the topics always exist (a smoke turn must be publishable). With
 ``candidates`` (``charter local up --candidates``, or ``infra.local_candidates.start`` on a
@@ -138,7 +138,7 @@ def _spawn(
 
 
 def _targets() -> dict[str, str]:
-    from shared_lib.topology import TOPOLOGY
+    from shared_lib.delivery.topology import TOPOLOGY
 
     targets: dict[str, str] = {name: t.kind for name, t in TOPOLOGY.targets.items()}
     if not (REPO / "functions" / "admin.py").exists():
@@ -188,7 +188,7 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
                 }
             ),
             "CHARTER_LLM_TIMEOUT": "20",
-            # the emulator does not dead-letter ordered subscriptions: the handler does (shared_lib.push)
+            # the emulator does not dead-letter ordered subscriptions: the handler does (shared_lib.wiring.push)
             "CHARTER_DEADLETTER_FALLBACK": "1",
         }
     )
@@ -408,7 +408,7 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float, say: Pr
     state["notes"] = EMULATOR_NOTES
     state["ready"] = True
     _save(paths, state)
-    from shared_lib.composition import write_env_file
+    from shared_lib.wiring.composition import write_env_file
 
     write_env_file(
         paths.settings,
@@ -497,7 +497,7 @@ def _seed(state: dict[str, Any]) -> None:
 def _create_topology(state: dict[str, Any]) -> None:
     from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
-    from shared_lib.topology import TOPOLOGY
+    from shared_lib.delivery.topology import TOPOLOGY
 
     project = state["project"]
     from google.api_core.exceptions import AlreadyExists
@@ -515,7 +515,7 @@ def _create_topology(state: dict[str, Any]) -> None:
 
 def subscription_request(project: str, name: str, s: Any, endpoint: str) -> dict[str, Any]:
     """The emulator's create-subscription request of topology subscription ``s`` pushing to ``endpoint``."""
-    from shared_lib.topology import TOPOLOGY
+    from shared_lib.delivery.topology import TOPOLOGY
 
     retry = TOPOLOGY.retry
     request: dict[str, Any] = {

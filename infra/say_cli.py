@@ -32,7 +32,7 @@ from infra.demo_cli import _print_turn, _record, leaks, turn_summary
 from shared_lib.cli.operations import store_options
 from shared_lib.demo_data import DEMO_ORG, DEMO_ROOM, seed_demo_directory
 from shared_lib.errors import ConfigError
-from shared_lib.inbound import InboundMessage
+from shared_lib.turn.inbound import InboundMessage
 
 
 def _moment(text: str) -> datetime:

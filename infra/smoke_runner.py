@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", dest="store_choice", help="firestore|FILE.sqlite (default: settings)")
     parser.add_argument("--project")
     args = parser.parse_args(argv)
-    from shared_lib.composition import operator_runtime
+    from shared_lib.wiring.composition import operator_runtime
 
     try:
         store = operator_runtime(store=args.store_choice, project=args.project).store

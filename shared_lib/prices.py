@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared_lib import config_files
 from shared_lib.ports import LLMUsage
+from shared_lib.settings import config_files
 
 PRICES_FILE = Path(__file__).parent / "config" / "prices.json"
 

@@ -1,7 +1,7 @@
 """The typed services every layer is given: ``Runtime``.
 
 It lives low in the house: it imports ports, settings and the types of the services, never
-a layer, an adapter or the composition root (``shared_lib.composition`` builds it). A layer
+a layer, an adapter or the composition root (``shared_lib.wiring.composition`` builds it). A layer
 reads the services it needs from it; a domain module below the layers takes the few values
 it uses (or declares a small ``Protocol`` of them), so nothing under ``layers`` depends on
 this module's shape.
@@ -22,10 +22,10 @@ from cryptography.fernet import MultiFernet
 from shared_lib.channels.base import IngressConfig
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.context.builder import ContextBuilder
-from shared_lib.envelope import Turn
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.flags import FlagsProvider
 from shared_lib.ids import new_ulid, utc_now
-from shared_lib.persona import Persona
+from shared_lib.persona.catalogue import Persona
 from shared_lib.policy.config import PolicyConfig
 from shared_lib.ports import LLM, Bus, Channel, Embedder, Store
 from shared_lib.prices import PriceTable
@@ -36,12 +36,12 @@ from shared_lib.tools.directory import PersonCache
 from shared_lib.tools.registry import ToolRegistry
 from shared_lib.tools.skill_tools import registry_for
 from shared_lib.tools.task_backend import TaskBackend
-from shared_lib.topology import TOPOLOGY
+from shared_lib.turn.envelope import Turn
 
 
 @dataclass
 class Runtime:
-    """One process's services, built once by ``shared_lib.composition.build_runtime``."""
+    """One process's services, built once by ``shared_lib.wiring.composition.build_runtime``."""
 
     settings: Settings
     store: Store

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import settings
 
 from infra.emulators import Emulators, stop_on_sigterm
-from shared_lib import config_files, logs
-from shared_lib.composition import apply_process_settings
-from shared_lib.settings import Settings
+from shared_lib.observability import logs
+from shared_lib.settings import Settings, config_files
+from shared_lib.wiring.composition import apply_process_settings
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 

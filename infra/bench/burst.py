@@ -210,7 +210,7 @@ def settle(stack: Stack, sent: list[Sent], start: float, timeout: float = 240.0)
 def effect_counts(state: dict[str, Any]) -> dict[str, tuple[int, int]]:
     """Per write tool: (effect documents, completed receipts of that tool) in the store now."""
     from shared_lib import collections
-    from shared_lib.composition import operator_runtime
+    from shared_lib.wiring.composition import operator_runtime
 
     store = operator_runtime(
         store="firestore", project=state["project"], home=Path(state["root"]).parent

@@ -93,11 +93,11 @@ def count(turns: int = 0) -> dict[str, Any]:
     from infra.bench.burst import MIX
     from infra.fake_llm.server import FakeAnthropicServer
     from shared_lib.adapters.memory_store import MemoryStore
-    from shared_lib.composition import build_runtime, runner
+    from shared_lib.delivery.topology import TOPOLOGY
     from shared_lib.demo_data import DEMO_ORG, seed_demo_directory
-    from shared_lib.inbound import InboundMessage
     from shared_lib.layers.ingress import accept
-    from shared_lib.topology import TOPOLOGY
+    from shared_lib.turn.inbound import InboundMessage
+    from shared_lib.wiring.composition import build_runtime, runner
 
     texts = [t for _, text, confirmations in MIX for t in [text] + ["はい"] * confirmations]
     texts = texts if not turns else [texts[i % len(texts)] for i in range(turns)]

@@ -124,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     from shared_lib.adapters.inproc_bus import InProcessBus
-    from shared_lib.composition import build_runtime
     from shared_lib.settings import Settings
+    from shared_lib.wiring.composition import build_runtime
 
     values = {"embedder": args.embedder} if args.embedder else {}
     rt = build_runtime(

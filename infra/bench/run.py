@@ -37,10 +37,10 @@ def _stats(samples: list[float]) -> dict[str, float]:
 
 def bench_inprocess(turns: int) -> dict[str, float]:
     from infra.fake_llm.server import FakeAnthropicServer
-    from shared_lib.composition import build_runtime, wire_inprocess
     from shared_lib.demo_data import DEMO_ORG, seed_demo_directory
-    from shared_lib.inbound import InboundMessage
     from shared_lib.layers.ingress import accept
+    from shared_lib.turn.inbound import InboundMessage
+    from shared_lib.wiring.composition import build_runtime, wire_inprocess
 
     with FakeAnthropicServer() as server:
         rt = build_runtime(

@@ -11,7 +11,7 @@
   SIGKILLed (its whole process group: arbiter and workers) and started again as ``charter
   local restart --kill`` does. The kill waits (up to ``CLAIM_WAIT``) until one of our
   unanswered turns holds its claim for that layer (``orgs/{org}/idempotency``,
-  ``shared_lib.idempotency.claim_path``); a turn whose claim is still held by the same holder
+  ``shared_lib.delivery.idempotency.claim_path``); a turn whose claim is still held by the same holder
   once the process is dead was hit in flight. A kill's recovery time runs until every turn it
   hit is answered; a kill that hit none has none. Until one has hit, a miss is followed by a
   kill of the brain (``FOLLOW_UP``, reported as such).
@@ -278,8 +278,8 @@ class Soak:
             self._resolve_one(p)
 
     def _resolve_one(self, p: PlannedTurn) -> str | None:
-        from shared_lib.inbound import InboundMessage
         from shared_lib.layers.ingress import dedupe_path
+        from shared_lib.turn.inbound import InboundMessage
 
         msg = InboundMessage(
             channel="http",
@@ -416,7 +416,7 @@ class Soak:
         return f"{override.author} rolled {ORG} back: {override.reason}" if org is not None else None
 
     def report(self) -> dict[str, Any]:
-        from shared_lib.persona import load_persona
+        from shared_lib.persona.catalogue import load_persona
 
         persona = load_persona()
         self._resolve()

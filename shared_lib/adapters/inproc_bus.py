@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from shared_lib import tracing
-from shared_lib.topology import TOPOLOGY, Topology
+from shared_lib.delivery.topology import TOPOLOGY, Topology
 
 log = logging.getLogger(__name__)
 Subscriber = Callable[[bytes, dict[str, str]], object]

@@ -28,11 +28,11 @@ import tenacity
 from pydantic import BaseModel, ConfigDict, Field
 from tenacity.stop import stop_base
 
-from shared_lib.callctx import remaining
 from shared_lib.errors import CharterError, LLMError
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage, PeerHealth
 from shared_lib.settings import Settings
+from shared_lib.turn.callctx import remaining
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})  # and every 5xx (529 included)
 

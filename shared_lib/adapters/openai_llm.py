@@ -44,7 +44,7 @@ from shared_lib.adapters.llm_retry import (
 )
 from shared_lib.adapters.peer_base import PeerAdapter
 from shared_lib.errors import LLMError
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import LLMRequest, LLMResponse, PeerKind
 
 __all__ = ["FAILURES", "OpenAICompatibleLLM"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
 from shared_lib import tracing
-from shared_lib.topology import TOPOLOGY, Topology
+from shared_lib.delivery.topology import TOPOLOGY, Topology
 
 
 class PubSubBus:

@@ -44,7 +44,7 @@ from shared_lib.admin.identity import Gate, IdTokenVerifier, Refused
 from shared_lib.admin.jobs_api import build_jobs_api
 from shared_lib.admin.memory_api import build_memory_api
 from shared_lib.layers import job_turns, memory
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ops import audit, monitoring, queries
 from shared_lib.telemetry import alerts
 
@@ -188,11 +188,11 @@ def _task(name: str, run: Callable[[], Any]) -> Response:
 
 
 def get_app() -> Flask:
-    """The process's app over the process's runtime (``shared_lib.push.get_runtime``)."""
+    """The process's app over the process's runtime (``shared_lib.wiring.push.get_runtime``)."""
     global _app
     with _lock:
         if _app is None:
-            from shared_lib.push import get_runtime
+            from shared_lib.wiring.push import get_runtime
 
             _app = create_app(get_runtime())
         return _app

@@ -8,10 +8,10 @@ is the sum of its calls' entries.
 
 from __future__ import annotations
 
-from shared_lib.envelope import Turn, Usage
 from shared_lib.ports import LLMRequest, LLMResponse
 from shared_lib.prices import PriceTable
 from shared_lib.telemetry.llm_calls import usage_of
+from shared_lib.turn.envelope import Turn, Usage
 
 
 def add_call_usage(turn: Turn, prices: PriceTable, request: LLMRequest, response: LLMResponse) -> Usage:

@@ -44,15 +44,15 @@ from shared_lib.brain.continuation import complete
 from shared_lib.brain.difficulty import estimate
 from shared_lib.brain.models import fast_model, flags_document
 from shared_lib.brain.reply_checks import internal_names
-from shared_lib.callctx import remaining
-from shared_lib.envelope import ToolResult, Turn
 from shared_lib.errors import LLMError
 from shared_lib.flags.document import BestOfN
-from shared_lib.logs import log_event
-from shared_lib.persona_core import load_core
+from shared_lib.observability.logs import log_event
+from shared_lib.persona.core import load_core
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
 from shared_lib.prices import PriceTable
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.turn.callctx import remaining
+from shared_lib.turn.envelope import ToolResult, Turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from shared_lib.brain.config import Band, BrainConfig
 from shared_lib.brain.constitution import confirmation_question
-from shared_lib.persona import Persona
-from shared_lib.proposal import Proposal, TextResponseProposal, ToolCallProposal
+from shared_lib.persona.catalogue import Persona
+from shared_lib.turn.proposal import Proposal, TextResponseProposal, ToolCallProposal
 
 
 def apply_band(proposal: Proposal, cfg: BrainConfig, persona: Persona) -> tuple[Proposal, Band]:

@@ -19,8 +19,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from shared_lib import config_files
 from shared_lib.errors import ConfigError
+from shared_lib.settings import config_files
 
 CONFIG_FILE = Path(__file__).resolve().parent.parent / "config" / "brain.json"
 Score = Annotated[float, Field(ge=0.0, le=1.0)]

@@ -32,14 +32,14 @@ from typing import Any, Literal
 from shared_lib.brain import execution_claims
 from shared_lib.brain.config import BrainConfig, Constitution
 from shared_lib.brain.execution_claims import Said
-from shared_lib.envelope import ConstitutionViolation
-from shared_lib.persona import Persona
+from shared_lib.persona.catalogue import Persona
 from shared_lib.policy.config import PolicyConfig, load_policy_config
 from shared_lib.policy.rules import permission_claim
 from shared_lib.policy.subject import Subject
-from shared_lib.proposal import Proposal, TextResponseProposal, ToolCallProposal
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.envelope import ConstitutionViolation
+from shared_lib.turn.proposal import Proposal, TextResponseProposal, ToolCallProposal
 
 Action = Literal["block", "suggest", "retry"]
 ARTICLES: dict[str, tuple[str, Action]] = {

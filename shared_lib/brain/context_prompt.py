@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from shared_lib.context import render_recorded
-from shared_lib.envelope import Turn
+from shared_lib.turn.envelope import Turn
 
 TEXT_KEYS = ("content", "text", "title", "body", "name", "summary")
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shared_lib.callctx import remaining
 from shared_lib.errors import LLMError
 from shared_lib.ports import LLM, LLMRequest, LLMResponse
+from shared_lib.turn.callctx import remaining
 
 Recorder = Callable[[LLMRequest, LLMResponse], object]
 

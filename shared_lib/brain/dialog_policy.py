@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from shared_lib.proposal import ClarificationProposal, Proposal, TextResponseProposal
+from shared_lib.turn.proposal import ClarificationProposal, Proposal, TextResponseProposal
 
 MAX_QUESTIONS = 1
 MAX_OPTIONS = 3  # A/B is two; three at most (seed 004 §9 "Propose")

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shared_lib.brain.best_of_n_config import BestOfNConfig
-from shared_lib.envelope import ToolResult
+from shared_lib.turn.envelope import ToolResult
 
 
 def _longest_list(value: Any) -> int:

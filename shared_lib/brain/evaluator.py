@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared_lib.brain import reply_checks
 from shared_lib.brain.best_of_n_config import BestOfNConfig, Violation
-from shared_lib.persona_core import PersonaCore
+from shared_lib.persona.core import PersonaCore
 from shared_lib.ports import LLMRequest
 
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])|\n")

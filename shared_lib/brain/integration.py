@@ -27,13 +27,13 @@ from shared_lib.brain.continuation import complete
 from shared_lib.brain.models import model_for
 from shared_lib.brain.persona_prompt import persona_system
 from shared_lib.brain.prompt import proposal_tools, stable_system
-from shared_lib.envelope import ToolResult, Turn
 from shared_lib.errors import CATALOGUE, BrainError, LLMError
-from shared_lib.persona import Persona
+from shared_lib.persona.catalogue import Persona
 from shared_lib.ports import LLMRequest
-from shared_lib.sanitizer import Sanitizer, unmask
+from shared_lib.privacy.sanitizer import Sanitizer, unmask
 from shared_lib.tools.display import labels_text, shown_result
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.envelope import ToolResult, Turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

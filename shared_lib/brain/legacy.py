@@ -28,10 +28,10 @@ from pydantic import ValidationError
 from shared_lib.brain import fast_path
 from shared_lib.brain.config import BrainConfig, load_brain_config
 from shared_lib.brain.legacy_params import extract, person_named
-from shared_lib.persona import Persona
-from shared_lib.proposal import Proposal
+from shared_lib.persona.catalogue import Persona
 from shared_lib.tools.display import labels_text
 from shared_lib.tools.registry import ToolRegistry, ToolSpec
+from shared_lib.turn.proposal import Proposal
 
 CLEAR_LEAD = 2
 

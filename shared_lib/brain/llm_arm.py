@@ -30,12 +30,12 @@ from shared_lib.brain.models import flags_document, model_for, proposal_model
 from shared_lib.brain.prompt import assemble
 from shared_lib.brain.steps_prompt import history_messages
 from shared_lib.brain.vault import store_vault
-from shared_lib.callctx import remaining
-from shared_lib.decisions import Outcome
-from shared_lib.envelope import ConstitutionViolation, Turn, Usage
 from shared_lib.errors import BrainError, LLMError
-from shared_lib.logs import log_event
-from shared_lib.sanitizer import PLACEHOLDER
+from shared_lib.observability.logs import log_event
+from shared_lib.privacy.sanitizer import PLACEHOLDER
+from shared_lib.turn.callctx import remaining
+from shared_lib.turn.decisions import Outcome
+from shared_lib.turn.envelope import ConstitutionViolation, Turn, Usage
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

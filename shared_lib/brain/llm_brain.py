@@ -26,13 +26,13 @@ from shared_lib.brain.execution_claims import Said
 from shared_lib.brain.prompt import Prompt, proposal_request
 from shared_lib.brain.tool_defs import DECISION_TOOL
 from shared_lib.brain.validation import InvalidProposal, validate_proposal
-from shared_lib.envelope import ConstitutionViolation
 from shared_lib.errors import BrainError
-from shared_lib.persona import Persona
+from shared_lib.persona.catalogue import Persona
 from shared_lib.policy.config import PolicyConfig
 from shared_lib.ports import LLM, LLMResponse
-from shared_lib.proposal import Proposal
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.envelope import ConstitutionViolation
+from shared_lib.turn.proposal import Proposal
 
 
 @dataclass

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from shared_lib.brain.config import BrainConfig
 from shared_lib.brain.route_profile import profile
-from shared_lib.envelope import Turn
 from shared_lib.flags import FlagsDocument
 from shared_lib.routing import Route
+from shared_lib.turn.envelope import Turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

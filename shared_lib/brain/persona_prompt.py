@@ -12,10 +12,10 @@ proposal, when the user's words hold a keyword of one (``tools.json`` ``keywords
 
 from __future__ import annotations
 
-from shared_lib.envelope import Turn
-from shared_lib.persona import Persona
-from shared_lib.persona_ext import CONTEXTS, context_of_tools, learned_block, override_text
+from shared_lib.persona.catalogue import Persona
+from shared_lib.persona.ext import CONTEXTS, context_of_tools, learned_block, override_text
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.envelope import Turn
 
 
 def turn_tools(turn: Turn) -> list[str]:

@@ -38,11 +38,11 @@ from shared_lib.brain.context_prompt import render_context
 from shared_lib.brain.persona_prompt import persona_block
 from shared_lib.brain.specialised import Specialised, choose_specialised, specialised_blocks
 from shared_lib.brain.tool_defs import CACHE, DECISION_TOOL, anthropic_tools
-from shared_lib.envelope import Turn
-from shared_lib.persona import Persona
+from shared_lib.persona.catalogue import Persona
 from shared_lib.ports import LLMRequest, LLMResponse
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.envelope import Turn
 
 
 @dataclass(frozen=True)

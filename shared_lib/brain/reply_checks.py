@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from shared_lib.sanitizer import PLACEHOLDER, STORED_PLACEHOLDER
+from shared_lib.privacy.sanitizer import PLACEHOLDER, STORED_PLACEHOLDER
 from shared_lib.tools.registry import ToolRegistry
 
 MASKS = re.compile(f"{PLACEHOLDER.pattern}|{STORED_PLACEHOLDER.pattern}")

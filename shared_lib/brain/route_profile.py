@@ -5,7 +5,7 @@
 profile's tools, so only they are offered to the model, and a proposal naming any other is
 refused by validation like an unknown tool (``invalid_tool_call``, then the one retry).
 
->>> from shared_lib.envelope import RouteSection
+>>> from shared_lib.turn.envelope import RouteSection
 >>> from shared_lib.tools.builtin import builtin_registry
 >>> p = profile_of(RouteSection(route="ANALYZE", source="rules"))
 >>> "chatwork_task_create" in offered(builtin_registry(), p), "knowledge_search" in offered(builtin_registry(), p)
@@ -14,10 +14,10 @@ refused by validation like an unknown tool (``invalid_tool_call``, then the one 
 
 from __future__ import annotations
 
-from shared_lib.envelope import RouteSection, Turn
 from shared_lib.routing import load_routing_config
 from shared_lib.routing.config import RouteProfile
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.envelope import RouteSection, Turn
 
 
 def profile_of(route: RouteSection) -> RouteProfile:

@@ -18,13 +18,13 @@ from typing import Any
 from shared_lib.brain.config import BrainConfig
 from shared_lib.brain.continuation import Recorder, complete
 from shared_lib.brain.tool_defs import CRITIQUE_TOOL, critique_tool
-from shared_lib.envelope import Turn
 from shared_lib.errors import LLMError
-from shared_lib.persona import Persona
+from shared_lib.persona.catalogue import Persona
 from shared_lib.ports import LLM, LLMRequest
-from shared_lib.proposal import Proposal, ToolCallProposal
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.proposal import Proposal, ToolCallProposal
 
 
 def draw(turn_id: str, purpose: str) -> float:

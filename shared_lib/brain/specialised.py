@@ -27,8 +27,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from shared_lib.brain.tool_defs import CACHE
-from shared_lib.envelope import Turn
-from shared_lib.persona import Persona
+from shared_lib.persona.catalogue import Persona
+from shared_lib.turn.envelope import Turn
 
 Specialised = Literal["clarify", "plan", "confirm_gate", "summarise"]
 NAMES: tuple[Specialised, ...] = ("clarify", "plan", "confirm_gate", "summarise")

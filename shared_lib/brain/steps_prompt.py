@@ -17,10 +17,10 @@ from datetime import date
 from typing import Any
 
 from shared_lib.brain.tool_defs import CACHE, DECISION_TOOL
-from shared_lib.envelope import StepRecord
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.display import shown_result
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.envelope import StepRecord
 
 
 def tool_use_id(step: StepRecord) -> str:

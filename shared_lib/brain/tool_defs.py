@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared_lib.proposal import proposal_json_schema
 from shared_lib.tools.converter import anthropic_tool_definitions
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.proposal import proposal_json_schema
 
 DECISION_TOOL = "submit_proposal"
 CRITIQUE_TOOL = "submit_critique"

@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared_lib.errors import LLMOutputError
-from shared_lib.proposal import Proposal, ToolCallProposal
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.proposal import Proposal, ToolCallProposal
 
 
 class InvalidProposal(LLMOutputError):

@@ -27,11 +27,11 @@ from typing import Any
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from shared_lib import collections
-from shared_lib.envelope import Turn
 from shared_lib.errors import ConfigError
 from shared_lib.ids import utc_now
 from shared_lib.ports import Store, Transaction
-from shared_lib.sanitizer import unmask
+from shared_lib.privacy.sanitizer import unmask
+from shared_lib.turn.envelope import Turn
 
 log = logging.getLogger(__name__)
 DEV_ENVS = frozenset({"demo", "test", "local"})

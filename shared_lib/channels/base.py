@@ -34,8 +34,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from shared_lib.errors import CharterError, ConfigError
-from shared_lib.inbound import MAX_TEXT_CHARS, ChannelName, InboundMessage
-from shared_lib.text_fold import strip_invisible
+from shared_lib.privacy.text_fold import strip_invisible
+from shared_lib.turn.inbound import MAX_TEXT_CHARS, ChannelName, InboundMessage
 
 REPLAY_WINDOW_SECONDS = 300
 # How long the ingress remembers a delivery's event id (its dedupe record): a replay inside

@@ -46,7 +46,7 @@ from shared_lib.channels.transport import (
     parse_retry_after,
     response_json,
 )
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import Channel, OutboundReply, SendResult
 
 __all__ = [

@@ -66,7 +66,7 @@ from shared_lib.channels.base import (
     timestamp_fresh,
 )
 from shared_lib.channels.secrets import ChannelSecrets
-from shared_lib.inbound import MAX_TEXT_CHARS
+from shared_lib.turn.inbound import MAX_TEXT_CHARS
 
 SIGNATURE_HEADER = "x-charter-signature"
 TIMESTAMP_HEADER = "x-charter-timestamp"

@@ -43,7 +43,7 @@ from shared_lib.channels.base import (
     matches_any,
 )
 from shared_lib.channels.secrets import ChannelSecrets
-from shared_lib.inbound import InboundMessage
+from shared_lib.turn.inbound import InboundMessage
 
 SIGNATURE_HEADER = "x-line-signature"
 

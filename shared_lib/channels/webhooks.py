@@ -48,8 +48,8 @@ from shared_lib.channels import callback_guard, chatwork, http, line, slack
 from shared_lib.channels.base import IngressConfig, PayloadError, ProviderResult, header_map
 from shared_lib.channels.callback_guard import Resolver
 from shared_lib.channels.secrets import ChannelSecrets
-from shared_lib.inbound import InboundMessage
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
+from shared_lib.turn.inbound import InboundMessage
 
 Verifier = Callable[
     [Mapping[str, str], Mapping[str, str], bytes, ChannelSecrets, datetime, IngressConfig], str | None

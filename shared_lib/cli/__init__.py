@@ -24,7 +24,7 @@ Each module registers its subcommands with ``register(subparsers)``:
 =================  =====================================================================================
 
 Every command that reads the live store gets it from one operator runtime
-(``shared_lib.composition.operator_runtime``: ``--store``/``--project``, the settings, or
+(``shared_lib.wiring.composition.operator_runtime``: ``--store``/``--project``, the settings, or
 what the local stack or the demo left in ``.charter/``). The developer commands ``charter
 demo`` and ``charter local`` belong to ``infra`` (``infra/cli.py`` adds them; the console
 script is that one), so the product never imports its test infrastructure.

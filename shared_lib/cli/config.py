@@ -63,7 +63,7 @@ def _text(value: Any) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from shared_lib.composition import operator_env_file
+    from shared_lib.wiring.composition import operator_env_file
 
     env_file = operator_env_file()
     settings = Settings.from_env(env_file=env_file)  # ConfigError: one line, exit 2 (runner)

@@ -2,7 +2,7 @@
 
 The live store is the operator runtime's (``--store``/``--project``, the settings, or what
 ``charter local up`` / ``charter demo`` left in ``.charter/``: see
-``shared_lib.composition.operator_runtime``); tests hand a store in through the parsed
+``shared_lib.wiring.composition.operator_runtime``); tests hand a store in through the parsed
 arguments (``args.store``).
 """
 
@@ -38,7 +38,7 @@ def live_store(args: argparse.Namespace) -> Store | None:
     if getattr(args, "store", None) is not None:
         store: Store = args.store
         return store
-    from shared_lib.composition import operator_runtime
+    from shared_lib.wiring.composition import operator_runtime
 
     try:
         rt = operator_runtime(

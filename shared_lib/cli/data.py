@@ -42,11 +42,11 @@ from shared_lib.cli.console import NO_STORE, json_text, live_store
 from shared_lib.cli.operations import store_options
 from shared_lib.cli.runner import fail
 from shared_lib.context.history import conversation_path, history_path
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.memory.index import remove_source
 from shared_lib.ports import Op, Store
 from shared_lib.state.agent_store import agent_state_path
 from shared_lib.tools.directory import get_person
-from shared_lib.topology import TOPOLOGY
 
 SCAN_LIMIT = 10_000  # documents read per query; a purge repeats until nothing is left
 PURGED = (

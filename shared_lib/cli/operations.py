@@ -12,7 +12,7 @@
 
 Each takes ``--store firestore|FILE.sqlite`` and ``--project P``; without them it reads the
 settings, then what ``charter local up`` or ``charter demo`` left in ``.charter/``
-(``shared_lib.composition.operator_runtime``). With no store configured it exits 2 with a
+(``shared_lib.wiring.composition.operator_runtime``). With no store configured it exits 2 with a
 one-line explanation, never an empty answer. The runtime never gets an LLM. A caller that
 already has a runtime (tests) passes it as ``args.runtime``.
 
@@ -48,7 +48,7 @@ def runtime_for(args: argparse.Namespace) -> Runtime:
     if getattr(args, "runtime", None) is not None:
         rt: Runtime = args.runtime
         return rt
-    from shared_lib.composition import operator_runtime
+    from shared_lib.wiring.composition import operator_runtime
 
     return operator_runtime(store=getattr(args, "store_choice", None), project=getattr(args, "project", None))
 

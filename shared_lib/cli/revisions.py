@@ -30,18 +30,18 @@ import httpx
 from shared_lib.cli.console import NO_STORE, duration_arg, json_text
 from shared_lib.cli.operations import store_options
 from shared_lib.cli.runner import fail
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import ConfigError
 from shared_lib.ports import Store
 from shared_lib.rollout import guard, revisions
 from shared_lib.rollout.report import parse_duration
 from shared_lib.settings import Settings
-from shared_lib.topology import TOPOLOGY
 
 
 def _store_and_settings(args: argparse.Namespace) -> tuple[Store, Settings] | None:
     if getattr(args, "store", None) is not None:
         return args.store, Settings.from_env()
-    from shared_lib.composition import operator_runtime
+    from shared_lib.wiring.composition import operator_runtime
 
     try:
         rt = operator_runtime(store=args.store_choice, project=args.project)

@@ -106,8 +106,8 @@ def _guard_view(args: argparse.Namespace) -> dict[str, Any] | None:
     """The guard's status from the live store (None when there is no store)."""
     from shared_lib.adapters.inproc_bus import InProcessBus
     from shared_lib.adapters.recording_channel import RecordingChannel
-    from shared_lib.composition import build_runtime
     from shared_lib.rollout.guard import guard_status
+    from shared_lib.wiring.composition import build_runtime
 
     store = live_store(args)
     if store is None:

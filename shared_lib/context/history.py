@@ -25,7 +25,7 @@ from typing import Any
 
 from shared_lib.collections import conversation_id
 from shared_lib.ports import Op, Store
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 
 MAX_STORED_CHARS = 8000
 

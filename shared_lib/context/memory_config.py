@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared_lib.config_files import parse_json_model
 from shared_lib.errors import ConfigError
 from shared_lib.memory.episodes import StoryConfig
 from shared_lib.memory.tags import TaggingConfig
+from shared_lib.settings.config_files import parse_json_model
 
 MEMORY_FILE = Path(__file__).resolve().parent.parent / "config" / "memory.json"
 

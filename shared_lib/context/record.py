@@ -16,7 +16,7 @@ from typing import Any
 from shared_lib.context.builder import BuiltContext
 from shared_lib.context.render import build_sections, render
 from shared_lib.context.sources import default_sources
-from shared_lib.envelope import ContextSection, UserInfo
+from shared_lib.turn.envelope import ContextSection, UserInfo
 
 CAPS = {
     "recent_messages": 10,

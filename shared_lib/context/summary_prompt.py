@@ -7,7 +7,7 @@ preferences and tool results with their values. The messages are stored masked; 
 is masked again before the LLM sees it (a summary never carries what the history does not),
 and the answer is masked before it is stored.
 
->>> from shared_lib.persona_core import load_core
+>>> from shared_lib.persona.core import load_core
 >>> voice = Voice.of(load_core(), {})
 >>> system_prompt(voice, "level2").startswith("あなたはソウルくんです。以下の会話をソウルくんの視点で要約してください。")
 True
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from shared_lib.persona_core import PersonaCore
-from shared_lib.persona_ext import learned_block
+from shared_lib.persona.core import PersonaCore
+from shared_lib.persona.ext import learned_block
 from shared_lib.ports import LLM, LLMRequest
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.normalize import JST
 
 Target = Literal["level2", "level3"]

@@ -23,18 +23,18 @@ from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from shared_lib.brain import reply_checks
-from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.demo_data import DEMO_ORG, seed_demo_directory
-from shared_lib.envelope import Turn
 from shared_lib.errors import ConfigError
 from shared_lib.evals.dataset import DECIDING, Case
 from shared_lib.evals.fixtures import FixedProposalLLM, patched_policy
 from shared_lib.flags import FLAGS_DOC, FlagsDocument, flags_store_doc
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLM
 from shared_lib.runtime import Runtime
 from shared_lib.settings import Settings
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 
 ROOM = "room-eval"
 

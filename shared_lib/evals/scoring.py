@@ -37,7 +37,7 @@ from shared_lib.dates import read
 from shared_lib.errors import ConfigError
 from shared_lib.evals.dataset import DECIDING, FALLBACKS, Case, Contains, Expected, ParamValue
 from shared_lib.evals.runner import Observed
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TRIM = " \u3000\t\n、。，．,.!！?？「」『』\"'"

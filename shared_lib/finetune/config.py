@@ -13,8 +13,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared_lib.config_files import parse_json_model
 from shared_lib.ports import Store
+from shared_lib.settings.config_files import parse_json_model
 
 CONFIG_FILE = Path(__file__).parent.parent / "config" / "finetune.json"
 OPT_IN_FIELD = "ft_staging"  # settings/company: the organisation's yes to training data (default no)

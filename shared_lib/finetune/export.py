@@ -54,7 +54,7 @@ from shared_lib.finetune.formats import FORMATS, build_line, parse_line
 from shared_lib.finetune.review import ACCEPTED
 from shared_lib.ids import new_short_id
 from shared_lib.ports import Doc, Store
-from shared_lib.sanitizer import PLACEHOLDER, Sanitizer
+from shared_lib.privacy.sanitizer import PLACEHOLDER, Sanitizer
 
 SCAN_LIMIT = 10_000  # candidates read per export (an organisation's staging is capped per day)
 Rename = Callable[[Any], Any]  # what an example's text becomes before it is exported

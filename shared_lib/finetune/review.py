@@ -26,9 +26,9 @@ from shared_lib.errors import CharterError
 from shared_lib.finetune.staging import candidate_path, masked_text
 from shared_lib.memory.ingest import NotAllowed, check_level
 from shared_lib.ports import Doc, Op, Store
-from shared_lib.proposal import Proposal
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.at_rest import at_rest
+from shared_lib.turn.proposal import Proposal
 
 REVIEW_LEVEL = 6
 STATUSES = ("pending", "accepted", "edited", "rejected")

@@ -11,8 +11,8 @@ import hashlib
 from datetime import datetime
 from typing import Any, Literal
 
-from shared_lib.envelope import FlagsSection
 from shared_lib.flags.document import BrainMode, FlagsDocument, FlagsOverride
+from shared_lib.turn.envelope import FlagsSection
 
 Reason = Literal[
     "KILL_SWITCH",

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from shared_lib.envelope import FlagsSection
 from shared_lib.errors import ConfigError
 from shared_lib.flags.document import (
     FLAGS_DOC,
@@ -29,8 +28,9 @@ from shared_lib.flags.document import (
     parse_store_doc,
 )
 from shared_lib.flags.evaluation import evaluate
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import Store
+from shared_lib.turn.envelope import FlagsSection
 
 MAX_CACHE_SECONDS = 30.0
 ERROR_CACHE_SECONDS = 5.0  # a broken document is re-read sooner than a good one

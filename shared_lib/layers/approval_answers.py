@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from shared_lib.dates import read
-from shared_lib.envelope import StepRecord, Turn
 from shared_lib.policy.guardian import proposal_hash
-from shared_lib.proposal import Proposal
 from shared_lib.state import jobs, session
+from shared_lib.turn.envelope import StepRecord, Turn
+from shared_lib.turn.proposal import Proposal
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.brain.models import flags_document
-from shared_lib.decisions import Verdict
-from shared_lib.envelope import Turn
 from shared_lib.layers import authorizer
 from shared_lib.layers.base import Outcome
 from shared_lib.policy.effective import Policy
-from shared_lib.proposal import ToolCallProposal
 from shared_lib.state import auto_approve, jobs
 from shared_lib.state.gate import summary
 from shared_lib.tools.directory import get_person
+from shared_lib.turn.decisions import Verdict
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.proposal import ToolCallProposal
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

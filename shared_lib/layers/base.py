@@ -6,11 +6,11 @@ the layer, publishes the result with the conversation as ordering key (a smoke t
 smoke twin of the topic: ``Topology.route``), and completes the claim. Any exception propagates: the push handler answers 5xx and Pub/Sub redelivers,
 then dead-letters.
 
-Crashes (``shared_lib.idempotency``): the claim's short lease is renewed by a heartbeat
+Crashes (``shared_lib.delivery.idempotency``): the claim's short lease is renewed by a heartbeat
 while the layer runs; a delivery that finds the claim held waits for the holder to finish
 or for its lease to lapse (the holder died) instead of spending a delivery attempt; only
 the holder releases or completes. The layer runs under what is left of the turn's processing
-budget (``shared_lib.budgets``: work, not the time the turn waited in a queue or for a claim),
+budget (``shared_lib.turn.budgets``: work, not the time the turn waited in a queue or for a claim),
 which bounds every LLM call (``callctx.remaining``).
 A step taken over more often than Pub/Sub delivers a message (every holder died while
 working on it: a poison message) raises ``CrashLoop``, which dead-letters it.
@@ -31,16 +31,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from shared_lib import budgets, idempotency, tracing
-from shared_lib.callctx import call_context, turn_budget
-from shared_lib.decisions import DEFAULT, Outcome
+from shared_lib import tracing
+from shared_lib.delivery import idempotency
+from shared_lib.turn import budgets
+from shared_lib.turn.callctx import call_context, turn_budget
+from shared_lib.turn.decisions import DEFAULT, Outcome
 
 __all__ = ["DEFAULT", "CrashLoop", "FaultInjected", "Layer", "LayerRunner", "Outcome", "lateness"]
-from shared_lib.envelope import Turn
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import CharterError, LayerRetry
-from shared_lib.logs import log_event
-from shared_lib.topology import TOPOLOGY
+from shared_lib.observability.logs import log_event
 from shared_lib.tracing import SpanKind
+from shared_lib.turn.envelope import Turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

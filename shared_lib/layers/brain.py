@@ -26,11 +26,11 @@ from shared_lib.brain import legacy, llm_arm, route_profile
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.brain.vault import store_vault
-from shared_lib.envelope import ProposalSection, Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers import auto_approval, confirmation
 from shared_lib.layers.base import Layer, Outcome
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.turn.envelope import ProposalSection, Turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

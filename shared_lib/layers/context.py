@@ -35,20 +35,20 @@ from shared_lib.brain import fast_path
 from shared_lib.brain.accounting import add_call_usage
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.models import fast_model, flags_document
-from shared_lib.callctx import remaining
 from shared_lib.context import ContextInput, record, summary_line
 from shared_lib.context.builder import BuiltContext
 from shared_lib.context.history import append_message, history_path
-from shared_lib.envelope import RouteSection, Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers import auto_approval, job_turns
 from shared_lib.layers.base import Layer, Outcome
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.routing import Classify, decide, llm_classifier
 from shared_lib.routing.commands import split_commands
 from shared_lib.state import debounce
 from shared_lib.state.answers import read_answer
 from shared_lib.state.session import load_session, set_local_only
+from shared_lib.turn.callctx import remaining
+from shared_lib.turn.envelope import RouteSection, Turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -30,16 +30,17 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from shared_lib import budgets, tracing
+from shared_lib import tracing
 from shared_lib.channels import DEDUPE_WINDOW
-from shared_lib.envelope import Turn
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import CharterError
-from shared_lib.inbound import InboundMessage
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.rollout.smoke import SmokeSignatureError, is_smoke
 from shared_lib.state import debounce
-from shared_lib.topology import TOPOLOGY
 from shared_lib.tracing import SpanKind
+from shared_lib.turn import budgets
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.inbound import InboundMessage
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -23,16 +23,16 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from shared_lib import collections
-from shared_lib.envelope import JobSection, Turn
-from shared_lib.idempotency import Claims, ClaimState
-from shared_lib.inbound import InboundMessage
+from shared_lib.delivery.idempotency import Claims, ClaimState
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.layers.base import Outcome
-from shared_lib.logs import log_event
 from shared_lib.loop.controller import LoopDecision
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import OutboundReply
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.state import agent_jobs
-from shared_lib.topology import TOPOLOGY
+from shared_lib.turn.envelope import JobSection, Turn
+from shared_lib.turn.inbound import InboundMessage
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -25,18 +25,18 @@ from typing import TYPE_CHECKING, Any
 
 from shared_lib import collections
 from shared_lib.adapters.scoped import scoped
-from shared_lib.callctx import job_context
 from shared_lib.context.compaction import Compaction, Compactor, compact, pending_level
 from shared_lib.context.memory_config import MemoryConfig, load_memory_config
 from shared_lib.context.summary_prompt import Voice
-from shared_lib.envelope import Turn
 from shared_lib.errors import LLMError
 from shared_lib.finetune.staging import stage
 from shared_lib.layers import memory_stories as stories
 from shared_lib.layers.base import Layer
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.state.persona_store import load_ext
 from shared_lib.state.session import load_session
+from shared_lib.turn.callctx import job_context
+from shared_lib.turn.envelope import Turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from shared_lib.context.memory_config import load_memory_config
 from shared_lib.dates import JST
-from shared_lib.envelope import Turn
 from shared_lib.memory.episodes import EpisodeOutcome, daily_digest, event_episode, get_episode
 from shared_lib.memory.index import index_text, source_path
 from shared_lib.memory.tagging import run_tagging
 from shared_lib.memory.triggers import ToolFact, TurnFacts
-from shared_lib.sealing import unseal
+from shared_lib.privacy.sealing import unseal
+from shared_lib.turn.envelope import Turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

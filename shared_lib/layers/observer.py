@@ -33,18 +33,18 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from shared_lib import collections
-from shared_lib.envelope import Turn
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import EnvelopeError
 from shared_lib.layers.base import Layer
-from shared_lib.logs import log_event
-from shared_lib.observability import ObservabilityRecord, build_record
+from shared_lib.observability.logs import log_event
+from shared_lib.observability.records import ObservabilityRecord, build_record
 from shared_lib.ports import AlreadyExistsError, Transaction
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.rollout import comparison
-from shared_lib.sanitizer import Sanitizer
 from shared_lib.state import rollups
 from shared_lib.telemetry import alerts
 from shared_lib.telemetry.findings import findings_for
-from shared_lib.topology import TOPOLOGY
+from shared_lib.turn.envelope import Turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -24,21 +24,21 @@ from typing import TYPE_CHECKING
 from shared_lib import collections, loop
 from shared_lib.brain import constitution, integration
 from shared_lib.brain.persona_prompt import context_for
-from shared_lib.envelope import Turn
+from shared_lib.delivery.idempotency import Claims, ClaimState
 from shared_lib.errors import BrainError
-from shared_lib.idempotency import Claims, ClaimState
 from shared_lib.layers import confirmation, job_turns
 from shared_lib.layers.base import Layer, Outcome, lateness
 from shared_lib.layers.context import append_history
-from shared_lib.logs import log_event
-from shared_lib.persona_ext import PersonaSection
+from shared_lib.observability.logs import log_event
+from shared_lib.persona.ext import PersonaSection
 from shared_lib.ports import OutboundReply
-from shared_lib.proposal import ClarificationProposal, TextResponseProposal
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.routing import announcement_line
-from shared_lib.sanitizer import Sanitizer
 from shared_lib.state import agent_jobs
 from shared_lib.state.agent_store import record_turn
 from shared_lib.state.persona_store import apply_turn
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.proposal import ClarificationProposal, TextResponseProposal
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

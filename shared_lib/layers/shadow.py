@@ -26,11 +26,11 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from shared_lib.envelope import Turn
 from shared_lib.errors import BrainError
 from shared_lib.layers import authorizer, brain, executor, guardian, responder
 from shared_lib.layers.base import Layer, LayerRunner, Outcome
 from shared_lib.rollout.comparison import SHADOW_LAYER, candidate_expected
+from shared_lib.turn.envelope import Turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from shared_lib.envelope import WorkerOutput
-from shared_lib.proposal import ClarificationProposal
+from shared_lib.turn.envelope import WorkerOutput
+from shared_lib.turn.proposal import ClarificationProposal
 
 CODE_MIN_CONFIDENCE = 0.8
 ROUTES = frozenset({"CHAT", "PLAN", "ANALYZE", "OPS", "RESEARCH", "CODE"})

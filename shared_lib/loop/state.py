@@ -12,9 +12,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared_lib import budgets
-from shared_lib.envelope import Turn
 from shared_lib.loop.controller import LoopDecision, started_at
+from shared_lib.turn import budgets
+from shared_lib.turn.envelope import Turn
 
 
 def _event(turn: Turn, name: str, **fields: Any) -> None:

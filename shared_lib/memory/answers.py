@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from shared_lib.errors import LLMOutputError
 from shared_lib.ports import LLM, LLMRequest
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 
 M = TypeVar("M", bound=BaseModel)
 ATTEMPTS = 2  # the first answer and one retry

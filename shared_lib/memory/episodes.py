@@ -32,15 +32,15 @@ from shared_lib.collections import collection_path, path
 from shared_lib.dates import display_date
 from shared_lib.dates.model import JST
 from shared_lib.errors import LLMOutputError
-from shared_lib.logs import log_event
 from shared_lib.memory import tags as tagging
 from shared_lib.memory.answers import ask_json
 from shared_lib.memory.day_log import day_log
 from shared_lib.memory.triggers import TurnFacts, trigger_of
-from shared_lib.persona import Persona
+from shared_lib.observability.logs import log_event
+from shared_lib.persona.catalogue import Persona
 from shared_lib.ports import LLM, Doc, Store
-from shared_lib.sanitizer import Sanitizer, unmask
-from shared_lib.sealing import seal
+from shared_lib.privacy.sanitizer import Sanitizer, unmask
+from shared_lib.privacy.sealing import seal
 
 EpisodeType = Literal["daily_digest", "event_driven"]
 _NAMESPACE = uuid.UUID("6f1c2a9e-4b7d-5e30-9a21-0c8d3f5b7e14")  # episode ids: uuid5 under it

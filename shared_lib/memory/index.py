@@ -32,7 +32,7 @@ from shared_lib.memory.chunking import CHUNK_TOKENS, chunk_text
 from shared_lib.memory.keyword import BUCKETS, bucket, term_counts
 from shared_lib.memory.tags import untagged_fields
 from shared_lib.ports import Doc, Embedder, Store, Transaction, Vector
-from shared_lib.sealing import SEALED_FIELD, masked_values, seal_excerpt
+from shared_lib.privacy.sealing import SEALED_FIELD, masked_values, seal_excerpt
 
 MAX_CHUNKS = 200  # a source of more (about 300 000 characters) is refused: one transaction writes it
 SOURCE_KINDS = ("teaching", "knowledge", "value", "memory", "episode")

@@ -34,8 +34,8 @@ from shared_lib import collections
 from shared_lib.errors import ArgumentError, CharterError
 from shared_lib.memory.index import index_text, remove_source
 from shared_lib.ports import Doc, Embedder, Store
-from shared_lib.sanitizer import Sanitizer
-from shared_lib.sealing import unseal
+from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.privacy.sealing import unseal
 
 KINDS = ("teaching", "knowledge", "value")
 ADD_LEVEL = {"teaching": 6, "value": 6, "knowledge": 4}

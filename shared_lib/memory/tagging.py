@@ -27,9 +27,9 @@ from shared_lib.adapters.scoped import scoped
 from shared_lib.collections import collection_path, path
 from shared_lib.dates.model import JST
 from shared_lib.errors import LLMOutputError
-from shared_lib.logs import log_event
 from shared_lib.memory.answers import ask_json
 from shared_lib.memory.tags import CHUNKS, ScoredTag, TaggingConfig, assign
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import LLM, Doc, Store, Transaction
 
 STALE_AFTER = timedelta(hours=2)

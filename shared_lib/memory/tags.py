@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared_lib.adapters.scoped import scoped
 from shared_lib.collections import collection_path, path
 from shared_lib.ports import Doc, Store, Transaction
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 
 TaggedBy = Literal["user", "realtime", "background_job"]
 SearchMode = Literal["and", "or"]

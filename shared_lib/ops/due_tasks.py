@@ -29,11 +29,11 @@ from zoneinfo import ZoneInfo
 
 from shared_lib import collections
 from shared_lib.dates import display_date, display_time
-from shared_lib.idempotency import Claims, ClaimState
-from shared_lib.logs import log_event
+from shared_lib.delivery.idempotency import Claims, ClaimState
+from shared_lib.observability.logs import log_event
 from shared_lib.ops import queries
 from shared_lib.ports import OutboundReply
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.state import due, session
 from shared_lib.state.due import HeartbeatConfig
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared_lib.observability import ObservabilityRecord
+from shared_lib.observability.records import ObservabilityRecord
 from shared_lib.state import rollups
 
 PROPOSING_ARMS = rollups.PROPOSING_ARMS

@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ops import due_tasks, queries
 from shared_lib.ops.cost import cost_report
 from shared_lib.ops.metrics import Thresholds, WindowStats, breaches, bucket_stats, window_stats

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from shared_lib import collections
 from shared_lib.errors import ArgumentError
-from shared_lib.observability import ObservabilityRecord
+from shared_lib.observability.records import ObservabilityRecord
 from shared_lib.ops.metrics import Thresholds
 from shared_lib.ports import Doc, Op, Store
 

@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from shared_lib.observability import ObservabilityRecord
+from shared_lib.observability.records import ObservabilityRecord
 from shared_lib.ops.audit import AuditReport
 from shared_lib.ops.cost import CostReport
 from shared_lib.ops.metrics import WindowStats

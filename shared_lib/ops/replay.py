@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.envelope import ProposalSection, Turn
 from shared_lib.errors import CharterError
-from shared_lib.inbound import InboundMessage
-from shared_lib.observability import ObservabilityRecord
+from shared_lib.observability.records import ObservabilityRecord
 from shared_lib.ops import queries
 from shared_lib.ops.overlay_store import OverlayStore
 from shared_lib.policy.config import load_policy_config
-from shared_lib.proposal import Proposal
+from shared_lib.turn.envelope import ProposalSection, Turn
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.turn.proposal import Proposal
 
 if TYPE_CHECKING:
     from shared_lib.layers.base import Layer
@@ -140,7 +140,7 @@ def _replayed(turn: Turn) -> Decisions:
 
 def replay_turn(rt: Runtime, rec: ObservabilityRecord) -> ReplayReport:
     """Judge ``rec``'s proposal with today's configuration (pure of side effects on ``rt``)."""
-    from shared_lib.composition import LAYERS
+    from shared_lib.wiring.composition import LAYERS
 
     if rec.proposal is None:
         raise ReplayError(f"turn {rec.turn_id} has no recorded proposal (response kind {rec.response_kind})")

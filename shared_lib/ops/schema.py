@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from shared_lib.observability import ObservabilityRecord
+from shared_lib.observability.records import ObservabilityRecord
 
 REQUIRED_COLUMNS = frozenset({"event_id", "kind"})
 _SCALARS: dict[type, str] = {

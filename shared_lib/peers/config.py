@@ -27,10 +27,10 @@ from typing import get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from shared_lib.config_files import parse_json_model
 from shared_lib.errors import ConfigError
 from shared_lib.ports import PURPOSES, PeerKind
 from shared_lib.settings import Settings
+from shared_lib.settings.config_files import parse_json_model
 
 PEERS_FILE = Path(__file__).resolve().parent.parent / "config" / "peers.json"
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")

@@ -27,7 +27,7 @@ from typing import Any
 
 from shared_lib import collections
 from shared_lib.ids import new_ulid, utc_now
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import LLMPeer, PeerHealth, Store
 
 HEALTH = "peer_health"

@@ -28,12 +28,12 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from shared_lib.callctx import current
 from shared_lib.errors import LLMError
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.peers.config import PeersConfig, PeerSpec
 from shared_lib.peers.health import HealthBoard
 from shared_lib.ports import CALL_PURPOSE, LLM, LLMPeer, LLMRequest, LLMResponse, PeerHealth
+from shared_lib.turn.callctx import current
 
 # the failures that say the peer itself is in trouble (a timeout may be the turn's budget)
 MARKS_UNHEALTHY = frozenset({"llm_unavailable", "rate_limit"})

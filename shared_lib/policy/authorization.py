@@ -21,7 +21,7 @@ Any error reading the directory denies (``directory.unavailable``); the authoriz
 raises the admin alert.
 
 >>> from shared_lib.adapters.memory_store import MemoryStore
->>> from shared_lib.proposal import Proposal
+>>> from shared_lib.turn.proposal import Proposal
 >>> from shared_lib.tools.builtin import builtin_registry
 >>> store = MemoryStore(); store.set("orgs/o/users/u", {"level": 2})
 >>> p = Proposal.model_validate({"output_type": "tool_call", "reasoning": {"intent_understanding": "x",
@@ -35,7 +35,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from shared_lib.decisions import AuthDecision
 from shared_lib.policy.config import Authorization, PolicyConfig, load_policy_config
 from shared_lib.policy.directory import (
     Directory,
@@ -46,9 +45,10 @@ from shared_lib.policy.directory import (
     walkable,
 )
 from shared_lib.ports import Store
-from shared_lib.proposal import Proposal, ToolCall, ToolCallProposal
 from shared_lib.tools.directory import resolve_person
 from shared_lib.tools.registry import ToolInputError, ToolRegistry
+from shared_lib.turn.decisions import AuthDecision
+from shared_lib.turn.proposal import Proposal, ToolCall, ToolCallProposal
 
 
 def required_level(tool_name: str, registry: ToolRegistry | None, auth: Authorization) -> int:

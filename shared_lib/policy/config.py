@@ -29,7 +29,6 @@ from pydantic import (
     model_validator,
 )
 
-from shared_lib import config_files
 from shared_lib.errors import ConfigError
 from shared_lib.policy.approval_config import Approval
 from shared_lib.policy.disclosure import DisclosureGrammar, parse_disclosure_grammar
@@ -37,6 +36,7 @@ from shared_lib.policy.patterns import ALL_SCOPES, ConfidentialPattern, NamedPat
 from shared_lib.policy.reasons import GUARDIAN_REASONS, PART_MESSAGES
 from shared_lib.policy.teachings import Teaching
 from shared_lib.policy.values import checked_regexes
+from shared_lib.settings import config_files
 from shared_lib.tools.registry import UNKNOWN_PARAMETER, UNKNOWN_TOOL, ToolRegistry
 
 POLICY_FILE = Path(__file__).resolve().parent.parent / "config" / "policy.json"

@@ -20,12 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from shared_lib.decisions import Verdict
 from shared_lib.policy.authorization import required_level
 from shared_lib.policy.config import DangerRule, PolicyConfig, load_policy_config
 from shared_lib.policy.reasons import GUARDIAN_REASONS
 from shared_lib.policy.teachings import Teaching
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.decisions import Verdict
 
 
 @dataclass(frozen=True)

@@ -37,15 +37,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from shared_lib.decisions import Verdict
 from shared_lib.policy.config import PolicyConfig
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.reasons import GUARDIAN_REASONS
 from shared_lib.policy.rules import findings
 from shared_lib.policy.subject import Origin, Subject
 from shared_lib.policy.teachings import Teaching
-from shared_lib.proposal import Proposal
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.decisions import Verdict
+from shared_lib.turn.proposal import Proposal
 
 
 def proposal_hash(proposal: Proposal) -> str:

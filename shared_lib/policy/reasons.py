@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from shared_lib.decisions import GuardianAction
+from shared_lib.turn.decisions import GuardianAction
 
 
 @dataclass(frozen=True)

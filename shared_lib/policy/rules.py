@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from datetime import date, datetime
 
 from shared_lib.dates import display_date
-from shared_lib.decisions import Verdict
 from shared_lib.policy.claims import permission_claim
 from shared_lib.policy.consistency import CallCheck, check_call
 from shared_lib.policy.disclosure import Found, normalised
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.subject import Subject
 from shared_lib.policy.values import as_number, count_items, recipients, strings_in
+from shared_lib.turn.decisions import Verdict
 
 __all__ = ["findings", "permission_claim"]  # permission_claim: the brain's enforcer reads it here too
 

@@ -23,7 +23,6 @@ from typing import Annotated, Any
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.decisions import AuthDecision
 from shared_lib.ids import utc_now
 from shared_lib.policy import guardian
 from shared_lib.policy.authorization import authorize
@@ -31,9 +30,10 @@ from shared_lib.policy.config import PolicyConfig, load_policy_config
 from shared_lib.policy.directory import Department, DirectoryUser, MemoryDirectory
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.teachings import Teaching
-from shared_lib.proposal import Proposal
 from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.decisions import AuthDecision
+from shared_lib.turn.proposal import Proposal
 
 Level = Annotated[int, Field(ge=1, le=6)]
 

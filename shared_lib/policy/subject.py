@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from shared_lib.policy.values import strings_in
-from shared_lib.proposal import ClarificationProposal, Proposal, TextResponseProposal, ToolCallProposal
+from shared_lib.turn.proposal import ClarificationProposal, Proposal, TextResponseProposal, ToolCallProposal
 
 Origin = Literal["proposer", "system"]
 _QUOTED = re.compile(r"「[^」]*」|『[^』]*』|“[^”]*”|\"[^\"]*\"")

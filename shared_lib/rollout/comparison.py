@@ -34,11 +34,11 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from shared_lib.observability import observability_record
+from shared_lib.observability.records import observability_record
 from shared_lib.ports import Store
 
 if TYPE_CHECKING:
-    from shared_lib.envelope import Turn
+    from shared_lib.turn.envelope import Turn
 
 
 class Runtime(Protocol):

@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared_lib.flags import FLAGS_DOC, FlagsDocument, parse_store_doc
 from shared_lib.flags.stages import LADDER, GateName, Stage, off_ladder, stage_of
-from shared_lib.observability import ObservabilityRecord
+from shared_lib.observability.records import ObservabilityRecord
 from shared_lib.ports import Store
 from shared_lib.rollout.report import PromotionCriteria, build_report, load_comparisons
 

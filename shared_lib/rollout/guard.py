@@ -71,8 +71,8 @@ from shared_lib.rollout.overrides import (
 )
 
 if TYPE_CHECKING:
-    from shared_lib.envelope import Turn
     from shared_lib.flags import FlagsProvider
+    from shared_lib.turn.envelope import Turn
 
 __all__ = [
     "ALERT_CODE",

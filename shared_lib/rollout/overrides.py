@@ -28,7 +28,7 @@ from typing import Any
 from shared_lib.errors import ConfigError
 from shared_lib.flags import AUDIT_COLLECTION, OVERRIDE_DOC, BrainMode, FlagsOverride, OrgOverride
 from shared_lib.ids import new_ulid, utc_now
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import Store, Transaction
 
 MAX_TTL = timedelta(days=30)

@@ -31,10 +31,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared_lib.ports import LLM, LLMRequest, LLMResponse
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.routing.config import RoutingConfig, load_routing_config
 from shared_lib.routing.model import MAX_EVIDENCE, Route, Score
 from shared_lib.routing.rules import clip, code_evidence
-from shared_lib.sanitizer import Sanitizer
 
 Classify = Callable[[str], str]
 KEYS = frozenset({"route", "confidence", "reason", "evidence"})

@@ -32,9 +32,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from shared_lib import config_files
 from shared_lib.errors import ConfigError
 from shared_lib.routing.model import Route, Score
+from shared_lib.settings import config_files
 
 ROUTING_FILE = Path(__file__).resolve().parent.parent / "config" / "routing.json"
 EVIDENCE_CHARS = 60

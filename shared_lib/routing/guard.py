@@ -24,9 +24,9 @@ user reads the persona's message, never this one.
 
 from __future__ import annotations
 
-from shared_lib.callctx import current
 from shared_lib.peers.router import LocalOnlyViolation
 from shared_lib.ports import LLM, LLMRequest, LLMResponse
+from shared_lib.turn.callctx import current
 
 __all__ = ["LocalOnlyGuard", "LocalOnlyViolation"]
 

@@ -28,13 +28,13 @@ Evidence and reasons are masked by the sanitizer: a decision is logged and print
 
 from __future__ import annotations
 
-from shared_lib.envelope import RouteSection
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.routing.classifier import Classify, gate, parse_verdict
 from shared_lib.routing.commands import Commands, split_commands
 from shared_lib.routing.config import RoutingConfig, load_routing_config
 from shared_lib.routing.model import GUIDANCE_CODE_LOCAL_ONLY, Route, RoutingDecision, RoutingFlags, Source
 from shared_lib.routing.rules import clip, first_match
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.turn.envelope import RouteSection
 
 NO_CLASSIFIER = "no classifier configured"
 NOT_IN_LOCAL_ONLY = "local_only: the classifier is a cloud model and was not called"

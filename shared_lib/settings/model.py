@@ -97,7 +97,7 @@ class Settings(OperatorSettings):
     blob_ttl_days: int = _f(7, "CHARTER_BLOB_TTL_DAYS", ge=1)
     fault_injection: bool = _f(False, "CHARTER_FAULT_INJECTION")
     # The Pub/Sub emulator does not dead-letter ordered subscriptions; the local stack turns
-    # this on so the push handler counts attempts and dead-letters itself (shared_lib.push).
+    # this on so the push handler counts attempts and dead-letters itself (shared_lib.wiring.push).
     deadletter_fallback: bool = _f(False, "CHARTER_DEADLETTER_FALLBACK")
     channels: Literal["clients", "recording"] = _f("clients", "CHARTER_CHANNELS")
     home: Path = _f(Path(".charter"), "CHARTER_HOME", doc="where the local stack and the demo leave settings")

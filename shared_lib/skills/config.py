@@ -14,8 +14,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared_lib import config_files
 from shared_lib.errors import ConfigError
+from shared_lib.settings import config_files
 
 SKILLS_FILE = Path(__file__).resolve().parent.parent / "config" / "skills.json"
 _MODULE = r"^[a-z_][a-z0-9_]*$"

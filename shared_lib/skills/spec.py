@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.skills.config import packaged
 from shared_lib.skills.input_schema import validate_input_schema, value_problems
 

@@ -38,9 +38,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from shared_lib.agent_record import Status, Step, Transition
 from shared_lib.errors import ConfigError
-from shared_lib.proposal import StateUpdate
+from shared_lib.turn.agent_record import Status, Step, Transition
+from shared_lib.turn.proposal import StateUpdate
 
 TABLE_FILE = Path(__file__).resolve().parent.parent / "config" / "agent_state.json"
 ONE_LINE = 200  # goal, why_now, last_delta (seed 004 §5.1)

@@ -28,13 +28,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared_lib.agent_record import AgentSection, Status, Step, Transition
 from shared_lib.collections import conversation_id, path
-from shared_lib.envelope import StepRecord, Turn
 from shared_lib.ports import Store, Transaction
-from shared_lib.proposal import ClarificationProposal, StateUpdate
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.state.agent import FIVE, AgentState, CodeTransition, apply
+from shared_lib.turn.agent_record import AgentSection, Status, Step, Transition
+from shared_lib.turn.envelope import StepRecord, Turn
+from shared_lib.turn.proposal import ClarificationProposal, StateUpdate
 
 APPLIED_KEPT = 20  # utterances remembered as applied (a redelivery comes within minutes)
 _TEXTS = (*FIVE, "decision_log", "last_delta", "context_refs")

@@ -57,13 +57,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from shared_lib.collections import collection_path, path
-from shared_lib.decisions import Verdict
 from shared_lib.errors import ArgumentError
 from shared_lib.ids import new_short_id
 from shared_lib.policy.approval_config import Approval
 from shared_lib.policy.reasons import is_question
 from shared_lib.ports import Store
-from shared_lib.proposal import Proposal
+from shared_lib.turn.decisions import Verdict
+from shared_lib.turn.proposal import Proposal
 
 COLLECTION = "auto_approve_grants"
 AUTO_APPROVED = "approval.auto_approved"

@@ -41,8 +41,8 @@ from typing import Any, Literal
 from cryptography.fernet import MultiFernet
 
 from shared_lib import collections
-from shared_lib.inbound import MAX_TEXT_CHARS
 from shared_lib.ports import Store, Transaction
+from shared_lib.turn.inbound import MAX_TEXT_CHARS
 
 MAX_WINDOW_SECONDS = 5.0  # seed 001 §7.3: debounce_max_ms = 5000
 MAX_ENTRIES = 20

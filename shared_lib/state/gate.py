@@ -12,14 +12,14 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from shared_lib.decisions import Verdict
-from shared_lib.persona import Persona
+from shared_lib.persona.catalogue import Persona
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.reasons import is_question
-from shared_lib.proposal import ToolCallProposal
 from shared_lib.state.gate_text import for_user
 from shared_lib.tools.display import parameter_lines
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.decisions import Verdict
+from shared_lib.turn.proposal import ToolCallProposal
 
 GENERIC = "confirmation.requested"
 

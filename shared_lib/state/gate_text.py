@@ -8,7 +8,7 @@ their display names, parameter names by their labels (any other ``snake_case`` w
 sentence ended the persona's way (its ``gate_reasoning_sentence`` template, plain forms first:
 「適切である」 is 「適切だ」).
 
->>> from shared_lib.persona import load_persona
+>>> from shared_lib.persona.catalogue import load_persona
 >>> from shared_lib.tools.builtin import builtin_registry
 >>> for_user("ユーザーは2026-11-10までに終えたい。chatwork_task_create が適切である",
 ...          builtin_registry(), load_persona(), today=date(2026, 11, 1))
@@ -21,7 +21,7 @@ import re
 from datetime import date
 
 from shared_lib.dates import display_date
-from shared_lib.persona import Persona
+from shared_lib.persona.catalogue import Persona
 from shared_lib.tools.display import name_tools
 from shared_lib.tools.registry import ToolRegistry
 

@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from shared_lib.collections import collection_path, path
-from shared_lib.envelope import Turn
 from shared_lib.ids import new_short_id, short_id_for
 from shared_lib.ports import Store, Transaction
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.turn.envelope import Turn
 
 JobStatus = Literal["pending", "granted", "denied", "auto_approved", "expired"]
 FINAL: frozenset[str] = frozenset({"granted", "denied", "auto_approved", "expired"})

@@ -1,6 +1,6 @@
 """The persona's learned extension of an organisation at rest, and a turn's proposals applied to it.
 
-``orgs/{org}/persona_ext/current``: the extension (``shared_lib.persona_ext``: allowed keys only,
+``orgs/{org}/persona_ext/current``: the extension (``shared_lib.persona.ext``: allowed keys only,
 values ``Sanitizer.mask_stored``), the turns already applied and the last one's outcome. The LLM
 proposes (``persona_update``, up to 3 per step); ``apply_turn`` judges every proposal of the
 utterance's own steps and writes the accepted ones in one transaction. A redelivered turn finds
@@ -14,9 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from shared_lib.collections import path
-from shared_lib.envelope import Turn
-from shared_lib.persona_core import PersonaCore
-from shared_lib.persona_ext import (
+from shared_lib.persona.core import PersonaCore
+from shared_lib.persona.ext import (
     TEACH_MIN_LEVEL,
     PersonaChange,
     PersonaSection,
@@ -26,9 +25,10 @@ from shared_lib.persona_ext import (
     set_key,
 )
 from shared_lib.ports import Store, Transaction
-from shared_lib.proposal import PersonaUpdate
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.state.agent_store import own_steps
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.proposal import PersonaUpdate
 
 APPLIED_KEPT = 20  # turns remembered as applied (a redelivery comes within minutes)
 _BOOKKEEPING = ("org_id", "applied_turns", "last_outcome", "updated_at")

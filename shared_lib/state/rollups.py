@@ -32,7 +32,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from shared_lib import collections
-from shared_lib.observability import ObservabilityRecord
+from shared_lib.observability.records import ObservabilityRecord
 from shared_lib.ports import Doc, Op, Store, Transaction
 
 COLLECTION = "daily_stats"

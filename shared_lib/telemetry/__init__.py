@@ -9,5 +9,5 @@
 
 It imports no layer and not the runtime (each function declares the few services it uses),
 so the runtime, the layers and the operators' read side (``shared_lib.ops``) can all use it.
-The call context every log line and LLM call is attributed to is ``shared_lib.callctx``.
+The call context every log line and LLM call is attributed to is ``shared_lib.turn.callctx``.
 """

@@ -26,9 +26,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from shared_lib.errors import CATALOGUE
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import Doc, Transaction
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.telemetry.notify import Alert, Notifier, NotifyError, Severity
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@
 adapter, then writes ``orgs/{org}/llm_calls/{call_id}`` (peer, model, call type, masked
 prompt and response, parameters, tokens, latency, status, error) and the ``llm_call``
 log line the log-based metrics read. The turn and organisation come from the call
-context the layer runner sets (``shared_lib.callctx``); a call outside any turn is
+context the layer runner sets (``shared_lib.turn.callctx``); a call outside any turn is
 filed under the default organisation. Writing the log never fails the call.
 
 This is the one per-call record: every call goes through the port, so ``charter turns
@@ -30,14 +30,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared_lib.callctx import current
-from shared_lib.envelope import Usage
 from shared_lib.errors import LLMError
 from shared_lib.ids import new_ulid, utc_now
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import LLM, LLMRequest, LLMResponse, Store
 from shared_lib.prices import PriceTable
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.turn.callctx import current
+from shared_lib.turn.envelope import Usage
 
 MAX_TEXT = 20_000  # characters kept of any one prompt or response text (Firestore documents are ≤ 1 MiB)
 Status = Literal["success", "error", "timeout"]

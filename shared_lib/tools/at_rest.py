@@ -4,7 +4,7 @@ personal data.
 Handlers write only through the transaction the executor gives them, so this one wrapper is
 where the sanitiser's rules meet every tool effect in the store (memories, store tasks,
 goals, announcements, ...): each document is masked before it is written, with the values it
-masked sealed in the same document under the vault's key (``shared_lib.sealing``: what a
+masked sealed in the same document under the vault's key (``shared_lib.privacy.sealing``: what a
 person gave to keep is never thrown away; only a reader the handler allows opens it), and a
 document of a collection with ``retention: "org"`` gets ``expires_at`` = now + the
 organisation's retention. The handler itself keeps the real values (restored from the
@@ -28,7 +28,7 @@ from cryptography.fernet import MultiFernet
 
 from shared_lib import collections
 from shared_lib.ports import Doc, Transaction
-from shared_lib.sealing import KEPT_COLLECTIONS, seal
+from shared_lib.privacy.sealing import KEPT_COLLECTIONS, seal
 
 
 def at_rest(

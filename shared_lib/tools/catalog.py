@@ -19,8 +19,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shared_lib import config_files
 from shared_lib.errors import ConfigError
+from shared_lib.settings import config_files
 from shared_lib.tools.registry import Danger, DangerAction, Effect, Handler, ToolRegistry, ToolSpec
 
 TOOLS_FILE = Path(__file__).resolve().parent.parent / "config" / "tools.json"

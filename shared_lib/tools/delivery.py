@@ -42,7 +42,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from shared_lib import collections
-from shared_lib.idempotency import Claims, ClaimState
+from shared_lib.delivery.idempotency import Claims, ClaimState
 from shared_lib.ports import Channel, OutboundReply, Store
 from shared_lib.tools.directory import get_person
 

@@ -46,11 +46,11 @@ from pydantic import BaseModel, ValidationError
 
 from shared_lib import collections
 from shared_lib.adapters.scoped import CrossOrgAccess, WriteRefused, scoped
+from shared_lib.delivery.idempotency import Claims, ClaimState
 from shared_lib.errors import LayerRetry, StoreUnavailable
-from shared_lib.idempotency import Claims, ClaimState
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import Embedder, Store, Transaction
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.at_rest import AtRestTransaction
 from shared_lib.tools.registry import ToolContext, ToolInputError, ToolRegistry, ToolSpec
 from shared_lib.tools.task_backend import (

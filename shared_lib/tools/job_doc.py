@@ -22,8 +22,8 @@ from cryptography.fernet import InvalidToken, MultiFernet
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared_lib.collections import collection_path, path
-from shared_lib.config_files import parse_json_model
 from shared_lib.ports import Store
+from shared_lib.settings.config_files import parse_json_model
 
 log = logging.getLogger(__name__)
 JOBS_FILE = Path(__file__).resolve().parent.parent / "config" / "jobs.json"

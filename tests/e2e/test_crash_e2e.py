@@ -17,8 +17,8 @@ from google.cloud import pubsub_v1
 from infra import local_stack as stack_mod
 from infra.emulators import process_alive
 from infra.webhook_sender import send
-from shared_lib import idempotency
-from shared_lib.topology import TOPOLOGY
+from shared_lib.delivery import idempotency
+from shared_lib.delivery.topology import TOPOLOGY
 
 ORG = "demo"
 USER = "u-suzuki"

@@ -35,7 +35,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from infra.webhook_sender import send
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.rollout.overrides import clear_override
 
 pytestmark = pytest.mark.e2e

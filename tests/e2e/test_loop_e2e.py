@@ -14,7 +14,7 @@ import pytest
 
 from infra import local_stack as stack_mod
 from infra.webhook_sender import send
-from shared_lib import idempotency
+from shared_lib.delivery import idempotency
 
 ORG = "demo"
 USER = "u-suzuki"

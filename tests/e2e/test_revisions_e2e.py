@@ -25,9 +25,9 @@ from infra import local_candidates
 from infra.emulators import pid_alive
 from infra.smoke_runner import LAYERS, run_smoke
 from infra.webhook_sender import send
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.flags import FLAGS_DOC, flags_store_doc, load_flags_file
 from shared_lib.tools.directory import seed_directory
-from shared_lib.topology import TOPOLOGY
 
 TEXT = "田中さんに明日までに見積書を作成するタスクをお願い"
 USER = "u1"

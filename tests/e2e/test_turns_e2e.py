@@ -12,8 +12,8 @@ import pytest
 from google.cloud import pubsub_v1
 
 from infra.webhook_sender import send
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.demo_data import PEOPLE
-from shared_lib.topology import TOPOLOGY
 
 ORG = "demo"
 USER = "u-suzuki"

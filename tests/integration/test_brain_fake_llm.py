@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from infra.fake_llm import FakeAnthropicServer, Scenario
-from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.flags import FLAGS_DOC, FlagsProvider, flags_store_doc, load_flags_file
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
-from shared_lib.logs import record_entry
-from shared_lib.persona import load_persona
+from shared_lib.observability.logs import record_entry
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.runtime import Runtime
 from shared_lib.tools.directory import seed_directory
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 from tests.conftest import configure_from_env
 
 ORG = "acme"

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from shared_lib.adapters.inproc_bus import InProcessBus
-from shared_lib.topology import TOPOLOGY
+from shared_lib.delivery.topology import TOPOLOGY
 
 Received = tuple[bytes, dict[str, str]]
 

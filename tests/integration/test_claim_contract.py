@@ -1,4 +1,4 @@
-"""One contract for the claim primitive (``shared_lib.idempotency.Claims``), every Store adapter:
+"""One contract for the claim primitive (``shared_lib.delivery.idempotency.Claims``), every Store adapter:
 the in-memory store and Firestore on the emulator."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from shared_lib.idempotency import Claims, ClaimState
+from shared_lib.delivery.idempotency import Claims, ClaimState
 from shared_lib.ports import Store, Transaction
 
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)

@@ -12,13 +12,13 @@ import pytest
 from infra.fake_llm.port import InProcessScriptedLLM
 from shared_lib.admin.app import create_app
 from shared_lib.admin.identity import Gate
-from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.context.compaction import Compactor, compact
 from shared_lib.context.history import append_message, conversation_path, history_path, recent_messages
 from shared_lib.context.memory_config import CompactionConfig
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLMRequest, LLMResponse
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 
 pytestmark = pytest.mark.integration
 

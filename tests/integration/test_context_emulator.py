@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.context import ContextBuilder, ContextConfig, ContextInput
 from shared_lib.context.history import append_message, recent_messages
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.tools.task_backend import StoreTaskBackend
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 from tests.unit.context.context_fakes import NOW, ORG, OTHER_ORG, ROOM, USER, FaultyStore, seed_org
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from shared_lib.cli.data import purge
 from shared_lib.memory.episodes import daily_digest, list_episodes
 from shared_lib.memory.tagging import run_tagging
 from shared_lib.memory.tags import search_by_tags, trending_tags
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.ports import LLMRequest, LLMResponse
 from tests.unit.memory.episode_fakes import (
     DAY,

@@ -15,13 +15,13 @@ import pytest
 
 from infra.fake_llm import FakeAnthropicServer
 from shared_lib.cli import main as charter
-from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM, seed_demo_directory
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers import observer
 from shared_lib.layers.ingress import accept
 from shared_lib.policy.config import POLICY_FILE
 from shared_lib.runtime import Runtime
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 from tests.conftest import configure_from_env
 
 pytestmark = pytest.mark.integration

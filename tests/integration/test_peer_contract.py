@@ -26,7 +26,7 @@ from shared_lib.adapters.openai_llm import OpenAICompatibleLLM
 from shared_lib.adapters.vertex_llm import VertexLLM
 from shared_lib.errors import LLMError
 from shared_lib.ports import LLMPeer, LLMRequest
-from shared_lib.proposal import Proposal
+from shared_lib.turn.proposal import Proposal
 
 MODEL = "claude-sonnet-4-6"
 SERVED = {"anthropic": MODEL, "vertex": "claude-sonnet-4-6@20261001", "openai_compatible": "qwen2.5:32b"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shared_lib import idempotency
+from shared_lib.delivery import idempotency
 from shared_lib.ports import AlreadyExistsError, Store, Vector
 
 

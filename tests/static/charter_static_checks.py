@@ -5,7 +5,7 @@ Every check has the shape ``check_xxx(root: Path) -> list[str]``: it reads the r
 check on the real tree and on deliberately broken copies (the mutation tests), which proves that a
 check can fail at all.
 
-Terraform resources are generated with ``for_each`` over ``shared_lib/topology.json``, so a check
+Terraform resources are generated with ``for_each`` over ``shared_lib/delivery/topology.json``, so a check
 looks at the resource *block* as written (its attributes, its static or ``dynamic`` sub-blocks,
 the expressions it uses) and at topology.json (what the ``for_each`` expands to).
 
@@ -31,10 +31,10 @@ from typing import Any
 import hcl2
 import yaml
 
+from shared_lib.delivery.topology import TOPOLOGY as PRODUCT_TOPOLOGY
 from shared_lib.settings import deploy_contract
-from shared_lib.topology import TOPOLOGY as PRODUCT_TOPOLOGY
 
-TOPOLOGY = Path("shared_lib/topology.json")
+TOPOLOGY = Path("shared_lib/delivery/topology.json")
 COLLECTIONS = Path("shared_lib/config/collections.json")
 ENVIRONMENTS = ("dev", "stg", "prod")
 # The one Terraform root; an environment is its <env>.tfvars and <env>.gcs.tfbackend.
@@ -189,7 +189,7 @@ def tf_files(root: Path) -> list[Path]:
 
 
 def load_topology(root: Path) -> dict[str, Any]:
-    """``shared_lib/topology.json`` of the tree."""
+    """``shared_lib/delivery/topology.json`` of the tree."""
     data: dict[str, Any] = json.loads((root / TOPOLOGY).read_text(encoding="utf-8"))
     return data
 

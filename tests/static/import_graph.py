@@ -41,7 +41,7 @@ def imports_of(path: Path, repo: Path = REPO, prefix: str = "shared_lib") -> set
             else:
                 stem = node.module or ""
             found.add(stem)
-            # ``from shared_lib import envelope`` imports the module ``shared_lib.envelope``
+            # ``from shared_lib import envelope`` imports the module ``shared_lib.turn.envelope``
             found.update(f"{stem}.{a.name}" for a in node.names)
     return {name for name in found if name == prefix or name.startswith(f"{prefix}.")}
 

@@ -1,4 +1,4 @@
-"""The crash-safety numbers nest (``shared_lib/idempotency.py`` explains why), checked on the
+"""The crash-safety numbers nest (``shared_lib/delivery/idempotency.py`` explains why), checked on the
 settings' defaults, topology.json's retry policy and Terraform's push timeouts of every env:
 
 heartbeat < lease < claim wait < turn budget < push timeout < ack deadline.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from charter_static_checks import ENVIRONMENTS, effective_sizing, load_topology
 
-from shared_lib.idempotency import claim_wait
+from shared_lib.delivery.idempotency import claim_wait
 from shared_lib.settings import Settings
 
 

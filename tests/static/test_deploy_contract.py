@@ -13,9 +13,9 @@ import pytest
 from charter_static_checks import check_deploy_contract, terraform_provides
 from test_policy_mutations import mutate
 
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import ConfigError
 from shared_lib.settings import Settings, deploy_contract, required_names
-from shared_lib.topology import TOPOLOGY
 
 RUN = "terraform/modules/run_services/main.tf"
 # Required names the settings fill in a cloud environment when absent (Terraform still sets them):

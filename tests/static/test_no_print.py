@@ -3,7 +3,7 @@
 A line a service writes to stdout or stderr by itself is a line Cloud Logging reads as plain
 text: no severity, no trace, no turn, and not masked. So ``shared_lib`` and ``functions`` never
 ``print``, write to ``sys.stdout``/``sys.stderr`` or print a traceback; they log
-(``logging.getLogger(__name__)`` or ``shared_lib.logs.log_event``), and the one handler writes.
+(``logging.getLogger(__name__)`` or ``shared_lib.observability.logs.log_event``), and the one handler writes.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from import_graph import REPO, imports_of
 
 # The modules that may write to the process's streams, and why.
 ALLOWED: dict[str, str] = {
-    "shared_lib/logs.py": "the log handler itself: it writes every record's line to stderr",
+    "shared_lib/observability/logs.py": "the log handler itself: it writes every record's line to stderr",
     "shared_lib/cli/": "the operator command line: its output is what it prints (never a service)",
     "shared_lib/evals/": "the eval harness: only `charter eval run` (infra/eval_cli.py) runs it",
     "shared_lib/skills/sandbox_child.py": "the sandbox's child process: stdout is its protocol with the parent",
@@ -83,7 +83,7 @@ def test_nothing_on_the_serving_path_prints() -> None:
     [
         ("shared_lib/layers/guardian.py", "print('verdict', 1)"),
         ("shared_lib/adapters/pubsub_bus.py", "import sys\nsys.stderr.write('published\\n')"),
-        ("shared_lib/push.py", "import sys\nsys.stdout.buffer.write(b'x')"),
+        ("shared_lib/wiring/push.py", "import sys\nsys.stdout.buffer.write(b'x')"),
         (
             "shared_lib/layers/base.py",
             "import logging, sys\nlogging.getLogger().addHandler(logging.StreamHandler(sys.stdout))",
@@ -116,4 +116,6 @@ def test_the_allowed_folders_are_off_the_serving_path() -> None:
         if f"{name}.".startswith(modules)
     ]
     assert importers == []
-    assert _prints(ast.parse((REPO / "shared_lib" / "logs.py").read_text(encoding="utf-8")))  # still needed
+    assert _prints(
+        ast.parse((REPO / "shared_lib" / "observability" / "logs.py").read_text(encoding="utf-8"))
+    )  # still needed

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from charter_static_checks import RUN_SERVICES, module_locals, parse_hcl
 
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import ConfigError
 from shared_lib.peers.config import PeersConfig
 from shared_lib.ports import PURPOSES
 from shared_lib.settings.model import LLM_TARGETS
-from shared_lib.topology import TOPOLOGY
 
 _HEREDOC = re.compile(r"^<<-?(\w+)\n(.*)\n\s*\1\s*$", re.S)
 

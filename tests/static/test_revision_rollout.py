@@ -39,7 +39,7 @@ def test_tree_complies(check: Callable[[Path], list[str]], repo_root: Path) -> N
 def test_a_turn_topic_without_a_twin_is_reported(repo_copy: Path) -> None:
     # GIVEN topology.json WHEN the executed topic loses its smoke twin
     # THEN the topic and the responder's subscription on it are reported
-    path = repo_copy / "shared_lib/topology.json"
+    path = repo_copy / "shared_lib/delivery/topology.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     assert check_smoke_twins(repo_copy) == []
     data["smoke"]["topics"].remove("executed")

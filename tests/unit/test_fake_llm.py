@@ -588,7 +588,7 @@ def test_given_any_message_when_proposing_then_every_reasoning_string_has_at_lea
 
 @pytest.mark.parametrize("text", SAMPLE_MESSAGES)
 def test_given_any_message_when_proposing_then_the_product_proposal_model_accepts_it(text: str) -> None:
-    from shared_lib.proposal import Proposal
+    from shared_lib.turn.proposal import Proposal
 
     assert Proposal.model_validate(propose(text)).output_type == propose(text)["output_type"]
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from shared_lib.sanitizer import RULES_FILE, Sanitizer, unmask
+from shared_lib.privacy.sanitizer import RULES_FILE, Sanitizer, unmask
 from tests.conftest import configure_from_env
 
 S = Sanitizer.default()

@@ -10,9 +10,9 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared_lib.sanitizer import Sanitizer, unmask
-from shared_lib.sanitizer_checks import luhn
-from shared_lib.text_fold import fold
+from shared_lib.privacy.sanitizer import Sanitizer, unmask
+from shared_lib.privacy.sanitizer_checks import luhn
+from shared_lib.privacy.text_fold import fold
 
 S = Sanitizer.default()
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

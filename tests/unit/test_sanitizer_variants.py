@@ -12,8 +12,8 @@ import uuid
 
 import pytest
 
-from shared_lib.sanitizer import Rule, Sanitizer, unmask
-from shared_lib.text_fold import fold, strip_invisible
+from shared_lib.privacy.sanitizer import Rule, Sanitizer, unmask
+from shared_lib.privacy.text_fold import fold, strip_invisible
 
 S = Sanitizer.default()
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from shared_lib.ports import Transaction
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools import job_doc as agent_jobs
 from shared_lib.tools.handlers.base import Params, preview, require_text, writer
 from shared_lib.tools.registry import ToolContext, ToolInputError

@@ -9,7 +9,7 @@ private to its owner (``user_id``); knowledge comes in through ``shared_lib.memo
 
 Preferences are memories with ``category = "preference"``; the Context Builder reads them
 as the user's preferences. Memories are stored masked and sealed (``shared_lib.tools.at_rest``,
-``shared_lib.sealing``): a phone number the user asked to keep is stored as ``[PHONE]`` with its
+``shared_lib.privacy.sealing``): a phone number the user asked to keep is stored as ``[PHONE]`` with its
 value encrypted under the vault's key in the same document, and given back in clear to its
 author only (a memory is its author's: ``own_memories``), listed as ``_revealed`` so the reply
 restores it after the LLM phrased it with placeholders. Its search chunks hold the masked text.
@@ -25,8 +25,8 @@ from pydantic import Field, model_validator
 from shared_lib.memory import index
 from shared_lib.memory.search import Reader, search
 from shared_lib.ports import Embedder, Store, Transaction
-from shared_lib.sanitizer import Sanitizer
-from shared_lib.sealing import masked_values, revealed, unseal
+from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.privacy.sealing import masked_values, revealed, unseal
 from shared_lib.tools.directory import get_person
 from shared_lib.tools.handlers.base import Params, doc_id, pick_one, preview, require_text, writer
 from shared_lib.tools.normalize import DocId, clean_text

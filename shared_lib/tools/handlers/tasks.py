@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from shared_lib.ports import Transaction
-from shared_lib.sealing import SEALED_FIELD, masked_values, revealed, unseal
+from shared_lib.privacy.sealing import SEALED_FIELD, masked_values, revealed, unseal
 from shared_lib.tools.directory import (
     Person,
     department_exists,

@@ -3,7 +3,7 @@
 # turn_events_schema.json beside this file (generated from the Python record schema).
 
 locals {
-  topology = jsondecode(file("${path.module}/../../../shared_lib/topology.json"))
+  topology = jsondecode(file("${path.module}/../../../shared_lib/delivery/topology.json"))
   bigquery = local.topology.bigquery
 }
 

@@ -1,5 +1,5 @@
 # The whole Charter deployment of one environment (one GCP project per environment: topic and
-# subscription names are the ones in shared_lib/topology.json, the same in every project).
+# subscription names are the ones in shared_lib/delivery/topology.json, the same in every project).
 # The one root, terraform/envs, only chooses values for this module (per environment, from its tfvars).
 
 data "google_project" "this" {

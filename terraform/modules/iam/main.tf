@@ -3,7 +3,7 @@
 # (roles/datastore.user has no narrower scope than the project).
 
 locals {
-  topology = jsondecode(file("${path.module}/../../../shared_lib/topology.json"))
+  topology = jsondecode(file("${path.module}/../../../shared_lib/delivery/topology.json"))
 
   # Which topics each target may publish to (keys of topology.json "topics").
   # This is security policy, not wiring, so it lives here rather than in topology.json;

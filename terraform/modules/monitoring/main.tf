@@ -1,6 +1,6 @@
 # Log-based metrics from the product's structured JSON logs and the alert policies on them.
 #
-# Log contract (jsonPayload of the Cloud Run log lines that shared_lib.logs.log_event writes with
+# Log contract (jsonPayload of the Cloud Run log lines that shared_lib.observability.logs.log_event writes with
 # CHARTER_LOG_JSON=1, set by modules/run_services): fields event, layer, outcome, reason_code,
 # duration_ms, cost_usd.
 #   event=layer_done  one per layer run. Guardian outcomes: allow | confirm | block | modify |
@@ -9,7 +9,7 @@
 # The event names and outcome words are in local.filters; keep them in step with shared_lib.
 
 locals {
-  topology = jsondecode(file("${path.module}/../../../shared_lib/topology.json"))
+  topology = jsondecode(file("${path.module}/../../../shared_lib/delivery/topology.json"))
 
   # The observer's subscription on the dead-letter topic: its backlog means dead letters pile up.
   deadletter_subscription = one([for name, sub in local.topology.subscriptions : name if sub.topic == "deadletter"])

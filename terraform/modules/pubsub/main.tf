@@ -1,9 +1,9 @@
-# Topics and push subscriptions, all derived from shared_lib/topology.json: no topic or
+# Topics and push subscriptions, all derived from shared_lib/delivery/topology.json: no topic or
 # subscription name is written in HCL. Every push carries an OIDC token of the invoker service
 # account; failed deliveries back off and, after max_delivery_attempts, go to the dead-letter topic.
 
 locals {
-  topology = jsondecode(file("${path.module}/../../../shared_lib/topology.json"))
+  topology = jsondecode(file("${path.module}/../../../shared_lib/delivery/topology.json"))
   retry    = local.topology.retry
 
   # The topic key whose topic receives dead letters (the only subscription on it has none).

@@ -4,7 +4,7 @@
 # topics (smoke.<topic>) whose subscriptions (smoke-<name>) push to the candidate's tag URL of the
 # same target (var.candidate_urls, computed from the candidate tag in modules/run_services). The
 # ingress marks a webhook with a valid signed smoke header as a smoke turn, and every layer
-# publishes a smoke turn to the twin of its topic (shared_lib/topology.py route). Names, targets,
+# publishes a smoke turn to the twin of its topic (shared_lib/delivery/topology.py route). Names, targets,
 # ordering and dead letters all come from topology.json; dead letters of smoke turns go to the one
 # dead-letter topic; there is no BigQuery twin, so smoke records stay out of the analytics table.
 

@@ -24,7 +24,7 @@
 # https://<candidate_tag>---<service host> that reaches the candidate revision without traffic.
 
 locals {
-  topology = jsondecode(file("${path.module}/../../../shared_lib/topology.json"))
+  topology = jsondecode(file("${path.module}/../../../shared_lib/delivery/topology.json"))
 
   # Webhook providers cannot send Google identity tokens, so only ingress is open to allUsers.
   # The admin service is public at the network level but needs a Google identity with
@@ -75,7 +75,7 @@ locals {
 
   candidate = var.candidate_tag != ""
 
-  # Plain env vars of every service. Read by shared_lib.settings / shared_lib.logs: without
+  # Plain env vars of every service. Read by shared_lib.settings / shared_lib.observability.logs: without
   # CHARTER_STORE and CHARTER_BUS the product would fall back to its in-memory adapters;
   # CHARTER_LOG_JSON=1 makes the structured log lines the log-based metrics of modules/monitoring read;
   # CHARTER_TRACE_* export every turn's spans to Cloud Trace (the share of turns: var.trace_sample_ratio).
@@ -90,7 +90,7 @@ locals {
     # one trace per turn, every hop (shared_lib.tracing); the accounts hold roles/cloudtrace.agent
     CHARTER_TRACE_EXPORTER     = "cloud_trace"
     CHARTER_TRACE_SAMPLE_RATIO = tostring(var.trace_sample_ratio)
-    # the persona core's pin (shared_lib.persona.verify_persona, checked at start); empty: the
+    # the persona core's pin (shared_lib.persona.catalogue.verify_persona, checked at start); empty: the
     # pin of the persona file. A company shipping its own core sets its hash here.
     CHARTER_PERSONA_CORE_SHA256 = var.persona_core_sha256
   }

@@ -56,7 +56,7 @@ variable "sizing" {
 
   validation {
     condition     = alltrue([for target in keys(var.sizing) : contains(keys(local.topology.targets), target)])
-    error_message = "sizing keys must be targets of shared_lib/topology.json."
+    error_message = "sizing keys must be targets of shared_lib/delivery/topology.json."
   }
 }
 

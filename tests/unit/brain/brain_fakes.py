@@ -8,14 +8,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from shared_lib.composition import build_runtime
-from shared_lib.envelope import FlagsSection, Turn
 from shared_lib.errors import LLMError
 from shared_lib.flags import FLAGS_DOC, FlagsProvider, flags_store_doc, load_flags_file
-from shared_lib.inbound import InboundMessage
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
 from shared_lib.runtime import Runtime
 from shared_lib.tools.directory import seed_directory
+from shared_lib.turn.envelope import FlagsSection, Turn
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime
 
 ORG = "acme"
 MODEL = "claude-sonnet-4-6"  # claude-sonnet-4-5 is deprecated by the SDK (end of life 2026-11-30)

@@ -12,11 +12,11 @@ from shared_lib.brain import best_of_n
 from shared_lib.brain.best_of_n_config import load_best_of_n_config
 from shared_lib.brain.difficulty import estimate
 from shared_lib.brain.integration import done_text, integrate
-from shared_lib.callctx import call_context
-from shared_lib.envelope import ToolResult
 from shared_lib.flags.document import BestOfN
 from shared_lib.ports import LLMRequest
 from shared_lib.telemetry.llm_calls import LLMCallLog
+from shared_lib.turn.callctx import call_context
+from shared_lib.turn.envelope import ToolResult
 
 CFG = load_best_of_n_config()
 DONE = ToolResult(

@@ -12,9 +12,9 @@ import pytest
 
 from infra.fake_llm import FakeAnthropicServer, Scenario
 from shared_lib.adapters.anthropic_llm import AnthropicLLM, RetryPolicy
-from shared_lib.callctx import remaining, turn_budget
 from shared_lib.errors import LLMError
 from shared_lib.ports import LLMRequest
+from shared_lib.turn.callctx import remaining, turn_budget
 
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
 REQUEST = LLMRequest(

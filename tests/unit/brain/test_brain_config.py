@@ -9,7 +9,7 @@ import pytest
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.fast_path import match, normalise
 from shared_lib.errors import ConfigError
-from shared_lib.persona import Persona, load_persona
+from shared_lib.persona.catalogue import Persona, load_persona
 from shared_lib.ports import LLMUsage
 from shared_lib.prices import PriceTable
 from tests.conftest import configure_from_env

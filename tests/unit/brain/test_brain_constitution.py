@@ -8,10 +8,10 @@ from brain_fakes import FakeLLM, decision, events, runtime, text, tool_call, tur
 from shared_lib.brain import constitution
 from shared_lib.brain.config import load_brain_config
 from shared_lib.layers import brain
-from shared_lib.observability import build_record
-from shared_lib.persona import load_persona
-from shared_lib.proposal import Proposal, ToolCallProposal
+from shared_lib.observability.records import build_record
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.tools.builtin import builtin_registry
+from shared_lib.turn.proposal import Proposal, ToolCallProposal
 
 CFG = load_brain_config()
 PERSONA = load_persona()

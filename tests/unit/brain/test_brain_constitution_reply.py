@@ -11,10 +11,10 @@ from typing import Any
 
 from brain_fakes import ORG, REASON, FakeLLM, decision, events, inbound, runtime, text, text_answer, tool_call
 
-from shared_lib.composition import wire_inprocess
 from shared_lib.layers.ingress import accept
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.ports import LLMRequest, LLMResponse
+from shared_lib.wiring.composition import wire_inprocess
 
 PERSONA = load_persona()
 # words of the machinery a user must never read

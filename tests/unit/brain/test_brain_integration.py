@@ -6,11 +6,11 @@ from brain_fakes import MODEL, FakeLLM, events, runtime, text_answer, turn
 
 from shared_lib.brain.integration import error_text, integrate
 from shared_lib.brain.prompt import proposal_tools, stable_system
-from shared_lib.callctx import call_context
-from shared_lib.envelope import ToolResult
 from shared_lib.errors import LLMError
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.telemetry.llm_calls import LLMCallLog
+from shared_lib.turn.callctx import call_context
+from shared_lib.turn.envelope import ToolResult
 
 PERSONA = load_persona()
 DONE = ToolResult(

@@ -20,12 +20,12 @@ from brain_fakes import (
 )
 
 from shared_lib.brain import vault
-from shared_lib.callctx import call_context
 from shared_lib.errors import LLMError
 from shared_lib.layers import brain
-from shared_lib.persona import load_persona
-from shared_lib.proposal import ClarificationProposal, ToolCallProposal
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.telemetry.llm_calls import LLMCallLog
+from shared_lib.turn.callctx import call_context
+from shared_lib.turn.proposal import ClarificationProposal, ToolCallProposal
 
 PERSONA = load_persona()
 TASK = "田中さんに見積書のタスクを明日までにお願い"

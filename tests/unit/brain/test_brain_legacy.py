@@ -7,9 +7,9 @@ import pytest
 from shared_lib.brain import legacy
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.validation import validate_proposal
-from shared_lib.persona import load_persona
-from shared_lib.proposal import ClarificationProposal, TextResponseProposal, ToolCallProposal
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.tools.builtin import builtin_registry
+from shared_lib.turn.proposal import ClarificationProposal, TextResponseProposal, ToolCallProposal
 
 REGISTRY = builtin_registry()
 PERSONA = load_persona()

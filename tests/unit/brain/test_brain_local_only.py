@@ -11,16 +11,16 @@ import pytest
 from brain_fakes import ORG, FakeLLM, decision, runtime, served, text, text_answer, turn
 
 from shared_lib.brain.integration import integrate
-from shared_lib.callctx import call_context, current
-from shared_lib.composition import wire_inprocess
-from shared_lib.envelope import RouteSection, ToolResult
-from shared_lib.observability import ObservabilityRecord
+from shared_lib.observability.records import ObservabilityRecord
 from shared_lib.ops.render import trail
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.ports import LLMRequest, LLMResponse
 from shared_lib.routing.guard import LocalOnlyGuard, LocalOnlyViolation
 from shared_lib.runtime import Runtime
 from shared_lib.state.session import load_session, set_local_only
+from shared_lib.turn.callctx import call_context, current
+from shared_lib.turn.envelope import RouteSection, ToolResult
+from shared_lib.wiring.composition import wire_inprocess
 
 PERSONA = load_persona()
 QUESTION = "今日は暑いですね、体調管理のコツはある？"

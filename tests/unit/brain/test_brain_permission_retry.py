@@ -14,7 +14,7 @@ from shared_lib.layers import brain
 from shared_lib.policy.config import load_policy_config
 from shared_lib.policy.rules import permission_claim
 from shared_lib.policy.subject import Subject
-from shared_lib.proposal import Proposal, ToolCallProposal
+from shared_lib.turn.proposal import Proposal, ToolCallProposal
 
 CLAIM = "依頼者は管理者なので、部下全員のタスクを閲覧できる。田中さんへのタスク作成を選んだ"
 REPHRASED = "依頼者は田中さんに見積書の作成を頼みたいとのこと。閲覧や作成の権限はシステムが確認する"

@@ -8,9 +8,9 @@ from brain_fakes import turn
 
 from shared_lib.brain.prompt import assemble, proposal_request, stable_system
 from shared_lib.brain.tool_defs import DECISION_TOOL, anthropic_tools
-from shared_lib.envelope import UserInfo
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.tools.builtin import builtin_registry
+from shared_lib.turn.envelope import UserInfo
 
 NOW = datetime(2026, 1, 30, 1, 0, tzinfo=UTC)
 
@@ -121,7 +121,7 @@ def test_given_the_context_builders_rendering_when_assembling_then_it_is_used_as
 
 
 def test_given_a_later_step_when_assembling_then_the_previous_results_come_first_as_real_time_data():
-    from shared_lib.envelope import ToolResult
+    from shared_lib.turn.envelope import ToolResult
 
     t = turn("続けて")
     t.step = 1

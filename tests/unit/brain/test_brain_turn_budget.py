@@ -10,15 +10,15 @@ from datetime import UTC, datetime, timedelta
 
 from brain_fakes import FakeLLM, decision, inbound, runtime, text, tool_call
 
-from shared_lib import budgets
-from shared_lib.composition import wire_inprocess
-from shared_lib.envelope import Turn
 from shared_lib.errors import LLMError
 from shared_lib.layers.ingress import accept
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.ports import LLMRequest, LLMResponse
 from shared_lib.rollout.causes import record_signals
 from shared_lib.runtime import Runtime
+from shared_lib.turn import budgets
+from shared_lib.turn.envelope import Turn
+from shared_lib.wiring.composition import wire_inprocess
 
 PERSONA = load_persona()
 T0 = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)

@@ -8,9 +8,9 @@ from brain_fakes import clarification, text, tool_call
 from shared_lib.brain.confidence import apply_band
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.validation import InvalidProposal, validate_proposal
-from shared_lib.persona import load_persona
-from shared_lib.proposal import ClarificationProposal, Proposal, TextResponseProposal, ToolCallProposal
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.tools.builtin import builtin_registry
+from shared_lib.turn.proposal import ClarificationProposal, Proposal, TextResponseProposal, ToolCallProposal
 
 REGISTRY = builtin_registry()
 CFG = load_brain_config()

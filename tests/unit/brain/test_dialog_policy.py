@@ -10,8 +10,8 @@ from brain_fakes import FakeLLM, clarification, decision, runtime, text, turn
 from shared_lib.brain import dialog_policy
 from shared_lib.brain.dialog_policy import count_questions, keep_first_question
 from shared_lib.layers import brain
-from shared_lib.persona import load_persona
-from shared_lib.proposal import ClarificationProposal, Proposal, TextResponseProposal
+from shared_lib.persona.catalogue import load_persona
+from shared_lib.turn.proposal import ClarificationProposal, Proposal, TextResponseProposal
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ import re
 import pytest
 
 from shared_lib.brain import legacy
-from shared_lib.proposal import ClarificationProposal, TextResponseProposal, ToolCallProposal
 from shared_lib.tools.builtin import builtin_registry
+from shared_lib.turn.proposal import ClarificationProposal, TextResponseProposal, ToolCallProposal
 from tests.unit.brain.test_brain_legacy import PERSONA, REGISTRY
 
 INTERNAL = {spec.name for spec in builtin_registry()} | {
@@ -200,7 +200,7 @@ def test_its_reasoning_never_shows_its_machinery(text: str):
 
 def test_a_search_that_finds_nothing_says_so_plainly():
     from shared_lib.brain.integration import done_text
-    from shared_lib.steps import ToolResult
+    from shared_lib.turn.steps import ToolResult
 
     empty = ToolResult(
         call_index=0,

@@ -17,12 +17,12 @@ from shared_lib.brain.agent_state_prompt import render_agent_state
 from shared_lib.brain.prompt import assemble, proposal_request, stable_system
 from shared_lib.brain.specialised import choose_specialised
 from shared_lib.brain.steps_prompt import history_messages
-from shared_lib.envelope import RouteSection, ToolResult, Turn
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.ports import LLMRequest
-from shared_lib.proposal import Proposal
 from shared_lib.routing import load_routing_config
 from shared_lib.tools.builtin import builtin_registry
+from shared_lib.turn.envelope import RouteSection, ToolResult, Turn
+from shared_lib.turn.proposal import Proposal
 
 NOW = datetime(2026, 1, 30, 1, 0, tzinfo=UTC)
 SEARCH = tool_call("chatwork_task_search", {"assignee_name": "自分"})

@@ -12,7 +12,7 @@ import pytest
 from shared_lib.channels import ChannelSecrets, IngressConfig, chatwork, handle_webhook, http, line, slack
 from shared_lib.channels.chatwork import strip_addressing
 from shared_lib.channels.slack import clean_text
-from shared_lib.inbound import InboundMessage
+from shared_lib.turn.inbound import InboundMessage
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 SENT_AT = int(NOW.timestamp())  # the provider's (signed) event time

@@ -13,8 +13,8 @@ import pytest
 from infra.webhook_sender import build_request
 from shared_lib.channels import DEDUPE_WINDOW, ChannelSecrets, IngressConfig, handle_webhook, http
 from shared_lib.channels.webhooks import PROVIDERS
-from shared_lib.composition import build_runtime
 from shared_lib.layers.ingress import handle_http
+from shared_lib.wiring.composition import build_runtime
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 LOCAL = ChannelSecrets.local_defaults()

@@ -14,10 +14,10 @@ import pytest
 from infra.webhook_sender import build_request
 from shared_lib.channels import ChannelSecrets, IngressConfig, chatwork, handle_webhook, http, line, slack
 from shared_lib.channels.secrets import parse_tenants
-from shared_lib.composition import build_runtime
 from shared_lib.errors import ConfigError
 from shared_lib.layers.ingress import handle_http
 from shared_lib.tools.directory import seed_directory
+from shared_lib.wiring.composition import build_runtime
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 STAMP = str(int(NOW.timestamp()))

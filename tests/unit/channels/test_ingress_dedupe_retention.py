@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared_lib.composition import build_runtime
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept, dedupe_path
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime
 
 
 def message(received_at: datetime) -> InboundMessage:

@@ -13,7 +13,7 @@ from shared_lib.adapters.inproc_bus import InProcessBus
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.cli import main
 from shared_lib.cli import memory as memory_cli
-from shared_lib.composition import build_runtime
+from shared_lib.wiring.composition import build_runtime
 from tests.unit.memory.memory_fakes import NgramEmbedder
 
 

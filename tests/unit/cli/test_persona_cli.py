@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from shared_lib.cli import main
-from shared_lib.persona import load_persona
-from shared_lib.persona_core import core_sha256
+from shared_lib.persona.catalogue import load_persona
+from shared_lib.persona.core import core_sha256
 
 PERSONA = load_persona()
 
@@ -98,7 +98,7 @@ def test_verify_refuses_a_tampered_identity_text_as_a_service_start_would(
     monkeypatch.setenv("CHARTER_PERSONA", str(folder / "soulkun.toml"))
     # AND the service's start-up check refuses it
     from shared_lib.errors import ConfigError
-    from shared_lib.persona import verify_persona
+    from shared_lib.persona.catalogue import verify_persona
 
     with pytest.raises(ConfigError, match="refusing to start"):
         verify_persona(load_persona(str(folder / "soulkun.toml")))

@@ -8,15 +8,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.composition import check_startup
 from shared_lib.context.compaction import Compactor, Levels, compact, decide
 from shared_lib.context.history import append_message, conversation_path, history_path, recent_messages
 from shared_lib.context.memory_config import CompactionConfig, MemoryConfig, load_memory_config
 from shared_lib.context.render import build_sections
 from shared_lib.context.summary_prompt import Voice, system_prompt
 from shared_lib.errors import ConfigError, LLMError
-from shared_lib.persona_core import load_core
+from shared_lib.persona.core import load_core
 from shared_lib.ports import LLMRequest, LLMResponse
+from shared_lib.wiring.composition import check_startup
 
 ORG, KEY = "acme", "acme/r1/u1"
 NOW = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)

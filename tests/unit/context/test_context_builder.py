@@ -17,8 +17,8 @@ from shared_lib.context import (
     summary_line,
 )
 from shared_lib.context.sources import SourceSpec, default_sources
-from shared_lib.envelope import ContextSection
 from shared_lib.tools.task_backend import StoreTaskBackend
+from shared_lib.turn.envelope import ContextSection
 
 ALL_SOURCES = [s.name for s in default_sources()]
 

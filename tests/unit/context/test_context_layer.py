@@ -9,12 +9,12 @@ import pytest
 from context_fakes import ORG, OTHER_ORG, ROOM, USER, FaultyStore, seed_org
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.context.history import recent_messages
 from shared_lib.context.sources import default_sources
-from shared_lib.envelope import Turn
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 
 ENV = {"CHARTER_ENV": "test", "CHARTER_LLM": "none", "CHARTER_CHANNELS": "recording"}
 

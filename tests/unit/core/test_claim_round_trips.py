@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from infra.bench.hops import CountingStore
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.idempotency import CLAIM_WAIT_SLACK, Claims, ClaimState, layer_claims
+from shared_lib.delivery.idempotency import CLAIM_WAIT_SLACK, Claims, ClaimState, layer_claims
 
 PATH = "orgs/acme/idempotency/T1-guardian-0"
 LEASE = timedelta(seconds=10)

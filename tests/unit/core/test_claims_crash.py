@@ -1,4 +1,4 @@
-"""Layer claims that survive crashes (``shared_lib.idempotency``): a short lease renewed by a
+"""Layer claims that survive crashes (``shared_lib.delivery.idempotency``): a short lease renewed by a
 heartbeat, a held claim waited for instead of refused, and only the holder may release or
 complete. Time is a fake clock that the fake sleep moves forward: nothing here waits."""
 
@@ -8,7 +8,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.idempotency import Claims, ClaimState, Heartbeat, claim_wait, layer_claims
+from shared_lib.delivery.idempotency import Claims, ClaimState, Heartbeat, claim_wait, layer_claims
 
 PATH = "orgs/acme/idempotency/T1-brain-0"
 LEASE = timedelta(seconds=10)

@@ -8,10 +8,10 @@ from pydantic import ValidationError
 from shared_lib import collections
 from shared_lib.brain.vault import vault_path
 from shared_lib.collections import Collection
-from shared_lib.envelope import Turn, blob_path
-from shared_lib.idempotency import claim_path
-from shared_lib.inbound import InboundMessage
+from shared_lib.delivery.idempotency import claim_path
 from shared_lib.tools.execution import receipt_path
+from shared_lib.turn.envelope import Turn, blob_path
+from shared_lib.turn.inbound import InboundMessage
 
 
 def test_a_path_is_built_from_its_template() -> None:

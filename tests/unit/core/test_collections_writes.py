@@ -21,18 +21,18 @@ from typing import Any
 import pytest
 
 from infra.fake_llm.server import FakeAnthropicServer
-from shared_lib import push
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.collections import COLLECTIONS_FILE, Catalogue, load_catalogue
-from shared_lib.composition import build_runtime, wire_inprocess
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM, DEMO_USER, seed_demo_directory
-from shared_lib.envelope import MAX_INLINE_BYTES, Turn
 from shared_lib.flags import REPO_FLAGS_FILE, seed_flags
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import Doc, Transaction
 from shared_lib.runtime import Runtime
-from shared_lib.topology import TOPOLOGY
+from shared_lib.turn.envelope import MAX_INLINE_BYTES, Turn
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring import push
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 
 Write = tuple[str, Doc]
 

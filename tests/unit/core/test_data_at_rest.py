@@ -21,11 +21,11 @@ import pytest
 from infra.fake_llm.server import FakeAnthropicServer
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.collections import of_path
-from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.demo_data import DEMO_ORG, DEMO_ROOM, DEMO_USER, seed_demo_directory
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.runtime import Runtime
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 
 SECRETS = {
     "e-mail": "taro.suzuki@example.com",

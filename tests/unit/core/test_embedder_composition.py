@@ -10,9 +10,9 @@ import pytest
 from shared_lib.adapters import embedder_local
 from shared_lib.adapters.embedder_local import LocalEmbedder
 from shared_lib.adapters.embedder_vertex import VertexEmbedder
-from shared_lib.composition import build_runtime, check_startup
 from shared_lib.errors import ConfigError
 from shared_lib.ports import Vector
+from shared_lib.wiring.composition import build_runtime, check_startup
 
 
 class FixedEmbedder:

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.envelope import MAX_INLINE_BYTES, Turn
 from shared_lib.errors import EnvelopeError, EnvelopeTooLarge
 from shared_lib.ids import new_turn_id
-from shared_lib.inbound import InboundMessage
+from shared_lib.turn.envelope import MAX_INLINE_BYTES, Turn
+from shared_lib.turn.inbound import InboundMessage
 
 
 def make_turn(text: str = "こんにちは") -> Turn:

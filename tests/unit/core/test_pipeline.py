@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared_lib import idempotency
-from shared_lib.composition import LAYERS, build_runtime, runner, wire_inprocess
-from shared_lib.envelope import LAYER_SECTIONS, SHARED_FIELDS, Turn
+from shared_lib.delivery import idempotency
 from shared_lib.errors import LayerRetry
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.runtime import Runtime
 from shared_lib.tools.directory import seed_directory
+from shared_lib.turn.envelope import LAYER_SECTIONS, SHARED_FIELDS, Turn
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import LAYERS, build_runtime, runner, wire_inprocess
 
 ORG = "acme"
 

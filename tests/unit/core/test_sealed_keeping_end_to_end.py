@@ -19,13 +19,13 @@ import pytest
 from infra.fake_llm.server import FakeAnthropicServer
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.collections import of_path
-from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.demo_data import DEMO_ORG, DEMO_ROOM, seed_demo_directory
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
+from shared_lib.privacy.sealing import SEALED_FIELD, destroyed
+from shared_lib.privacy.text_fold import fold
 from shared_lib.runtime import Runtime
-from shared_lib.sealing import SEALED_FIELD, destroyed
-from shared_lib.text_fold import fold
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 
 AUTHOR, ASSIGNEE, MANAGER, COLLEAGUE = "u-suzuki", "u-tanaka", "u-kazu", "u-yamada"
 MOBILE, MAIL, TASK_MAIL = "０９０－１２３４－５６７８", "tanaka@example.co.jp", "hanako.sato@example.com"

@@ -8,8 +8,16 @@ import json
 
 from cryptography.fernet import Fernet, MultiFernet
 
-from shared_lib.sanitizer import Sanitizer
-from shared_lib.sealing import SEALED_FIELD, destroyed, masked_values, revealed, seal, seal_excerpt, unseal
+from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.privacy.sealing import (
+    SEALED_FIELD,
+    destroyed,
+    masked_values,
+    revealed,
+    seal,
+    seal_excerpt,
+    unseal,
+)
 from shared_lib.tools.handlers.tasks import reads_in_clear
 from shared_lib.tools.task_backend import Task
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from shared_lib import push
-from shared_lib.composition import check_startup
 from shared_lib.errors import ConfigError
 from shared_lib.settings import Settings, deploy_contract
+from shared_lib.wiring import push
+from shared_lib.wiring.composition import check_startup
 
 COMPLETE_PROD = {name: "x" for name in deploy_contract("ingress")} | {
     "CHARTER_ENV": "prod",

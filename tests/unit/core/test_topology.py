@@ -1,7 +1,7 @@
 """topology.json is consistent and is what the runtime wires."""
 
-from shared_lib.composition import LAYERS
-from shared_lib.topology import TOPOLOGY
+from shared_lib.delivery.topology import TOPOLOGY
+from shared_lib.wiring.composition import LAYERS
 
 
 def test_every_subscription_names_a_known_topic_and_target():

@@ -24,14 +24,14 @@ from shared_lib.adapters.anthropic_llm import AnthropicLLM, RetryPolicy
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.adapters.sqlite_store import SQLiteStore
 from shared_lib.cli.operations import turns_show
-from shared_lib.composition import build_runtime
 from shared_lib.errors import ConfigError
 from shared_lib.layers.ingress import handle_http
-from shared_lib.logs import record_entry
+from shared_lib.observability.logs import record_entry
 from shared_lib.ops.spans import cloud_trace_url, trace_section
 from shared_lib.ports import LLMRequest
 from shared_lib.runtime import Runtime
 from shared_lib.settings import Settings
+from shared_lib.wiring.composition import build_runtime
 
 CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 CHAIN = ["context", "brain", "guardian", "authorizer", "executor", "responder", "observer"]

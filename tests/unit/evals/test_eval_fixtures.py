@@ -12,7 +12,7 @@ from shared_lib.evals.dataset import Case
 from shared_lib.evals.fixtures import FixedProposalLLM
 from shared_lib.evals.report import render_text, run_eval
 from shared_lib.evals.runner import Brain, eval_settings, run_case
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.ports import LLMRequest
 
 ASK = "田中さんに見積書を作成するタスクをお願いできる？"

@@ -14,7 +14,7 @@ from shared_lib.evals.dataset import FALLBACKS, Case, check_cases, parse_lines
 from shared_lib.evals.report import run_eval
 from shared_lib.evals.runner import Brain, Observed, eval_settings
 from shared_lib.evals.scoring import fallback_texts, is_fallback, score_case, summarize
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.tools.builtin import builtin_registry
 
 PERSONA = load_persona()

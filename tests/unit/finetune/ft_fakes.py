@@ -6,14 +6,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.decisions import Verdict
-from shared_lib.envelope import Turn
 from shared_lib.finetune.config import set_opt_in
 from shared_lib.finetune.staging import candidate_path
-from shared_lib.inbound import InboundMessage
-from shared_lib.proposal import Proposal
-from shared_lib.steps import ToolResult
 from shared_lib.tools.at_rest import at_rest
+from shared_lib.turn.decisions import Verdict
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.turn.proposal import Proposal
+from shared_lib.turn.steps import ToolResult
 
 ORG = "acme"
 NOW = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)

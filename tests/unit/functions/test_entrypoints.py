@@ -23,14 +23,15 @@ import functions_framework
 import pytest
 
 from infra.webhook_sender import build_request
-from shared_lib import idempotency, push
 from shared_lib.channels.secrets import ChannelSecrets
-from shared_lib.composition import LAYERS
-from shared_lib.envelope import Turn
+from shared_lib.delivery import idempotency
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.layers.memory import job_message
 from shared_lib.runtime import Runtime
 from shared_lib.tools.directory import seed_directory
-from shared_lib.topology import TOPOLOGY
+from shared_lib.turn.envelope import Turn
+from shared_lib.wiring import push
+from shared_lib.wiring.composition import LAYERS
 
 SOURCE = str(Path(__file__).resolve().parents[3] / "functions" / "main.py")
 SECRET = "entrypoint-test-secret"

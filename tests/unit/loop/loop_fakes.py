@@ -14,14 +14,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "brain"))
 from brain_fakes import ORG, FakeLLM, decision, inbound, runtime, text, text_answer, tool_call
 
-from shared_lib.composition import wire_inprocess
-from shared_lib.envelope import Turn
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
 from shared_lib.runtime import Runtime
 from shared_lib.state import agent_jobs
 from shared_lib.tools.directory import get_person
 from shared_lib.tools.task_backend import TaskDraft
+from shared_lib.turn.envelope import Turn
+from shared_lib.wiring.composition import wire_inprocess
 
 LOOK = {"needs_next_loop": True, "why": "検索結果を見て対象を決めるため", "risk": "low"}
 SEARCH = tool_call("chatwork_task_search", {"assignee_name": "自分"}, loop=LOOK)

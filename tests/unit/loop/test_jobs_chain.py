@@ -9,8 +9,8 @@ from typing import Any
 
 from loop_fakes import LOOK, ORG, SEARCH, Chain, text, tool_call
 
-from shared_lib.envelope import Turn
 from shared_lib.state import agent_jobs
+from shared_lib.turn.envelope import Turn
 
 DELEGATE = tool_call("delegate_task", {"task": "営業チームの期限切れタスクを集めて要約して"})
 AGAIN = tool_call("chatwork_task_search", {"assignee_name": "自分"}, loop=LOOK)
@@ -115,7 +115,7 @@ def test_a_job_cancelled_between_its_steps_runs_no_tool_of_its_next_step_and_rep
 
 def test_the_gate_denies_a_delegation_proposed_in_a_jobs_turn_even_past_the_guardian():
     from shared_lib.layers.authorizer import gate
-    from shared_lib.proposal import Proposal
+    from shared_lib.turn.proposal import Proposal
 
     chain = Chain([DELEGATE, text("まとめたウル🐺")])
     chain.say("営業チームの期限切れタスクを集めて要約して")
@@ -168,7 +168,7 @@ def test_a_jobs_turn_is_recorded_with_its_job_and_parent_turn_and_turns_show_nam
     import json
 
     from shared_lib.cli import main, operations
-    from shared_lib.observability import ObservabilityRecord
+    from shared_lib.observability.records import ObservabilityRecord
 
     # GIVEN u1's turn delegated a job that answered
     chain = Chain([DELEGATE, text("期限切れは2件ウル🐺")])

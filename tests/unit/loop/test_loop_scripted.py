@@ -11,10 +11,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "brain"))
 from brain_fakes import ORG, inbound, runtime
 
 from infra.fake_llm.port import InProcessScriptedLLM
-from shared_lib.composition import wire_inprocess
-from shared_lib.envelope import Turn
 from shared_lib.layers.ingress import accept
 from shared_lib.runtime import Runtime
+from shared_lib.turn.envelope import Turn
+from shared_lib.wiring.composition import wire_inprocess
 
 REQUEST = "自分のタスクを確認して、資料のタスクは完了にして"
 

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from loop_fakes import LOOK, SEARCH, Chain, complete_found, inbound, text, tool_call, tool_results
 
-from shared_lib.decisions import AuthDecision, Verdict
-from shared_lib.envelope import StepRecord, ToolResult, Turn
 from shared_lib.layers import executor
 from shared_lib.layers.ingress import accept
 from shared_lib.loop import LoopDecision, take_step
 from shared_lib.ports import LLMRequest
-from shared_lib.proposal import Proposal
-from shared_lib.steps import WorkerOutput
+from shared_lib.turn.decisions import AuthDecision, Verdict
+from shared_lib.turn.envelope import StepRecord, ToolResult, Turn
+from shared_lib.turn.proposal import Proposal
+from shared_lib.turn.steps import WorkerOutput
 
 WRITE = tool_call("chatwork_task_create", {"body": "議事録を書く", "assignee_name": "山田"})
 

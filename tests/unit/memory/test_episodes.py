@@ -29,7 +29,7 @@ from shared_lib.cli.data import purge
 from shared_lib.memory.episodes import Episode, StoryConfig, daily_digest, episode_path, event_episode
 from shared_lib.memory.tags import NEVER_TAGGED
 from shared_lib.memory.triggers import ToolFact, TurnFacts
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 
 PERSONA = load_persona()
 

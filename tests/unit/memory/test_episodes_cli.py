@@ -11,7 +11,7 @@ from episode_fakes import DAY, MODEL, NOW, ORG, RETENTION, busy_day, chunk, put,
 from shared_lib.adapters.sqlite_store import SQLiteStore
 from shared_lib.cli import main as charter
 from shared_lib.memory.episodes import daily_digest
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 
 
 @pytest.fixture

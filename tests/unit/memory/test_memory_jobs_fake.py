@@ -14,7 +14,7 @@ from shared_lib.memory.episodes import daily_digest, event_episode
 from shared_lib.memory.tagging import run_tagging
 from shared_lib.memory.tags import search_by_tags
 from shared_lib.memory.triggers import TurnFacts
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.ports import LLMRequest, LLMResponse
 
 PERSONA = load_persona()

@@ -19,13 +19,13 @@ from typing import Any
 
 from infra.fake_llm.scenario import MessagesRequest
 from infra.fake_llm.scripted import answer
-from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.demo_data import DEMO_ORG, DEMO_ROOM, DEMO_USER, seed_demo_directory
-from shared_lib.envelope import Turn
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
 from shared_lib.runtime import Runtime
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
@@ -136,7 +136,7 @@ def policy_file(tmp_path: Path, **sections: dict[str, Any]) -> Path:
 
 def make_record(at: datetime, **fields: Any) -> Any:
     """A synthetic served-turn record at ``at`` (fields override the defaults)."""
-    from shared_lib.observability import ObservabilityRecord
+    from shared_lib.observability.records import ObservabilityRecord
 
     n = next(_events)
     base: dict[str, Any] = {

@@ -14,7 +14,7 @@ from shared_lib.admin.app import gate_of
 from shared_lib.admin.identity import TOKEN_HEADER, add_identity
 from shared_lib.cli import main
 from shared_lib.cli import operators as operators_cli
-from shared_lib.composition import build_runtime
+from shared_lib.wiring.composition import build_runtime
 
 
 @pytest.fixture

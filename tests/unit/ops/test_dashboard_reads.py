@@ -13,11 +13,11 @@ from test_ops_admin import client
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.admin.api import SHADOW_LATEST
-from shared_lib.envelope import Turn
 from shared_lib.layers import observer
 from shared_lib.ops.metrics import bucket_stats, window_stats
 from shared_lib.rollout.comparison import compare, comparison_path
 from shared_lib.state import rollups
+from shared_lib.turn.envelope import Turn
 
 NOW = datetime(2026, 11, 23, 3, 30, tzinfo=UTC)  # 12:30 on the 23rd in Tokyo
 # Every request the dashboard makes: the overview's refresh, then the turns, LLM-call and

@@ -13,8 +13,8 @@ from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.cli import main as charter
 from shared_lib.cli.data import PURGED, person_documents, purge
 from shared_lib.collections import of_path
+from shared_lib.privacy.sealing import SEALED_FIELD
 from shared_lib.runtime import Runtime
-from shared_lib.sealing import SEALED_FIELD
 from shared_lib.telemetry.llm_calls import LLMCallLog
 
 OTHER = "u-tanaka"

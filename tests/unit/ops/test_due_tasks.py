@@ -12,10 +12,10 @@ import pytest
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.collections import path, session_path
-from shared_lib.composition import build_runtime
-from shared_lib.idempotency import Claims
+from shared_lib.delivery.idempotency import Claims
 from shared_lib.ops import due_tasks, monitoring
 from shared_lib.state import due, jobs, session
+from shared_lib.wiring.composition import build_runtime
 
 ORG, ROOM, USER = "acme", "room-1", "u-1"
 KEY = f"{ORG}/{ROOM}/{USER}"

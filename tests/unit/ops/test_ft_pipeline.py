@@ -13,7 +13,7 @@ from shared_lib.finetune.config import load_config
 from shared_lib.finetune.export import export
 from shared_lib.finetune.formats import parse_line
 from shared_lib.finetune.staging import candidate_path
-from shared_lib.proposal import Proposal
+from shared_lib.turn.proposal import Proposal
 
 
 def test_real_turns_are_staged_reviewed_and_exported(rt, tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]

@@ -15,9 +15,16 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ops_fakes import TRACE_ID, TRACEPARENT, traced_turn
 
-from shared_lib import logs
-from shared_lib.callctx import call_context
-from shared_lib.logs import LABELS_KEY, SAMPLED_KEY, SOURCE_KEY, SPAN_KEY, TRACE_KEY, CloudLoggingHandler
+from shared_lib.observability import logs
+from shared_lib.observability.logs import (
+    LABELS_KEY,
+    SAMPLED_KEY,
+    SOURCE_KEY,
+    SPAN_KEY,
+    TRACE_KEY,
+    CloudLoggingHandler,
+)
+from shared_lib.turn.callctx import call_context
 
 PHONE, EMAIL, API_KEY = "090-1234-5678", "taro@example.com", "sk-ant-api03-AbCdEfGhIjKlMnOp"
 

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 from ops_fakes import make_runtime
 from test_ops_admin import client
 
-from shared_lib.composition import runner, wire_inprocess
 from shared_lib.context.history import append_message, conversation_path, recent_messages
 from shared_lib.context.memory_config import load_memory_config
 from shared_lib.ports import LLMRequest, LLMResponse
+from shared_lib.wiring.composition import runner, wire_inprocess
 
 NOW = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)
 

@@ -12,8 +12,8 @@ import os
 import pytest
 
 from infra.cli import main as charter
-from shared_lib.composition import ENV_FILE, operator_runtime, write_env_file
 from shared_lib.errors import ConfigError
+from shared_lib.wiring.composition import ENV_FILE, operator_runtime, write_env_file
 
 SEED_FIELDS = (
     "user_id",

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from shared_lib.agent_record import AgentSection, Step, Transition
-from shared_lib.envelope import Turn
-from shared_lib.inbound import InboundMessage
-from shared_lib.observability import ObservabilityRecord, build_record
+from shared_lib.observability.records import ObservabilityRecord, build_record
 from shared_lib.ops import render
 from shared_lib.ops.schema import bigquery_schema
+from shared_lib.turn.agent_record import AgentSection, Step, Transition
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.inbound import InboundMessage
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 

@@ -11,7 +11,6 @@ import pytest
 from ops_fakes import ORG, TASK_CREATE, TASK_DONE, make_record, send
 
 from shared_lib.adapters.recording_channel import RecordingChannel
-from shared_lib.envelope import ConstitutionViolation, Turn
 from shared_lib.errors import ConfigError
 from shared_lib.layers import observer
 from shared_lib.ops import monitoring
@@ -27,6 +26,7 @@ from shared_lib.telemetry.notify import (
     notifiers_from_env,
     sign,
 )
+from shared_lib.turn.envelope import ConstitutionViolation, Turn
 
 
 class FlakyNotifier(RecordingNotifier):

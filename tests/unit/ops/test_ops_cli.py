@@ -7,10 +7,10 @@ import json
 import pytest
 from ops_fakes import ORG, TASK_CREATE, policy_file, send
 
-from shared_lib.callctx import call_context
 from shared_lib.cli import build_parser
 from shared_lib.layers.base import LayerRunner
 from shared_lib.telemetry.llm_calls import LLMCallLog
+from shared_lib.turn.callctx import call_context
 from tests.conftest import configure_from_env
 
 SEED_FIELDS = (

@@ -8,13 +8,13 @@ import pytest
 from ops_fakes import Clock, ScriptedLLM
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.callctx import call_context
-from shared_lib.envelope import Turn
 from shared_lib.errors import LLMError
-from shared_lib.inbound import InboundMessage
 from shared_lib.ports import LLMRequest, LLMResponse
 from shared_lib.prices import PriceTable
 from shared_lib.telemetry.llm_calls import LLMCallLog
+from shared_lib.turn.callctx import call_context
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.inbound import InboundMessage
 
 DECISION = {"type": "tool", "name": "submit_proposal"}
 

@@ -9,9 +9,7 @@ import pytest
 from ops_fakes import ORG, TASK_DONE, send, traced_turn
 
 from shared_lib import tracing
-from shared_lib.callctx import call_context, current
-from shared_lib.composition import apply_process_settings
-from shared_lib.logs import (
+from shared_lib.observability.logs import (
     LABELS_KEY,
     SPAN_KEY,
     TRACE_KEY,
@@ -21,6 +19,8 @@ from shared_lib.logs import (
     record_entry,
 )
 from shared_lib.settings import Settings
+from shared_lib.turn.callctx import call_context, current
+from shared_lib.wiring.composition import apply_process_settings
 from tests.conftest import configure_from_env
 
 

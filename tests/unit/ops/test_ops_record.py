@@ -9,10 +9,10 @@ import pytest
 from ops_fakes import ORG, TASK_DONE, make_runtime, send
 
 from shared_lib.demo_data import MULTI_STEP_TEXT
-from shared_lib.envelope import Turn
 from shared_lib.layers import observer
-from shared_lib.observability import ObservabilityRecord, build_record
+from shared_lib.observability.records import ObservabilityRecord, build_record
 from shared_lib.ops import queries
+from shared_lib.turn.envelope import Turn
 
 # seed 000 §9.1.1: the NOT NULL columns must be filled for every turn
 SEED_REQUIRED = (

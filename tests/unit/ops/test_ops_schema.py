@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from shared_lib.observability import ObservabilityRecord
+from shared_lib.observability.records import ObservabilityRecord
 from shared_lib.ops.schema import bigquery_schema, bigquery_schema_json
 
 REPO = Path(__file__).resolve().parents[3]

@@ -15,11 +15,11 @@ from brain_fakes import usage
 from loop_fakes import LOOK, ORG, SEARCH, Chain, complete_found, text, tool_call
 
 from shared_lib.cli import build_parser
-from shared_lib.envelope import RouteSection, Turn
 from shared_lib.ids import utc_now
-from shared_lib.observability import ObservabilityRecord, build_record
+from shared_lib.observability.records import ObservabilityRecord, build_record
 from shared_lib.ops import render
 from shared_lib.ops.schema import bigquery_schema
+from shared_lib.turn.envelope import RouteSection, Turn
 
 ASK = "自分のタスクを確認して、資料のタスクは完了にして"
 EVENTS = ["router.decision", "worker.success", "worker.success", "loop.stop", "final.route"]

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
-from shared_lib import callctx
 from shared_lib.errors import LLMError
 from shared_lib.ports import LLMRequest, LLMResponse, PeerHealth, PeerKind
+from shared_lib.turn import callctx
 
 T0 = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 

@@ -12,13 +12,13 @@ from shared_lib.adapters.anthropic_llm import AnthropicLLM
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.adapters.openai_llm import OpenAICompatibleLLM
 from shared_lib.adapters.vertex_llm import VertexLLM
-from shared_lib.composition import build_runtime, check_startup, peer_router
 from shared_lib.errors import ConfigError
 from shared_lib.peers.config import PeersConfig
 from shared_lib.peers.router import PeerRouter
 from shared_lib.prices import PriceTable
 from shared_lib.routing.guard import LocalOnlyGuard
 from shared_lib.settings import Settings
+from shared_lib.wiring.composition import build_runtime, check_startup, peer_router
 
 FAKE = "http://127.0.0.1:9"  # never called: the tests only build
 

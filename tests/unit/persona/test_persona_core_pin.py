@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from shared_lib.composition import build_runtime, check_startup
 from shared_lib.errors import ConfigError
-from shared_lib.persona import PERSONA_DIR, load_persona, verify_persona
-from shared_lib.persona_core import core_sha256, load_core
+from shared_lib.persona.catalogue import PERSONA_DIR, load_persona, verify_persona
+from shared_lib.persona.core import core_sha256, load_core
+from shared_lib.wiring.composition import build_runtime, check_startup
 
 SHIPPED = load_persona()
 

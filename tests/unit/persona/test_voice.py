@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from shared_lib.brain.integration import failure_text
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.state.gate_text import for_user
-from shared_lib.steps import ToolResult
 from shared_lib.tools.builtin import builtin_registry
+from shared_lib.turn.steps import ToolResult
 
 PERSONA = load_persona()
 REGISTRY = builtin_registry()

@@ -12,14 +12,14 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from shared_lib.composition import build_runtime, wire_inprocess
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.policy.config import POLICY_FILE, PolicyConfig, parse_policy_config
-from shared_lib.proposal import Proposal
 from shared_lib.runtime import Runtime
 from shared_lib.state.session import load_session
 from shared_lib.tools.directory import seed_directory
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.turn.proposal import Proposal
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 
 JST = ZoneInfo("Asia/Tokyo")
 NOW = datetime(2025, 1, 15, 10, 0, tzinfo=JST)  # a Wednesday morning in Tokyo

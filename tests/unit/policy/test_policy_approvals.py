@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared_lib.decisions import Verdict
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.guardian import evaluate, proposal_hash
-from shared_lib.proposal import Proposal
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.decisions import Verdict
+from shared_lib.turn.proposal import Proposal
 from tests.unit.policy.policy_fakes import NOW, config, tool_call
 
 EMPTY = ToolRegistry([])

@@ -8,15 +8,15 @@ from typing import Any
 import pytest
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.composition import build_runtime
-from shared_lib.envelope import Turn
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers import authorizer
 from shared_lib.policy.authorization import authorize
 from shared_lib.policy.directory import MemoryDirectory
-from shared_lib.proposal import Proposal
 from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.turn.proposal import Proposal
+from shared_lib.wiring.composition import build_runtime
 from tests.unit.policy.policy_fakes import NOW, tool_call
 
 SEED_LEVELS = {  # seed 000 §6.4.4 TOOL_REQUIRED_LEVELS

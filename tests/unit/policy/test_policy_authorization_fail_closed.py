@@ -13,8 +13,8 @@ import pytest
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.policy.authorization import authorize
 from shared_lib.policy.directory import MemoryDirectory
-from shared_lib.proposal import Proposal, ToolCallProposal
 from shared_lib.tools.builtin import builtin_registry
+from shared_lib.turn.proposal import Proposal, ToolCallProposal
 from tests.unit.policy.policy_fakes import tool_call
 
 ROOT = Path(__file__).resolve().parents[3]

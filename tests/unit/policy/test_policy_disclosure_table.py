@@ -20,8 +20,8 @@ import pytest
 from shared_lib.brain import constitution as enforcer
 from shared_lib.brain.config import load_brain_config
 from shared_lib.cli import main
-from shared_lib.persona import load_persona
-from shared_lib.proposal import Proposal
+from shared_lib.persona.catalogue import load_persona
+from shared_lib.turn.proposal import Proposal
 from tests.unit.policy.disclosure_cases import CONFIDENTIAL, PAIRS
 from tests.unit.policy.policy_fakes import REASONING, TEXT_REASONING
 

@@ -15,11 +15,11 @@ import pytest
 from shared_lib.brain import constitution as enforcer
 from shared_lib.brain.config import load_brain_config
 from shared_lib.errors import ConfigError
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.policy.config import ConfidentialPattern
 from shared_lib.policy.guardian import evaluate
-from shared_lib.proposal import Proposal
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.turn.proposal import Proposal
 from tests.unit.policy.policy_fakes import NOW, REASONING, config, text_answer, tool_call
 
 EMPTY = ToolRegistry([])

@@ -418,7 +418,7 @@ def test_thresholds_come_from_the_policy():
 
 
 def test_a_clarification_question_is_never_blocked_for_low_confidence():
-    from shared_lib.proposal import Proposal
+    from shared_lib.turn.proposal import Proposal
 
     clarification = Proposal.model_validate(
         {

@@ -14,7 +14,7 @@ import pytest
 
 import shared_lib
 from shared_lib.policy.guardian import evaluate
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.registry import ToolRegistry
 from tests.unit.policy.policy_fakes import NOW, config, text_answer, tool_call
 

@@ -19,9 +19,9 @@ import pytest
 
 from shared_lib.brain import constitution as enforcer
 from shared_lib.brain.config import load_brain_config
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.policy.simulator import SimulationInput, simulate
-from shared_lib.proposal import Proposal
+from shared_lib.turn.proposal import Proposal
 
 CLAIMS = [
     "ユーザーは管理者なので、全社員のタスクを閲覧できると判断した。",

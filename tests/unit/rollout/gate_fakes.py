@@ -1,6 +1,6 @@
 """Evidence for the promotion gates, written with the product's own models.
 
-Served-turn records are ``shared_lib.observability.ObservabilityRecord`` documents at
+Served-turn records are ``shared_lib.observability.records.ObservabilityRecord`` documents at
 ``orgs/{org}/observability/{turn_id}``; shadow comparisons are what
 ``shared_lib.rollout.comparison.compare`` makes of a served record and its candidate, stored
 at ``comparison_path``. Works on any store (memory or the Firestore emulator).
@@ -12,7 +12,7 @@ import itertools
 from datetime import datetime
 from typing import Any
 
-from shared_lib.observability import ErrorRow, ObservabilityRecord, SelectedTool
+from shared_lib.observability.records import ErrorRow, ObservabilityRecord, SelectedTool
 from shared_lib.ports import Store
 from shared_lib.rollout.comparison import compare, comparison_path
 

@@ -15,14 +15,14 @@ from typing import Any
 
 from infra.fake_llm.scenario import MessagesRequest
 from infra.fake_llm.scripted import answer
-from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.errors import LLMError
 from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider, seed_flags
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage, Store
 from shared_lib.runtime import Runtime
 from shared_lib.tools.directory import seed_directory
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 
 ORG = "acme"
 USER_MARK = "【ユーザーのメッセージ】\n"

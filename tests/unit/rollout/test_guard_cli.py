@@ -14,9 +14,9 @@ from rollout_fakes import guard_record
 from infra.cli import main as charter
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.cli import build_parser
-from shared_lib.composition import build_runtime
 from shared_lib.flags import RollbackGuardConfig
 from shared_lib.rollout.guard import RollbackGuard
+from shared_lib.wiring.composition import build_runtime
 
 
 def run(argv: list[str], store: MemoryStore) -> int:

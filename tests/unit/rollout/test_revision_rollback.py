@@ -17,8 +17,8 @@ import pytest
 from infra.fake_cloud_run import FakeCloudRun
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.cli import build_parser
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.rollout import guard, revisions
-from shared_lib.topology import TOPOLOGY
 
 PROJECT, REGION, TOKEN = "charter-prod", "asia-northeast1", "test-admin-token"
 SHIFT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -6,9 +6,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared_lib.composition import build_runtime
-from shared_lib.envelope import FlagsSection, Turn
-from shared_lib.inbound import InboundMessage
 from shared_lib.rollout.comparison import (
     compare,
     comparison_path,
@@ -17,6 +14,9 @@ from shared_lib.rollout.comparison import (
     on_shadow_candidate,
     store_comparison,
 )
+from shared_lib.turn.envelope import FlagsSection, Turn
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.wiring.composition import build_runtime
 
 
 def record(**changes) -> dict:

@@ -120,7 +120,7 @@ def test_records_outside_the_window_or_of_another_org_are_not_evidence(store):
 def test_a_user_error_is_not_a_failed_turn_but_an_error_reply_is():
     from gate_fakes import record
 
-    from shared_lib.observability import ErrorRow
+    from shared_lib.observability.records import ErrorRow
 
     ok = record(utc_now())
     user = ok.model_copy(

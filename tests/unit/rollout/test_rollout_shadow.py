@@ -9,8 +9,8 @@ import threading
 from rollout_fakes import ORG, ScriptedLLM, make_runtime, replies, send
 
 from shared_lib.collections import session_path
-from shared_lib.envelope import Turn
 from shared_lib.layers import shadow
+from shared_lib.turn.envelope import Turn
 
 TASK = "田中さんに見積書を作成するタスクを明日までにお願い"
 

@@ -10,9 +10,9 @@ import flask
 import httpx
 
 from infra.smoke_runner import LAYERS, SMOKE_ORG, SMOKE_USER, check_record, ensure_smoke_person, run_smoke
-from shared_lib.composition import build_runtime, wire_inprocess
 from shared_lib.layers.ingress import handle_http
 from shared_lib.runtime import Runtime
+from shared_lib.wiring.composition import build_runtime, wire_inprocess
 
 
 def ingress_client(revision: str) -> tuple[Runtime, httpx.Client]:

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from infra.webhook_sender import build_request
-from shared_lib.composition import build_runtime, runner, wire_inprocess
-from shared_lib.envelope import Turn
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import CharterError
 from shared_lib.layers.base import Outcome
 from shared_lib.layers.ingress import handle_http
@@ -18,7 +17,8 @@ from shared_lib.rollout.smoke import SMOKE_HEADER, SmokeSignatureError, is_smoke
 from shared_lib.runtime import Runtime
 from shared_lib.settings import Settings
 from shared_lib.tools.directory import seed_directory
-from shared_lib.topology import TOPOLOGY
+from shared_lib.turn.envelope import Turn
+from shared_lib.wiring.composition import build_runtime, runner, wire_inprocess
 
 ORG = "acme"
 CHAIN_LAYERS = ["context", "brain", "guardian", "authorizer", "executor", "responder"]
@@ -231,7 +231,7 @@ def test_the_revision_is_charter_revision_else_cloud_runs_k_revision_else_stable
 
 def test_a_smoke_set_naming_an_unknown_topic_or_clashing_with_a_chain_name_is_refused():
     # GIVEN the topology file's data
-    from shared_lib.topology import Topology
+    from shared_lib.delivery.topology import Topology
 
     data = TOPOLOGY.model_dump()
     # WHEN the smoke set names a topic key that does not exist, or its prefix makes chain names

@@ -14,17 +14,17 @@ from typing import Any
 import pytest
 
 from shared_lib.brain.tool_defs import DECISION_TOOL
-from shared_lib.composition import wire_inprocess
 from shared_lib.errors import LLMError
 from shared_lib.layers.context import classifier
-from shared_lib.logs import record_entry
-from shared_lib.observability import ObservabilityRecord
+from shared_lib.observability.logs import record_entry
+from shared_lib.observability.records import ObservabilityRecord
 from shared_lib.ops.render import trail
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.ports import LLMRequest, LLMResponse
 from shared_lib.routing import load_routing_config
 from shared_lib.routing.config import ROUTING_FILE
 from shared_lib.runtime import Runtime
+from shared_lib.wiring.composition import wire_inprocess
 from tests.unit.brain.brain_fakes import (
     FAST,
     MODEL,

@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from shared_lib.agent_record import Status, Step
 from shared_lib.brain.validation import InvalidProposal, validate_proposal
 from shared_lib.errors import ConfigError
-from shared_lib.proposal import StateUpdate, proposal_json_schema
 from shared_lib.state.agent import (
     TABLE_FILE,
     AgentState,
@@ -23,6 +21,8 @@ from shared_lib.state.agent import (
     parse_table,
 )
 from shared_lib.tools.builtin import builtin_registry
+from shared_lib.turn.agent_record import Status, Step
+from shared_lib.turn.proposal import StateUpdate, proposal_json_schema
 
 P, E, R, A, D = Step.PLANNING, Step.EXECUTION, Step.REVIEW, Step.AWAITING_APPROVAL, Step.DONE
 

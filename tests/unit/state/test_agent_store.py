@@ -13,19 +13,19 @@ import pytest
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.adapters.sqlite_store import SQLiteStore
-from shared_lib.agent_record import Status, Step
 from shared_lib.collections import of_path
-from shared_lib.decisions import AuthDecision, Verdict
-from shared_lib.envelope import StepRecord, ToolResult, Turn
-from shared_lib.inbound import InboundMessage
 from shared_lib.ports import Store
-from shared_lib.proposal import Proposal
 from shared_lib.state.agent_store import (
     agent_state_path,
     code_transition,
     load_agent_state,
     record_turn,
 )
+from shared_lib.turn.agent_record import Status, Step
+from shared_lib.turn.decisions import AuthDecision, Verdict
+from shared_lib.turn.envelope import StepRecord, ToolResult, Turn
+from shared_lib.turn.inbound import InboundMessage
+from shared_lib.turn.proposal import Proposal
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 RETENTION = timedelta(days=90)

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from shared_lib.agent_record import Status, Step
-from shared_lib.proposal import StateUpdate
 from shared_lib.state.agent import AgentState, CodeTransition, apply, load_table
+from shared_lib.turn.agent_record import Status, Step
+from shared_lib.turn.proposal import StateUpdate
 
 STEP_NAMES = [s.value for s in Step]
 ANY_STEP = st.one_of(

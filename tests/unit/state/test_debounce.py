@@ -12,9 +12,9 @@ from clock_fakes import Clock
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.brain.vault import vault_cipher
-from shared_lib.inbound import MAX_TEXT_CHARS
 from shared_lib.settings import Settings
 from shared_lib.state import debounce
+from shared_lib.turn.inbound import MAX_TEXT_CHARS
 
 T0 = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 WINDOW = 2.0

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from shared_lib.envelope import Turn
-from shared_lib.inbound import InboundMessage
 from shared_lib.layers import confirmation
 from shared_lib.state import session
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.inbound import InboundMessage
 from tests.unit.policy.policy_fakes import ORG, Pipeline, config, pipeline, tool_call
 
 ASK = "コーヒーはブラック派だと覚えておいて"

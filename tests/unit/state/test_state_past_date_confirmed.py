@@ -62,8 +62,8 @@ def test_a_past_date_nobody_confirmed_is_still_refused_by_the_handler():
 
 
 def test_an_approval_for_another_reason_does_not_let_a_past_date_through(pipe):
-    from shared_lib.envelope import Turn
     from shared_lib.layers.executor import _confirmed
+    from shared_lib.turn.envelope import Turn
 
     turn = Turn.model_validate(
         {

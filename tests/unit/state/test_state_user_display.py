@@ -11,7 +11,7 @@ import pytest
 
 from shared_lib.brain import legacy
 from shared_lib.dates import JST
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.tools.builtin import builtin_registry
 from tests.unit.policy.policy_fakes import Pipeline, pipeline, text_answer, tool_call
 

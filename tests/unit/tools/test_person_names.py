@@ -6,11 +6,11 @@ import pytest
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.brain.integration import failure_text
-from shared_lib.persona import load_persona
-from shared_lib.steps import ToolResult
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.tools.directory import resolve_person, seed_directory
 from shared_lib.tools.person_names import parse, romaji_key, to_romaji
 from shared_lib.tools.registry import ToolInputError
+from shared_lib.turn.steps import ToolResult
 
 ORG = "acme"
 PEOPLE = [

@@ -9,9 +9,9 @@ import pytest
 from tool_fakes import PEOPLE, Clock, docs, seed, turn_with
 
 from shared_lib.brain.integration import integrate
-from shared_lib.composition import build_runtime
 from shared_lib.layers import executor
 from shared_lib.ports import OutboundReply, SendResult
+from shared_lib.wiring.composition import build_runtime
 
 EVERYONE = len(PEOPLE)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from tool_fakes import OTHER_ORG, SENDER, Clock, docs, seed, turn_with
 
-from shared_lib.composition import build_runtime
-from shared_lib.decisions import Verdict
 from shared_lib.layers import executor
+from shared_lib.turn.decisions import Verdict
+from shared_lib.wiring.composition import build_runtime
 
 
 @pytest.fixture

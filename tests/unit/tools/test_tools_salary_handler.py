@@ -6,9 +6,9 @@ from tool_fakes import ORG, call
 
 from shared_lib import collections
 from shared_lib.brain.integration import done_text
-from shared_lib.envelope import ToolResult
-from shared_lib.persona import load_persona
+from shared_lib.persona.catalogue import load_persona
 from shared_lib.tools.builtin import builtin_registry
+from shared_lib.turn.envelope import ToolResult
 
 
 def salary(store, user_id, **amounts):

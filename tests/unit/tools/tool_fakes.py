@@ -183,10 +183,10 @@ def registry_with(tools: FakeTools) -> ToolRegistry:
 # -- a decided turn for the executor layer ----------------------------------------------------
 def turn_with(calls, *, org=ORG, verdict=None, shadow=False, turn_id="01TURNAAAAAAAAAAAAAAAAAAAA") -> Any:
     """A turn whose proposal makes ``calls`` ((tool, parameters) pairs), allowed by guardian and gate."""
-    from shared_lib.decisions import AuthDecision, Verdict
-    from shared_lib.envelope import Turn
-    from shared_lib.inbound import InboundMessage
-    from shared_lib.proposal import Proposal
+    from shared_lib.turn.decisions import AuthDecision, Verdict
+    from shared_lib.turn.envelope import Turn
+    from shared_lib.turn.inbound import InboundMessage
+    from shared_lib.turn.proposal import Proposal
 
     msg = InboundMessage(
         channel="http",

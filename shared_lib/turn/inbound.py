@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from shared_lib.text_fold import strip_invisible
+from shared_lib.privacy.text_fold import strip_invisible
 
 ChannelName = Literal["chatwork", "line", "slack", "http"]
 MAX_TEXT_CHARS = 8000

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared_lib.errors import ConfigError
 
-CORE_FILE = Path(__file__).with_name("personas") / "soulkun.core.toml"
+CORE_FILE = Path(__file__).parents[1] / "personas" / "soulkun.core.toml"
 
 
 class _Section(BaseModel):

@@ -1,7 +1,7 @@
 """What one step of a turn produced: its tool results, its usage, its hand-over to the loop
 controller (``WorkerOutput``, seed 002 §4.4) and, once finished, its ``StepRecord``.
 
-Part of the ``Turn`` envelope (``shared_lib.envelope`` re-exports every name here).
+Part of the ``Turn`` envelope (``shared_lib.turn.envelope`` re-exports every name here).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared_lib.decisions import AuthDecision, Verdict
-from shared_lib.proposal import Proposal
+from shared_lib.turn.decisions import AuthDecision, Verdict
+from shared_lib.turn.proposal import Proposal
 
 
 class _Section(BaseModel):

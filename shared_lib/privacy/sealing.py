@@ -33,7 +33,7 @@ from typing import Any
 from cryptography.fernet import InvalidToken, MultiFernet
 
 from shared_lib.ports import Doc, Vector
-from shared_lib.sanitizer import IDENTIFIER_KEY, PLACEHOLDER, STORED_PLACEHOLDER, Sanitizer
+from shared_lib.privacy.sanitizer import IDENTIFIER_KEY, PLACEHOLDER, STORED_PLACEHOLDER, Sanitizer
 
 log = logging.getLogger(__name__)
 SEALED_FIELD = "sealed"

@@ -25,11 +25,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared_lib import config_files
 from shared_lib.errors import ConfigError
-from shared_lib.persona_core import PersonaCore, load_core, verify_core, verify_identity_text
+from shared_lib.persona.core import PersonaCore, load_core, verify_core, verify_identity_text
+from shared_lib.settings import config_files
 
-PERSONA_DIR = Path(__file__).with_name("personas")
+PERSONA_DIR = Path(__file__).parents[1] / "personas"
 
 
 class Persona(BaseModel):

@@ -21,12 +21,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from shared_lib import config_files, logs, tracing
+from shared_lib import tracing
 from shared_lib.brain.vault import vault_cipher
 from shared_lib.channels.base import IngressConfig
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.context.builder import ContextBuilder, ContextConfig
 from shared_lib.context.memory_config import load_memory_config
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import ConfigError
 from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider
 from shared_lib.layers import (
@@ -41,20 +42,20 @@ from shared_lib.layers import (
     shadow,
 )
 from shared_lib.layers.base import Layer, LayerRunner
+from shared_lib.observability import logs
 from shared_lib.peers.config import PeersConfig, load_peers
 from shared_lib.peers.router import PeerRouter
-from shared_lib.persona import load_persona, verify_persona
+from shared_lib.persona.catalogue import load_persona, verify_persona
 from shared_lib.policy.config import load_policy_config
 from shared_lib.ports import LLM, Bus, Channel, Embedder, LLMPeer, LLMResponse, Store
 from shared_lib.prices import PriceTable
 from shared_lib.rollout.guard import RollbackGuard
 from shared_lib.routing.guard import LocalOnlyGuard
 from shared_lib.runtime import Runtime
-from shared_lib.settings import Settings
+from shared_lib.settings import Settings, config_files
 from shared_lib.telemetry.notify import build_notifiers
 from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.task_backend import build_task_backend
-from shared_lib.topology import TOPOLOGY
 
 ENV_FILE = "charter.env"
 

@@ -12,7 +12,7 @@ Context overrides (``context_overrides.<context>.formality|emoji_usage``) narrow
 one kind of message the code recognises (``CONTEXTS``). "formal" for ソウルくん is 丁寧語
 (です・ます) and still ends every sentence in ウル: the core's endings always win.
 
->>> from shared_lib.persona_core import load_core
+>>> from shared_lib.persona.core import load_core
 >>> check("tone.first_person", "俺", load_core())
 'core_key'
 >>> check("dynamic_traits.verbosity", 0.3, load_core()) is None
@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared_lib.persona_core import PersonaCore
+from shared_lib.persona.core import PersonaCore
 
 Reason = Literal["core_key", "not_allowed", "invalid", "secret", "core_conflict", "level", "shadow"]
 

@@ -67,7 +67,7 @@ from enum import Enum
 from typing import Any
 
 from shared_lib import collections
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import Doc, Store, Transaction
 
 CLAIM_TTL = timedelta(days=3)

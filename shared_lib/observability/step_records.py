@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shared_lib.envelope import StepRecord, Turn
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.turn.envelope import StepRecord, Turn
 
 
 class RecordRow(BaseModel):

@@ -11,7 +11,7 @@ publishing span (``traceparent``, put there by the OpenTelemetry propagator: ``s
 carries a reference.
 
 A smoke turn (``smoke``) comes from a signed smoke webhook at the candidate ingress and
-travels the smoke twins of the topics (``shared_lib.topology``), so only candidate
+travels the smoke twins of the topics (``shared_lib.delivery.topology``), so only candidate
 revisions handle it; each layer's trail entry names the revision that ran it.
 """
 
@@ -24,18 +24,18 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared_lib import collections, tracing
-from shared_lib.agent_record import AgentSection
-from shared_lib.budgets import BudgetSection
-from shared_lib.decisions import AuthDecision, Verdict
 from shared_lib.errors import BrainError, EnvelopeError, EnvelopeTooLarge
 from shared_lib.ids import new_turn_id, utc_now
-from shared_lib.inbound import ChannelName, InboundMessage
-from shared_lib.persona_ext import PersonaSection
-from shared_lib.proposal import Proposal
-from shared_lib.steps import StepRecord as StepRecord  # the step models are part of the envelope
-from shared_lib.steps import ToolResult as ToolResult
-from shared_lib.steps import Usage as Usage
-from shared_lib.steps import WorkerOutput as WorkerOutput
+from shared_lib.persona.ext import PersonaSection
+from shared_lib.turn.agent_record import AgentSection
+from shared_lib.turn.budgets import BudgetSection
+from shared_lib.turn.decisions import AuthDecision, Verdict
+from shared_lib.turn.inbound import ChannelName, InboundMessage
+from shared_lib.turn.proposal import Proposal
+from shared_lib.turn.steps import StepRecord as StepRecord  # the step models are part of the envelope
+from shared_lib.turn.steps import ToolResult as ToolResult
+from shared_lib.turn.steps import Usage as Usage
+from shared_lib.turn.steps import WorkerOutput as WorkerOutput
 
 if TYPE_CHECKING:
     from shared_lib.ports import Store
@@ -227,7 +227,7 @@ class Turn(BaseModel):
     ingress_revision: str = ""  # the revision of the ingress that accepted the webhook
     traceparent: str = ""
     # An absolute bound (a delegated job's ``ends_at``; an older ingress stamped one); the
-    # processing budget is ``budget``, which counts work, not waiting (``shared_lib.budgets``).
+    # processing budget is ``budget``, which counts work, not waiting (``shared_lib.turn.budgets``).
     deadline: datetime | None = None
     budget: BudgetSection = Field(default_factory=BudgetSection)
 

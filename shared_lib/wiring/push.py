@@ -24,15 +24,15 @@ from datetime import timedelta
 from typing import Any
 
 from shared_lib import collections
-from shared_lib.composition import build_runtime, runner
+from shared_lib.delivery.idempotency import Claims
+from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import EnvelopeError, LayerRetry
-from shared_lib.idempotency import Claims
 from shared_lib.layers.base import CrashLoop
-from shared_lib.logs import log_event
+from shared_lib.observability.logs import log_event
 from shared_lib.runtime import Runtime
 from shared_lib.settings import Settings
 from shared_lib.settings.memory import EMBED_TARGETS
-from shared_lib.topology import TOPOLOGY
+from shared_lib.wiring.composition import build_runtime, runner
 
 _lock = threading.Lock()
 _runtime: Runtime | None = None

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from shared_lib.agent_record import Status, Step
+from shared_lib.turn.agent_record import Status, Step
 
 ParameterSource = Literal["user_message", "context", "inferred", "default"]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from shared_lib.envelope import Turn
+    from shared_lib.turn.envelope import Turn
 
 
 @dataclass(frozen=True)

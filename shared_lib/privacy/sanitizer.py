@@ -60,12 +60,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from shared_lib import config_files
 from shared_lib.ports import Vector
-from shared_lib.sanitizer_checks import CHECKS, Check, candidates
-from shared_lib.text_fold import fold
+from shared_lib.privacy.sanitizer_checks import CHECKS, Check, candidates
+from shared_lib.privacy.text_fold import fold
+from shared_lib.settings import config_files
 
-RULES_FILE = Path(__file__).parent / "config" / "sanitizer_rules.json"
+RULES_FILE = Path(__file__).parents[1] / "config" / "sanitizer_rules.json"
 PLACEHOLDER = re.compile(r"\[([A-Z][A-Z_]*)_(\d+)\]")
 STORED_PLACEHOLDER = re.compile(r"\[([A-Z][A-Z_]*)\]")
 SECRET_GROUP = "secret"

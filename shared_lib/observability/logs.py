@@ -13,7 +13,7 @@ with ``exc_info``, a ``stack_trace`` Cloud Error Reporting reads. The message, t
 the extra fields and the stack trace are masked by the sanitiser.
 
 Trace and span come from the current OpenTelemetry span when its context is valid; else from
-the ``turn`` argument's or the call context's (``shared_lib.callctx``) W3C ``traceparent``,
+the ``turn`` argument's or the call context's (``shared_lib.turn.callctx``) W3C ``traceparent``,
 so every line a layer writes carries its turn's trace. The labels come from the same turn.
 
 Lines go to stderr: JSON, one object per line, when the settings say so (``CHARTER_LOG_JSON``,
@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from shared_lib.callctx import current
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.turn.callctx import current
 
 if TYPE_CHECKING:
-    from shared_lib.envelope import Turn
+    from shared_lib.turn.envelope import Turn
 
 EVENT_LOGGER = "charter"  # the logger of ``log_event``'s records
 TRACE_KEY = "logging.googleapis.com/trace"

@@ -19,8 +19,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from shared_lib import tracing
-from shared_lib.envelope import Turn
-from shared_lib.observability_steps import (
+from shared_lib.observability.step_records import (
     AgentRow,
     LoopRow,
     SelectedTool,
@@ -30,8 +29,9 @@ from shared_lib.observability_steps import (
     loop_row,
     step_rows,
 )
-from shared_lib.observability_steps import RecordRow as _Row
-from shared_lib.sanitizer import Sanitizer
+from shared_lib.observability.step_records import RecordRow as _Row
+from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.turn.envelope import Turn
 
 RECORD_SCHEMA_VERSION = 1
 RecordKind = Literal["turn_record", "shadow_candidate"]

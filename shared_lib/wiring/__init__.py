@@ -1,0 +1,2 @@
+"""The composition root (``composition``: settings to a runtime and its layers) and the glue
+between functions-framework and the layers (``push``)."""
