@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared_lib.cli.runner import progress
+from shared_lib.skills import store as skills_store
 from shared_lib.ports import Doc, Store, Transaction
 
 _target: contextvars.ContextVar[str] = contextvars.ContextVar("bench_target", default="ingress")
@@ -31,6 +32,21 @@ RPCS = {"get": 1, "set": 1, "create": 1, "delete": 1, "query": 1, "transaction":
 # the LLM peers' health (shared_lib.peers.health): read once per cache period and probed once
 # per interval, whatever the turns; counted apart ("periodic"), not against a hop
 PERIODIC = ("peer_health", "peer_probe_leases")
+# How far the caches' virtual clock moves a turn: about what a turn of the mix takes in process.
+PACE_SECONDS = 0.5
+
+
+class VirtualClock:
+    """A monotonic clock that moves only when told (``advance``)."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 class CountingStore:
@@ -111,6 +127,13 @@ def count(turns: int = 0) -> dict[str, Any]:
             "ANTHROPIC_API_KEY": "bench",
         }
         rt = build_runtime(env, store=store)  # type: ignore[arg-type]
+        # The per-process caches (flags, skills, directory people) run on a virtual clock that
+        # moves PACE_SECONDS a turn: what they cost per turn is then the same on a busy machine
+        # as on a quiet one (their refresh is a cost per interval, not per turn).
+        virtual = VirtualClock()
+        rt.flags.monotonic = virtual
+        rt.people.monotonic = virtual
+        skills_store.cache_clock, real_clock = virtual, skills_store.cache_clock
         bus = rt.bus
         publish = bus.publish
 
@@ -134,6 +157,7 @@ def count(turns: int = 0) -> dict[str, Any]:
         seed_demo_directory(store)  # type: ignore[arg-type]
         store.ops.clear()
         for i, text in enumerate(texts):
+            virtual.advance(PACE_SECONDS)
             accept(
                 rt,
                 InboundMessage(
@@ -147,6 +171,7 @@ def count(turns: int = 0) -> dict[str, Any]:
                     received_at=datetime.now(UTC),
                 ),
             )
+        skills_store.cache_clock = real_clock
     n = len(texts)
     targets = sorted(set(store.ops) | set(published), key=lambda t: (t != "ingress", t))
     per: dict[str, dict[str, float]] = {}

@@ -88,5 +88,8 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # 71.9 since issue 34's replies and confirmations speak in full persona sentences: the mix's
     # conversation passes compaction's 85 % level once more, three more summary calls in the
     # background memory target each log their call (3 sets / 8 turns), after the reply
+    # 72.0 since the per-process caches (flags, skills, directory people) run on the bench's
+    # virtual clock, 0.5 s a turn: on real time the count moved with the machine's load
+    # (71.9 quiet, 72.1–72.5 busy: a slow turn outlives the 2 s skills cache more often)
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 71.9, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 72.0, report["per_turn"]
