@@ -23,6 +23,7 @@ Errors: ``SkillError`` (``code``: ``not_found``, ``unknown_person``, ``level``, 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
