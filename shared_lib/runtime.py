@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -37,6 +37,7 @@ from shared_lib.tools.registry import ToolRegistry
 from shared_lib.tools.skill_tools import registry_for
 from shared_lib.tools.task_backend import TaskBackend
 from shared_lib.turn.envelope import Turn
+from shared_lib.turn.stages import Stage
 
 
 @dataclass
@@ -59,6 +60,8 @@ class Runtime:
     channel_secrets: ChannelSecrets
     rollback_guard: RollbackGuard
     vault: MultiFernet | None
+    # the stage table of the composition root (``shared_lib.wiring.stages``): each turn stage's steps
+    stages: Mapping[str, Stage]
     notifiers: list[Notifier] = field(default_factory=list)
     # text to vectors for memory search and ingestion (CHARTER_EMBEDDER); None: keyword search only
     embedder: Embedder | None = None

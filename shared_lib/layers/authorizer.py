@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy.authorization import authorize
-from shared_lib.state import agent_jobs
 from shared_lib.turn.decisions import AuthDecision
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.proposal import Proposal
@@ -23,10 +22,8 @@ if TYPE_CHECKING:
 
 
 def gate(turn: Turn, rt: Runtime, proposal: Proposal) -> AuthDecision:
-    """The Authorization Gate on ``proposal`` for the turn's user (also asked by auto-approve).
-    A delegated job's turn runs as its requester and may never delegate again (depth 1)."""
-    if turn.job is not None and agent_jobs.delegates(c.tool_name for c in proposal.tool_calls):
-        return AuthDecision.denied(agent_jobs.NESTED, message="deny")
+    """The Authorization Gate on ``proposal`` for the turn's user (also asked by auto-approve and
+    by the executor right before execution)."""
     return authorize(
         proposal,
         store=rt.store,
@@ -38,6 +35,11 @@ def gate(turn: Turn, rt: Runtime, proposal: Proposal) -> AuthDecision:
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
+    """The authorizer stage (``rt.stages["authorizer"]``: ``core``, its amend and after steps)."""
+    return rt.stages["authorizer"].run(turn, rt)
+
+
+def core(turn: Turn, rt: Runtime) -> Outcome:
     proposal = turn.proposal.proposal
     if proposal is None or (turn.guardian is not None and turn.guardian.blocked):
         turn.authorization = AuthDecision.not_applicable()
@@ -47,9 +49,16 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     if decision.reason_code == "directory.unavailable":
         detail = str(decision.details.get("error", "directory unreadable"))
         turn.add_error(BrainError.of("access_control_error", detail, layer="authorizer"))
-        if not turn.shadow:
-            rt.emit_alert(turn, "access_control_error", f"directory unreadable: denied ({detail})")
     return Outcome(decision.result, reason_code=decision.reason_code)
+
+
+def directory_alert(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
+    """An after step: a directory that cannot be read raises an admin alert at once."""
+    a = turn.authorization
+    if a is not None and a.reason_code == "directory.unavailable":
+        rt.emit_alert(
+            turn, "access_control_error", f"directory unreadable: denied ({a.details.get('error', '')})"
+        )
 
 
 LAYER = Layer("authorizer", "authorized", run)

@@ -27,7 +27,6 @@ from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.brain.vault import store_vault
 from shared_lib.errors import BrainError
-from shared_lib.layers import auto_approval, confirmation
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.turn.envelope import ProposalSection, Turn
@@ -35,50 +34,53 @@ from shared_lib.turn.envelope import ProposalSection, Turn
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
-__all__ = ["LAYER", "fixed_text", "run"]
+__all__ = ["LAYER", "core", "fixed_text", "kill_switch", "route_answer", "run"]
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
+    """The brain stage (``rt.stages["brain"]``: its answer steps, then ``core``), timed."""
     if turn.step > 0:  # a later step proposes afresh; the earlier ones are in turn.loop.steps
         turn.proposal = ProposalSection()
-    sec = turn.proposal
     t0 = time.perf_counter()
     try:
-        if off := auto_approval.answer_command(turn, rt):  # the instant OFF (or ON) first (seed 002 §6.4)
-            return off
-        if turn.flags.kill_switch:
-            sec.arm = "kill_switch"
-            sec.proposal = fixed_text(
-                rt.persona.message("kill_switch"), "緊急停止中のため固定メッセージで応答する"
-            )
-            return Outcome("kill_switch", reason_code="flags.KILL_SWITCH")
-        if routed := _route_answer(turn, rt):
-            return routed
-        if not turn.shadow and confirmation.handle_pending_answer(turn, rt):
-            return Outcome("pending_answer", reason_code=f"approval.{'set' if sec.approval else 'none'}")
-        arm = (
-            turn.flags.shadow_candidate_arm
-            if turn.shadow and turn.flags.shadow_candidate_arm
-            else turn.flags.arm
-        )
-        profile = route_profile.profile(turn)
-        cloud = not turn.route.local_only and profile.cloud
-        if arm == "llm" and rt.llm is not None and cloud:
-            return llm_arm.run(turn, rt)
-        sec.arm = "legacy"
-        offered = route_profile.offered(rt.registry, profile)  # the route's tools, as the LLM arm's
-        sec.proposal = legacy.propose(turn.brain_text(), registry=offered, persona=rt.persona)
-        if sec.proposal.tool_calls:
-            _keep_own_values(turn, rt)
-        if turn.route.local_only:
-            reason = "route.local_only"
-        elif not cloud:
-            reason = "route.no_cloud"
-        else:
-            reason = "legacy" if arm == "legacy" else "legacy.no_llm"
-        return Outcome("proposed", reason_code=reason, detail=sec.proposal.output_type)
+        return rt.stages["brain"].run(turn, rt)
     finally:
-        sec.duration_ms = round((time.perf_counter() - t0) * 1000, 3)
+        turn.proposal.duration_ms = round((time.perf_counter() - t0) * 1000, 3)
+
+
+def kill_switch(turn: Turn, rt: Runtime) -> Outcome | None:
+    """An answer step: the kill switch's fixed message."""
+    if not turn.flags.kill_switch:
+        return None
+    turn.proposal.arm = "kill_switch"
+    turn.proposal.proposal = fixed_text(
+        rt.persona.message("kill_switch"), "緊急停止中のため固定メッセージで応答する"
+    )
+    return Outcome("kill_switch", reason_code="flags.KILL_SWITCH")
+
+
+def core(turn: Turn, rt: Runtime) -> Outcome:
+    """A proposal: the LLM arm, or the legacy brain (the control arm, and when no cloud model may serve)."""
+    sec = turn.proposal
+    arm = (
+        turn.flags.shadow_candidate_arm if turn.shadow and turn.flags.shadow_candidate_arm else turn.flags.arm
+    )
+    profile = route_profile.profile(turn)
+    cloud = not turn.route.local_only and profile.cloud
+    if arm == "llm" and rt.llm is not None and cloud:
+        return llm_arm.run(turn, rt)
+    sec.arm = "legacy"
+    offered = route_profile.offered(rt.registry, profile)  # the route's tools, as the LLM arm's
+    sec.proposal = legacy.propose(turn.brain_text(), registry=offered, persona=rt.persona)
+    if sec.proposal.tool_calls:
+        _keep_own_values(turn, rt)
+    if turn.route.local_only:
+        reason = "route.local_only"
+    elif not cloud:
+        reason = "route.no_cloud"
+    else:
+        reason = "legacy" if arm == "legacy" else "legacy.no_llm"
+    return Outcome("proposed", reason_code=reason, detail=sec.proposal.output_type)
 
 
 # Why the brain answers from the catalogue, by persona message (recorded as the reasoning).
@@ -89,8 +91,8 @@ _ROUTE_ANSWERS = {
 }
 
 
-def _route_answer(turn: Turn, rt: Runtime) -> Outcome | None:
-    """A catalogue answer to what the router decided, or ``None`` when the brain proposes."""
+def route_answer(turn: Turn, rt: Runtime) -> Outcome | None:
+    """An answer step: a catalogue answer to what the router decided, or ``None`` when the brain proposes."""
     r = turn.route
     if r.refused == "code_needs_cloud" and r.guidance:
         key = r.guidance

@@ -1,15 +1,15 @@
-"""Context layer: the debounce, flags for this person, then the Context Builder (seed 000 §6.1).
+"""Context layer: flags for this person, then the Context Builder (seed 000 §6.1).
 
-First the debounce (seed 001 §7.3, ``gather``): on a channel with a window, a turn whose
-message a later one of the same burst will carry ends here (``absorbed``, published straight to
-``turns.completed`` so the observer records it as merged); the burst's last turn waits out the
-window and goes on with every text of the burst, one per line.
+Before the core, the stage's answer steps (``shared_lib.wiring.stages``) may end it: a delegated
+job's turn that is over, the debounce (seed 001 §7.3: a turn whose message a later one of the same
+burst will carry ends there, ``absorbed``; the burst's last turn goes on with every text of the
+burst, one per line), and the instant OFF of auto-approve is written first.
 
 Flags are evaluated first (an unreadable flag document means the legacy arm). Sources
 are read concurrently through ``shared_lib.context``; a failing source degrades the
 context (``memory_access_error``, proceed without it) instead of failing the turn; the
-built context is recorded on ``turn.context``. The inbound message is then appended to
-the conversation history (conversation memory; the responder appends the reply).
+built context is recorded on ``turn.context``. After the core, a person's words are appended
+to the conversation history (conversation memory; the responder appends the reply).
 
 Then the router (seed 003, ``shared_lib.routing``) decides the input's route with the
 conversation's ``local_only`` (the session document's) and records it on ``turn.route``. An
@@ -39,12 +39,10 @@ from shared_lib.context import ContextInput, record, summary_line
 from shared_lib.context.builder import BuiltContext
 from shared_lib.context.history import append_message, history_path
 from shared_lib.errors import BrainError
-from shared_lib.layers import auto_approval, job_turns
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.observability.logs import log_event
 from shared_lib.routing import Classify, decide, llm_classifier
 from shared_lib.routing.commands import split_commands
-from shared_lib.state import debounce
 from shared_lib.state.answers import read_answer
 from shared_lib.state.session import load_session, set_local_only
 from shared_lib.turn.callctx import remaining
@@ -74,37 +72,13 @@ def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -
     )
 
 
-def gather(turn: Turn, rt: Runtime) -> Outcome | None:
-    """The debounce (seed 001 §7.3, ``state.debounce``): an absorbed turn ends here, recorded as
-    merged into the later turn (the observer's ``merged``); a leader carries its batch's texts,
-    one per line, as its input. ``None``: the turn goes on."""
-    seconds = debounce.window(rt.settings.debounce_seconds, turn.channel)
-    if not seconds or rt.vault is None or turn.step or turn.shadow or turn.smoke or turn.job:
-        return None
-    path = debounce.buffer_path(turn.org_id, turn.channel, turn.room_id, turn.user_id)
-    settled = debounce.settle(
-        rt.store, path, turn.turn_id, window_seconds=seconds, clock=rt.clock, sleep=rt.sleep, cipher=rt.vault
-    )
-    turn.context.debounce = settled.section()
-    if settled.role == "absorbed":
-        log_event("debounce_absorbed", turn=turn, layer="context", merged_into=settled.merged_into)
-        return Outcome(
-            "absorbed",
-            reason_code="debounce.absorbed",
-            next_topic="completed",
-            detail=f"merged_into={settled.merged_into}",
-        )
-    if len(settled.texts) > 1:
-        turn.inbound = turn.inbound.model_copy(update={"text": debounce.SEPARATOR.join(settled.texts)})
-    return None
-
-
 def run(turn: Turn, rt: Runtime) -> Outcome:
-    if (over := job_turns.begin(turn, rt)) is not None:  # a delegated job's turn: running, or over
-        return over
-    if (absorbed := gather(turn, rt)) is not None:
-        return absorbed
-    auto_approval.chat_command(turn, rt)  # the instant OFF (or ON) runs before anything else (seed 002 §6.4)
+    """The context stage (``rt.stages["context"]``: a job's start, the debounce, the instant
+    OFF; then ``core``; then the person's words into the history)."""
+    return rt.stages["context"].run(turn, rt)
+
+
+def core(turn: Turn, rt: Runtime) -> Outcome:
     flags, flag_error = rt.flags.evaluate(turn.org_id, turn.user_id, rt.clock())
     turn.flags = flags
     if flag_error:
@@ -142,8 +116,6 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     attempted = [r for r in built.records.values() if r.status != "skipped"]
     if failures and len(failures) == len(attempted):
         turn.add_error(BrainError.of("db_connection_error", "every context source failed", layer="context"))
-    if turn.step == 0 and not turn.shadow and turn.job is None:  # a job's task is not the person's words
-        append_history(rt, turn, "user", turn.inbound.text, "in")
     route(turn, rt, stored=_stored_local_only(turn, rt, built))
     r = turn.route
     outcome = "degraded" if built.degraded else "ok"
@@ -155,6 +127,12 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         detail=f"arm={flags.arm} route={r.route}/{r.source} local_only={int(r.local_only)} "
         f"{summary_line(built)}{batch}",
     )
+
+
+def remember_words(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
+    """An after step (a person's turn, not a job's task): their words into the history, once."""
+    if turn.step == 0:
+        append_history(rt, turn, "user", turn.inbound.text, "in")
 
 
 def _stored_local_only(turn: Turn, rt: Runtime, built: BuiltContext) -> bool:

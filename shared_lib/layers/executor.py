@@ -23,12 +23,10 @@ from typing import TYPE_CHECKING
 from shared_lib import tracing
 from shared_lib.brain.vault import restore_parameters
 from shared_lib.errors import BrainError
-from shared_lib.layers import job_turns
 from shared_lib.layers.authorizer import gate
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.privacy.sealing import REVEALED
-from shared_lib.state import agent_jobs
 from shared_lib.tools import delivery
 from shared_lib.tools.execution import CallRequest, ToolExecutor
 from shared_lib.tools.execution import receipt_path as call_receipt_path
@@ -71,20 +69,26 @@ def executor_for(rt: Runtime) -> ToolExecutor:
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
-    turn.execution = sec = ExecutionSection()  # a later step starts clean; earlier ones are in turn.loop
-    sec.dry_run = turn.shadow
+    """The executor stage (``rt.stages["executor"]``: its answer steps, ``core``, its after steps)."""
+    turn.execution = ExecutionSection(dry_run=turn.shadow)  # a later step starts clean (turn.loop has it)
+    return rt.stages["executor"].run(turn, rt)
+
+
+def skipped(turn: Turn, reason: str, reason_code: str | None = None) -> Outcome:
+    """The stage ran nothing, for ``reason`` (recorded on the execution section)."""
+    turn.execution.skipped_reason = reason
+    return Outcome("skipped", reason_code=reason_code or reason)
+
+
+def core(turn: Turn, rt: Runtime) -> Outcome:
+    sec = turn.execution
     reason = _skip_reason(turn)
     if reason:
-        sec.skipped_reason = reason
-        return Outcome("skipped", reason_code=reason)
+        return skipped(turn, reason)
     assert turn.proposal.proposal is not None
-    if turn.job is not None and not agent_jobs.is_running(rt.store, turn.org_id, turn.job.job_id):
-        sec.skipped_reason = "job.not_running"  # cancelled or timed out between its steps: no effect
-        return Outcome("skipped", reason_code="job.not_running")
     recheck = gate(turn, rt, turn.proposal.proposal)
     if recheck.result != "allowed":
-        sec.skipped_reason = "authorization_recheck"
-        return Outcome("skipped", reason_code=recheck.reason_code)
+        return skipped(turn, "authorization_recheck", recheck.reason_code)
     engine = executor_for(rt)
     for index, call in enumerate(turn.proposal.proposal.tool_calls):
         # masked values the user really gave are restored here, and only here
@@ -92,7 +96,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
         if turn.guardian and turn.guardian.action == "modify" and turn.guardian.modified_parameters:
             params.update(turn.guardian.modified_parameters)
         t0, cid = time.perf_counter(), call_id(turn, index)
-        with tracing.tool_span(call.tool_name, cid, dry_run=turn.shadow):
+        with tracing.tool_span(call.tool_name, cid, dry_run=sec.dry_run):
             outcome = engine.execute(
                 CallRequest(
                     tool_name=call.tool_name,
@@ -102,7 +106,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                     room_id=turn.room_id,
                     conversation_key=turn.conversation_key,
                     call_id=cid,
-                    dry_run=turn.shadow,
+                    dry_run=sec.dry_run,
                     confirmed=_confirmed(turn),
                     channel=turn.channel,
                     job_id=turn.job.job_id if turn.job else "",
@@ -110,7 +114,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
             )
             result = dict(outcome.result)
             revealed = [str(v) for v in result.pop(REVEALED, None) or []]
-            if outcome.ok and not turn.shadow and "announcement_id" in result:
+            if outcome.ok and not sec.dry_run and "announcement_id" in result:
                 result = {**result, "delivery": _deliver(turn, rt, str(result["announcement_id"]), params)}
             tracing.tool_outcome(ok=outcome.ok, error_code=outcome.error_code, replayed=outcome.replayed)
         if outcome.error_code:
@@ -134,12 +138,10 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                 error_code=outcome.error_code,
                 receipt_id=outcome.receipt_id,
                 replayed=outcome.replayed,
-                dry_run=turn.shadow,
+                dry_run=sec.dry_run,
                 duration_ms=round((time.perf_counter() - t0) * 1000, 3),
             )
         )
-    if not turn.shadow:
-        job_turns.publish_delegated(turn, rt)
     ok = all(r.ok for r in sec.results)
     failed = next((r for r in sec.results if not r.ok), None)
     return Outcome(

@@ -13,12 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shared_lib.errors import BrainError
-from shared_lib.layers import auto_approval
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy import guardian
 from shared_lib.policy.subject import Origin
 from shared_lib.policy.teachings import valid_teachings
-from shared_lib.state import agent_jobs
 from shared_lib.turn.decisions import Verdict
 from shared_lib.turn.envelope import Turn
 
@@ -41,6 +39,11 @@ def origin(turn: Turn) -> Origin:
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
+    """The guardian stage (``rt.stages["guardian"]``: ``core``, then the steps that amend its verdict)."""
+    return rt.stages["guardian"].run(turn, rt)
+
+
+def core(turn: Turn, rt: Runtime) -> Outcome:
     proposal = turn.proposal.proposal
     if proposal is None:
         return Outcome("skipped", reason_code="no_proposal")
@@ -48,28 +51,17 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     verdict = (
         Verdict.block(blocking.code, priority=1, message=f"憲法違反（{blocking.article}）")
         if blocking
-        else None
-    )
-    if (
-        verdict is None
-        and turn.job is not None
-        and agent_jobs.delegates(c.tool_name for c in proposal.tool_calls)
-    ):
-        verdict = Verdict.block(
-            agent_jobs.NESTED, priority=1, message="任された仕事からさらに任せることはできません"
+        else guardian.evaluate(
+            proposal,
+            registry=rt.registry,
+            now=rt.clock(),
+            config=rt.policy,
+            approval=turn.proposal.approval,
+            user_id=turn.user_id,
+            origin=origin(turn),
+            teachings=valid_teachings(turn.context.teachings),
         )
-    verdict = verdict or guardian.evaluate(
-        proposal,
-        registry=rt.registry,
-        now=rt.clock(),
-        config=rt.policy,
-        approval=turn.proposal.approval,
-        user_id=turn.user_id,
-        origin=origin(turn),
-        teachings=valid_teachings(turn.context.teachings),
     )
-    if verdict.action == "confirm":  # a live auto-approve grant may run it without asking
-        verdict = auto_approval.apply(turn, rt, verdict)
     turn.guardian = verdict
     if verdict.reason_code.startswith("constitution."):
         turn.add_error(
@@ -80,6 +72,11 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
                 reason_code=verdict.reason_code,
             )
         )
+    return verdict_outcome(verdict)
+
+
+def verdict_outcome(verdict: Verdict) -> Outcome:
+    """The stage's outcome for ``verdict`` (an amend step that changes the verdict reports it so)."""
     return Outcome(verdict.action, reason_code=verdict.reason_code)
 
 

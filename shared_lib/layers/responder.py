@@ -18,25 +18,20 @@ never reads ``[PHONE_1]``, and values of other turns or other people are never r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from shared_lib import collections, loop
 from shared_lib.brain import constitution, integration
-from shared_lib.brain.persona_prompt import context_for
 from shared_lib.delivery.idempotency import Claims, ClaimState
 from shared_lib.errors import BrainError
-from shared_lib.layers import confirmation, job_turns
 from shared_lib.layers.base import Layer, Outcome, lateness
 from shared_lib.layers.context import append_history
 from shared_lib.observability.logs import log_event
-from shared_lib.persona.ext import PersonaSection
 from shared_lib.ports import OutboundReply
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.routing import announcement_line
-from shared_lib.state import agent_jobs
-from shared_lib.state.agent_store import record_turn
-from shared_lib.state.persona_store import apply_turn
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.proposal import ClarificationProposal, TextResponseProposal
 
@@ -67,11 +62,9 @@ def _compose(turn: Turn, rt: Runtime) -> tuple[str, str]:
         return "clarify", persona.message("clarify", question=root.clarification_question) + (
             f"\n{options}" if options else ""
         )
-    if g is not None and g.action == "confirm":  # a job asks nobody: its turn ends (job_turns)
-        return "confirm", "" if turn.job else confirmation.ask_confirmation(turn, rt, root)
-    if started := job_turns.started_reply(turn, rt):
-        return "reply", started
-    return "reply", integration.integrate(turn, rt)
+    if g is not None and g.action == "confirm":  # the question is asked by the approvals step
+        return "confirm", ""
+    return "reply", ""  # the results, phrased by the step ``phrase`` (unless a step said it already)
 
 
 # Longer than any redelivery of the turn (its layer claims live three days).
@@ -123,24 +116,28 @@ def _send_once(turn: Turn, rt: Runtime, text: str) -> None:
     res.sent, res.send_receipt = True, key
 
 
-# A job's loop runs within its own deadline (``ends_at``, the watchdog), not a person's turn budget.
-JOB_MAX_MILLIS = agent_jobs.load_limits().max_seconds * 1000
-# What the user reads when the loop stopped before the work was done (persona catalogue).
-_STOP_NOTES = {"max_loops": "loop_stop_max_loops", "max_millis": "loop_stop_max_millis"}
-
-
-def _loop(turn: Turn, rt: Runtime) -> Outcome | None:
-    """The loop controller (seed 002 §3): another step goes back to the brain; else the stop is
-    recorded and the reply is composed from every step."""
+def next_step(turn: Turn, rt: Runtime) -> Outcome | None:
+    """An answer step, the loop controller (seed 002 §3): another step goes back to the brain."""
     s = rt.settings
-    limits = loop.LoopLimits(max_loops=s.max_steps, max_millis=int(s.max_turn_seconds * 1000))
-    if turn.job is not None:  # a delegated job: its own budget, the watchdog at every step
-        limits = loop.LoopLimits(max_loops=turn.job.max_steps, max_millis=JOB_MAX_MILLIS)
+    return take_or_stop(
+        turn, rt, loop.LoopLimits(max_loops=s.max_steps, max_millis=int(s.max_turn_seconds * 1000))
+    )
+
+
+def take_or_stop(
+    turn: Turn,
+    rt: Runtime,
+    limits: loop.LoopLimits,
+    boundary: Callable[[Turn, Runtime, loop.LoopDecision], loop.LoopDecision] | None = None,
+) -> Outcome | None:
+    """Decide after a step (``boundary`` may amend the decision): take the next step (the
+    turn goes back to the brain), else record the stop and let the reply be composed."""
+    s = rt.settings
     llm = rt.llm is not None and not turn.flags.kill_switch and not turn.route.local_only
     now = rt.clock() + lateness(turn, rt)
     decision = loop.decide(turn, limits, now, can_continue=llm and turn.flags.arm == "llm")
-    if turn.job is not None and not turn.shadow:
-        decision = job_turns.boundary(turn, rt, decision)
+    if boundary is not None:
+        decision = boundary(turn, rt, decision)
     if decision.action == "continue":
         loop.take_step(
             turn, decision, rt.clock(), step_seconds=s.turn_budget_seconds, max_millis=limits.max_millis
@@ -157,6 +154,10 @@ def _loop(turn: Turn, rt: Runtime) -> Outcome | None:
             steps=len(turn.loop.steps) + 1,
         )
     return None
+
+
+# What the user reads when the loop stopped before the work was done (persona catalogue).
+_STOP_NOTES = {"max_loops": "loop_stop_max_loops", "max_millis": "loop_stop_max_millis"}
 
 
 def _stop_note(turn: Turn, rt: Runtime, text: str) -> str:
@@ -178,54 +179,63 @@ def _stop_note(turn: Turn, rt: Runtime, text: str) -> str:
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:
-    if (continued := _loop(turn, rt)) is not None:
-        return continued
+    """The responder stage (``rt.stages["responder"]``): the loop's answer steps, ``core`` (the
+    reply composed), the steps that amend it (the confirmation question, a job's report) and
+    the effects after it (send once, the session, history, agent state)."""
+    return rt.stages["responder"].run(turn, rt)
+
+
+def core(turn: Turn, rt: Runtime) -> Outcome:
+    """The reply: composed, with the loop's stop note, a route change and a late start said."""
     kind, text = _compose(turn, rt)
-    text = _stop_note(turn, rt, text)
-    if line := announcement_line(turn.route, arm=turn.proposal.arm, kind=kind):  # a route change (seed 003)
+    turn.response.kind, turn.response.text = kind, text  # type: ignore[assignment]
+    return Outcome("sent", reason_code=kind)
+
+
+def finish_text(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
+    """An amend step, after those that wrote the reply: the loop's stop note, a route change,
+    a late start owned up to, and ``Sanitizer.present`` (no placeholder reaches a user)."""
+    res = turn.response
+    text = _stop_note(turn, rt, res.text)
+    if line := announcement_line(
+        turn.route, arm=turn.proposal.arm, kind=res.kind
+    ):  # a route change (seed 003)
         text = f"{line}\n{text}"
     if turn.budget.backlogged and not _not_started(turn):  # it waited in a backlog: the reply owns up to it
         text = f"{rt.persona.message('backlog_late')}\n{text}"
     # An answer to a pending action shows placeholders of an earlier message: none is this one's.
     own = "" if turn.proposal.arm == "state" else turn.inbound.text
-    text = Sanitizer.default().present(text, own=own, language=turn.inbound.language)
-    res = turn.response
-    if turn.job is not None and not turn.shadow:  # a job reports into its parent's room, once
-        kind, text = job_turns.conclude(turn, rt, kind, text)
-        res.kind, res.text = kind, text  # type: ignore[assignment]
-        job = agent_jobs.get(rt.store, turn.org_id, turn.job.job_id) or {}
-        res.sent = job_turns.report_once(rt, job, text) if job else False
-        append_history(rt, turn, "assistant", text, "out")
-        return Outcome("sent", reason_code=f"job.{job.get('status', 'unknown')}", detail=f"{len(text)} chars")
-    res.kind, res.text = kind, text  # type: ignore[assignment]
-    if turn.shadow:  # a dry run teaches nothing: its proposals are recorded refused (shadow)
-        turn.persona = _persona(turn, rt)
-        return Outcome("dry_run", reason_code=kind, detail=turn.persona.note(), next_topic=None)
-    confirmation.after_reply(turn, rt)
-    _send_once(turn, rt, text)
-    append_history(rt, turn, "assistant", text, "out")
-    # seed 004: the conversation's agent state after this utterance, applied once (never for a shadow)
-    turn.agent = record_turn(rt.store, turn, now=rt.clock(), retention=rt.settings.retention(turn.org_id))
-    # seed 001 §16: what the LLM proposed to teach the organisation's persona, judged and applied once
-    turn.persona = _persona(turn, rt)
+    res.text = Sanitizer.default().present(text, own=own, language=turn.inbound.language)
     bon = res.best_of_n  # Best-of-N phrased it: the trail says so (brain.best_of_n)
     notes = (
-        f"{len(text)} chars",
+        f"{len(res.text)} chars",
         f"best-of-n N={bon.get('n')} chosen={bon.get('chosen')}" if bon else "",
-        turn.persona.note(),
     )
-    return Outcome("sent", reason_code=kind, detail=" ".join(x for x in notes if x))
+    return Outcome(outcome.outcome, reason_code=res.kind, detail=" ".join(x for x in notes if x))
+
+
+def phrase(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
+    """An amend step: the tool results phrased in the persona (response integration), unless
+    a step before it wrote the reply."""
+    res = turn.response
+    if res.kind == "reply" and not res.text:
+        res.text = integration.integrate(turn, rt)
+    return outcome
+
+
+def send(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
+    """An after step: the reply sent once (the send receipt)."""
+    _send_once(turn, rt, turn.response.text)
+
+
+def remember_reply(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
+    """An after step: the reply appended to the conversation's history."""
+    append_history(rt, turn, "assistant", turn.response.text, "out")
 
 
 def _not_started(turn: Turn) -> bool:
     """The brain answered that it could not start (its reply already says the turn was not done)."""
     return any(e.code == "turn_backlog" for e in turn.errors)
-
-
-def _persona(turn: Turn, rt: Runtime) -> PersonaSection:
-    section = apply_turn(rt.store, turn, rt.persona.core(), now=rt.clock())
-    section.context = context_for(turn, rt.registry)
-    return section
 
 
 LAYER = Layer("responder", "completed", run)

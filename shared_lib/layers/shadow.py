@@ -49,6 +49,8 @@ def skip_reason(turn: Turn, rt: Runtime) -> str | None:
         return "already_candidate"
     if turn.step > 0:
         return "later_step"
+    if turn.job is not None:  # a delegated job's turn is not a person's request: nothing to compare
+        return "job"
     if not candidate_expected(turn):
         if turn.route.local_only and turn.flags.shadow_candidate_arm and not turn.context.pending_action:
             return "local_only"

@@ -56,6 +56,7 @@ from shared_lib.settings import Settings, config_files
 from shared_lib.telemetry.notify import build_notifiers
 from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.task_backend import build_task_backend
+from shared_lib.wiring.stages import STAGES
 
 ENV_FILE = "charter.env"
 
@@ -99,6 +100,7 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         "channel_secrets": secrets,
         "prices": prices,
         "registry": builtin_registry(),
+        "stages": STAGES,
         "persona": persona,
         "policy": load_policy_config(),
         "flags": FlagsProvider(

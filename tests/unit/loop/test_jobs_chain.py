@@ -114,16 +114,23 @@ def test_a_job_cancelled_between_its_steps_runs_no_tool_of_its_next_step_and_rep
 
 
 def test_the_gate_denies_a_delegation_proposed_in_a_jobs_turn_even_past_the_guardian():
-    from shared_lib.layers.authorizer import gate
+    from shared_lib.layers import authorizer
+    from shared_lib.turn.decisions import Verdict
     from shared_lib.turn.proposal import Proposal
 
     chain = Chain([DELEGATE, text("まとめたウル🐺")])
     chain.say("営業チームの期限切れタスクを集めて要約して")
+    # GIVEN a job's turn proposing to delegate, and a guardian that let it through
     turn = job_turn(chain)
-    decision = gate(turn, chain.rt, Proposal.model_validate(DELEGATE))
-    assert decision.result == "denied" and decision.reason_code == agent_jobs.NESTED
+    turn.proposal.proposal = Proposal.model_validate(DELEGATE)
+    turn.guardian = Verdict.allow()
+    # WHEN the Authorization Gate's stage runs
+    outcome = authorizer.run(turn, chain.rt)
+    # THEN it denies: a sub-agent never delegates
+    assert outcome.outcome == "denied" and turn.authorization is not None
+    assert turn.authorization.result == "denied" and turn.authorization.reason_code == agent_jobs.NESTED
     turn.job = None  # the same proposal in a person's own turn is theirs to make
-    assert gate(turn, chain.rt, Proposal.model_validate(DELEGATE)).result == "allowed"
+    assert authorizer.run(turn, chain.rt).outcome == "allowed"
 
 
 def test_a_job_whose_cost_passed_its_limit_is_cancelled_before_another_step():
