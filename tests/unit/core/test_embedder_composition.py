@@ -26,7 +26,7 @@ class FixedEmbedder:
 def test_the_local_default_is_built_but_not_loaded() -> None:
     rt = build_runtime({"CHARTER_ENV": "test"})
     assert isinstance(rt.embedder, LocalEmbedder)
-    assert (rt.embedder.name, rt.embedder.dimensions) == ("all-MiniLM-L6-v2", 384)
+    assert (rt.embedder.name, rt.embedder.dimensions) == ("multilingual-e5-small-q4", 384)
     assert rt.embedder._model is None  # building a runtime costs nothing
 
 

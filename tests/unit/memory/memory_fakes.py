@@ -1,6 +1,6 @@
 """A small deterministic ``Embedder`` for the memory tests: hashed character bigrams and
 unigrams of the NFKC text into 256 dimensions, unit length. It is NOT a sentence model (the
-real one, all-MiniLM-L6-v2 run in numpy, comes with the local embedder adapter); texts that
+real one, multilingual-e5-small, comes with the local embedder adapter); texts that
 share characters are near, which is enough to test the plumbing and the fusion. The search's
 paraphrase quality is measured by ``infra/bench/recall.py`` with the real model."""
 
