@@ -31,7 +31,7 @@ from typing import Any
 
 from shared_lib.cli.console import NO_STORE, json_text
 from shared_lib.cli.operations import runtime_for, store_options
-from shared_lib.cli.runner import EXIT_FINDING, EXIT_OK, EXIT_USAGE, fail
+from shared_lib.cli.runner import EXIT_FINDING, EXIT_OK, EXIT_USAGE, ProgressBar, fail
 from shared_lib.errors import ArgumentError, ConfigError
 from shared_lib.memory.index import SOURCE_KINDS
 from shared_lib.memory.ingest import (
@@ -45,6 +45,7 @@ from shared_lib.memory.ingest import (
     read_import,
     reindex,
 )
+from shared_lib.memory.reembed import reembed
 from shared_lib.memory.search import Reader, search
 from shared_lib.runtime import Runtime
 
@@ -87,8 +88,12 @@ def register(subparsers: Any) -> None:
     find.add_argument("--json", action="store_true", help="one JSON object")
     find.add_argument("query")
     find.set_defaults(func=run_search)
-    again = sub.add_parser("reindex", help="index every item and memory again (e.g. after a model change)")
+    again = sub.add_parser(
+        "reindex",
+        help="index what was never indexed and re-embed every vector of another model (resumable)",
+    )
     _org(again)
+    again.add_argument("--all", action="store_true", help="index every item and memory again")
     again.set_defaults(func=run_reindex)
 
 
@@ -224,10 +229,15 @@ def run_reindex(args: argparse.Namespace) -> int:
     if rt is None:
         return fail(NO_STORE, EXIT_USAGE)
     try:
-        counts = reindex(rt.store, rt.embedder, args.org, now=rt.clock(), cipher=rt.vault)
+        counts = reindex(rt.store, rt.embedder, args.org, now=rt.clock(), cipher=rt.vault, every=args.all)
     except ArgumentError as exc:
         return fail(f"memory: {exc}", EXIT_USAGE)
     print(", ".join(f"{kind} {n}" for kind, n in counts.items()) + " indexed")
+    if rt.embedder is not None:
+        done = reembed(
+            rt.store, rt.embedder, args.org, progress=ProgressBar(f"re-embedding ({rt.embedder.name})")
+        )
+        print(f"{done.embedded} chunks re-embedded with {rt.embedder.name}, {done.current} already of it")
     return EXIT_OK
 
 

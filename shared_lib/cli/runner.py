@@ -43,6 +43,27 @@ def progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+class ProgressBar:
+    """``(done, total)`` drawn as a bar on stderr, redrawn in place on a terminal and one line
+    per tenth otherwise (a log keeps a few lines, not thousands); stdout stays the result."""
+
+    WIDTH = 30
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._tenth = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        share = done / total if total else 1.0
+        filled = int(share * self.WIDTH)
+        line = f"{self.label} [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total}"
+        if sys.stderr.isatty():
+            print(f"\r{line}", end="\n" if done >= total else "", file=sys.stderr, flush=True)
+        elif int(share * 10) != self._tenth:
+            self._tenth = int(share * 10)
+            print(line, file=sys.stderr, flush=True)
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[Any] | None:
     return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
 

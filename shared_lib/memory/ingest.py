@@ -32,7 +32,7 @@ from cryptography.fernet import MultiFernet
 
 from shared_lib import collections
 from shared_lib.errors import ArgumentError, CharterError
-from shared_lib.memory.index import index_text, remove_source
+from shared_lib.memory.index import index_text, remove_source, source_path
 from shared_lib.ports import Doc, Embedder, Store
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.privacy.sealing import unseal
@@ -148,22 +148,37 @@ def list_items(store: Store, org_id: str, kind: str | None = None) -> list[dict[
 
 
 def reindex(
-    store: Store, embedder: Embedder | None, org_id: str, *, now: datetime, cipher: MultiFernet | None = None
+    store: Store,
+    embedder: Embedder | None,
+    org_id: str,
+    *,
+    now: datetime,
+    cipher: MultiFernet | None = None,
+    every: bool = True,
 ) -> dict[str, int]:
-    """Index every teaching, knowledge document, value and memory of the organisation again
-    (documents written before the index existed, or vectors of another model); the count per
-    kind. An inactive teaching's chunks are removed. A memory's sealed values are opened with
-    ``cipher`` (the vault's key) so its chunks seal them again (``sealing``)."""
+    """Index the teachings, knowledge documents, values and memories of the organisation again
+    (every one, or with ``every=False`` only those never indexed: documents written before the
+    index existed); the count per kind. An inactive teaching's chunks are removed. A memory's
+    sealed values are opened with ``cipher`` (the vault's key) so its chunks seal them again
+    (``sealing``). Vectors of another model: ``memory.reembed``."""
     counts = dict.fromkeys((*KINDS, "memory"), 0)
+
+    def wanted(kind: str, iid: str) -> bool:
+        return every or store.get(source_path(org_id, kind, iid)) is None
+
     for kind in KINDS:
         coll = collections.collection_path(COLLECTION[kind], org=org_id)
-        for iid, doc in store.query(coll, limit=LIST_LIMIT):
+        for iid, doc in store.query(coll, limit=None):
             if not str(doc.get("content") or "").strip() or doc.get("active") is False:
                 remove_source(store, org_id, kind, iid)
                 continue
-            _index_item(store, embedder, org_id, kind, iid, doc, now)
-            counts[kind] += 1
-    for mid, sealed in store.query(collections.collection_path("memories", org=org_id), limit=LIST_LIMIT):
+            if wanted(kind, iid):
+                _index_item(store, embedder, org_id, kind, iid, doc, now)
+                counts[kind] += 1
+    memories = collections.collection_path("memories", org=org_id)
+    for mid, sealed in store.query(memories, limit=None):
+        if not wanted("memory", mid):
+            continue
         doc = unseal(sealed, cipher)[0]
         if str(doc.get("content") or "").strip() and doc.get("user_id"):
             index_text(

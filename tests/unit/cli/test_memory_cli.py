@@ -100,7 +100,10 @@ def test_reindex_indexes_documents_written_before_the_index(
     )
     # WHEN reindexed THEN each is searchable, the memory only by its owner, the level kept
     assert main(["memory", "reindex", "--org", "acme"]) == 0
-    assert capsys.readouterr().out.strip() == "teaching 1, knowledge 1, value 0, memory 1 indexed"
+    assert capsys.readouterr().out.splitlines() == [
+        "teaching 1, knowledge 1, value 0, memory 1 indexed",
+        "0 chunks re-embedded with test-ngram, 3 already of it",
+    ]
     assert (
         main(["memory", "search", "--org", "acme", "--as", "staff", "--json", "経費精算 挨拶 古い教え そば"])
         == 0
@@ -109,3 +112,38 @@ def test_reindex_indexes_documents_written_before_the_index(
     mine = ["--kind", "knowledge", "--kind", "memory"]
     assert main(["memory", "search", "--org", "acme", "--as", "ceo", *mine, "--json", "経費精算 そば"]) == 0
     assert [h["source_id"] for h in _json(capsys)["hits"]] == ["k1"]  # not staff's own memory
+
+
+def test_reindex_after_a_model_change_re_embeds_with_a_bar_and_is_idempotent(
+    store: MemoryStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    # GIVEN two documents indexed with yesterday's model
+    store.set("orgs/acme/knowledge/k1", {"title": "経費", "content": "経費精算は毎月25日締め🧾"})
+    store.set("orgs/acme/knowledge/k2", {"title": "ＰＣ", "content": "PCが壊れたら情シス（内線2100）へ"})
+    old = build_runtime(
+        store=store, llm=None, bus=InProcessBus(), notifiers=[], embedder=NgramEmbedder("old")
+    )
+    monkeypatch.setattr(memory_cli, "runtime_for", lambda _args: old)
+    assert main(["memory", "reindex", "--org", "acme"]) == 0
+    capsys.readouterr()
+    # WHEN the model changes and the operator reindexes
+    new = build_runtime(
+        store=store, llm=None, bus=InProcessBus(), notifiers=[], embedder=NgramEmbedder("new")
+    )
+    monkeypatch.setattr(memory_cli, "runtime_for", lambda _args: new)
+    assert main(["memory", "reindex", "--org", "acme"]) == 0
+    # THEN the documents are not indexed again, their chunks get the new model's vectors,
+    # and the progress is drawn on stderr (stdout stays the result)
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        "teaching 0, knowledge 0, value 0, memory 0 indexed",
+        "2 chunks re-embedded with new, 0 already of it",
+    ]
+    assert "re-embedding (new) [" in err and "] 2/2" in err
+    models = {d["model"] for _, d in store.query("orgs/acme/memory_chunks")}
+    assert models == {"new"}
+    # AND a second run has nothing to do; --all indexes every document again
+    assert main(["memory", "reindex", "--org", "acme"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "0 chunks re-embedded with new, 2 already of it"
+    assert main(["memory", "reindex", "--org", "acme", "--all"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "teaching 0, knowledge 2, value 0, memory 0 indexed"

@@ -1,0 +1,73 @@
+"""Re-embed an organisation's chunks with the current model (``charter memory reindex``).
+
+Every vector lives in a chunk of ``memory_chunks`` beside the name of the model that made it
+(``model``; the search reads only the current model's). After a model change each chunk whose
+``model`` is not the current one gets a new vector of its own text: the text the index embedded
+(masked, cut), so the vector is the one indexing it again would give, for every kind of source
+(teachings, knowledge, values, memories, episodes) and without touching the keyword statistics.
+
+Resumable and idempotent by construction: a chunk already of the current model is skipped, so a
+run that was interrupted (a crash, Ctrl-C, a timeout) is simply run again and does the rest, and
+a second run does nothing. Each batch is written in one transaction that reads the chunks again
+first: a chunk re-indexed meanwhile (its text changed, or it is gone) is left as the index wrote it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shared_lib.memory.index import chunk_path, chunks_path
+from shared_lib.ports import Doc, Embedder, Store, Transaction, Vector
+
+BATCH = 32  # chunks embedded and written together
+
+Progress = Callable[[int, int], None]  # (chunks done, chunks to do)
+
+
+@dataclass(frozen=True)
+class Reembedded:
+    current: int  # chunks already of the model when the run started
+    embedded: int  # chunks given a new vector
+    changed: int  # chunks re-indexed or removed during the run (left as they were written)
+
+
+def stale(doc: Doc, model: str) -> bool:
+    return doc.get("model") != model or not doc.get("embedding")
+
+
+def reembed(
+    store: Store, embedder: Embedder, org_id: str, *, progress: Progress | None = None, batch: int = BATCH
+) -> Reembedded:
+    """Give every chunk of the organisation not embedded by ``embedder``'s model a vector of it."""
+    rows = store.query(chunks_path(org_id))
+    todo = sorted((cid, str(doc.get("text") or "")) for cid, doc in rows if stale(doc, embedder.name))
+    current = len(rows) - len(todo)
+    done = changed = 0
+    if progress:
+        progress(0, len(todo))
+    for start in range(0, len(todo), batch):
+        part = todo[start : start + batch]
+        vectors = embedder.embed([text for _, text in part], kind="document")
+        changed += store.run_transaction(_writer(org_id, embedder.name, part, vectors))
+        done += len(part)
+        if progress:
+            progress(done, len(todo))
+    return Reembedded(current=current, embedded=done - changed, changed=changed)
+
+
+def _writer(
+    org_id: str, model: str, part: list[tuple[str, str]], vectors: list[Vector]
+) -> Callable[[Transaction], int]:
+    def write(txn: Transaction) -> int:
+        paths = [chunk_path(org_id, cid) for cid, _ in part]
+        docs = [txn.get(p) for p in paths]  # reads first
+        skipped = 0
+        for path, doc, (_, text), vector in zip(paths, docs, part, vectors, strict=True):
+            if doc is None or str(doc.get("text") or "") != text:
+                skipped += 1
+                continue
+            txn.set(path, {"embedding": vector, "model": model}, merge=True)
+        return skipped
+
+    return write
