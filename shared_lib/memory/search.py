@@ -12,18 +12,18 @@ agreement between the two lists counts more than a first place in one) adds
 The weights belong to the embedding model, because they say how far its ranking is to be
 trusted on Japanese. Seed 001 §18.2's vector 0.7 / keyword 0.3 was set for ruri-v3, a Japanese
 model: paraphrases are the vector's, exact terms (names, numbers, product codes) the keyword's.
-The local default, all-MiniLM-L6-v2, is English: it reads Japanese character by character, and
-on the labelled set of ``infra/bench/recall.py`` its recall@5 is 0.46 against BM25's 0.85; with
-the seed's weights its mistakes push the keyword's right answers out of the top five and the
-fusion (0.77) is worse than the keyword alone. So for it the weights are swapped (keyword 0.7,
-vector 0.3: 0.88, better than either; any vector weight from 0.1 to 0.3 gives the same): a
-keyword hit keeps its place, the vector fills the list where the keyword finds too little and
-lifts a hit both agree on. A model not in ``MODEL_WEIGHTS`` (Vertex's multilingual model) gets
+The local model, multilingual-e5-small, reads Japanese; on the office set of
+``infra/bench/recall.py`` (225 queries, half paraphrases sharing no content word with their
+answer) the seed's 0.7 is among the best weights, and it is kept (figures in
+``infra/bench/README.md``). A model not in ``MODEL_WEIGHTS`` (Vertex's multilingual model) gets
 the seed's; measure it with the benchmark (``--vector-weight``) before trusting it.
 
-Who may read what: always one organisation (the chunks live under it); a chunk with
-``user_id`` is that person's only; a chunk whose ``min_level`` is above the reader's level is
-never returned. Hits are per source (its best chunk), best first.
+Rank fusion counts a keyword hit however weak: a paraphrase shares a common word or two
+(「出」「会社」) with documents about anything, and those ranks pushed the vector's right answers
+out of the top five (hybrid below the vector alone). So in the fusion the keyword side ranks
+only chunks holding ``KEYWORD_SHARE`` of what the query names (its terms weighed by idf): an
+exact term still leads, a stray shared word no longer votes. ``mode="keyword"`` (and a search
+without an embedder) keeps every match: there nothing else fills the list.
 """
 
 from __future__ import annotations
@@ -34,13 +34,16 @@ from typing import Any, cast
 
 from shared_lib.errors import ConfigError
 from shared_lib.memory.index import chunks_path, df_name, stats_path
-from shared_lib.memory.keyword import MAX_QUERY_TERMS, bm25, bucket, query_terms
+from shared_lib.memory.keyword import MAX_QUERY_TERMS, bm25, bucket, idf, query_terms
 from shared_lib.ports import Doc, Embedder, Store, VectorSearch
 
 RRF_K = 60
 SEED_VECTOR_WEIGHT = 0.7  # seed 001 §18.2 (keyword 0.3), for a model that reads Japanese
-MODEL_WEIGHTS = {"all-MiniLM-L6-v2": 0.3}  # vector weight per model; keyword = 1 - it (see above)
+MODEL_WEIGHTS = {"multilingual-e5-small-q4": 0.7}  # vector weight per model; keyword = 1 - it (see above)
 PER_TERM_LIMIT = 200  # candidates read per query term (the rarest terms are read first)
+# in the fusion, the keyword side ranks only chunks holding this share of what the query names
+# (its terms by idf): a chunk sharing one common word with a paraphrase is not a keyword match
+KEYWORD_SHARE = 0.5  # chosen on the office set with the weight (infra/bench/README.md)
 VECTOR_FACTOR = 8  # nearest chunks read per hit wanted, before the reader's filter
 
 
@@ -109,8 +112,13 @@ def search(
     totals = store.get(stats_path(org_id, "totals")) or {}
     if nothing_to_find(totals, kinds):
         return []  # no chunk of the kinds asked: no query embedded, nothing read
-    keyword = keyword_ranking(store, org_id, query, wanted, totals=totals) if mode != "vector" else []
     use_vector = embedder is not None and mode != "keyword"
+    share = KEYWORD_SHARE if use_vector else 0.0
+    keyword = (
+        keyword_ranking(store, org_id, query, wanted, totals=totals, min_share=share)
+        if mode != "vector"
+        else []
+    )
     vector = vector_ranking(store, embedder, org_id, query, wanted, limit) if use_vector and embedder else []
     weight = vector_weight if vector_weight is not None else fusion_weight(embedder)
     return fuse(keyword, vector, limit, vector_weight=weight)
@@ -131,10 +139,12 @@ def nothing_to_find(totals: Doc, kinds: Sequence[str] | None) -> bool:
 
 
 def keyword_ranking(
-    store: Store, org_id: str, query: str, wanted: Any, *, totals: Doc | None = None
+    store: Store, org_id: str, query: str, wanted: Any, *, totals: Doc | None = None, min_share: float = 0.0
 ) -> list[tuple[str, Doc, float]]:
     """Chunks holding a query term, by BM25, best first. Reads the totals (unless given), the
-    frequency buckets of the query's terms, then each of the rarest ``MAX_QUERY_TERMS`` terms' chunks."""
+    frequency buckets of the query's terms, then each of the rarest ``MAX_QUERY_TERMS`` terms' chunks.
+    ``min_share``: only chunks holding at least that share of the query's terms, weighed by idf
+    (the fusion's: see ``KEYWORD_SHARE``)."""
     asked = query_terms(query)
     if not asked:
         return []
@@ -161,9 +171,18 @@ def keyword_ranking(
             ),
         )
         for cid, doc in candidates.items()
-        if wanted(doc)
+        if wanted(doc) and (not min_share or _share(asked, doc, df, n_docs) >= min_share)
     ]
     return sorted((s for s in scored if s[2] > 0), key=lambda s: (-s[2], s[0]))
+
+
+def _share(asked: Sequence[str], doc: Doc, df: dict[str, int], n_docs: int) -> float:
+    """The share of the query's terms (weighed by idf: a rare term names more, and a term no
+    chunk holds names the most) the chunk holds."""
+    held = set(doc.get("terms") or ())
+    weights = {t: idf(df[t], n_docs) for t in asked}
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in held) / total if total else 0.0
 
 
 def vector_ranking(
