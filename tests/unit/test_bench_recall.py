@@ -3,8 +3,13 @@ three modes. The figures of the real local model are in infra/bench/README.md; h
 n-gram embedder stands in (tests/unit/memory/memory_fakes.py), so no figure is asserted but
 what the n-gram model cannot change: the keyword side finds every exact term."""
 
-from infra.bench.recall import load_set, measure, render
+import re
+
+from infra.bench.recall import SETS, load_set, measure, render
+from shared_lib.memory.keyword import terms
 from tests.unit.memory.memory_fakes import NgramEmbedder
+
+OFFICE = load_set(SETS[1])
 
 
 def test_the_labelled_set_is_japanese_and_every_relevant_id_exists():
@@ -29,3 +34,32 @@ def test_measure_gives_recall_for_keyword_vector_and_hybrid():
 def test_without_an_embedder_only_the_keyword_figure():
     result = measure(load_set(), None)
     assert list(result["modes"]) == ["keyword"] and result["hybrid_not_worse"]
+
+
+def test_the_office_set_is_large_half_paraphrases_with_distractors():
+    ids = {d["id"] for d in OFFICE["documents"]}
+    assert len(ids) == len(OFFICE["documents"]) >= 100
+    queries = OFFICE["queries"]
+    assert len(queries) >= 150
+    assert all(q["relevant"] and set(q["relevant"]) <= ids for q in queries)
+    paraphrases = [q for q in queries if q["type"] == "paraphrase"]
+    assert len(paraphrases) * 2 >= len(queries)
+    # distractors (dx*): near-topic documents (another question on the same subject), each with its own query
+    assert len(ids - {i for q in queries for i in q["relevant"]}) == 0  # each has its own exact query
+    assert sum(1 for i in ids if i.startswith("dx")) >= 20
+
+
+def test_a_paraphrase_shares_no_content_word_with_its_answer():
+    # content: kanji, katakana and latin terms of the keyword index (hiragana bigrams are particles)
+    def content(text: str) -> set[str]:
+        return {t for t in terms(text) if not re.fullmatch(r"[\u3041-\u309f]+", t)}
+
+    docs = {d["id"]: content(f"{d['title']}\n{d['text']}") for d in OFFICE["documents"]}
+    shared = {
+        q["query"]: sorted(content(q["query"]) & docs[r])
+        for q in OFFICE["queries"]
+        if q["type"] == "paraphrase"
+        for r in q["relevant"]
+        if content(q["query"]) & docs[r]
+    }
+    assert shared == {}
