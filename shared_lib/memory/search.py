@@ -3,7 +3,7 @@ fused by reciprocal rank, for one reader.
 
 Why rank fusion and these weights. BM25 scores are unbounded and depend on the collection;
 cosine similarities of a sentence model crowd into a narrow band that differs per model
-(MiniLM on Japanese text, Vertex's multilingual model). A weighted sum of raw scores would
+(e5 and MiniLM on Japanese text, Vertex's multilingual model). A weighted sum of raw scores would
 need calibrating per model and per organisation; ranks need none. Reciprocal rank fusion
 (Cormack, Clarke & Büttcher 2009, k = 60: a hit's weight falls slowly with its rank, so
 agreement between the two lists counts more than a first place in one) adds
