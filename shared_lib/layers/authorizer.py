@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shared_lib.errors import BrainError
+from shared_lib.features.jobs import state as agent_jobs
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy.authorization import authorize
-from shared_lib.state import agent_jobs
 from shared_lib.turn.decisions import AuthDecision
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.proposal import Proposal

@@ -27,7 +27,8 @@ from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.brain.vault import store_vault
 from shared_lib.errors import BrainError
-from shared_lib.layers import auto_approval, confirmation
+from shared_lib.features.approvals import steps as confirmation
+from shared_lib.features.auto_approve import steps as auto_approval
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.turn.envelope import ProposalSection, Turn

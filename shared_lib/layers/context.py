@@ -39,7 +39,8 @@ from shared_lib.context import ContextInput, record, summary_line
 from shared_lib.context.builder import BuiltContext
 from shared_lib.context.history import append_message, history_path
 from shared_lib.errors import BrainError
-from shared_lib.layers import auto_approval, job_turns
+from shared_lib.features.auto_approve import steps as auto_approval
+from shared_lib.features.jobs import steps as job_turns
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.observability.logs import log_event
 from shared_lib.routing import Classify, decide, llm_classifier

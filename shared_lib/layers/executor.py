@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 from shared_lib import tracing
 from shared_lib.brain.vault import restore_parameters
 from shared_lib.errors import BrainError
-from shared_lib.layers import job_turns
+from shared_lib.features.jobs import state as agent_jobs
+from shared_lib.features.jobs import steps as job_turns
 from shared_lib.layers.authorizer import gate
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.privacy.sealing import REVEALED
-from shared_lib.state import agent_jobs
 from shared_lib.tools import delivery
 from shared_lib.tools.execution import CallRequest, ToolExecutor
 from shared_lib.tools.execution import receipt_path as call_receipt_path

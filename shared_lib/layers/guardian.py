@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shared_lib.errors import BrainError
-from shared_lib.layers import auto_approval
+from shared_lib.features.auto_approve import steps as auto_approval
+from shared_lib.features.jobs import state as agent_jobs
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.policy import guardian
 from shared_lib.policy.subject import Origin
 from shared_lib.policy.teachings import valid_teachings
-from shared_lib.state import agent_jobs
 from shared_lib.turn.decisions import Verdict
 from shared_lib.turn.envelope import Turn
 
