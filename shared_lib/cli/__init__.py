@@ -14,7 +14,6 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``dates``          ``charter dates parse "TEXT" --now T``: how the one date reader reads a text
 ``config``         ``charter config show``: the effective settings, where each comes from
 ``peers``          ``charter peers list``: the LLM peers, their purposes and last health
-``persona``        ``charter persona show|verify|diff``: the pinned core, an organisation's extension
 ``memory``         ``charter memory add|import|list|delete|search``: teachings, knowledge, values; hybrid search
 ``ft``             ``charter ft list|show|accept|edit|reject|export``: fine-tuning data, reviewed and exported
 ``skills``         ``charter skills list|show|test|approve|rollback|propose``: skills, sandbox tests, approvals
@@ -23,7 +22,8 @@ Each module registers its subcommands with ``register(subparsers)``:
 A feature's commands live in its room (``shared_lib/features/<name>/cli.py``) and register through
 its manifest (``shared_lib.wiring.features.FEATURES``): ``charter approvals list|show|auto on|auto
 off|auto status`` (approvals), ``charter jobs list|show|cancel`` (delegated jobs), ``charter
-episodes list|show`` and ``charter tags list|search`` (memory stories).
+episodes list|show`` and ``charter tags list|search`` (memory stories), ``charter persona
+show|verify|diff`` (persona learning: the pinned core, an organisation's extension).
 
 Every command that reads the live store gets it from one operator runtime
 (``shared_lib.wiring.composition.operator_runtime``: ``--store``/``--project``, the settings, or
@@ -66,7 +66,6 @@ from shared_lib.cli import (
     operations,
     operators,
     peers,
-    persona,
     policy,
     revisions,
     rollout,
@@ -98,7 +97,6 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     dates.register,
     config.register,
     peers.register,
-    persona.register,
     memory.register,
     ft.register,
     skills.register,

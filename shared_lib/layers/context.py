@@ -40,12 +40,12 @@ from shared_lib.context.builder import BuiltContext
 from shared_lib.context.history import append_message, history_path
 from shared_lib.errors import BrainError
 from shared_lib.features.auto_approve import steps as auto_approval
+from shared_lib.features.debounce import state as debounce
 from shared_lib.features.jobs import steps as job_turns
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.observability.logs import log_event
 from shared_lib.routing import Classify, decide, llm_classifier
 from shared_lib.routing.commands import split_commands
-from shared_lib.state import debounce
 from shared_lib.state.answers import read_answer
 from shared_lib.state.session import load_session, set_local_only
 from shared_lib.turn.callctx import remaining

@@ -26,9 +26,11 @@ from shared_lib.brain import constitution, integration
 from shared_lib.brain.persona_prompt import context_for
 from shared_lib.delivery.idempotency import Claims, ClaimState
 from shared_lib.errors import BrainError
+from shared_lib.features.agent_state.store import record_turn
 from shared_lib.features.approvals import steps as confirmation
 from shared_lib.features.jobs import state as agent_jobs
 from shared_lib.features.jobs import steps as job_turns
+from shared_lib.features.persona_learning.store import apply_turn
 from shared_lib.layers.base import Layer, Outcome, lateness
 from shared_lib.layers.context import append_history
 from shared_lib.observability.logs import log_event
@@ -36,8 +38,6 @@ from shared_lib.persona.ext import PersonaSection
 from shared_lib.ports import OutboundReply
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.routing import announcement_line
-from shared_lib.state.agent_store import record_turn
-from shared_lib.state.persona_store import apply_turn
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.proposal import ClarificationProposal, TextResponseProposal
 

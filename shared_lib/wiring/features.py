@@ -12,15 +12,26 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from shared_lib.errors import ConfigError
+from shared_lib.features.agent_state.manifest import MANIFEST as AGENT_STATE
 from shared_lib.features.approvals.manifest import MANIFEST as APPROVALS
 from shared_lib.features.auto_approve.manifest import MANIFEST as AUTO_APPROVE
+from shared_lib.features.debounce.manifest import MANIFEST as DEBOUNCE
 from shared_lib.features.jobs.manifest import MANIFEST as JOBS
 from shared_lib.features.manifest import Manifest
 from shared_lib.features.memory_stories.manifest import MANIFEST as MEMORY_STORIES
+from shared_lib.features.persona_learning.manifest import MANIFEST as PERSONA_LEARNING
 from shared_lib.layers.stage import Step
 from shared_lib.tools.catalog import Binding
 
-FEATURES: tuple[Manifest, ...] = (APPROVALS, AUTO_APPROVE, JOBS, MEMORY_STORIES)
+FEATURES: tuple[Manifest, ...] = (
+    APPROVALS,
+    AUTO_APPROVE,
+    JOBS,
+    MEMORY_STORIES,
+    DEBOUNCE,
+    PERSONA_LEARNING,
+    AGENT_STATE,
+)
 
 
 def check(features: tuple[Manifest, ...] = FEATURES) -> None:
