@@ -40,7 +40,6 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from shared_lib.admin import memory_tasks
 from shared_lib.admin.api import build_api, error, json_response, task_response
-from shared_lib.admin.ft_api import build_ft_api
 from shared_lib.admin.identity import Gate, IdTokenVerifier, Refused
 from shared_lib.admin.memory_api import build_memory_api
 from shared_lib.layers import memory
@@ -76,7 +75,7 @@ def create_app(rt: Runtime, *, gate: Gate | None = None) -> Flask:
     app = Flask(__name__, static_folder=None)
     app.config["JSON_AS_ASCII"] = False
     gate = gate or gate_of(rt)
-    for build in (build_api, build_memory_api, build_ft_api):
+    for build in (build_api, build_memory_api):
         app.register_blueprint(build(rt, gate))
     for feature in FEATURES:  # each feature's routes, by its manifest (``shared_lib.wiring.features``)
         if feature.admin is not None:

@@ -15,7 +15,6 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``config``         ``charter config show``: the effective settings, where each comes from
 ``peers``          ``charter peers list``: the LLM peers, their purposes and last health
 ``memory``         ``charter memory add|import|list|delete|search``: teachings, knowledge, values; hybrid search
-``ft``             ``charter ft list|show|accept|edit|reject|export``: fine-tuning data, reviewed and exported
 ``skills``         ``charter skills list|show|test|approve|rollback|propose``: skills, sandbox tests, approvals
 =================  =====================================================================================
 
@@ -23,7 +22,8 @@ A feature's commands live in its room (``shared_lib/features/<name>/cli.py``) an
 its manifest (``shared_lib.wiring.features.FEATURES``): ``charter approvals list|show|auto on|auto
 off|auto status`` (approvals), ``charter jobs list|show|cancel`` (delegated jobs), ``charter
 episodes list|show`` and ``charter tags list|search`` (memory stories), ``charter persona
-show|verify|diff`` (persona learning: the pinned core, an organisation's extension).
+show|verify|diff`` (persona learning: the pinned core, an organisation's extension), ``charter ft
+list|show|accept|edit|reject|export`` (fine-tuning data, reviewed and exported).
 
 Every command that reads the live store gets it from one operator runtime
 (``shared_lib.wiring.composition.operator_runtime``: ``--store``/``--project``, the settings, or
@@ -60,7 +60,6 @@ from shared_lib.cli import (
     config,
     data,
     dates,
-    ft,
     gates,
     memory,
     operations,
@@ -98,7 +97,6 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     config.register,
     peers.register,
     memory.register,
-    ft.register,
     skills.register,
     operators.register,
 )

@@ -16,6 +16,7 @@ from shared_lib.features.agent_state.manifest import MANIFEST as AGENT_STATE
 from shared_lib.features.approvals.manifest import MANIFEST as APPROVALS
 from shared_lib.features.auto_approve.manifest import MANIFEST as AUTO_APPROVE
 from shared_lib.features.debounce.manifest import MANIFEST as DEBOUNCE
+from shared_lib.features.finetune.manifest import MANIFEST as FINETUNE
 from shared_lib.features.jobs.manifest import MANIFEST as JOBS
 from shared_lib.features.manifest import Manifest
 from shared_lib.features.memory_stories.manifest import MANIFEST as MEMORY_STORIES
@@ -31,6 +32,7 @@ FEATURES: tuple[Manifest, ...] = (
     DEBOUNCE,
     PERSONA_LEARNING,
     AGENT_STATE,
+    FINETUNE,
 )
 
 

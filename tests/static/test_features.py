@@ -40,6 +40,7 @@ PENDING_STAGE_TABLE: frozenset[tuple[str, str]] = frozenset(
         ("shared_lib.layers.guardian", "shared_lib.features.auto_approve.steps"),
         ("shared_lib.layers.guardian", "shared_lib.features.jobs.state"),
         ("shared_lib.layers.ingress", "shared_lib.features.debounce.state"),
+        ("shared_lib.layers.memory", "shared_lib.features.finetune.state.staging"),
         ("shared_lib.layers.memory", "shared_lib.features.memory_stories.steps"),
         ("shared_lib.layers.memory", "shared_lib.features.persona_learning.store"),
         ("shared_lib.layers.responder", "shared_lib.features.agent_state.store"),
@@ -65,12 +66,14 @@ def rooms(repo: Path) -> list[Path]:
 
 
 def unplaced_modules(repo: Path) -> list[str]:
-    """Modules of a room whose role the floors do not name (``steps_x.py`` is a ``steps``)."""
+    """Modules of a room whose role the floors do not name: a module's role is the first name
+    under its room, up to its first ``_`` (``steps_x.py`` and ``state/export.py`` have one)."""
     return [
         str(p.relative_to(repo))
         for room in rooms(repo)
         for p in sorted(room.rglob("*.py"))
-        if p.name != "__init__.py" and (p.parent != room or p.stem.partition("_")[0] not in ROLE_FLOORS)
+        if p != room / "__init__.py"
+        and p.relative_to(room).with_suffix("").parts[0].partition("_")[0] not in ROLE_FLOORS
     ]
 
 
