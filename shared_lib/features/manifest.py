@@ -53,5 +53,5 @@ class Manifest:
                 module.startswith(room) and module[len(room) :].partition("_")[0] == role
             ):
                 raise ConfigError(
-                    f"feature {self.name}: its {role} is a {role} module of its room, not {module!r}"
+                    f"feature {self.name}: {role} must name its room's {role} module, not {module!r}"
                 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from shared_lib.errors import ConfigError
 from shared_lib.features.agent_state.manifest import MANIFEST as AGENT_STATE
@@ -21,8 +22,10 @@ from shared_lib.features.jobs.manifest import MANIFEST as JOBS
 from shared_lib.features.manifest import Manifest
 from shared_lib.features.memory_stories.manifest import MANIFEST as MEMORY_STORIES
 from shared_lib.features.persona_learning.manifest import MANIFEST as PERSONA_LEARNING
-from shared_lib.layers.stage import Step
-from shared_lib.tools.catalog import Binding
+
+if TYPE_CHECKING:
+    from shared_lib.layers.stage import Step
+    from shared_lib.tools.catalog import Binding
 
 FEATURES: tuple[Manifest, ...] = (
     APPROVALS,

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
 def blueprints(rt: Runtime, gate: Gate) -> list[Blueprint]:
     """The operator's ``/api/jobs`` and the scheduler's watchdog task (the app checks its identity)."""
-    tasks = Blueprint("jobs_tasks", __name__, url_prefix="/tasks/jobs")
+    tasks = Blueprint("jobs_tasks", __name__)
 
-    @tasks.post("/watchdog")
+    @tasks.post("/tasks/jobs/watchdog")
     def watchdog() -> Response:
         return task_response("jobs/watchdog", lambda: job_turns.sweep(rt))
 
