@@ -29,11 +29,11 @@ from shared_lib.context.compaction import Compaction, Compactor, compact, pendin
 from shared_lib.context.memory_config import MemoryConfig, load_memory_config
 from shared_lib.context.summary_prompt import Voice
 from shared_lib.errors import LLMError
-from shared_lib.finetune.staging import stage
-from shared_lib.layers import memory_stories as stories
+from shared_lib.features.finetune.state.staging import stage
+from shared_lib.features.memory_stories import steps as stories
+from shared_lib.features.persona_learning.store import load_ext
 from shared_lib.layers.base import Layer
 from shared_lib.observability.logs import log_event
-from shared_lib.state.persona_store import load_ext
 from shared_lib.state.session import load_session
 from shared_lib.turn.callctx import job_context
 from shared_lib.turn.envelope import Turn

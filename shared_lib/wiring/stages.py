@@ -17,22 +17,16 @@ from typing import TYPE_CHECKING
 
 from shared_lib import loop
 from shared_lib.brain.persona_prompt import context_for
-from shared_lib.layers import (
-    authorizer,
-    auto_approval,
-    brain,
-    confirmation,
-    context,
-    executor,
-    guardian,
-    job_turns,
-    responder,
-)
+from shared_lib.features.agent_state.store import record_turn
+from shared_lib.features.approvals import steps as confirmation
+from shared_lib.features.auto_approve import steps as auto_approval
+from shared_lib.features.debounce import state as debounce
+from shared_lib.features.jobs import state as agent_jobs
+from shared_lib.features.jobs import steps as job_turns
+from shared_lib.features.persona_learning.store import apply_turn
+from shared_lib.layers import authorizer, brain, context, executor, guardian, responder
 from shared_lib.layers.base import Outcome
 from shared_lib.observability.logs import log_event
-from shared_lib.state import agent_jobs, debounce
-from shared_lib.state.agent_store import record_turn
-from shared_lib.state.persona_store import apply_turn
 from shared_lib.turn.decisions import AuthDecision, Verdict
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.proposal import ToolCallProposal

@@ -21,7 +21,7 @@ import pytest
 from infra import local_stack as stack_mod
 from infra.emulators import stop_on_sigterm
 from infra.webhook_sender import send
-from shared_lib.state import debounce
+from shared_lib.features.debounce import state as debounce
 from tests.e2e.conftest import LocalStack
 
 ORG, USER = "demo", "u-suzuki"

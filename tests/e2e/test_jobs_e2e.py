@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from infra.webhook_sender import send
-from shared_lib.state import agent_jobs
+from shared_lib.features.jobs import state as agent_jobs
 
 ORG, USER = "demo", "u-suzuki"  # level 2: may delegate, may not see the staff list (level 5)
 FINISHES = "営業チームの期限切れタスクを集めて要約して"

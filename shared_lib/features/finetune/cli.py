@@ -36,10 +36,10 @@ from shared_lib.cli.console import NO_STORE, json_text
 from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import EXIT_FINDING, EXIT_OK, EXIT_USAGE, fail
 from shared_lib.errors import ConfigError
-from shared_lib.finetune import review
-from shared_lib.finetune.config import opted_in, set_opt_in
-from shared_lib.finetune.export import ExportFilter, card_path, export
-from shared_lib.finetune.formats import FORMATS
+from shared_lib.features.finetune.state import review
+from shared_lib.features.finetune.state.config import opted_in, set_opt_in
+from shared_lib.features.finetune.state.export import ExportFilter, card_path, export
+from shared_lib.features.finetune.state.formats import FORMATS
 from shared_lib.memory.ingest import NotAllowed, check_level
 from shared_lib.runtime import Runtime
 

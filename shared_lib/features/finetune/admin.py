@@ -21,13 +21,17 @@ from shared_lib.admin.api import error, guard, json_response, operator
 from shared_lib.admin.identity import Gate, acting, read_org
 from shared_lib.admin.memory_api import _body as request_body
 from shared_lib.admin.memory_api import _text as field
-from shared_lib.finetune import review
+from shared_lib.features.finetune.state import review
 from shared_lib.memory.ingest import NotAllowed
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 Review = Callable[[str, str, str, dict[str, Any]], dict[str, Any]]
+
+
+def blueprints(rt: Runtime, gate: Gate) -> list[Blueprint]:
+    return [build_ft_api(rt, gate)]
 
 
 def build_ft_api(rt: Runtime, gate: Gate) -> Blueprint:

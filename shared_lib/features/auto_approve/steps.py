@@ -1,6 +1,6 @@
 """Auto-approve in the turn (seed 002 §6.4): the guardian's hook and the instant-OFF chat command.
 
-Three entry points, called by layers owned elsewhere (the rules are ``shared_lib.state.auto_approve``):
+Three entry points, called by layers owned elsewhere (the rules are ``shared_lib.features.auto_approve.store``):
 
 * ``apply(turn, rt, verdict)`` — guardian layer, after the tree. A confirmation that a live
   grant covers (and the deployment's switch allows, no hard-require kind applies, not a double
@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.brain.models import flags_document
-from shared_lib.layers import authorizer
-from shared_lib.layers.base import Outcome
+from shared_lib.features.approvals import store as jobs
+from shared_lib.features.auto_approve import store as auto_approve
+from shared_lib.layers.authorizer import gate
 from shared_lib.policy.effective import Policy
-from shared_lib.state import auto_approve, jobs
 from shared_lib.state.gate import summary
 from shared_lib.tools.directory import get_person
-from shared_lib.turn.decisions import Verdict
+from shared_lib.turn.decisions import Outcome, Verdict
 from shared_lib.turn.envelope import Turn
-from shared_lib.turn.proposal import ToolCallProposal
+from shared_lib.turn.proposal import Proposal, ToolCallProposal
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -84,7 +84,7 @@ def apply(turn: Turn, rt: Runtime, verdict: Verdict) -> Verdict:
     )
     if decision.grant is None:
         return verdict.with_details(auto_approve=decision.reason, hard_require=list(decision.hard_require))
-    if authorizer.gate(turn, rt, proposal).result != "allowed":
+    if not _authorized(turn, rt, proposal):
         return verdict.with_details(auto_approve="authorization")
     grant_id = str(decision.grant["grant_id"])
     allowed = Verdict(
@@ -168,6 +168,12 @@ def _off(turn: Turn, rt: Runtime) -> None:
         user_id=None if whole_org else turn.user_id,
     )
     turn.context.auto_off = {"scope": "org" if whole_org else "own", "others_left": len(others)}
+
+
+def _authorized(turn: Turn, rt: Runtime, proposal: Proposal) -> bool:
+    """The Authorization Gate the authorizer layer will apply: a grant never allows what the asker
+    may not do (a job's turn that delegates again was blocked before: the guardian's step)."""
+    return gate(turn, rt, proposal).result == "allowed"
 
 
 def answer_command(turn: Turn, rt: Runtime) -> Outcome | None:

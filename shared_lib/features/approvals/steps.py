@@ -23,13 +23,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.layers import approval_answers as answers
-from shared_lib.layers.approval_answers import reply
+from shared_lib.features.approvals import steps_answers as answers
+from shared_lib.features.approvals import store as jobs
+from shared_lib.features.approvals.steps_answers import reply
+from shared_lib.features.auto_approve import store as auto_approve
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.guardian import proposal_hash
 from shared_lib.policy.teachings import valid_teachings
 from shared_lib.privacy.sanitizer import Sanitizer
-from shared_lib.state import auto_approve, gate, jobs, session
+from shared_lib.state import gate, session
 from shared_lib.state.answers import is_urgent, read_answer
 from shared_lib.tools.display import parameter_lines
 from shared_lib.turn.envelope import Turn

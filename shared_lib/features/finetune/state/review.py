@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from shared_lib import collections
 from shared_lib.errors import CharterError
-from shared_lib.finetune.staging import candidate_path, masked_text
+from shared_lib.features.finetune.state.staging import candidate_path, masked_text
 from shared_lib.memory.ingest import NotAllowed, check_level
 from shared_lib.ports import Doc, Op, Store
 from shared_lib.privacy.sanitizer import Sanitizer

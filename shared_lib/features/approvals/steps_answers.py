@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from shared_lib.dates import read
+from shared_lib.features.approvals import store as jobs
 from shared_lib.policy.guardian import proposal_hash
-from shared_lib.state import jobs, session
+from shared_lib.state import session
 from shared_lib.turn.envelope import StepRecord, Turn
 from shared_lib.turn.proposal import Proposal
 

@@ -7,7 +7,7 @@
     charter approvals auto status --org ORG [--json]
 
 ``auto off`` is the instant OFF (one write; the very next turn asks again); ``auto on`` makes a
-grant (``shared_lib.state.auto_approve`` says what its scope means) and refuses, with the
+grant (``shared_lib.features.auto_approve.store`` says what its scope means) and refuses, with the
 reason, what the deployment's switch (the flags' ``auto_approve``) or the policy does not allow.
 Each takes ``--store``/``--project`` (default: the settings, or what ``charter local up`` left in
 ``.charter/``). Exit codes: 0 ok, 1 no such job, 2 bad input or no store configured.
@@ -24,8 +24,9 @@ from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import fail
 from shared_lib.collections import collection_path
 from shared_lib.errors import ArgumentError, ConfigError
-from shared_lib.layers.auto_approval import switch
-from shared_lib.state import auto_approve, jobs
+from shared_lib.features.approvals import store as jobs
+from shared_lib.features.auto_approve import store as auto_approve
+from shared_lib.features.auto_approve.steps import switch
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

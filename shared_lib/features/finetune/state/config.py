@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared_lib.ports import Store
 from shared_lib.settings.config_files import parse_json_model
 
-CONFIG_FILE = Path(__file__).parent.parent / "config" / "finetune.json"
+CONFIG_FILE = Path(__file__).resolve().parents[3] / "config" / "finetune.json"
 OPT_IN_FIELD = "ft_staging"  # settings/company: the organisation's yes to training data (default no)
 EXPORT_MAX = 500  # seed 001 §29.5: at most 500 examples a fine-tuning run; no file may raise it
 

@@ -30,11 +30,11 @@ from typing import Any
 from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import EXIT_FINDING, EXIT_OK, fail
 from shared_lib.errors import ConfigError
+from shared_lib.features.persona_learning.store import load_ext
 from shared_lib.persona.catalogue import Persona, load_persona, verify_persona
 from shared_lib.persona.core import core_sha256
 from shared_lib.persona.ext import flat, merged_view
 from shared_lib.settings import Settings
-from shared_lib.state.persona_store import load_ext
 
 
 def register(subparsers: Any) -> None:

@@ -2,7 +2,9 @@
 lists them (every organisation without ``org``, for a platform operator), ``POST
 /api/jobs/<job_id>/cancel`` ``{"org"}`` cancels a live one as ``charter jobs cancel`` does (the
 requester is told once), by the person the operator's identity names: a ``by`` in the body must
-be that person, and another organisation's job is 403 (``shared_lib.admin.identity``).
+be that person, and another organisation's job is 403 (``shared_lib.admin.identity``). The
+scheduler's ``POST /tasks/jobs/watchdog`` (every minute) runs the jobs' sweep
+(``steps.sweep``).
 """
 
 from __future__ import annotations
@@ -11,14 +13,25 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, request
 
-from shared_lib.admin.api import error, guard, json_response, operator
+from shared_lib.admin.api import error, guard, json_response, operator, task_response
 from shared_lib.admin.identity import Gate, acting, read_org
-from shared_lib.layers import job_turns
-from shared_lib.state import agent_jobs
-from shared_lib.state.agent_jobs import JobError
+from shared_lib.features.jobs import state as agent_jobs
+from shared_lib.features.jobs import steps as job_turns
+from shared_lib.features.jobs.state import JobError
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
+
+
+def blueprints(rt: Runtime, gate: Gate) -> list[Blueprint]:
+    """The operator's ``/api/jobs`` and the scheduler's watchdog task (the app checks its identity)."""
+    tasks = Blueprint("jobs_tasks", __name__)
+
+    @tasks.post("/tasks/jobs/watchdog")
+    def watchdog() -> Response:
+        return task_response("jobs/watchdog", lambda: job_turns.sweep(rt))
+
+    return [build_jobs_api(rt, gate), tasks]
 
 
 def build_jobs_api(rt: Runtime, gate: Gate) -> Blueprint:

@@ -48,10 +48,10 @@ from pydantic import ValidationError
 from shared_lib import collections
 from shared_lib.adapters.scoped import scoped
 from shared_lib.errors import ArgumentError
-from shared_lib.finetune import pseudonyms
-from shared_lib.finetune.config import FinetuneConfig, load_config, opted_in
-from shared_lib.finetune.formats import FORMATS, build_line, parse_line
-from shared_lib.finetune.review import ACCEPTED
+from shared_lib.features.finetune.state import pseudonyms
+from shared_lib.features.finetune.state.config import FinetuneConfig, load_config, opted_in
+from shared_lib.features.finetune.state.formats import FORMATS, build_line, parse_line
+from shared_lib.features.finetune.state.review import ACCEPTED
 from shared_lib.ids import new_short_id
 from shared_lib.ports import Doc, Store
 from shared_lib.privacy.sanitizer import PLACEHOLDER, Sanitizer

@@ -5,7 +5,7 @@
     charter jobs cancel --org ORG JOB_ID [--by USER]
 
 ``cancel`` stops a queued or running job: its turn runs no tool after it and the requester is
-told once in the room (``shared_lib.layers.job_turns.cancel``). Each takes ``--store``/
+told once in the room (``shared_lib.features.jobs.steps.cancel``). Each takes ``--store``/
 ``--project``. Exit codes: 0 ok, 1 no such job or a job already over, 2 bad input or no store.
 """
 
@@ -19,8 +19,8 @@ from shared_lib.cli.console import NO_STORE, json_text
 from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import fail
 from shared_lib.errors import ConfigError
-from shared_lib.layers import job_turns
-from shared_lib.state import agent_jobs
+from shared_lib.features.jobs import state as agent_jobs
+from shared_lib.features.jobs import steps as job_turns
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime

@@ -1,6 +1,6 @@
 """A delegated job's turn through the chain (seed 001 §15, 002 §4.4, §6).
 
-A job (``shared_lib.state.agent_jobs``) runs as a turn of its own, published to
+A job (``shared_lib.features.jobs.state``) runs as a turn of its own, published to
 ``turns.received`` with the turn id its job names (a second publish is the same turn, claimed
 once by the layers), as its requester (``Turn.user_id``): the guardian and the gate judge every
 step as for that person, never more. Here, what only a job's turn does:
@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 from shared_lib import collections
 from shared_lib.delivery.idempotency import Claims, ClaimState
 from shared_lib.delivery.topology import TOPOLOGY
-from shared_lib.layers.base import Outcome
+from shared_lib.features.jobs import state as agent_jobs
 from shared_lib.loop.controller import LoopDecision
 from shared_lib.observability.logs import log_event
 from shared_lib.ports import OutboundReply
 from shared_lib.privacy.sanitizer import Sanitizer
-from shared_lib.state import agent_jobs
+from shared_lib.turn.decisions import Outcome
 from shared_lib.turn.envelope import JobSection, Turn
 from shared_lib.turn.inbound import InboundMessage
 

@@ -1,7 +1,7 @@
 """The agent state of a conversation at rest, and what the charter decided on a turn's steps.
 
 ``orgs/{org}/agent_states/{conversation id}`` (one per conversation, outliving the session):
-the state of ``shared_lib.state.agent`` with its texts masked (``Sanitizer.mask_stored``), the
+the state of ``shared_lib.features.agent_state.state`` with its texts masked (``Sanitizer.mask_stored``), the
 conversation's ``user_id``, ``expires_at`` the organisation's retention after the last write,
 the utterances already applied and the last one's outcome.
 
@@ -29,9 +29,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from shared_lib.collections import conversation_id, path
+from shared_lib.features.agent_state.state import FIVE, AgentState, CodeTransition, apply
 from shared_lib.ports import Store, Transaction
 from shared_lib.privacy.sanitizer import Sanitizer
-from shared_lib.state.agent import FIVE, AgentState, CodeTransition, apply
 from shared_lib.turn.agent_record import AgentSection, Status, Step, Transition
 from shared_lib.turn.envelope import StepRecord, Turn
 from shared_lib.turn.proposal import ClarificationProposal, StateUpdate

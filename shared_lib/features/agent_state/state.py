@@ -42,7 +42,7 @@ from shared_lib.errors import ConfigError
 from shared_lib.turn.agent_record import Status, Step, Transition
 from shared_lib.turn.proposal import StateUpdate
 
-TABLE_FILE = Path(__file__).resolve().parent.parent / "config" / "agent_state.json"
+TABLE_FILE = Path(__file__).resolve().parents[2] / "config" / "agent_state.json"
 ONE_LINE = 200  # goal, why_now, last_delta (seed 004 §5.1)
 ITEM = 100  # each constraint, plan move, open question, decision (seed 004 §5.1)
 CAPS = {"constraints": 2, "plan_brief": 3, "open_questions": 2, "context_refs": 10}

@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from shared_lib import collections
-from shared_lib.finetune.config import FinetuneConfig, load_config, opted_in
+from shared_lib.features.finetune.state.config import FinetuneConfig, load_config, opted_in
 from shared_lib.ports import AlreadyExistsError, Doc, Store, Transaction
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.at_rest import at_rest

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from shared_lib.collections import path
+from shared_lib.features.agent_state.store import own_steps
 from shared_lib.persona.core import PersonaCore
 from shared_lib.persona.ext import (
     TEACH_MIN_LEVEL,
@@ -26,7 +27,6 @@ from shared_lib.persona.ext import (
 )
 from shared_lib.ports import Store, Transaction
 from shared_lib.privacy.sanitizer import Sanitizer
-from shared_lib.state.agent_store import own_steps
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.proposal import PersonaUpdate
 
