@@ -6,6 +6,8 @@
   when a test asks for it) and stops them by process id.
 * ``firestore_store`` gives each test its own Firestore project on the emulator, so tests
   never see each other's documents.
+* ``demo_store`` is the demo's records in a SQLite file, per module (the command-line tests of
+  ``unit/cli`` read it in process, ``functional`` through a real pipe).
 """
 
 from __future__ import annotations
@@ -112,3 +114,13 @@ def memory_store():  # type: ignore[no-untyped-def]
     from shared_lib.adapters.memory_store import MemoryStore
 
     return MemoryStore()
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's records, kept in a SQLite store (the demo runs through every layer)."""
+    from infra import cli
+
+    keep = tmp_path_factory.mktemp("demo")
+    assert cli.main(["demo", "--keep", str(keep), "--json"]) == 0
+    return keep / "demo.sqlite"
