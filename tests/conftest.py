@@ -45,6 +45,8 @@ def _loopback(address: object) -> bool:
 
 
 UNIT = Path(__file__).resolve().parent / "unit"
+# functional tests run in process or in their own processes, never against the session's emulators
+FUNCTIONAL = Path(__file__).resolve().parent / "functional"
 
 
 @pytest.fixture(autouse=True)
@@ -52,9 +54,9 @@ def _no_network_and_clean_env(
     monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> Iterator[None]:
     saved = dict(os.environ)
-    if UNIT in Path(str(request.node.path)).parents:
-        # unit tests do no I/O: the emulators a session fixture of another folder exported
-        # (the whole suite runs e2e and integration first) must not reach them
+    if {UNIT, FUNCTIONAL} & set(Path(str(request.node.path)).parents):
+        # unit and functional tests use no emulator: the ones a session fixture of another folder
+        # exported (the whole suite runs e2e first) must not reach them (nor a process they start)
         for var in ("FIRESTORE_EMULATOR_HOST", "PUBSUB_EMULATOR_HOST", "CHARTER_STORE", "CHARTER_BUS"):
             monkeypatch.delenv(var, raising=False)
 
