@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from skill_fakes import CONFIG, EVASION, NETWORK, ORG, STORE_WRITE, config, spec
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.skills import sandbox
 from shared_lib.skills.sandbox import run_code, run_skill, static_problems
+from tests.unit.skills.skill_fakes import CONFIG, EVASION, NETWORK, ORG, STORE_WRITE, config, spec
 
 
 @pytest.fixture

@@ -15,13 +15,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from skill_fakes import CONFIG, ORG, config
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.skills import sandbox
 from shared_lib.skills.sandbox import run_code
+from tests.unit.skills.skill_fakes import CONFIG, ORG, config
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 SHORT = 1.5  # seconds: the rows that must end as a timeout
 pytestmark = pytest.mark.skipif(
     sandbox.os_isolation() is not None, reason=f"no OS sandbox here: {sandbox.os_isolation()}"

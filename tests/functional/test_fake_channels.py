@@ -11,7 +11,7 @@ import pytest
 
 from infra.fake_channels import FakeChannelServer
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()
