@@ -31,7 +31,6 @@ from shared_lib.wiring.features import FEATURES
 PENDING_STAGE_TABLE: frozenset[tuple[str, str]] = frozenset(
     {
         ("shared_lib.layers.ingress", "shared_lib.features.debounce.state"),
-        ("shared_lib.layers.memory", "shared_lib.features.finetune.state.staging"),
         ("shared_lib.layers.memory", "shared_lib.features.memory_stories.steps"),
         ("shared_lib.layers.memory", "shared_lib.features.persona_learning.store"),
     }

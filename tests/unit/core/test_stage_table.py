@@ -17,7 +17,7 @@ from shared_lib.turn.stages import Stage, after, amend, answer
 from shared_lib.wiring.stages import STAGES, render
 
 REPO = Path(__file__).resolve().parents[3]
-STAGE_LAYERS = ("context", "brain", "guardian", "authorizer", "executor", "responder")
+STAGE_LAYERS = ("context", "brain", "guardian", "authorizer", "executor", "responder", "memory")
 
 
 def a_turn(*, shadow: bool = False, job: bool = False) -> Turn:
@@ -170,7 +170,6 @@ KNOWN = {
     "shared_lib/layers/context.py",
     "shared_lib/layers/executor.py",
     "shared_lib/features/jobs/steps.py",
-    "shared_lib/layers/memory.py",
     "shared_lib/features/memory_stories/steps.py",
     "shared_lib/layers/observer.py",
     "shared_lib/loop/controller.py",
