@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install lint typecheck unit integration e2e static bench local-up local-down lock system-deps clean
+.PHONY: demo test install lint typecheck unit functional integration e2e static bench local-up local-down lock system-deps clean
 
 $(STAMP): pyproject.toml requirements-dev.lock requirements-model.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,8 +38,17 @@ typecheck: install
 test: install system-deps lint typecheck
 	$(PY) -m pytest tests
 
+# unit: no I/O, seconds (with the static checks of the repository); functional: in-process runs
+# of whole pipelines, datasets and the real embedder, and real processes (CLI pipes, the sandbox,
+# servers); `make test` runs every folder under tests.
 unit: install
 	$(PY) -m pytest tests/unit tests/static
+
+functional: install
+	$(PY) -m pytest tests/functional
+
+static: install
+	$(PY) -m pytest tests/static
 
 integration: install
 	$(PY) -m pytest tests/integration

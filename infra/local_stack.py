@@ -472,7 +472,7 @@ LOCAL_OPERATOR = "u-kazu"  # level 6 in the demo directory (shared_lib.demo_data
 def _seed(state: dict[str, Any]) -> None:
     from shared_lib.adapters.firestore_store import FirestoreStore
     from shared_lib.demo_data import DEMO_ORG, DEPARTMENT_NAMES, DEPARTMENTS, PEOPLE
-    from shared_lib.finetune.config import set_opt_in
+    from shared_lib.features.finetune.state.config import set_opt_in
     from shared_lib.flags import FLAGS_DOC, flags_store_doc, load_flags_file
     from shared_lib.tools.directory import seed_directory
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from shared_lib.finetune.config import set_opt_in
+from shared_lib.features.finetune.state.config import set_opt_in
 from shared_lib.ports import Store
 from shared_lib.tools.directory import seed_directory
 

@@ -6,6 +6,8 @@
   when a test asks for it) and stops them by process id.
 * ``firestore_store`` gives each test its own Firestore project on the emulator, so tests
   never see each other's documents.
+* ``demo_store`` is the demo's records in a SQLite file, per module (the command-line tests of
+  ``unit/cli`` read it in process, ``functional`` through a real pipe).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def _loopback(address: object) -> bool:
 
 
 UNIT = Path(__file__).resolve().parent / "unit"
+# functional tests run in process or in their own processes, never against the session's emulators
+FUNCTIONAL = Path(__file__).resolve().parent / "functional"
 
 
 @pytest.fixture(autouse=True)
@@ -50,9 +54,9 @@ def _no_network_and_clean_env(
     monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> Iterator[None]:
     saved = dict(os.environ)
-    if UNIT in Path(str(request.node.path)).parents:
-        # unit tests do no I/O: the emulators a session fixture of another folder exported
-        # (the whole suite runs e2e and integration first) must not reach them
+    if {UNIT, FUNCTIONAL} & set(Path(str(request.node.path)).parents):
+        # unit and functional tests use no emulator: the ones a session fixture of another folder
+        # exported (the whole suite runs e2e first) must not reach them (nor a process they start)
         for var in ("FIRESTORE_EMULATOR_HOST", "PUBSUB_EMULATOR_HOST", "CHARTER_STORE", "CHARTER_BUS"):
             monkeypatch.delenv(var, raising=False)
 
@@ -112,3 +116,13 @@ def memory_store():  # type: ignore[no-untyped-def]
     from shared_lib.adapters.memory_store import MemoryStore
 
     return MemoryStore()
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's records, kept in a SQLite store (the demo runs through every layer)."""
+    from infra import cli
+
+    keep = tmp_path_factory.mktemp("demo")
+    assert cli.main(["demo", "--keep", str(keep), "--json"]) == 0
+    return keep / "demo.sqlite"

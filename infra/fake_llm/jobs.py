@@ -3,7 +3,7 @@
 A person's message that asks to collect and summarise (「営業チームの期限切れタスクを集めて要約して」),
 to keep looking (「ずっと調べ続けて」), or to collect the staff list (「全社員の一覧を集めてまとめて」) is
 delegated: ``delegate_task`` with the message as the task. The job's own turn carries the
-product's marker 【任された仕事】 (``shared_lib.layers.job_turns.JOB_MARKER``) before its task:
+product's marker 【任された仕事】 (``shared_lib.features.jobs.steps.JOB_MARKER``) before its task:
 
 * a staff-list task proposes the staff list (level 5), a salary task the salary view (level 6):
   a member's job is denied;

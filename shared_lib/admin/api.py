@@ -21,13 +21,13 @@ from zoneinfo import ZoneInfo
 from flask import Blueprint, Response, g, request
 
 from shared_lib.admin.charts import line_chart
-from shared_lib.admin.identity import Gate, Operator, Refused, acting, deployment_control, read_org
+from shared_lib.admin.identity import Gate, Operator, Refused, deployment_control, read_org
 from shared_lib.errors import ConfigError
+from shared_lib.observability.logs import log_event
 from shared_lib.ops import controls, monitoring, queries
 from shared_lib.ops.replay import ReplayError, replay
 from shared_lib.rollout.guard import guard_status
 from shared_lib.rollout.report import build_report, load_comparisons
-from shared_lib.state import auto_approve
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -62,6 +62,13 @@ def operator() -> Operator | None:
     """The operator of this request (``None``: an explicit local stack's read without one)."""
     found = g.get("operator")
     return found if isinstance(found, Operator) else None
+
+
+def task_response(name: str, run: Callable[[], Any]) -> Response:
+    """A scheduler task's answer: ``run()``'s result, the task logged (``admin_task``)."""
+    result = run()
+    log_event("admin_task", layer="admin", task=name, remote=request.remote_addr or "")
+    return json_response({"task": name, "result": result})
 
 
 def guard(gate: Gate) -> Callable[[], Response | None]:
@@ -185,23 +192,6 @@ def build_api(rt: Runtime, gate: Gate) -> Blueprint:
         except (ConfigError, ValueError, TypeError) as exc:
             return error("bad_request", str(exc), 400)
         return json_response(result)
-
-    @api.post("/approvals/auto_off")
-    def auto_off() -> Response:
-        """The instant OFF of auto-approve (seed 002 §6.4), as ``charter approvals auto off``."""
-        body = request.get_json(silent=True) or {}
-        if not isinstance(body, dict):
-            return error("bad_request", "a JSON object is expected", 400)
-        org, user, named = (str(body.get(k) or "").strip() for k in ("org", "user", "author"))
-        who = operator()
-        org = org or (who.org if who else "")
-        if not org or "/" in org + user:
-            return error("bad_request", "org is required (no '/')", 400)
-        author = acting(who, org, named)
-        doc = auto_approve.turn_off(
-            rt.store, org, rt.clock(), by=author, policy=rt.policy.approval, user_id=user or None
-        )
-        return json_response({"off": doc})
 
     @api.errorhandler(ValueError)
     def _bad_value(exc: ValueError) -> Response:

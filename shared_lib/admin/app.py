@@ -18,6 +18,7 @@ files (``static/``); nothing is fetched from elsewhere.
 ``POST /tasks/maintenance``            threshold check and yesterday's constitution audit
 ``POST /tasks/memory/<job>``           one background memory job per organisation (``layers.memory.JOBS``)
 ``POST /tasks/jobs/watchdog``          delegated jobs: lost publishes again, stalled or late ones timed out
+                                       (the jobs feature's route, ``shared_lib.features.jobs.admin``)
 ``GET /healthz``                       liveness of the admin service itself
 =====================================  ========================================================
 
@@ -28,25 +29,24 @@ scheduler's OIDC identity.
 
 from __future__ import annotations
 
+import importlib
 import threading
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flask import Flask, Response, redirect, request, send_from_directory
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from shared_lib.admin import memory_tasks
-from shared_lib.admin.api import build_api, error, json_response
-from shared_lib.admin.ft_api import build_ft_api
+from shared_lib.admin.api import build_api, error, json_response, task_response
 from shared_lib.admin.identity import Gate, IdTokenVerifier, Refused
-from shared_lib.admin.jobs_api import build_jobs_api
 from shared_lib.admin.memory_api import build_memory_api
-from shared_lib.layers import job_turns, memory
+from shared_lib.layers import memory
 from shared_lib.observability.logs import log_event
 from shared_lib.ops import audit, monitoring, queries
 from shared_lib.telemetry import alerts
+from shared_lib.wiring.features import FEATURES
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -75,8 +75,12 @@ def create_app(rt: Runtime, *, gate: Gate | None = None) -> Flask:
     app = Flask(__name__, static_folder=None)
     app.config["JSON_AS_ASCII"] = False
     gate = gate or gate_of(rt)
-    for build in (build_api, build_memory_api, build_ft_api, build_jobs_api):
+    for build in (build_api, build_memory_api):
         app.register_blueprint(build(rt, gate))
+    for feature in FEATURES:  # each feature's routes, by its manifest (``shared_lib.wiring.features``)
+        if feature.admin is not None:
+            for blueprint in importlib.import_module(feature.admin).blueprints(rt, gate):
+                app.register_blueprint(blueprint)
 
     @app.errorhandler(Refused)
     def _refused(exc: Refused) -> Response:
@@ -139,11 +143,11 @@ def create_app(rt: Runtime, *, gate: Gate | None = None) -> Flask:
 
     @app.post("/tasks/heartbeat")
     def heartbeat() -> Response:
-        return _task("heartbeat", lambda: monitoring.heartbeat(rt))
+        return task_response("heartbeat", lambda: monitoring.heartbeat(rt))
 
     @app.post("/tasks/cost-check")
     def cost_check() -> Response:
-        return _task("cost-check", lambda: monitoring.cost_check(rt))
+        return task_response("cost-check", lambda: monitoring.cost_check(rt))
 
     @app.post("/tasks/maintenance")
     def maintenance() -> Response:
@@ -166,25 +170,15 @@ def create_app(rt: Runtime, *, gate: Gate | None = None) -> Flask:
                 "alerts": alerts.sweep(rt),
             }
 
-        return _task("maintenance", run)
+        return task_response("maintenance", run)
 
     @app.post("/tasks/memory/<job>")
     def memory_job(job: str) -> Response:
         if job not in memory.JOBS:
             return error("unknown_job", f"no memory job {job!r}", 404)
-        return _task(f"memory/{job}", lambda: memory_tasks.publish_jobs(rt, job))
-
-    @app.post("/tasks/jobs/watchdog")
-    def jobs_watchdog() -> Response:
-        return _task("jobs/watchdog", lambda: job_turns.sweep(rt))
+        return task_response(f"memory/{job}", lambda: memory_tasks.publish_jobs(rt, job))
 
     return app
-
-
-def _task(name: str, run: Callable[[], Any]) -> Response:
-    result = run()
-    log_event("admin_task", layer="admin", task=name, remote=request.remote_addr or "")
-    return json_response({"task": name, "result": result})
 
 
 def get_app() -> Flask:

@@ -12,16 +12,18 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``data``           ``charter data purge``: a person's data, deleted everywhere in the store
 ``routing``        ``charter route "TEXT"``: the route the router gives a text (no turn run)
 ``dates``          ``charter dates parse "TEXT" --now T``: how the one date reader reads a text
-``approvals``      ``charter approvals list|show|auto on|auto off|auto status``: jobs and grants
 ``config``         ``charter config show``: the effective settings, where each comes from
 ``peers``          ``charter peers list``: the LLM peers, their purposes and last health
-``persona``        ``charter persona show|verify|diff``: the pinned core, an organisation's extension
-``episodes``       ``charter episodes list|show``, ``charter tags list|search``: episodic memory, tags
 ``memory``         ``charter memory add|import|list|delete|search``: teachings, knowledge, values; hybrid search
-``ft``             ``charter ft list|show|accept|edit|reject|export``: fine-tuning data, reviewed and exported
 ``skills``         ``charter skills list|show|test|approve|rollback|propose``: skills, sandbox tests, approvals
-``jobs``           ``charter jobs list|show|cancel``: delegated jobs (sub-agents), their watchdog's stops
 =================  =====================================================================================
+
+A feature's commands live in its room (``shared_lib/features/<name>/cli.py``) and register through
+its manifest (``shared_lib.wiring.features.FEATURES``): ``charter approvals list|show|auto on|auto
+off|auto status`` (approvals), ``charter jobs list|show|cancel`` (delegated jobs), ``charter
+episodes list|show`` and ``charter tags list|search`` (memory stories), ``charter persona
+show|verify|diff`` (persona learning: the pinned core, an organisation's extension), ``charter ft
+list|show|accept|edit|reject|export`` (fine-tuning data, reviewed and exported).
 
 Every command that reads the live store gets it from one operator runtime
 (``shared_lib.wiring.composition.operator_runtime``: ``--store``/``--project``, the settings, or
@@ -50,23 +52,19 @@ holds the convention.
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from shared_lib.cli import (
-    approvals,
     config,
     data,
     dates,
-    episodes,
-    ft,
     gates,
-    jobs,
     memory,
     operations,
     operators,
     peers,
-    persona,
     policy,
     revisions,
     rollout,
@@ -75,8 +73,17 @@ from shared_lib.cli import (
     skills,
     tools,
 )
+from shared_lib.wiring.features import FEATURES
 
 Register = Callable[[Any], None]
+
+
+def feature_commands() -> tuple[Register, ...]:
+    """Each feature's ``register``, by its manifest (``shared_lib.wiring.features``); loaded when
+    the parser is built, since a room's ``cli.py`` imports this package's helpers."""
+    return tuple(importlib.import_module(f.cli).register for f in FEATURES if f.cli is not None)
+
+
 PRODUCT_COMMANDS: tuple[Register, ...] = (
     policy.register,
     tools.register,
@@ -87,15 +94,10 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     data.register,
     routing.register,
     dates.register,
-    approvals.register,
     config.register,
     peers.register,
-    persona.register,
-    episodes.register,
     memory.register,
-    ft.register,
     skills.register,
-    jobs.register,
     operators.register,
 )
 
@@ -106,7 +108,7 @@ def build_parser(extra: Iterable[Register] = ()) -> argparse.ArgumentParser:
         prog="charter", description="Charter: the LLM proposes; the charter decides."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for register in (*extra, *PRODUCT_COMMANDS):
+    for register in (*extra, *PRODUCT_COMMANDS, *feature_commands()):
         register(sub)
     runner.give_groups_help(parser)
     return parser

@@ -45,7 +45,6 @@ from shared_lib.context.history import conversation_path, history_path
 from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.memory.index import remove_source
 from shared_lib.ports import Op, Store
-from shared_lib.state.agent_store import agent_state_path
 from shared_lib.tools.directory import get_person
 
 SCAN_LIMIT = 10_000  # documents read per query; a purge repeats until nothing is left
@@ -97,7 +96,9 @@ def person_documents(store: Store, org: str, user: str) -> dict[str, list[str]]:
         messages = store.query(history_path(org, key), limit=SCAN_LIMIT)
         found["messages"].update(f"{history_path(org, key)}/{doc_id}" for doc_id, _ in messages)
         found["sessions"].add(collections.session_path(org, key))
-        found["agent_states"].add(agent_state_path(org, key))
+        found["agent_states"].add(
+            collections.path("agent_states", org=org, id=collections.conversation_id(key))
+        )
         found["llm_calls"].update(_where(store, "llm_calls", org, "session_id", key))
         found["failures"].update(_where(store, "failures", org, "conversation_key", key))
     found["conversations"].update(f"orgs/{org}/conversations/{doc_id}" for doc_id, _ in conversations)

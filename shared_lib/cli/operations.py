@@ -36,7 +36,7 @@ from shared_lib.ops.cost import cost_report
 from shared_lib.ops.replay import ReplayError, replay
 from shared_lib.ops.spans import trace_section
 from shared_lib.rollout.report import plain
-from shared_lib.state import agent_jobs
+from shared_lib.tools import job_doc
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -96,8 +96,8 @@ def turns_show(rt: Runtime, args: argparse.Namespace) -> int:
         "trace": spans,
     }
     text = render.trail(rec, llm_calls=calls, comparison=comparison) + "\n" + tree
-    job_id = agent_jobs.job_of_turn(rec.record_id)
-    if job_id and (job := agent_jobs.get(rt.store, rec.organization_id, job_id)) is not None:
+    job_id = job_doc.job_of_turn(rec.record_id)
+    if job_id and (job := rt.store.get(job_doc.job_path(rec.organization_id, job_id))) is not None:
         data["job"] = job  # a delegated job's turn: its job, as ``charter jobs show`` has it
         text += (
             f"\njob {job_id}: {job.get('status')} {job.get('reason') or ''} steps {job.get('steps', 0)}"

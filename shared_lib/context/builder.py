@@ -1,7 +1,10 @@
 """The Context Builder (seed 000 §6.1): every source fetched concurrently, each with a
 timeout; a source that fails or times out degrades the context instead of failing the
 turn (seed §6.7.3 ``memory_access_error``, fallback ``proceed_without_memory``); Truth
-order and the token budget decide what the model sees.
+order and the token budget decide what the model sees. A source the execution path needs
+(``required``: the layer names them) that is slower than the sources' deadline is waited for
+while the turn's processing budget lasts (``callctx.remaining``): a slow store is not a store
+that is down, and a busy machine must not turn a request into the degraded answer.
 
 >>> from shared_lib.adapters.memory_store import MemoryStore
 >>> from shared_lib.tools.task_backend import StoreTaskBackend
@@ -18,8 +21,8 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Collection, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,6 +36,7 @@ from shared_lib.errors import ConfigError
 from shared_lib.ports import Embedder, Store
 from shared_lib.settings import Settings
 from shared_lib.tools.task_backend import TaskBackend
+from shared_lib.turn.callctx import remaining as budget_left
 
 SourceStatus = Literal["ok", "failed", "timeout", "skipped"]
 KNOWLEDGE_TRIGGERS = (
@@ -125,6 +129,22 @@ class BuiltContext:
         return [r for r in self.records.values() if r.status in ("failed", "timeout")]
 
 
+def _failed(spec: SourceSpec, exc: Exception) -> SourceRecord:
+    return SourceRecord(
+        spec.name, "failed", spec.truth, spec.priority, error=f"{type(exc).__name__}: {exc}"[:300]
+    )
+
+
+def _finishes_within_budget(future: Future[tuple[Any, float]]) -> bool:
+    """Whether a source past the sources' deadline answers before the turn's processing budget
+    ends (``False`` without a budget: the deadline stands)."""
+    left = budget_left()
+    if left is None or left <= 0:
+        return False
+    wait([future], timeout=left)
+    return future.done()
+
+
 def _count(value: Any) -> int:
     if value is None or value == "":
         return 0
@@ -136,7 +156,7 @@ class ContextBuilder:
         self.config = config or ContextConfig()
         self.sources = sources
 
-    def build(self, inp: ContextInput) -> BuiltContext:
+    def build(self, inp: ContextInput, required: Collection[str] = ()) -> BuiltContext:
         cfg = self.config
         view = scoped(inp.store, inp.org_id, read_only=True)
         request = SourceRequest(
@@ -154,7 +174,7 @@ class ContextBuilder:
             embedder=inp.embedder,
         )
         specs = self.sources or default_sources(tasks_truth=1 if inp.tasks.external else 2)
-        values, records = self._fetch(specs, request)
+        values, records = self._fetch(specs, request, required)
         degraded = [r.name for r in records.values() if r.status in ("failed", "timeout")]
         sections = build_sections(
             values,
@@ -166,7 +186,7 @@ class ContextBuilder:
         return BuiltContext(values, records, fit(sections, cfg.token_budget, cfg.drop_order), degraded)
 
     def _fetch(
-        self, specs: list[SourceSpec], request: SourceRequest
+        self, specs: list[SourceSpec], request: SourceRequest, required: Collection[str] = ()
     ) -> tuple[dict[str, Any], dict[str, SourceRecord]]:
         timeout = self.config.source_timeout_seconds
         pool = ThreadPoolExecutor(max_workers=len(specs), thread_name_prefix="context")
@@ -184,6 +204,17 @@ class ContextBuilder:
                 try:
                     value, ms = futures[spec.name].result(timeout=remaining)
                 except FuturesTimeout:
+                    if spec.name in required and _finishes_within_budget(futures[spec.name]):
+                        try:
+                            value, ms = futures[spec.name].result()
+                        except Exception as exc:
+                            records[spec.name] = _failed(spec, exc)
+                            continue
+                        values[spec.name] = value
+                        records[spec.name] = SourceRecord(
+                            spec.name, "ok", spec.truth, spec.priority, _count(value), ms
+                        )
+                        continue
                     records[spec.name] = SourceRecord(
                         spec.name,
                         "timeout",
@@ -194,13 +225,7 @@ class ContextBuilder:
                     )
                     continue
                 except Exception as exc:
-                    records[spec.name] = SourceRecord(
-                        spec.name,
-                        "failed",
-                        spec.truth,
-                        spec.priority,
-                        error=f"{type(exc).__name__}: {exc}"[:300],
-                    )
+                    records[spec.name] = _failed(spec, exc)
                     continue
                 values[spec.name] = value
                 status: SourceStatus = "skipped" if value is None and spec.name == "knowledge" else "ok"

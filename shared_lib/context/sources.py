@@ -17,9 +17,9 @@ from datetime import datetime
 from typing import Any
 
 from shared_lib.context.history import conversation_summary, recent_messages
+from shared_lib.features.agent_state.store import load_agent_state
+from shared_lib.features.persona_learning.store import load_ext
 from shared_lib.ports import Embedder, Store
-from shared_lib.state.agent_store import load_agent_state
-from shared_lib.state.persona_store import load_ext
 from shared_lib.state.session import load_session
 from shared_lib.tools.directory import clean_name, get_person, list_people
 from shared_lib.tools.handlers.memory import own_memories, search_knowledge

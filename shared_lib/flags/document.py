@@ -34,7 +34,7 @@ Percent = Annotated[float, Field(ge=0, le=100)]
 
 class AutoApprove(BaseModel):
     """The deployment's master switch and ceilings of auto-approve (seed 002 §6.4;
-    ``shared_lib.state.auto_approve``). ``enabled`` false: no grant applies and none can be
+    ``shared_lib.features.auto_approve.store``). ``enabled`` false: no grant applies and none can be
     made (seed 002 §10.2's default). ``tools``: the only tools a grant may name and cover;
     ``max_level``: the highest tool level (``min_level``) a grant may cover; ``ttl_minutes``:
     the longest a grant may live (under the policy's ``max_ttl_minutes``). An empty list or 0

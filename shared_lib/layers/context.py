@@ -95,7 +95,9 @@ def core(turn: Turn, rt: Runtime) -> Outcome:
             now=rt.clock(),
             user_name=turn.inbound.user_name,
             embedder=rt.embedder,
-        )
+        ),
+        # what the execution path needs is waited for within the turn's budget (a slow store, not a down one)
+        required=load_brain_config().degraded.store_sources,
     )
     record(turn.context, built, user_id=turn.user_id, user_name=turn.inbound.user_name)
     turn.context.agent_state = dict(built.values.get("agent_state") or {})  # seed 004: read with the sources

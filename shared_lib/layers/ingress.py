@@ -18,7 +18,7 @@ costs two round trips before its answer, the dedupe record and the publish.
 
 A message of a channel with a debounce window (``settings.debounce_seconds``: ChatWork, LINE
 and Slack by default) is also appended to its sender's buffer in the room
-(``shared_lib.state.debounce``, one transaction) before the publish; the context layer gathers
+(``shared_lib.features.debounce.state``, one transaction) before the publish; the context layer gathers
 a burst into one turn. Plain HTTP has no window by default: its callers are programs, one
 request is one turn (and the burst bench measures the chain, not a wait).
 """
@@ -34,9 +34,9 @@ from shared_lib import tracing
 from shared_lib.channels import DEDUPE_WINDOW
 from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import CharterError
+from shared_lib.features.debounce import state as debounce
 from shared_lib.observability.logs import log_event
 from shared_lib.rollout.smoke import SmokeSignatureError, is_smoke
-from shared_lib.state import debounce
 from shared_lib.tracing import SpanKind
 from shared_lib.turn import budgets
 from shared_lib.turn.envelope import Turn

@@ -29,11 +29,12 @@ from shared_lib.context.compaction import Compaction, Compactor, compact, pendin
 from shared_lib.context.memory_config import MemoryConfig, load_memory_config
 from shared_lib.context.summary_prompt import Voice
 from shared_lib.errors import LLMError
-from shared_lib.finetune.staging import stage
-from shared_lib.layers import memory_stories as stories
-from shared_lib.layers.base import Layer
+
+# its scheduled jobs (JOBS) are the memory stories'
+from shared_lib.features.memory_stories import steps as stories
+from shared_lib.features.persona_learning.store import load_ext
+from shared_lib.layers.base import Layer, Outcome
 from shared_lib.observability.logs import log_event
-from shared_lib.state.persona_store import load_ext
 from shared_lib.state.session import load_session
 from shared_lib.turn.callctx import job_context
 from shared_lib.turn.envelope import Turn
@@ -103,27 +104,26 @@ def compact_conversation(
 
 
 def on_turn(rt: Runtime, turn: Turn) -> str:
-    """A completed turn: compact its conversation if the usage asks for it, keep an event
-    episode of it when it deserves one (``memory_stories``) and stage it as fine-tuning data
-    when the fixed rules say so (``finetune.staging``). A turn the debounce absorbed is
-    skipped: the burst's leading turn carries its words."""
-    if turn.shadow or turn.context.debounce.get("role") == "absorbed":
-        return "skipped"
+    """A completed turn, through the memory stage (``rt.stages["memory"]``): its conversation
+    compacted if the usage asks for it (``core``); then the steps of the table: an event episode
+    when it deserves one (memory stories), fine-tuning staging when the fixed rules say so. A turn
+    the debounce absorbed is skipped: the burst's leading turn carries its words."""
+    return rt.stages["memory"].run(turn, rt).outcome
+
+
+def core(turn: Turn, rt: Runtime) -> Outcome:
     result = compact_conversation(rt, turn.org_id, turn.conversation_key, local_only=turn.route.local_only)
-    episode = "none"
-    with job_context(
-        turn.org_id, "memory", conversation_key=turn.conversation_key, local_only=turn.route.local_only
-    ):
-        try:
-            told = stories.on_turn_episode(rt, turn)
-            episode = told.status if told is not None else "none"
-        except LLMError as exc:  # the model refused or failed: this turn keeps no episode
-            log_event(
-                "episode_failed", layer="memory", org_id=turn.org_id, error=f"{type(exc).__name__}: {exc}"
-            )
-            episode = "llm_failed"
-    staged = stage(rt.store, turn, now=rt.clock(), retention=rt.settings.retention(turn.org_id)).result
-    return f"compaction_{result.reason};episode_{episode};ft_{staged}"
+    return Outcome(f"compaction_{result.reason}")
+
+
+def absorbed(turn: Turn, rt: Runtime) -> Outcome | None:
+    """An answer step: a turn the debounce absorbed keeps nothing here."""
+    return Outcome("skipped") if turn.context.debounce.get("role") == "absorbed" else None
+
+
+def with_result(outcome: Outcome, part: str) -> Outcome:
+    """The stage's outcome with one more ``;``-separated part (what a step did)."""
+    return Outcome(f"{outcome.outcome};{part}", reason_code=outcome.reason_code, detail=outcome.detail)
 
 
 def sweep_compact(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:

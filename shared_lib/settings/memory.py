@@ -33,7 +33,7 @@ class MemorySettings(BaseSettings):
         "asia-northeast1", "CHARTER_EMBEDDING_LOCATION", targets=EMBED_TARGETS, doc="the Vertex AI region"
     )
     # seconds a burst from one person in one room is gathered into one turn, per channel (JSON
-    # {channel: seconds}, capped at 5 s: shared_lib.state.debounce); a channel not named is not
+    # {channel: seconds}, capped at 5 s: shared_lib.features.debounce.state); a channel not named is not
     # debounced. Plain HTTP is not named: its callers are programs that send one request per
     # turn and wait for its answer (and the burst bench measures the chain, not a window).
     debounce_seconds: dict[str, float] = _f(

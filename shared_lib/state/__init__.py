@@ -5,5 +5,5 @@ answers.py       reading an answer: approve / deny / other, approval id, urgency
 gate.py          the confirmation message (seed 004 §8 five points)
 
 The entry points the brain and responder layers call (ask, answer, after the reply) take the
-runtime, so they live with the layers: ``shared_lib.layers.confirmation``.
+runtime, so they live with the layers: ``shared_lib.features.approvals.steps``.
 """

@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from shared_lib.state.jobs import live
+from shared_lib.features.approvals.store import live
 
 
 @dataclass(frozen=True)

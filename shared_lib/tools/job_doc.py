@@ -1,6 +1,6 @@
 """A delegated job as the ``delegate_task`` handler creates it (seed 001 §15.5): its id, its
 document (``queued``) and the limits of ``config/jobs.json``. The job's status machine and the
-watchdog are ``shared_lib.state.agent_jobs`` (above this floor: it re-exports these).
+watchdog are ``shared_lib.features.jobs.state`` (above this floor: it re-exports these).
 
 The report goes where the parent's reply went (``keep_handle``/``reply_handle``): the job keeps
 the parent's reply handle, its addresses (a Slack thread, a LINE push target) as they are and

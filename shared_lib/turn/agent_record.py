@@ -6,7 +6,7 @@ decided this turn) or by the LLM (its proposed ``state_update.step``); a refused
 reason. ``AgentSection`` is the turn's record of it, written by the responder: the state after
 the turn, the transition taken (at most one per utterance) and the refused ones.
 
-Part of the ``Turn`` envelope (``shared_lib.turn.envelope``); the rules live in ``shared_lib.state.agent``.
+Part of the ``Turn`` envelope (``shared_lib.turn.envelope``); the rules live in ``shared_lib.features.agent_state.state``.
 """
 
 from __future__ import annotations

@@ -196,7 +196,7 @@ class JobSection(_Section):
     """A delegated job's turn (seed 001 §15, 002 §4.4): a sub-agent runs as a turn of its own
     through the same chain, as its requester (``Turn.user_id``: the guardian and the gate judge
     every step as for that person, never more), inside the job's own limits; the watchdog
-    (``shared_lib.state.agent_jobs``) stops it at ``max_steps``, ``max_cost_usd`` or ``ends_at``.
+    (``shared_lib.features.jobs.state``) stops it at ``max_steps``, ``max_cost_usd`` or ``ends_at``.
     Its result is reported into the parent's room."""
 
     job_id: str

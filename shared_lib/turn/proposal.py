@@ -30,7 +30,7 @@ class _Model(BaseModel):
 
 class StateUpdate(_Model):
     """What the LLM proposes for the conversation's agent state (seed 004 §5, §7 ``step`` and
-    ``state_delta``): the code validates and applies it (``shared_lib.state.agent``); texts over
+    ``state_delta``): the code validates and applies it (``shared_lib.features.agent_state.state``); texts over
     their limits are cut there, a wrong type or an unknown step is a bad proposal (the retry)."""
 
     goal: str | None = None
@@ -46,7 +46,7 @@ class StateUpdate(_Model):
 class PersonaUpdate(_Model):
     """A change the LLM proposes to its organisation's learned persona extension (seed 001 §16.4
     自己更新): a dotted key of the extension, its value, why. The code judges and applies it
-    (``shared_lib.state.persona_store``); a key of the core is refused there, never here."""
+    (``shared_lib.features.persona_learning.store``); a key of the core is refused there, never here."""
 
     key: Annotated[str, Field(min_length=1, max_length=100)]
     value: Any = None

@@ -71,8 +71,10 @@ class Step:
         return not ((self.on_job == "never" and job) or (self.on_job == "only" and not job))
 
 
-def answer(name: str, run: AnswerFn, *, on_job: OnJob = "any", effects: bool = False) -> Step:
-    return Step(name, "answer", run, on_job=on_job, effects=effects)
+def answer(
+    name: str, run: AnswerFn, *, on_job: OnJob = "any", effects: bool = False, shadow_only: bool = False
+) -> Step:
+    return Step(name, "answer", run, on_job=on_job, effects=effects, shadow_only=shadow_only)
 
 
 def amend(

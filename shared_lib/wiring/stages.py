@@ -17,22 +17,20 @@ from typing import TYPE_CHECKING
 
 from shared_lib import loop
 from shared_lib.brain.persona_prompt import context_for
-from shared_lib.layers import (
-    authorizer,
-    auto_approval,
-    brain,
-    confirmation,
-    context,
-    executor,
-    guardian,
-    job_turns,
-    responder,
-)
+from shared_lib.errors import LLMError
+from shared_lib.features.agent_state.store import record_turn
+from shared_lib.features.approvals import steps as confirmation
+from shared_lib.features.auto_approve import steps as auto_approval
+from shared_lib.features.debounce import state as debounce
+from shared_lib.features.finetune.state import staging
+from shared_lib.features.jobs import state as agent_jobs
+from shared_lib.features.jobs import steps as job_turns
+from shared_lib.features.memory_stories import steps as stories
+from shared_lib.features.persona_learning.store import apply_turn
+from shared_lib.layers import authorizer, brain, context, executor, guardian, memory, responder
 from shared_lib.layers.base import Outcome
 from shared_lib.observability.logs import log_event
-from shared_lib.state import agent_jobs, debounce
-from shared_lib.state.agent_store import record_turn
-from shared_lib.state.persona_store import apply_turn
+from shared_lib.turn.callctx import job_context
 from shared_lib.turn.decisions import AuthDecision, Verdict
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.proposal import ToolCallProposal
@@ -212,6 +210,37 @@ def _dry_run(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
     return Outcome("dry_run", reason_code=turn.response.kind, detail=turn.persona.note(), next_topic=None)
 
 
+# --- the memory target: episodes and fine-tuning staging -------------------------------------
+
+
+def _skip_shadow(turn: Turn, rt: Runtime) -> Outcome | None:
+    return Outcome("skipped")  # a dry run's conversation is not the person's: it keeps nothing
+
+
+def _episode(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
+    """Seed 001 §22: an event episode of the turn when it deserves one."""
+    with job_context(
+        turn.org_id, "memory", conversation_key=turn.conversation_key, local_only=turn.route.local_only
+    ):
+        try:
+            told = stories.on_turn_episode(rt, turn)
+            episode: str = told.status if told is not None else "none"
+        except LLMError as exc:  # the model refused or failed: this turn keeps no episode
+            log_event(
+                "episode_failed", layer="memory", org_id=turn.org_id, error=f"{type(exc).__name__}: {exc}"
+            )
+            episode = "llm_failed"
+    return memory.with_result(outcome, f"episode_{episode}")
+
+
+def _stage_ft(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
+    """Seed 001 §29.3: the turn staged as fine-tuning data when the fixed rules say so."""
+    staged = staging.stage(
+        rt.store, turn, now=rt.clock(), retention=rt.settings.retention(turn.org_id)
+    ).result
+    return memory.with_result(outcome, f"ft_{staged}")
+
+
 # --- the table ------------------------------------------------------------------------------
 
 STAGES: dict[str, Stage] = {
@@ -279,6 +308,18 @@ STAGES: dict[str, Stage] = {
                 after("jobs.report", _job_report, on_job="only"),
                 after("history.reply", responder.remember_reply),
                 after("agent_state.record", _agent_state, on_job="never"),
+            ),
+        ),
+        Stage(
+            "memory",
+            memory.core,
+            answers=(
+                answer("memory.skip_shadow", _skip_shadow, shadow_only=True),
+                answer("debounce.absorbed", memory.absorbed),
+            ),
+            amends=(
+                amend("memory_stories.episode", _episode, effects=True),
+                amend("finetune.stage", _stage_ft, effects=True),
             ),
         ),
     )

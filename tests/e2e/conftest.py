@@ -1,5 +1,8 @@
 """The whole local stack for end-to-end tests: started once per session (with fault
-injection enabled so tests can make a layer fail), stopped by pid at the end."""
+injection enabled so tests can make a layer fail), stopped by pid at the end.
+
+Every wait on the stack takes its deadline from the product's budgets scaled by the machine's
+load (``tests/e2e/waits.py``), and so does each e2e test's pytest timeout."""
 
 from __future__ import annotations
 
@@ -7,10 +10,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +20,36 @@ import pytest
 
 from infra import local_stack as stack_mod
 from infra.emulators import stop_on_sigterm
+from infra.webhook_sender import WebhookResponse, send
+from shared_lib.delivery.idempotency import claim_path
+from tests.e2e import waits
+
+CHAIN = ("context", "brain", "guardian", "authorizer", "executor", "responder")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """An e2e test's pytest timeout (the configured one, or its own marker's) scales with the load
+    factor, as its waits do: a busy machine must not cut a wait the budgets still allow."""
+    here = Path(__file__).resolve().parent
+    factor = waits.load_factor()
+    default = float(config.getini("timeout") or 0)
+    for item in items:
+        if here not in Path(str(item.path)).parents:
+            continue
+        marker = item.get_closest_marker("timeout")
+        base = float(marker.args[0]) if marker and marker.args else default
+        if base:
+            item.add_marker(pytest.mark.timeout(base * factor))
 
 
 @dataclass
 class LocalStack:
     state: dict[str, Any]
     store: Any
+    budgets: waits.Budgets = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.budgets = waits.Budgets.of_stack(self.root)
 
     @property
     def ingress_url(self) -> str:
@@ -63,6 +89,11 @@ class LocalStack:
     def url(self, component: str) -> str:
         return str(self.state["components"][component]["url"])
 
+    def send(self, channel: str, text: str, **options: Any) -> WebhookResponse:
+        """A signed webhook to the stack's ingress; its acknowledgement may take as long as the
+        work a turn's budget allows (the ingress's verify, dedupe and publish count in it)."""
+        return send(self.ingress_url, channel, text, timeout=waits.scaled(self.budgets.stall), **options)
+
     def fake_channel_sent(self) -> list[dict[str, Any]]:
         with urllib.request.urlopen(self.url("fake_channels") + "/_admin/sent", timeout=10) as resp:
             return list(json.loads(resp.read()))
@@ -86,18 +117,50 @@ class LocalStack:
             timeout=120,
         )
 
-    def wait_for(self, predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.25) -> Any:
-        end = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > end:
-                raise AssertionError(f"condition not met within {timeout}s")
-            time.sleep(interval)
+    def wait_for(
+        self,
+        predicate: Callable[[], Any],
+        seconds: float | None = None,
+        *,
+        progress: Callable[[], Any] | None = None,
+        what: str = "condition",
+        interval: float = waits.POLL_SECONDS,
+    ) -> Any:
+        """``predicate()``'s first truthy value, within ``seconds`` of the product's budgets
+        (default: one turn's, ``budgets.turn``) times the load factor; with ``progress`` (default:
+        the fake channel's log), a deadline passed while the stack still moves is extended."""
+        return waits.wait_for(
+            predicate,
+            self.budgets.turn if seconds is None else seconds,
+            budgets=self.budgets,
+            progress=progress or self.sent_count,
+            what=what,
+            interval=interval,
+        )
 
-    def record(self, org: str, turn_id: str, timeout: float = 60.0) -> dict[str, Any]:
-        return dict(self.wait_for(lambda: self.store.get(f"orgs/{org}/observability/{turn_id}"), timeout))
+    def sent_count(self) -> int:
+        """How many messages the fake channels were asked to send (any room): the stack's progress."""
+        return len(self.fake_channel_sent())
+
+    def claims(self, org: str, turn_id: str, step: int = 0) -> tuple[str, ...]:
+        """The chain's layers that have claimed ``turn_id``'s step so far, with their claims' status."""
+        found = []
+        for layer in CHAIN:
+            doc = self.store.get(claim_path(org, turn_id, layer, step))
+            if doc:
+                found.append(f"{layer}:{doc.get('status')}")
+        return tuple(found)
+
+    def record(self, org: str, turn_id: str, seconds: float | None = None) -> dict[str, Any]:
+        """The turn's record, once the observer wrote it; progress is the turn's own claims."""
+        return dict(
+            self.wait_for(
+                lambda: self.store.get(f"orgs/{org}/observability/{turn_id}"),
+                seconds,
+                progress=lambda: self.claims(org, turn_id),
+                what=f"the record of {turn_id}",
+            )
+        )
 
 
 def _no_placeholder_reached_a_user(stack: LocalStack) -> None:

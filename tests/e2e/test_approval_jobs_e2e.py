@@ -10,17 +10,15 @@ from typing import Any
 
 import pytest
 
-from infra.webhook_sender import send
-
 ORG = "demo"
 USER = "u-suzuki"
 JOB = re.compile(r"確認ID: (J-[0-9A-Z]{6})")
 
 
 def post(stack, text: str, room: str) -> dict[str, Any]:
-    resp = send(stack.ingress_url, "http", text, org=ORG, room=room, user=USER)
+    resp = stack.send("http", text, org=ORG, room=room, user=USER)
     assert resp.status == 200, resp.body
-    return stack.record(ORG, str(resp.body["turn_ids"][0]), timeout=120)
+    return stack.record(ORG, str(resp.body["turn_ids"][0]))
 
 
 def announcements(stack, room: str) -> list[dict[str, Any]]:

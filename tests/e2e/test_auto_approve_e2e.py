@@ -13,8 +13,6 @@ import uuid
 
 import pytest
 
-from infra.webhook_sender import send
-
 ORG = "demo"
 USER = "u-suzuki"
 # a task with a date already past: the charter confirms it once (date.past), no hard-require kind
@@ -22,7 +20,7 @@ ASK = "田中さんに2020-01-10までに見積書を作成するタスクをお
 
 
 def post(stack, text: str, *, room: str) -> str:
-    resp = send(stack.ingress_url, "http", text, org=ORG, room=room, user=USER)
+    resp = stack.send("http", text, org=ORG, room=room, user=USER)
     assert resp.status == 200, resp.body
     return str(resp.body["turn_ids"][0])
 
@@ -83,7 +81,7 @@ def test_a_persons_auto_off_stops_their_own_requests_under_the_org_grant_until_t
     mine, theirs = f"room-{uuid.uuid4().hex[:8]}", f"room-{uuid.uuid4().hex[:8]}"
 
     def say(text: str, *, user: str, room: str) -> dict:
-        resp = send(local_stack.ingress_url, "http", text, org=ORG, room=room, user=user)
+        resp = local_stack.send("http", text, org=ORG, room=room, user=user)
         assert resp.status == 200, resp.body
         return local_stack.record(ORG, str(resp.body["turn_ids"][0]))
 

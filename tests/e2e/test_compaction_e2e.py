@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from infra.webhook_sender import send
 from shared_lib.context.history import append_message, conversation_path
 
 ORG = "demo"
@@ -62,15 +61,14 @@ def test_a_slow_summary_never_holds_the_reply_and_the_summary_appears_after(loca
     scenario(local_stack, SLOW_SUMMARIES)
     try:
         # WHEN the person writes
-        resp = send(local_stack.ingress_url, "http", "今日は暑いね〜", org=ORG, room=room, user=USER)
+        resp = local_stack.send("http", "今日は暑いね〜", org=ORG, room=room, user=USER)
         assert resp.status == 200, resp.body
         # THEN the reply arrives while the conversation has no summary yet
-        local_stack.wait_for(lambda: replies(local_stack, room), timeout=60)
+        local_stack.wait_for(lambda: replies(local_stack, room))
         assert not (local_stack.store.get(conversation_path(ORG, key)) or {}).get("summary")
         # AND afterwards the background summary appears: a real shortening of the messages
         doc = local_stack.wait_for(
             lambda: (d := local_stack.store.get(conversation_path(ORG, key)) or {}).get("summary") and d,
-            timeout=90,
         )
         assert doc["compaction"]["level"] in ("light", "aggressive") and "見積書の件" in doc["summary"]
         summaries = [

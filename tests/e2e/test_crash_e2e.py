@@ -16,7 +16,6 @@ from google.cloud import pubsub_v1
 
 from infra import local_stack as stack_mod
 from infra.emulators import process_alive
-from infra.webhook_sender import send
 from shared_lib.delivery import idempotency
 from shared_lib.delivery.topology import TOPOLOGY
 
@@ -27,7 +26,7 @@ TASK = "田中さんに明日までに{tag}の見積書を作成するタスク�
 
 
 def post(stack, text: str, room: str) -> str:
-    resp = send(stack.ingress_url, "http", text, org=ORG, room=room, user=USER)
+    resp = stack.send("http", text, org=ORG, room=room, user=USER)
     assert resp.status == 200, resp.body
     return str(resp.body["turn_ids"][0])
 
@@ -57,7 +56,6 @@ def kill_worker_holding(stack, turn_id: str, layer: str, seen: set[str]) -> list
             and c.get("holder") not in seen
             and c
         ),
-        timeout=90,
         interval=0.1,
     )
     seen.add(held["holder"])
@@ -89,7 +87,7 @@ def test_killing_each_chained_layers_worker_mid_step_answers_every_turn_exactly_
         )
     # THEN every turn is answered exactly once and created its task exactly once
     for layer in CHAIN:
-        local_stack.wait_for(lambda la=layer: replies(local_stack, rooms[la]), timeout=120)
+        local_stack.wait_for(lambda la=layer: replies(local_stack, rooms[la]), local_stack.budgets.after_kill)
     for layer in CHAIN:
         assert len(replies(local_stack, rooms[layer])) == 1, layer
         assert len(tasks(local_stack, tags[layer])) == 1, layer
@@ -99,7 +97,7 @@ def test_killing_each_chained_layers_worker_mid_step_answers_every_turn_exactly_
     room = f"room-after-{uuid.uuid4().hex[:6]}"
     after = post(local_stack, "今日は暑いね", room)
     assert local_stack.record(ORG, after)["final_response"]
-    local_stack.wait_for(lambda: replies(local_stack, room), timeout=60)
+    local_stack.wait_for(lambda: replies(local_stack, room))
 
 
 @pytest.mark.e2e
@@ -115,7 +113,7 @@ def test_a_step_that_kills_every_worker_is_dead_lettered_and_the_stack_keeps_ans
     # THEN the next delivery dead-letters it (the observer records the failure and alerts)
     failure = local_stack.wait_for(
         lambda: [d for _, d in local_stack.store.query(f"orgs/{ORG}/failures") if d.get("turn_id") == poison],
-        timeout=120,
+        local_stack.budgets.after_kill,
     )
     assert failure[0]["produced_by"] == "authorizer"
     assert tasks(local_stack, tag) == [] and replies(local_stack, room) == []
@@ -123,9 +121,9 @@ def test_a_step_that_kills_every_worker_is_dead_lettered_and_the_stack_keeps_ans
     fresh_room = f"room-fresh-{uuid.uuid4().hex[:6]}"
     fresh = post(local_stack, "今日は暑いね", fresh_room)
     later = post(local_stack, "ありがとう", room)
-    assert local_stack.record(ORG, fresh, timeout=90)["final_response"]
-    assert local_stack.record(ORG, later, timeout=90)["final_response"]
-    local_stack.wait_for(lambda: replies(local_stack, fresh_room) and replies(local_stack, room), timeout=60)
+    assert local_stack.record(ORG, fresh)["final_response"]
+    assert local_stack.record(ORG, later)["final_response"]
+    local_stack.wait_for(lambda: replies(local_stack, fresh_room) and replies(local_stack, room))
 
 
 @pytest.mark.e2e

@@ -33,7 +33,6 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-from infra.webhook_sender import send
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM
 from shared_lib.persona.catalogue import load_persona
 from shared_lib.rollout.overrides import clear_override
@@ -79,7 +78,7 @@ def shot(driver: WebDriver, name: str) -> None:
 
 
 def webhook(stack: Any, text: str, user: str, room: str = DEMO_ROOM) -> str:
-    resp = send(stack.ingress_url, "http", text, org=DEMO_ORG, room=room, user=user)
+    resp = stack.send("http", text, org=DEMO_ORG, room=room, user=user)
     assert resp.status == 200 and resp.body.get("turn_ids"), resp.body
     return str(resp.body["turn_ids"][0])
 
@@ -266,6 +265,6 @@ def test_the_jobs_and_fine_tuning_views_list_a_job_and_accept_a_staged_turn(stac
     WebDriverWait(browser, 2 * WAIT, poll_frequency=1).until(accept_button).click()
     # THEN the candidate is accepted, by the credential's person, in the store the export reads
     path = f"orgs/{DEMO_ORG}/ft_candidates/{chat}"
-    stack.wait_for(lambda: (stack.store.get(path) or {}).get("status") == "accepted", timeout=WAIT)
+    stack.wait_for(lambda: (stack.store.get(path) or {}).get("status") == "accepted")
     assert (stack.store.get(path) or {}).get("review", {}).get("by") == "u-kazu"
     shot(browser, "8-ft-accepted")

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from infra.webhook_sender import send
-from shared_lib.state import agent_jobs
+from shared_lib.features.jobs import state as agent_jobs
 
 ORG, USER = "demo", "u-suzuki"  # level 2: may delegate, may not see the staff list (level 5)
 FINISHES = "営業チームの期限切れタスクを集めて要約して"
@@ -25,7 +24,7 @@ ABOVE_LEVEL = "全社員の一覧を集めてまとめて"
 
 
 def post(stack: Any, text: str, room: str) -> None:
-    resp = send(stack.ingress_url, "http", text, org=ORG, room=room, user=USER)
+    resp = stack.send("http", text, org=ORG, room=room, user=USER)
     assert resp.status == 200, resp.body
 
 
@@ -53,9 +52,9 @@ def test_a_job_finishes_and_reports_another_is_stopped_at_its_step_limit_a_third
         try:
             stack.wait_for(
                 lambda room=room: (j := job_in(stack, room)) is not None and j["status"] in agent_jobs.FINAL,
-                timeout=90,
+                stack.budgets.job,
             )
-            stack.wait_for(lambda room=room: len(replies(stack, room)) >= 2, timeout=30)
+            stack.wait_for(lambda room=room: len(replies(stack, room)) >= 2, stack.budgets.job)
         except AssertionError as exc:  # say what the room and its job came to
             raise AssertionError(f"{room}: job {job_in(stack, room)} replies {replies(stack, room)}") from exc
 

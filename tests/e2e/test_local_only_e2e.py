@@ -9,14 +9,12 @@ import uuid
 
 import pytest
 
-from infra.webhook_sender import send
-
 ORG = "demo"
 USER = "u-suzuki"
 
 
 def post(stack, text: str, room: str) -> str:
-    resp = send(stack.ingress_url, "http", text, org=ORG, room=room, user=USER)
+    resp = stack.send("http", text, org=ORG, room=room, user=USER)
     assert resp.status == 200, resp.body
     return str(resp.body["turn_ids"][0])
 

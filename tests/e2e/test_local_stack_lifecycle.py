@@ -7,13 +7,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
 import pytest
 
 from infra.emulators import pid_alive, process_alive
+from tests.e2e import waits
 
 
 @pytest.mark.e2e
@@ -75,7 +75,6 @@ def test_a_killed_pubsub_emulator_loses_no_accepted_webhook_and_restarts_with_it
     from infra import local_stack
     from infra.emulators import kill_group
     from infra.webhook_sender import build_request
-    from shared_lib.settings import Settings
 
     root = tmp_path / ".charter" / "local"
     env = dict(os.environ, CHARTER_LOCAL_DIR=str(root))
@@ -107,17 +106,17 @@ def test_a_killed_pubsub_emulator_loses_no_accepted_webhook_and_restarts_with_it
         assert rs.returncode == 0 and rs.stdout.startswith("restarted pubsub"), rs.stdout + rs.stderr
         # THEN the channel's retries of the same delivery (503 while the ingress's Pub/Sub client
         # reconnects) become one turn that is answered
-        budget = Settings.from_env({"CHARTER_ENV": "local"}).turn_budget_seconds
-        end = time.monotonic() + 2 * budget
-        while (delivered := deliver("ev-down-1", "来週の出張申請ってどこから出すんだっけ？"))[0] == 503:
-            assert time.monotonic() < end, f"the ingress still refuses after the restart: {delivered}"
-            time.sleep(1.0)  # a channel's retry interval
-        status, answer = delivered
+        budgets = waits.Budgets.of_stack(root)
+        status, answer = waits.wait_for(
+            lambda: (d := deliver("ev-down-1", "来週の出張申請ってどこから出すんだっけ？"))[0] != 503 and d,
+            budgets.turn,
+            interval=1.0,  # a channel's retry interval
+            what="the ingress taking the retried delivery after the restart",
+        )
         assert status == 200 and answer.get("turn_ids"), answer
         turn_id = answer["turn_ids"][0]
-        end = time.monotonic() + 2 * budget
-        while not replied(turn_id):
-            assert time.monotonic() < end, f"no reply for {turn_id} after the restart"
-            time.sleep(0.5)
+        waits.wait_for(
+            lambda: replied(turn_id), budgets.turn, what=f"a reply for {turn_id} after the restart"
+        )
     finally:
         local_stack.down(root=root)

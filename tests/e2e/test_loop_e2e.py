@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from infra import local_stack as stack_mod
-from infra.webhook_sender import send
 from shared_lib.delivery import idempotency
 
 ORG = "demo"
@@ -21,7 +20,7 @@ USER = "u-suzuki"
 
 
 def post(stack, text: str, room: str) -> str:
-    resp = send(stack.ingress_url, "http", text, org=ORG, room=room, user=USER)
+    resp = stack.send("http", text, org=ORG, room=room, user=USER)
     assert resp.status == 200, resp.body
     return str(resp.body["turn_ids"][0])
 
@@ -35,7 +34,7 @@ def replies(stack, room: str) -> list[str]:
 
 
 def wait_replies(stack, room: str, n: int) -> list[str]:
-    stack.wait_for(lambda: len(replies(stack, room)) >= n, timeout=120)
+    stack.wait_for(lambda: len(replies(stack, room)) >= n, stack.budgets.steps)
     return replies(stack, room)
 
 
@@ -67,14 +66,14 @@ def test_look_then_act_with_a_crash_at_step_two_gives_one_reply_and_one_effect(l
     path = idempotency.claim_path(ORG, turn, "executor", 1)
     local_stack.wait_for(
         lambda: (c := local_stack.store.get(path)) and c.get("status") == "in_progress",
-        timeout=90,
+        local_stack.budgets.steps,
         interval=0.1,
     )
     comp = stack_mod.load_state(Path(local_stack.root))["components"]["executor"]
     for worker in [w for w in stack_mod.workers(comp) if w != comp["pid"]]:
         os.kill(worker, signal.SIGKILL)
     # THEN the turn is answered once, the task completed once, and the record has both steps
-    record = local_stack.record(ORG, turn, timeout=120)
+    record = local_stack.record(ORG, turn, local_stack.budgets.steps)
     got = wait_replies(local_stack, room, 2)
     assert len(got) == 2, got
     assert [d.get("status") for d in tasks(local_stack, tag)] == ["done"]

@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-from infra.webhook_sender import send
-
 ORG = "demo"
 
 
@@ -44,7 +42,7 @@ def test_a_teaching_added_by_the_ceo_is_searchable_and_reaches_the_brain(local_s
     # AND the teaching is in the prompt of the next turn's brain (the context's 教え)
     room = f"room-mem-{tag}"
     asked = f"問い合わせ対応で気をつけることは？（{tag}）"
-    resp = send(local_stack.ingress_url, "http", asked, org=ORG, room=room, user="u-suzuki")
+    resp = local_stack.send("http", asked, org=ORG, room=room, user="u-suzuki")
     assert resp.status == 200, resp.body
     turn_id = str(resp.body["turn_ids"][0])
     local_stack.record(ORG, turn_id)

@@ -24,10 +24,10 @@ import pytest
 from infra import local_candidates
 from infra.emulators import pid_alive
 from infra.smoke_runner import LAYERS, run_smoke
-from infra.webhook_sender import send
 from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.flags import FLAGS_DOC, flags_store_doc, load_flags_file
 from shared_lib.tools.directory import seed_directory
+from tests.e2e import waits
 
 TEXT = "田中さんに明日までに見積書を作成するタスクをお願い"
 USER = "u1"
@@ -108,9 +108,9 @@ def test_a_normal_turn_runs_on_stable_and_a_smoke_turn_only_on_the_candidates(
     normal_room, smoke_room = f"room-{uuid.uuid4().hex[:8]}", f"room-{uuid.uuid4().hex[:8]}"
 
     # WHEN a normal webhook arrives at the stable ingress
-    answer = send(local_stack.ingress_url, "http", TEXT, org=org, room=normal_room, user=USER)
+    answer = local_stack.send("http", TEXT, org=org, room=normal_room, user=USER)
     assert answer.status == 200, answer.body
-    normal = local_stack.record(org, answer.body["turn_ids"][0], timeout=90)
+    normal = local_stack.record(org, answer.body["turn_ids"][0])
     # AND a smoke webhook (signed X-Charter-Smoke) arrives at the candidate ingress
     smoke = run_smoke(
         candidates["candidate_ingress_url"],
@@ -120,7 +120,7 @@ def test_a_normal_turn_runs_on_stable_and_a_smoke_turn_only_on_the_candidates(
         org=org,
         room=smoke_room,
         user=USER,
-        timeout=90,
+        timeout=waits.scaled(local_stack.budgets.turn),
     )
 
     # THEN the normal turn was handled by the stable process of every layer, on the chosen arm

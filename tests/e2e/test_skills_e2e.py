@@ -40,7 +40,7 @@ def after_cache(changed: float) -> None:
 
 
 def reply_in(stack: Any, room: str) -> str:
-    stack.wait_for(lambda: replies(stack, room), timeout=60)
+    stack.wait_for(lambda: replies(stack, room))
     return replies(stack, room)[0]
 
 

@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-from infra.webhook_sender import send
-
 ORG = "demo"
 USER = "u-suzuki"
 CHAIN = ["context", "brain", "guardian", "authorizer", "executor", "responder", "observer"]
@@ -44,7 +42,7 @@ def ancestors(spans: list[dict[str, Any]], span: dict[str, Any]) -> list[str]:
 def test_a_turn_is_one_trace_over_every_layer_in_order_with_its_llm_tokens_and_its_log_lines(local_stack):
     # GIVEN the local stack; WHEN a webhook makes a turn
     room = f"room-{uuid.uuid4().hex[:8]}"
-    resp = send(local_stack.ingress_url, "http", "今日は暑いね〜", org=ORG, room=room, user=USER)
+    resp = local_stack.send("http", "今日は暑いね〜", org=ORG, room=room, user=USER)
     assert resp.status == 200, resp.body
     turn_id = resp.body["turn_ids"][0]
     record = local_stack.record(ORG, turn_id)
@@ -58,7 +56,7 @@ def test_a_turn_is_one_trace_over_every_layer_in_order_with_its_llm_tokens_and_i
         done = {"ingress", "ingress accept", *(f"layer {x}" for x in CHAIN)} <= names
         return spans if done and any(n.startswith("chat ") for n in names) else None
 
-    spans = local_stack.wait_for(chain_complete, timeout=60)
+    spans = local_stack.wait_for(chain_complete)
     # ... as exactly one trace for the turn, the record's
     assert {s["trace_id"] for s in spans_where(local_stack, "turn_id", turn_id)} == {trace_id}
     # ... the request its root, each layer run the child of the hop that published to it, in order,
@@ -102,7 +100,7 @@ def test_a_turn_is_one_trace_over_every_layer_in_order_with_its_llm_tokens_and_i
 def test_turns_show_prints_the_turns_span_tree(local_stack):
     # GIVEN a turn through the stack and an operator in the folder the stack runs from
     room = f"room-{uuid.uuid4().hex[:8]}"
-    resp = send(local_stack.ingress_url, "http", "おはよう", org=ORG, room=room, user=USER)
+    resp = local_stack.send("http", "おはよう", org=ORG, room=room, user=USER)
     turn_id = resp.body["turn_ids"][0]
     trace_id = local_stack.record(ORG, turn_id)["trace_id"]
     local_stack.wait_for(

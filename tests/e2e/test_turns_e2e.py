@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from google.cloud import pubsub_v1
 
-from infra.webhook_sender import send
 from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.demo_data import PEOPLE
 
@@ -20,7 +19,7 @@ USER = "u-suzuki"
 
 
 def post(stack, text: str, *, room: str, user: str = USER, event_id: str | None = None) -> str:
-    resp = send(stack.ingress_url, "http", text, org=ORG, room=room, user=user, event_id=event_id)
+    resp = stack.send("http", text, org=ORG, room=room, user=user, event_id=event_id)
     assert resp.status == 200, resp.body
     ids = resp.body.get("turn_ids", [])
     return ids[0] if ids else ""
@@ -120,7 +119,7 @@ def test_twenty_turns_of_one_conversation_are_processed_in_order(local_stack):
     r = room()
     with cf.ThreadPoolExecutor(max_workers=20) as pool:
         turn_ids = list(pool.map(lambda i: post(local_stack, f"雑談その{i}です", room=r), range(20)))
-    records = [local_stack.record(ORG, t, timeout=120) for t in turn_ids]
+    records = [local_stack.record(ORG, t) for t in turn_ids]
 
     def order(layer: str) -> list[str]:
         return [rec["turn_id"] for rec in sorted(records, key=lambda x: x["timing_started"][layer])]
@@ -130,7 +129,7 @@ def test_twenty_turns_of_one_conversation_are_processed_in_order(local_stack):
     context_order = order("context")
     for layer in ("brain", "guardian", "authorizer", "executor", "responder"):
         assert order(layer) == context_order, layer
-    local_stack.wait_for(lambda: len(replies(local_stack, r)) == 20, timeout=60)
+    local_stack.wait_for(lambda: len(replies(local_stack, r)) == 20)
     sent_order = [s["body"]["idempotency_key"].rsplit("-", 1)[0] for s in replies(local_stack, r)]
     assert sent_order == context_order
 
@@ -140,7 +139,7 @@ def test_twenty_conversations_are_processed_concurrently(local_stack):
     rooms = [room() for _ in range(20)]
     with cf.ThreadPoolExecutor(max_workers=20) as pool:
         turn_ids = list(pool.map(lambda rm: post(local_stack, "こんにちは", room=rm), rooms))
-    records = [local_stack.record(ORG, t, timeout=120) for t in turn_ids]
+    records = [local_stack.record(ORG, t) for t in turn_ids]
     spans = sorted((rec["trail"][0]["at"], rec["trail"][-1]["at"]) for rec in records)
     overlapping = sum(1 for (s1, e1), (s2, _) in itertools.pairwise(spans) if s2 < e1)
     assert overlapping >= 1, "conversations were processed strictly one after another"
@@ -153,18 +152,17 @@ def test_a_layer_that_keeps_failing_dead_letters_only_its_turn(local_stack):
     failing = post(local_stack, "[[fail:executor]] 田中さんに見積書のタスクをお願い", room=a)
     other = post(local_stack, "こんにちは", room=b)
     # THEN B is answered, A's turn is dead-lettered and recorded as a failure with an alert
-    local_stack.record(ORG, other, timeout=60)
+    local_stack.record(ORG, other)
     failure = local_stack.wait_for(
         lambda: [
             d for i, d in local_stack.store.query(f"orgs/{ORG}/failures") if d.get("turn_id") == failing
         ],
-        timeout=120,
     )
     assert failure[0]["produced_by"] == "authorizer"
     assert local_stack.wait_for(lambda: local_stack.store.get(f"alerts/dlq-{failing}-authorizer-0"))
     # AND a later turn of A goes through once the failed one has left the queue
     later = post(local_stack, "ありがとう", room=a)
-    assert local_stack.record(ORG, later, timeout=90)["final_response"]
+    assert local_stack.record(ORG, later)["final_response"]
 
 
 @pytest.mark.e2e
@@ -194,7 +192,7 @@ def test_a_confirmation_then_hai_executes_exactly_once(local_stack):
     def delivered() -> list[dict[str, Any]]:
         return [s for s in local_stack.fake_channel_sent() if _key(s) in keys]
 
-    sent = local_stack.wait_for(lambda: len(delivered()) >= len(people) and delivered(), timeout=30)
+    sent = local_stack.wait_for(lambda: len(delivered()) >= len(people) and delivered())
     assert sorted(_key(s) for s in sent) == sorted(keys)
     assert {s["body"]["room_id"] for s in sent} == {f"dm-{p}" for p in people}
     assert announcements[0][1]["status"] == "delivered"

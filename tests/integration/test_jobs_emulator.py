@@ -14,10 +14,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "loop"))
 from loop_fakes import ORG, SEARCH, Chain, tool_call
 
-from shared_lib.cli import jobs as jobs_cli
 from shared_lib.cli import main
+from shared_lib.features.jobs import cli as jobs_cli
+from shared_lib.features.jobs import state as agent_jobs
 from shared_lib.runtime import Runtime
-from shared_lib.state import agent_jobs
 
 pytestmark = pytest.mark.integration
 TASK = "営業チームの期限切れタスクを集めて要約して"

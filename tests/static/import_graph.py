@@ -4,6 +4,13 @@ Every ``import``/``from … import`` counts, including those under ``if TYPE_CHE
 inside functions: a type-only or deferred import is still a dependency of the design.
 A *package* is a direct subpackage of ``shared_lib`` (``shared_lib.brain``); a top-level
 module (``shared_lib/runtime.py``) is its own node.
+
+A feature (``shared_lib/features/<name>/``) is a room that spans floors: each of its modules is
+a node by its *role*, the name up to the first ``_`` (``features.jobs.steps`` for ``steps.py``
+and ``steps_report.py``, ``features.jobs.cli`` for ``cli.py``), so its state sits at the domain
+floor, its steps beside the layers and its commands at the entry floor, and both rules see them
+apart. The room's ``__init__`` is the node ``features.<name>``; a module loose in
+``shared_lib/features/`` (the ``Manifest`` type) is ``features.<module>``.
 """
 
 from __future__ import annotations
@@ -47,8 +54,13 @@ def imports_of(path: Path, repo: Path = REPO, prefix: str = "shared_lib") -> set
 
 
 def node_of(module: str) -> str:
-    """``shared_lib.brain.llm_arm`` -> ``brain``; ``shared_lib.runtime`` -> ``runtime``."""
+    """``shared_lib.brain.llm_arm`` -> ``brain``; ``shared_lib.runtime`` -> ``runtime``;
+    ``shared_lib.features.jobs.steps_report`` -> ``features.jobs.steps`` (a room's module by role)."""
     parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "features":
+        if len(parts) == 3:
+            return f"features.{parts[2]}"
+        return f"features.{parts[2]}.{parts[3].partition('_')[0]}"
     return parts[1] if len(parts) > 1 else "shared_lib"
 
 

@@ -165,9 +165,12 @@ def test_every_scheduled_memory_job_is_a_job_the_memory_target_runs(repo_root: P
 
 def test_the_jobs_watchdog_is_scheduled_every_minute_on_the_route_the_admin_serves(repo_root: Path) -> None:
     # GIVEN the scheduler's jobs and the admin app's routes
-    admin = (repo_root / "shared_lib" / "admin" / "app.py").read_text(encoding="utf-8")
+    # (the route is the jobs feature's, registered by the admin app from the jobs' manifest)
+    admin = (repo_root / "shared_lib" / "features" / "jobs" / "admin.py").read_text(encoding="utf-8")
+    manifest = (repo_root / "shared_lib" / "features" / "jobs" / "manifest.py").read_text(encoding="utf-8")
     jobs = module_locals(repo_root / "terraform" / "modules" / "scheduler")["jobs"]
     watchdog = [job for job in jobs.values() if str(job["path"]).startswith("/tasks/jobs/")]
     # THEN one job POSTs /tasks/jobs/watchdog every minute, and the admin serves that route
     assert [(j["path"], j["schedule"]) for j in watchdog] == [("/tasks/jobs/watchdog", "* * * * *")]
-    assert '@app.post("/tasks/jobs/watchdog")' in admin
+    assert '.post("/tasks/jobs/watchdog")' in admin
+    assert 'admin="shared_lib.features.jobs.admin"' in manifest

@@ -5,7 +5,10 @@ ISO date (issue 18's leak test, over the demo)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -22,11 +25,20 @@ def test_leaks_names_each_thing_a_user_must_not_read():
     assert demo_cli.leaks("期限は2026-11-25ウル") == ["2026-11-25"]
 
 
-@pytest.fixture
-def demo_run(tmp_path, capsys: pytest.CaptureFixture[str]) -> tuple[list[dict], dict]:
-    """The embedded demo with the built-in scripted model: its turns and what ``--json`` printed."""
-    turns = demo_cli._embedded(argparse.Namespace(keep=str(tmp_path / "demo"), json=True, stack=False))
-    return turns, json.loads(capsys.readouterr().out)
+@pytest.fixture(scope="module")
+def demo_keep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the demo run of this module keeps its store."""
+    return tmp_path_factory.mktemp("demo-replies") / "demo"
+
+
+@pytest.fixture(scope="module")
+def demo_run(demo_keep: Path) -> tuple[list[dict], dict]:
+    """The embedded demo with the built-in scripted model, run once for the module (the tests
+    only read it): its turns and what ``--json`` printed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        turns = demo_cli._embedded(argparse.Namespace(keep=str(demo_keep), json=True, stack=False))
+    return turns, json.loads(printed.getvalue())
 
 
 def test_every_demo_reply_is_there_and_leaks_nothing(demo_run):
@@ -46,7 +58,7 @@ def test_every_demo_reply_is_there_and_leaks_nothing(demo_run):
     assert "「権限の変更」は自動では実行できない操作ウル" in replies
 
 
-def test_the_demo_has_a_turn_of_two_steps_that_completes_the_task_once(demo_run, tmp_path):
+def test_the_demo_has_a_turn_of_two_steps_that_completes_the_task_once(demo_run, demo_keep):
     _turns, printed = demo_run
     # GIVEN 田中 has two open tasks (the demo asked for 見積書 and 資料作成 earlier)
     (multi,) = [t for t in printed["turns"] if t["text"] == MULTI_STEP_TEXT]
@@ -64,7 +76,7 @@ def test_the_demo_has_a_turn_of_two_steps_that_completes_the_task_once(demo_run,
     assert sorted(t["body"] for t in found) == ["見積書を作成", "資料作成"]
     assert all("-" not in str(t["limit_date"]) for t in found)  # shown as a user reads a date
     # AND one reply was sent for the turn (one send receipt, at its last step)
-    store = SQLiteStore(tmp_path / "demo" / "demo.sqlite")
+    store = SQLiteStore(demo_keep / "demo.sqlite")
     sent = [key for key, _ in store.query(f"orgs/{DEMO_ORG}/send_receipts") if multi["turn_id"] in key]
     assert multi["reply"] and sent == [f"{multi['turn_id']}-1"]
     # AND the one 資料 task was completed exactly once across the whole demo

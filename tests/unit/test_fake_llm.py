@@ -701,7 +701,7 @@ def test_the_scripted_model_delegates_then_scripts_each_kind_of_job() -> None:
     # issue 22: a person's request is delegated; a job's own turn (the product's marker) looks first,
     # keeps looking, or asks for the salary view (level 6)
     from infra.fake_llm import jobs, scripted
-    from shared_lib.layers.job_turns import JOB_MARKER
+    from shared_lib.features.jobs.steps import JOB_MARKER
 
     assert jobs.JOB_MARKER == JOB_MARKER
     for said in (

@@ -1,6 +1,6 @@
 """Delegation (seed 001 §15, 002 §6): hand a bounded task to a sub-agent of one's own.
 
-``delegate_task`` writes the job (``shared_lib.state.agent_jobs``) inside the executor's effect
+``delegate_task`` writes the job (``shared_lib.features.jobs.state``) inside the executor's effect
 transaction, ``queued``, with the limits of ``config/jobs.json``; the LLM may only ask for fewer
 steps. The job's turn is published once the effect committed (``layers.job_turns``); it runs
 as the requester, so it may do only what the requester may. A job's own turn never delegates.

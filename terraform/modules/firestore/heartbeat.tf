@@ -1,6 +1,6 @@
 # The heartbeat's due tasks (shared_lib/ops/due_tasks.py) read, across organisations, the
 # approval jobs that can still be answered (decide_by after now) and the active goals (status);
-# the jobs watchdog (shared_lib/layers/job_turns.py) and `charter jobs list` the delegated jobs
+# the jobs watchdog (shared_lib/features/jobs/steps.py) and `charter jobs list` the delegated jobs
 # by status: one field each in collection-group scope. A field's index_config replaces what it inherits,
 # so the field's collection-scope indexes (the per-organisation queries) are declared again.
 resource "google_firestore_field" "heartbeat" {

@@ -179,7 +179,7 @@ locals {
   # shared_lib.runtime). No operator token: operators act by identity (shared_lib.admin.identity:
   # their credentials live hashed in Firestore, or their Google identity). brain_shadow runs the candidate
   # arm, which calls the same LLM and masks into the same vault as brain. ingress and context hold
-  # the vault key for the debounce buffer's texts (shared_lib.state.debounce).
+  # the vault key for the debounce buffer's texts (shared_lib.features.debounce.state).
   service_secrets = {
     ingress = {
       CHATWORK_WEBHOOK_TOKEN = "chatwork-webhook-token"

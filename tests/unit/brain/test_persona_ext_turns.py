@@ -12,10 +12,10 @@ from brain_fakes import ORG, PEOPLE, FakeLLM, decision, inbound, runtime, text, 
 from shared_lib.brain.integration import integrate
 from shared_lib.brain.persona_prompt import context_for, persona_system
 from shared_lib.brain.prompt import assemble, stable_system
+from shared_lib.features.persona_learning.store import ext_path, load_ext
 from shared_lib.layers.ingress import accept
 from shared_lib.persona.core import load_core
 from shared_lib.persona.ext import merged_view
-from shared_lib.state.persona_store import ext_path, load_ext
 from shared_lib.tools.directory import seed_directory
 from shared_lib.turn.envelope import ToolResult
 from shared_lib.turn.proposal import Proposal

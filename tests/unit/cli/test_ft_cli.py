@@ -10,10 +10,10 @@ import pytest
 
 from shared_lib.adapters.inproc_bus import InProcessBus
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.cli import ft as ft_cli
 from shared_lib.cli import main
-from shared_lib.finetune.export import card_path
-from shared_lib.finetune.formats import parse_line
+from shared_lib.features.finetune import cli as ft_cli
+from shared_lib.features.finetune.state.export import card_path
+from shared_lib.features.finetune.state.formats import parse_line
 from shared_lib.wiring.composition import build_runtime
 from tests.unit.finetune.ft_fakes import ORG, opted_in_store, plant, tool_proposal
 

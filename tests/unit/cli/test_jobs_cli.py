@@ -18,10 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 from admin_fakes import as_, client
 from loop_fakes import ORG, Chain, Clock, store_job, text
 
-from shared_lib.cli import jobs as jobs_cli
 from shared_lib.cli import main
-from shared_lib.layers import job_turns
-from shared_lib.state import agent_jobs
+from shared_lib.features.jobs import cli as jobs_cli
+from shared_lib.features.jobs import state as agent_jobs
+from shared_lib.features.jobs import steps as job_turns
 
 NOW = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)
 

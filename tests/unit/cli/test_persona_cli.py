@@ -54,7 +54,7 @@ def test_diff_shows_the_changed_line(tmp_path, capsys):
 
 def test_show_gives_the_core_the_extension_and_the_merged_view(tmp_path, capsys):
     from shared_lib.adapters.sqlite_store import SQLiteStore
-    from shared_lib.state.persona_store import ext_path
+    from shared_lib.features.persona_learning.store import ext_path
 
     db = tmp_path / "charter.sqlite"
     SQLiteStore(db).set(

@@ -4,6 +4,7 @@ rendering; a failing or slow source degrades the context instead of failing it."
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 from context_fakes import NOW, ORG, OTHER_ORG, ROOM, USER, FaultyStore, seed_org
@@ -18,12 +19,15 @@ from shared_lib.context import (
 )
 from shared_lib.context.sources import SourceSpec, default_sources
 from shared_lib.tools.task_backend import StoreTaskBackend
+from shared_lib.turn.callctx import turn_budget
 from shared_lib.turn.envelope import ContextSection
 
 ALL_SOURCES = [s.name for s in default_sources()]
 
 
-def build(store, text="経費精算のルールを教えて", *, config=None, sources=None, org=ORG, user=USER):
+def build(
+    store, text="経費精算のルールを教えて", *, config=None, sources=None, org=ORG, user=USER, required=()
+):
     return ContextBuilder(config or ContextConfig(token_budget=5000), sources).build(
         ContextInput(
             store=store,
@@ -35,7 +39,8 @@ def build(store, text="経費精算のルールを教えて", *, config=None, so
             text=text,
             now=NOW,
             user_name="スズキ",
-        )
+        ),
+        required=required,
     )
 
 
@@ -117,6 +122,57 @@ def test_given_a_source_slower_than_its_timeout_then_it_is_recorded_as_timed_out
         release.set()
     assert built.records["slow"].status == "timeout" and built.degraded == ["slow"]
     assert built.records["teachings"].status == "ok"
+
+
+DEADLINE = 0.1  # the sources' deadline of the tests below; the slow source answers after three
+
+
+def slow(value):
+    """A source as a busy machine serves it: it answers, three deadlines late."""
+
+    def fetch(_request):
+        threading.Event().wait(3 * DEADLINE)
+        return value
+
+    return fetch
+
+
+SLOW_SESSION = [
+    *(s for s in default_sources() if s.name != "session"),
+    SourceSpec("session", 1, 2, slow({"local_only": False})),
+]
+
+
+def test_given_a_needed_source_slower_than_the_deadline_then_it_is_waited_for_within_the_turns_budget(store):
+    # GIVEN the session (which a tool call needs) answering after the sources' deadline, and a
+    # turn with 45 s of its processing budget left
+    with turn_budget(NOW + timedelta(seconds=45), NOW):
+        built = build(
+            store,
+            config=ContextConfig(token_budget=5000, source_timeout_seconds=DEADLINE),
+            sources=SLOW_SESSION,
+            required=("session", "user", "persons"),
+        )
+    # THEN it is read, not degraded: a slow store is not a store that is down
+    assert built.records["session"].status == "ok" and built.values["session"] == {"local_only": False}
+    assert "session" not in built.degraded
+
+
+@pytest.mark.parametrize(
+    ("required", "budget"),
+    [((), 45.0), (("session",), None), (("session",), DEADLINE / 10)],
+    ids=["not-needed", "no-budget", "budget-shorter-than-the-source"],
+)
+def test_given_a_slow_source_not_needed_or_past_the_budget_then_the_deadline_stands(store, required, budget):
+    deadline = None if budget is None else NOW + timedelta(seconds=budget)
+    with turn_budget(deadline, NOW):
+        built = build(
+            store,
+            config=ContextConfig(token_budget=5000, source_timeout_seconds=DEADLINE),
+            sources=SLOW_SESSION,
+            required=required,
+        )
+    assert built.records["session"].status == "timeout" and built.degraded == ["session"]
 
 
 def test_given_a_built_context_when_recorded_then_the_turn_holds_a_summary_of_what_was_shown(store):

@@ -17,7 +17,7 @@ from shared_lib.turn.stages import Stage, after, amend, answer
 from shared_lib.wiring.stages import STAGES, render
 
 REPO = Path(__file__).resolve().parents[3]
-STAGE_LAYERS = ("context", "brain", "guardian", "authorizer", "executor", "responder")
+STAGE_LAYERS = ("context", "brain", "guardian", "authorizer", "executor", "responder", "memory")
 
 
 def a_turn(*, shadow: bool = False, job: bool = False) -> Turn:
@@ -162,22 +162,21 @@ KNOWN = {
     "shared_lib/brain/integration.py",
     "shared_lib/brain/llm_arm.py",
     "shared_lib/brain/vault.py",
-    "shared_lib/finetune/staging.py",
-    "shared_lib/layers/auto_approval.py",
+    "shared_lib/features/finetune/state/staging.py",
+    "shared_lib/features/auto_approve/steps.py",
     "shared_lib/layers/base.py",
     "shared_lib/layers/brain.py",
-    "shared_lib/layers/confirmation.py",
+    "shared_lib/features/approvals/steps.py",
     "shared_lib/layers/context.py",
     "shared_lib/layers/executor.py",
-    "shared_lib/layers/job_turns.py",
-    "shared_lib/layers/memory.py",
-    "shared_lib/layers/memory_stories.py",
+    "shared_lib/features/jobs/steps.py",
+    "shared_lib/features/memory_stories/steps.py",
     "shared_lib/layers/observer.py",
     "shared_lib/loop/controller.py",
     "shared_lib/observability/records.py",
     "shared_lib/rollout/comparison.py",
-    "shared_lib/state/agent_store.py",
-    "shared_lib/state/persona_store.py",
+    "shared_lib/features/agent_state/store.py",
+    "shared_lib/features/persona_learning/store.py",
     "shared_lib/turn/callctx.py",
 }
 

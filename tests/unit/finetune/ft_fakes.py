@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.finetune.config import set_opt_in
-from shared_lib.finetune.staging import candidate_path
+from shared_lib.features.finetune.state.config import set_opt_in
+from shared_lib.features.finetune.state.staging import candidate_path
 from shared_lib.tools.at_rest import at_rest
 from shared_lib.turn.decisions import Verdict
 from shared_lib.turn.envelope import Turn

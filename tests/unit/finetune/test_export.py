@@ -12,9 +12,9 @@ import pytest
 from pydantic import ValidationError
 
 from shared_lib.brain.vault import vault_cipher
-from shared_lib.finetune.config import load_config, set_opt_in
-from shared_lib.finetune.export import ExportFilter, card_path, export
-from shared_lib.finetune.formats import AnthropicExample, OpenAIExample, build_line, parse_line
+from shared_lib.features.finetune.state.config import load_config, set_opt_in
+from shared_lib.features.finetune.state.export import ExportFilter, card_path, export
+from shared_lib.features.finetune.state.formats import AnthropicExample, OpenAIExample, build_line, parse_line
 from shared_lib.turn.proposal import Proposal
 from tests.unit.finetune.ft_fakes import NOW, ORG, opted_in_store, plant, tool_proposal
 

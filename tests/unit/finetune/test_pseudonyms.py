@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from shared_lib.brain.vault import vault_cipher
-from shared_lib.finetune.export import card_path, export
-from shared_lib.finetune.pseudonyms import Matcher, Pseudonyms, mapping_path
+from shared_lib.features.finetune.state.export import card_path, export
+from shared_lib.features.finetune.state.pseudonyms import Matcher, Pseudonyms, mapping_path
 from shared_lib.tools.directory import seed_directory
 from tests.unit.finetune.ft_fakes import NOW, ORG, opted_in_store, plant, tool_proposal
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared_lib.finetune import review
-from shared_lib.finetune.staging import candidate_path
+from shared_lib.features.finetune.state import review
+from shared_lib.features.finetune.state.staging import candidate_path
 from shared_lib.memory.ingest import NotAllowed
 from shared_lib.tools.directory import seed_directory
 from tests.unit.finetune.ft_fakes import NOW, ORG, RETENTION, opted_in_store, plant, tool_proposal

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from shared_lib.finetune.config import load_config
-from shared_lib.finetune.staging import candidate_path, held_out, ledger_path, stage
+from shared_lib.features.finetune.state.config import load_config
+from shared_lib.features.finetune.state.staging import candidate_path, held_out, ledger_path, stage
 from shared_lib.turn.decisions import AuthDecision, Verdict
 from shared_lib.turn.envelope import JobSection
 from tests.unit.finetune.ft_fakes import NOW, ORG, RETENTION, completed_turn, opted_in_store, tool_proposal

@@ -14,10 +14,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "brain"))
 from brain_fakes import ORG, FakeLLM, decision, inbound, runtime, text, text_answer, tool_call
 
+from shared_lib.features.jobs import state as agent_jobs
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
 from shared_lib.runtime import Runtime
-from shared_lib.state import agent_jobs
 from shared_lib.tools.directory import get_person
 from shared_lib.tools.task_backend import TaskDraft
 from shared_lib.turn.envelope import Turn

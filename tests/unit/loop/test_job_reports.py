@@ -13,10 +13,10 @@ from loop_fakes import ORG, Chain, Clock, inbound, store_job, text, tool_call
 
 from shared_lib.adapters.recording_channel import RecordingChannel
 from shared_lib.channels.clients import build_channels
-from shared_lib.layers import job_turns
+from shared_lib.features.jobs import state as agent_jobs
+from shared_lib.features.jobs import steps as job_turns
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import OutboundReply, SendResult
-from shared_lib.state import agent_jobs
 
 TASK = "営業チームの期限切れタスクを集めて要約して"
 DELEGATE = tool_call("delegate_task", {"task": TASK})

@@ -9,7 +9,7 @@ from typing import Any
 
 from loop_fakes import LOOK, ORG, SEARCH, Chain, text, tool_call
 
-from shared_lib.state import agent_jobs
+from shared_lib.features.jobs import state as agent_jobs
 from shared_lib.turn.envelope import Turn
 
 DELEGATE = tool_call("delegate_task", {"task": "営業チームの期限切れタスクを集めて要約して"})

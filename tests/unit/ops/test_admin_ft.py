@@ -1,4 +1,4 @@
-"""The dashboard's fine-tuning review (shared_lib/admin/ft_api.py): list, show, accept, edit and
+"""The dashboard's fine-tuning review (shared_lib/features/finetune/admin.py): list, show, accept, edit and
 reject by an operator whose identity names a reviewer of level 6."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from admin_fakes import as_
 from admin_fakes import client as admin_client
 from ops_fakes import make_runtime
 
-from shared_lib.finetune.staging import candidate_path
+from shared_lib.features.finetune.state.staging import candidate_path
 from tests.unit.finetune import ft_fakes
 
 

@@ -10,7 +10,7 @@ from admin_fakes import as_
 from admin_fakes import client as admin_client
 
 from shared_lib.cli import build_parser, main
-from shared_lib.state import auto_approve
+from shared_lib.features.auto_approve import store as auto_approve
 from tests.unit.policy.policy_fakes import ORG, Pipeline, pipeline, tool_call
 from tests.unit.state.test_state_auto_approve import grant
 

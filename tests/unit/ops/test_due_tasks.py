@@ -13,8 +13,9 @@ import pytest
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.collections import path, session_path
 from shared_lib.delivery.idempotency import Claims
+from shared_lib.features.approvals import store as jobs
 from shared_lib.ops import due_tasks, monitoring
-from shared_lib.state import due, jobs, session
+from shared_lib.state import due, session
 from shared_lib.wiring.composition import build_runtime
 
 ORG, ROOM, USER = "acme", "room-1", "u-1"

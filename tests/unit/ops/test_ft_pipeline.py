@@ -8,11 +8,11 @@ from pathlib import Path
 
 from ops_fakes import ORG, TASK_CREATE, TASK_DONE, USER, send
 
-from shared_lib.finetune import review, staging
-from shared_lib.finetune.config import load_config
-from shared_lib.finetune.export import export
-from shared_lib.finetune.formats import parse_line
-from shared_lib.finetune.staging import candidate_path
+from shared_lib.features.finetune.state import review, staging
+from shared_lib.features.finetune.state.config import load_config
+from shared_lib.features.finetune.state.export import export
+from shared_lib.features.finetune.state.formats import parse_line
+from shared_lib.features.finetune.state.staging import candidate_path
 from shared_lib.turn.proposal import Proposal
 
 

@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from shared_lib.adapters.memory_store import MemoryStore
+from shared_lib.features.persona_learning.store import apply_turn, ext_path, load_ext
 from shared_lib.persona.core import load_core
 from shared_lib.persona.ext import TEACH_MIN_LEVEL, check, core_keys, merged_view
-from shared_lib.state.persona_store import apply_turn, ext_path, load_ext
 from shared_lib.turn.envelope import StepRecord, Turn, UserInfo
 from shared_lib.turn.inbound import InboundMessage
 from shared_lib.turn.proposal import Proposal

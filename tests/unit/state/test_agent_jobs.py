@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.state import agent_jobs
-from shared_lib.state.agent_jobs import JobError, JobLimits, Stop
+from shared_lib.features.jobs import state as agent_jobs
+from shared_lib.features.jobs.state import JobError, JobLimits, Stop
 from shared_lib.tools.handlers.jobs import DelegateTaskParams, delegate_task
 from shared_lib.tools.registry import ToolContext, ToolInputError
 

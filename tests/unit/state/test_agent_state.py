@@ -1,4 +1,4 @@
-"""The agent state of seed 004 (``shared_lib.state.agent``): the fixed five within their limits,
+"""The agent state of seed 004 (``shared_lib.features.agent_state.state``): the fixed five within their limits,
 Step and Status apart, the transition table read from data, and ``apply``: the code's transition
 over the LLM's, at most one per utterance, refusals recorded."""
 
@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from shared_lib.brain.validation import InvalidProposal, validate_proposal
 from shared_lib.errors import ConfigError
-from shared_lib.state.agent import (
+from shared_lib.features.agent_state.state import (
     TABLE_FILE,
     AgentState,
     CodeTransition,

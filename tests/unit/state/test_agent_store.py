@@ -1,4 +1,4 @@
-"""The agent state at rest (``shared_lib.state.agent_store``): what the charter decided on each
+"""The agent state at rest (``shared_lib.features.agent_state.store``): what the charter decided on each
 step becomes the code's transition, a turn is applied once in one transaction (a redelivery
 changes nothing), a multi-step turn takes at most one transition, the document is masked, kept
 for the organisation's retention and named by its user — on the memory and the SQLite store."""
@@ -14,13 +14,13 @@ import pytest
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.adapters.sqlite_store import SQLiteStore
 from shared_lib.collections import of_path
-from shared_lib.ports import Store
-from shared_lib.state.agent_store import (
+from shared_lib.features.agent_state.store import (
     agent_state_path,
     code_transition,
     load_agent_state,
     record_turn,
 )
+from shared_lib.ports import Store
 from shared_lib.turn.agent_record import Status, Step
 from shared_lib.turn.decisions import AuthDecision, Verdict
 from shared_lib.turn.envelope import StepRecord, ToolResult, Turn

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from shared_lib.state.agent import AgentState, CodeTransition, apply, load_table
+from shared_lib.features.agent_state.state import AgentState, CodeTransition, apply, load_table
 from shared_lib.turn.agent_record import Status, Step
 from shared_lib.turn.proposal import StateUpdate
 

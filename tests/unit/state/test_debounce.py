@@ -12,8 +12,8 @@ from clock_fakes import Clock
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.brain.vault import vault_cipher
+from shared_lib.features.debounce import state as debounce
 from shared_lib.settings import Settings
-from shared_lib.state import debounce
 from shared_lib.turn.inbound import MAX_TEXT_CHARS
 
 T0 = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)

@@ -12,8 +12,8 @@ from clock_fakes import Clock
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.demo_data import DEMO_ORG, DEMO_ROOM, DEMO_USER, seed_demo_directory
+from shared_lib.features.debounce import state as debounce
 from shared_lib.layers.ingress import accept
-from shared_lib.state import debounce
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.inbound import InboundMessage
 from shared_lib.wiring.composition import build_runtime, wire_inprocess

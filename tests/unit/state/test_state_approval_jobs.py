@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from shared_lib.cli.data import person_documents
-from shared_lib.layers import confirmation
+from shared_lib.features.approvals import steps as confirmation
+from shared_lib.features.approvals import store as jobs
 from shared_lib.policy.guardian import evaluate
-from shared_lib.state import jobs
 from shared_lib.turn.decisions import AuthDecision
 from shared_lib.turn.envelope import Turn
 from tests.unit.policy.policy_fakes import ORG, Pipeline, config, pipeline, tool_call

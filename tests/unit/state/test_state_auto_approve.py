@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from shared_lib.errors import ArgumentError
+from shared_lib.features.auto_approve import store as auto_approve
 from shared_lib.flags import REPO_FLAGS_FILE, seed_flags
 from shared_lib.policy.config import DangerRule, PolicyConfig, load_policy_config
-from shared_lib.state import auto_approve
 from shared_lib.turn.decisions import Verdict
 from tests.unit.policy.policy_fakes import ORG, Pipeline, pipeline, tool_call
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared_lib.layers import confirmation
+from shared_lib.features.approvals import steps as confirmation
 from shared_lib.state import session
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.inbound import InboundMessage

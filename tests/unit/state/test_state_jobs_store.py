@@ -7,7 +7,7 @@ import re
 from datetime import timedelta
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.state import jobs
+from shared_lib.features.approvals import store as jobs
 from tests.unit.brain.brain_fakes import turn as make_turn
 from tests.unit.policy.policy_fakes import NOW
 

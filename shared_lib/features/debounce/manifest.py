@@ -1,0 +1,11 @@
+"""The debounce feature: a burst of messages becomes one turn (``shared_lib.features.debounce``)."""
+
+from __future__ import annotations
+
+from shared_lib.features.manifest import Manifest
+
+MANIFEST = Manifest(
+    name="debounce",
+    summary="a burst of one person's messages in a room answered as one turn (seed 001 §7.3)",
+    collections=("debounce_entries",),
+)

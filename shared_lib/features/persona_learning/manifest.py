@@ -1,0 +1,13 @@
+"""The persona learning feature: an organisation's extension of the persona
+(``shared_lib.features.persona_learning``)."""
+
+from __future__ import annotations
+
+from shared_lib.features.manifest import Manifest
+
+MANIFEST = Manifest(
+    name="persona_learning",
+    summary="what an organisation teaches the persona, beside its hash-pinned core (seed 001 §16)",
+    collections=("persona_ext",),
+    cli="shared_lib.features.persona_learning.cli",
+)
