@@ -157,7 +157,7 @@ def _line(value: Any) -> str:
 
 
 def _llm_serves(turn: Turn) -> bool:
-    arm = turn.flags.shadow_candidate_arm if turn.shadow else turn.flags.arm
+    arm = turn.brain_arm
     return (
         not turn.flags.kill_switch
         and not turn.route.local_only  # a local-only turn is phrased by the templates
@@ -196,7 +196,7 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
         stream=cfg.stream,
     )
     single = partial(_single_phrase, turn, rt)
-    flags = None if turn.shadow else best_of_n.settings_for(turn, rt)
+    flags = best_of_n.settings_for(turn, rt) if turn.spends_extras else None
     if flags is None:
         return _opened(single(request), vault, turn)
     question = f"{user}\n{json.dumps(results, ensure_ascii=False, default=str)}"

@@ -97,7 +97,7 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     _record(turn, rt, result)
     sec.usage = _delta(turn.usage, before)
     degraded = _degrade(turn, rt, cfg, vault, set(prompt.vault))
-    if not degraded and not result.parse_failed and not turn.shadow and not blocked(result.violations):
+    if not degraded and not result.parse_failed and turn.spends_extras and not blocked(result.violations):
         _critique(turn, rt, cfg, doc.self_critique_rate if doc else 0.0)
     band = result.band.name if result.band else "-"
     detail = (
@@ -168,8 +168,9 @@ def _record(turn: Turn, rt: Runtime, result: BrainResult) -> None:
 
 
 def _alert(turn: Turn, rt: Runtime, v: ConstitutionViolation) -> None:
-    shadow = "[shadow] " if turn.shadow else ""
-    message = f"{shadow}LLM Brain 憲法違反 第{v.article}条 {v.code}（対応: {v.action}）: {v.detail}"
+    message = (
+        f"{turn.alert_label()}LLM Brain 憲法違反 第{v.article}条 {v.code}（対応: {v.action}）: {v.detail}"
+    )
     try:
         rt.emit_alert(turn, "constitution_violation", message)
     except Exception as exc:  # the violation is on the turn; the observer alerts again from the record

@@ -62,9 +62,7 @@ def kill_switch(turn: Turn, rt: Runtime) -> Outcome | None:
 def core(turn: Turn, rt: Runtime) -> Outcome:
     """A proposal: the LLM arm, or the legacy brain (the control arm, and when no cloud model may serve)."""
     sec = turn.proposal
-    arm = (
-        turn.flags.shadow_candidate_arm if turn.shadow and turn.flags.shadow_candidate_arm else turn.flags.arm
-    )
+    arm = turn.brain_arm
     profile = route_profile.profile(turn)
     cloud = not turn.route.local_only and profile.cloud
     if arm == "llm" and rt.llm is not None and cloud:

@@ -154,7 +154,7 @@ def _stored_local_only(turn: Turn, rt: Runtime, built: BuiltContext) -> bool:
 
 def classifier(turn: Turn, rt: Runtime) -> Classify | None:
     """The classifier over the runtime's LLM, or ``None`` when this turn must not pay for one."""
-    if rt.llm is None or turn.step != 0 or turn.shadow or turn.flags.kill_switch or turn.flags.arm != "llm":
+    if rt.llm is None or turn.step != 0 or turn.flags.kill_switch or turn.flags.arm != "llm":
         return None
     if turn.context.auto_off:  # the instant OFF (or ON) is answered from the catalogue
         return None
@@ -207,7 +207,7 @@ def route(turn: Turn, rt: Runtime, *, stored: bool) -> None:
         classifier_confidence=turn.route.classifier_confidence,
         classifier_error=turn.route.classifier_error,
     )
-    if commands.local_only is not None and not turn.shadow:
+    if commands.local_only is not None:
         set_local_only(
             rt.store,
             turn.org_id,

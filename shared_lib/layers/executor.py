@@ -109,7 +109,7 @@ def core(turn: Turn, rt: Runtime) -> Outcome:
                     dry_run=sec.dry_run,
                     confirmed=_confirmed(turn),
                     channel=turn.channel,
-                    job_id=turn.job.job_id if turn.job else "",
+                    job_id=turn.job_id or "",
                 )
             )
             result = dict(outcome.result)

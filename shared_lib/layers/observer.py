@@ -329,7 +329,7 @@ def handle(rt: Runtime, data: bytes, attributes: dict[str, str]) -> str:
             return "streamed"  # our own record on its way to BigQuery
         return "event" if record_event(rt, json.loads(data)) else "duplicate"
     turn = Turn.from_message(data, attributes, rt.store)
-    if turn.shadow:
+    if turn.record_kind() == "shadow_candidate":
         return "shadow" if record_candidate(rt, turn) else "duplicate"
     return "recorded" if record_turn(rt, turn) else "duplicate"
 

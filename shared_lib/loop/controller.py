@@ -89,6 +89,12 @@ def worker_output(turn: Any) -> tuple[WorkerOutput, str]:
     return out, ""
 
 
+def done(turn: Any, detail: str) -> LoopDecision:
+    """Stop after this step whatever it asked (a shadow candidate's dry run is one step)."""
+    worker, error = worker_output(turn)
+    return LoopDecision("stop", "done", worker, detail=detail, error=error)
+
+
 def decide(turn: Any, limits: LoopLimits, now: datetime, *, can_continue: bool = True) -> LoopDecision:
     """What follows the step that just ran (see the module docstring). ``can_continue`` false:
     no brain could take another step (the legacy arm, local-only, the kill switch)."""
@@ -99,8 +105,8 @@ def decide(turn: Any, limits: LoopLimits, now: datetime, *, can_continue: bool =
     def stop(reason: str, detail: str = "") -> LoopDecision:
         return LoopDecision("stop", reason, worker, detail=detail, error=error)
 
-    if turn.shadow or p is None:
-        return stop("done", "shadow" if turn.shadow else "no proposal")
+    if p is None:
+        return stop("done", "no proposal")
     if not can_continue:
         return stop("done", "single step")
     if g is not None and g.blocked:

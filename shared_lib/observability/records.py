@@ -254,14 +254,14 @@ def _revisions(turn: Turn, observer_revision: str) -> dict[str, str]:
 
 
 def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> ObservabilityRecord:
-    """The record of ``turn`` (masked). ``turn.shadow`` makes it a shadow-candidate record;
+    """The record of ``turn`` (masked): a shadow candidate's makes a shadow-candidate record;
     ``revision`` is the recording observer's."""
     s = Sanitizer.default()
     sec, p = turn.proposal, turn.proposal.proposal
     results = turn.execution.results
     failed = [r for r in results if not r.ok]
     g, a = turn.guardian, turn.authorization
-    kind: RecordKind = "shadow_candidate" if turn.shadow else "turn_record"
+    kind: RecordKind = turn.record_kind()
     steps = step_rows(turn, s)
     return ObservabilityRecord(
         event_id=f"{kind}-{turn.turn_id}-{turn.step}",
@@ -364,8 +364,8 @@ def build_record(turn: Turn, *, recorded_at: datetime, revision: str = "") -> Ob
         ],
         shadow=turn.shadow,
         smoke=turn.smoke,
-        job_id=turn.job.job_id if turn.job else None,
-        parent_turn_id=turn.job.parent_turn_id if turn.job else None,
+        job_id=turn.job_id,
+        parent_turn_id=turn.parent_turn_id,
         revisions=_revisions(turn, revision),
         route=_route(turn, s),
         steps=steps,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -31,7 +31,18 @@ from shared_lib.turn.agent_record import AgentSection
 from shared_lib.turn.budgets import BudgetSection
 from shared_lib.turn.decisions import AuthDecision, Verdict
 from shared_lib.turn.inbound import ChannelName, InboundMessage
-from shared_lib.turn.proposal import Proposal
+from shared_lib.turn.sections import ConstitutionViolation as ConstitutionViolation
+from shared_lib.turn.sections import ContextSection as ContextSection
+from shared_lib.turn.sections import ExecutionSection as ExecutionSection
+from shared_lib.turn.sections import FlagsSection as FlagsSection
+from shared_lib.turn.sections import JobSection as JobSection
+from shared_lib.turn.sections import LayerTiming as LayerTiming
+from shared_lib.turn.sections import LoopSection as LoopSection
+from shared_lib.turn.sections import ProposalSection as ProposalSection
+from shared_lib.turn.sections import ResponseSection as ResponseSection
+from shared_lib.turn.sections import RouteSection as RouteSection
+from shared_lib.turn.sections import TrailEntry as TrailEntry
+from shared_lib.turn.sections import UserInfo as UserInfo
 from shared_lib.turn.steps import StepRecord as StepRecord  # the step models are part of the envelope
 from shared_lib.turn.steps import ToolResult as ToolResult
 from shared_lib.turn.steps import Usage as Usage
@@ -43,169 +54,6 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 MAX_INLINE_BYTES = 256 * 1024
 MAX_BYTES = 8 * 1024 * 1024  # Pub/Sub's own limit is 10 MB per message
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FlagsSection(_Section):
-    arm: Literal["legacy", "llm"] = "legacy"
-    reason: str = "DEFAULT"
-    bucket: int | None = None
-    flags_version: str = ""
-    kill_switch: bool = False
-    shadow_candidate_arm: Literal["legacy", "llm"] | None = None
-    model: str | None = None
-
-
-class UserInfo(_Section):
-    user_id: str
-    name: str | None = None
-    level: int | None = None
-    department_id: str | None = None
-
-
-class ContextSection(_Section):
-    user: UserInfo | None = None
-    session: dict[str, Any] = Field(default_factory=dict)
-    pending_action: dict[str, Any] | None = None
-    # the auto-approve chat command's outcome (layers.auto_approval: scope own/org for an OFF, on for an ON)
-    auto_off: dict[str, Any] | None = None
-    # seed 004 §5: the conversation's agent state as the context layer read it (the fixed five
-    # goal, why_now, constraints, plan_brief, open_questions; step, status, decision_log, last_delta)
-    agent_state: dict[str, Any] = Field(default_factory=dict)
-    persona_ext: dict[str, Any] = Field(default_factory=dict)  # the organisation's learned persona (masked)
-    recent_messages: list[dict[str, Any]] = Field(default_factory=list)
-    summary: str = ""
-    persons: list[dict[str, Any]] = Field(default_factory=list)
-    tasks: list[dict[str, Any]] = Field(default_factory=list)
-    goals: list[dict[str, Any]] = Field(default_factory=list)
-    teachings: list[dict[str, Any]] = Field(default_factory=list)
-    preferences: dict[str, Any] = Field(default_factory=dict)
-    knowledge: list[dict[str, Any]] = Field(default_factory=list)
-    # seed 001 §7.3: how the debounce settled the turn (state.debounce.Settled.section): role
-    # alone|absorbed|leader, merged_into, the batch's turn_ids and message_ids, waited_ms
-    debounce: dict[str, Any] = Field(default_factory=dict)
-    degraded: list[str] = Field(default_factory=list)
-    rendered: str = ""
-    token_estimate: int = 0
-
-
-class RouteSection(_Section):
-    """The router's decision on this input (seed 003), set by the context layer.
-
-    ``route`` is a ``shared_lib.routing.Route`` value; ``source`` is empty when no router ran
-    (an envelope of an earlier version). ``local_only`` is the conversation's state after this
-    input (``/local`` sets it, ``/cloud`` clears it): while it holds no cloud LLM is called.
-    ``text`` is the input after its leading commands (``None``: it had none); the brain reads
-    it (``Turn.brain_text``) so command words never reach a model as instructions.
-    ``classifier_*`` say what the classifier answered when it was asked (at most once per
-    input); ``previous_route`` is the route of the conversation's previous reply (the
-    session's ``last_route``; ``None``: none), against which a route change is announced.
-    """
-
-    route: str = "CHAT"
-    source: str = ""
-    confidence: float = 0.0
-    reason: str = ""
-    rule_id: str | None = None
-    local_only: bool = False
-    refused: str | None = None
-    guidance: str | None = None
-    commands: list[str] = Field(default_factory=list)
-    text: str | None = None
-    classifier_called: bool = False
-    classifier_route: str | None = None
-    classifier_confidence: float | None = None
-    classifier_error: str | None = None
-    previous_route: str | None = None
-
-
-class ConstitutionViolation(_Section):
-    article: str
-    code: str
-    detail: str
-    action: Literal["block", "suggest", "retry"]
-
-
-class ProposalSection(_Section):
-    arm: Literal["legacy", "llm", "state", "fast_path", "kill_switch"] = "llm"
-    model: str | None = None
-    proposal: Proposal | None = None
-    attempts: int = 0
-    violations: list[ConstitutionViolation] = Field(default_factory=list)
-    approval: dict[str, Any] | None = None  # set when the user answered a pending confirmation
-    duration_ms: float = 0.0
-    self_critique: dict[str, Any] | None = None
-    # parameters the tools do not declare, dropped from the LLM's answer (``tool.parameter``)
-    dropped_parameters: list[str] = Field(default_factory=list)
-    usage: Usage | None = None  # this step's brain calls (the loop shows cache figures per step)
-
-
-class ExecutionSection(_Section):
-    results: list[ToolResult] = Field(default_factory=list)
-    dry_run: bool = False
-    skipped_reason: str | None = None
-
-
-class ResponseSection(_Section):
-    kind: Literal["reply", "confirm", "block", "deny", "clarify", "error", "ignored"] = "reply"
-    text: str = ""
-    sent: bool = False
-    send_receipt: str | None = None
-    duplicate_send: bool = False
-    # Best-of-N phrased the reply (brain.best_of_n): difficulty, N, the chosen candidate, regenerated
-    best_of_n: dict[str, Any] | None = None
-
-
-class LayerTiming(_Section):
-    started_at: datetime
-    duration_ms: float
-
-
-class TrailEntry(_Section):
-    layer: str
-    outcome: str
-    reason_code: str = ""
-    duration_ms: float = 0.0
-    at: datetime = Field(default_factory=utc_now)
-    detail: str = ""
-    revision: str = ""  # the revision that ran the layer (settings CHARTER_REVISION / K_REVISION)
-
-
-class LoopSection(_Section):
-    """The loop controller's state (seed 002 §3): the finished steps and why the loop stopped.
-
-    ``started_at`` is when the first step began (the ``max_millis`` budget); a turn that resumes
-    a paused one after 「はい」 (``resumed_from``) carries its steps and numbering, and gets a
-    fresh budget."""
-
-    steps: list[StepRecord] = Field(default_factory=list)
-    stop_reason: str | None = None
-    stop_detail: str = ""
-    worker: WorkerOutput | None = None  # the last step's hand-over (the earlier ones: each step's)
-    started_at: datetime | None = None
-    resumed_from: str | None = None
-    request: str = ""  # a resumed loop: the paused turn's request, masked (the brain's user message)
-    reroute_used: bool = False
-    events: list[dict[str, Any]] = Field(default_factory=list)
-
-
-class JobSection(_Section):
-    """A delegated job's turn (seed 001 §15, 002 §4.4): a sub-agent runs as a turn of its own
-    through the same chain, as its requester (``Turn.user_id``: the guardian and the gate judge
-    every step as for that person, never more), inside the job's own limits; the watchdog
-    (``shared_lib.features.jobs.state``) stops it at ``max_steps``, ``max_cost_usd`` or ``ends_at``.
-    Its result is reported into the parent's room."""
-
-    job_id: str
-    parent_turn_id: str
-    task: str = ""  # masked: what the sub-agent was asked to do
-    max_steps: int = Field(default=6, ge=1, le=20)
-    max_cost_usd: float = Field(default=0.5, ge=0)
-    ends_at: datetime | None = None
-    depth: int = Field(default=1, ge=1, le=1)  # a sub-agent never delegates again
 
 
 class Turn(BaseModel):
@@ -281,6 +129,43 @@ class Turn(BaseModel):
             worker=worker or WorkerOutput(),
             usage=sec.usage or Usage(),
         )
+
+    # -- what kind of turn this is: asked here (and by the step runner and the shadow's stage),
+    # never inline in a layer or a feature; they read what it means for them instead.
+    @property
+    def brain_arm(self) -> Literal["legacy", "llm"]:
+        """The arm this turn's brain runs: the flags' arm, or the candidate's on a shadow turn."""
+        return (self.flags.shadow_candidate_arm or self.flags.arm) if self.shadow else self.flags.arm
+
+    @property
+    def spends_extras(self) -> bool:
+        """Whether the turn may pay for more than one proposal and one phrasing (self-critique,
+        best-of-N): a shadow candidate's dry run never does (seed 000 §11, its cost is bounded)."""
+        return not self.shadow
+
+    @property
+    def job_id(self) -> str | None:
+        """The delegated job this turn is a step of (``None``: a person's turn)."""
+        return self.job.job_id if self.job is not None else None
+
+    @property
+    def parent_turn_id(self) -> str | None:
+        """The turn that delegated this turn's job (``None``: a person's turn)."""
+        return self.job.parent_turn_id if self.job is not None else None
+
+    def delegated(self) -> JobSection:
+        """The job of a delegated job's turn (a step the table runs ``on_job="only"``)."""
+        if self.job is None:
+            raise ValueError(f"turn {self.turn_id} is not a delegated job's turn")
+        return self.job
+
+    def alert_label(self) -> str:
+        """What an operator's alert about this turn starts with: a shadow candidate says so."""
+        return "[shadow] " if self.shadow else ""
+
+    def record_kind(self) -> Literal["shadow_candidate", "turn_record"]:
+        """The observability record this turn makes."""
+        return "shadow_candidate" if self.shadow else "turn_record"
 
     def brain_text(self) -> str:
         """What the brain answers: the input after its leading commands (the input when none,

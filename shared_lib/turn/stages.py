@@ -18,6 +18,7 @@ Shadow and delegated-job turns are properties of steps, decided here and nowhere
 
 * a shadow turn (``turn.shadow``: the candidate brain's dry run) runs no *after* step, by
   construction, and no step that says ``effects=True`` (an answer or amend step that writes);
+  a stage that says ``shadow=False`` (the context, the memory target) does not run on one at all;
 * ``on_job`` says whether a step runs on a delegated job's turn (``turn.job``): ``"any"``,
   ``"never"`` (the person's conversation only) or ``"only"`` (the job's own boundary and report).
 
@@ -93,6 +94,7 @@ class Stage:
 
     name: str
     core: CoreFn
+    shadow: bool = True  # False: a shadow candidate's dry run skips the whole stage
     answers: Sequence[Step] = field(default_factory=tuple)
     amends: Sequence[Step] = field(default_factory=tuple)
     afters: Sequence[Step] = field(default_factory=tuple)
@@ -108,6 +110,8 @@ class Stage:
 
     def run(self, turn: Turn, rt: Runtime) -> Outcome:
         """The stage over ``turn``: answer steps, else the core; then amends; then afters."""
+        if turn.shadow and not self.shadow:
+            return Outcome("skipped", reason_code="shadow.dry_run")
         for s in self.answers:
             if s.applies(turn) and (answered := s.run(turn, rt)) is not None:
                 assert isinstance(answered, Outcome), f"answer step {s.name} returned {answered!r}"
@@ -125,13 +129,17 @@ class Stage:
 
     def rows(self) -> list[tuple[str, str, str, str]]:
         """(kind, step, on a job's turn, on a shadow turn) in running order, with the core."""
-        out: list[tuple[str, str, str, str]] = [(s.kind, s.name, s.on_job, _shadow(s)) for s in self.answers]
-        out.append(("core", f"{self.name}.core", "any", "runs"))
-        out += [(s.kind, s.name, s.on_job, _shadow(s)) for s in (*self.amends, *self.afters)]
+        out: list[tuple[str, str, str, str]] = [
+            (s.kind, s.name, s.on_job, _shadow(s, self.shadow)) for s in self.answers
+        ]
+        out.append(("core", f"{self.name}.core", "any", "runs" if self.shadow else "skipped"))
+        out += [(s.kind, s.name, s.on_job, _shadow(s, self.shadow)) for s in (*self.amends, *self.afters)]
         return out
 
 
-def _shadow(s: Step) -> str:
+def _shadow(s: Step, stage: bool = True) -> str:
+    if not stage:
+        return "skipped"
     if s.shadow_only:
         return "only"
     return "skipped" if s.kind == "after" or s.effects else "runs"

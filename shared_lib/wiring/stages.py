@@ -21,7 +21,7 @@ from shared_lib.errors import LLMError
 from shared_lib.features.agent_state.store import record_turn
 from shared_lib.features.approvals import steps as confirmation
 from shared_lib.features.auto_approve import steps as auto_approval
-from shared_lib.features.debounce import state as debounce
+from shared_lib.features.debounce import steps as debounce
 from shared_lib.features.finetune.state import staging
 from shared_lib.features.jobs import state as agent_jobs
 from shared_lib.features.jobs import steps as job_turns
@@ -50,12 +50,17 @@ def _pending_answer(turn: Turn, rt: Runtime) -> Outcome | None:
     return Outcome("pending_answer", reason_code=f"approval.{'set' if turn.proposal.approval else 'none'}")
 
 
-def _ask(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
+def _ask(turn: Turn, rt: Runtime, outcome: Outcome, *, write: bool = True) -> Outcome:
     """A confirm verdict: the question, and the pending action written."""
     root = turn.proposal.proposal.root if turn.proposal.proposal else None
     if turn.response.kind == "confirm" and isinstance(root, ToolCallProposal):
-        turn.response.text = confirmation.ask_confirmation(turn, rt, root)
+        turn.response.text = confirmation.ask_confirmation(turn, rt, root, write=write)
     return outcome
+
+
+def _ask_dry(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
+    """A dry run's question: composed as the served turn's would be, stored nowhere."""
+    return _ask(turn, rt, outcome, write=False)
 
 
 def _after_reply(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
@@ -79,32 +84,8 @@ def _auto_apply(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
     return guardian.verdict_outcome(turn.guardian)
 
 
-# --- debounce (seed 001 §7.3) ---------------------------------------------------------------
-
-
-def _gather(turn: Turn, rt: Runtime) -> Outcome | None:
-    """The debounce (seed 001 §7.3, ``state.debounce``): an absorbed turn ends here, recorded as
-    merged into the later turn (the observer's ``merged``); a leader carries its batch's texts,
-    one per line, as its input. ``None``: the turn goes on."""
-    seconds = debounce.window(rt.settings.debounce_seconds, turn.channel)
-    if not seconds or rt.vault is None or turn.step or turn.smoke:
-        return None
-    path = debounce.buffer_path(turn.org_id, turn.channel, turn.room_id, turn.user_id)
-    settled = debounce.settle(
-        rt.store, path, turn.turn_id, window_seconds=seconds, clock=rt.clock, sleep=rt.sleep, cipher=rt.vault
-    )
-    turn.context.debounce = settled.section()
-    if settled.role == "absorbed":
-        log_event("debounce_absorbed", turn=turn, layer="context", merged_into=settled.merged_into)
-        return Outcome(
-            "absorbed",
-            reason_code="debounce.absorbed",
-            next_topic="completed",
-            detail=f"merged_into={settled.merged_into}",
-        )
-    if len(settled.texts) > 1:
-        turn.inbound = turn.inbound.model_copy(update={"text": debounce.SEPARATOR.join(settled.texts)})
-    return None
+def _auto_record(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
+    auto_approval.record(turn, rt)
 
 
 # --- delegated jobs (sub-agents) ------------------------------------------------------------
@@ -139,8 +120,7 @@ def _no_nested_gate(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
 
 def _job_live(turn: Turn, rt: Runtime) -> Outcome | None:
     """A job cancelled or timed out between its steps runs no effect."""
-    assert turn.job is not None
-    if agent_jobs.is_running(rt.store, turn.org_id, turn.job.job_id):
+    if agent_jobs.is_running(rt.store, turn.org_id, turn.delegated().job_id):
         return None
     return executor.skipped(turn, "job.not_running")
 
@@ -151,8 +131,7 @@ def _publish_delegated(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
 
 def _job_loop(turn: Turn, rt: Runtime) -> Outcome | None:
     """A job's step: its own step limit and deadline, the watchdog at every step."""
-    assert turn.job is not None
-    limits = loop.LoopLimits(max_loops=turn.job.max_steps, max_millis=JOB_MAX_MILLIS)
+    limits = loop.LoopLimits(max_loops=turn.delegated().max_steps, max_millis=JOB_MAX_MILLIS)
     return responder.take_or_stop(turn, rt, limits, boundary=job_turns.boundary)
 
 
@@ -166,17 +145,14 @@ def _job_started(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
 def _job_conclude(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
     """The job's end: its status recorded; the reply becomes the report for the parent's room."""
     res = turn.response
-    kind, res.text = job_turns.conclude(turn, rt, res.kind, res.text)
+    kind, res.text, status = job_turns.conclude(turn, rt, res.kind, res.text)
     res.kind = kind  # type: ignore[assignment]
-    assert turn.job is not None
-    job = agent_jobs.get(rt.store, turn.org_id, turn.job.job_id) or {}
-    return Outcome("sent", reason_code=f"job.{job.get('status', 'unknown')}", detail=f"{len(res.text)} chars")
+    return Outcome("sent", reason_code=f"job.{status or 'unknown'}", detail=f"{len(res.text)} chars")
 
 
 def _job_report(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
-    """The report, once, into the parent's room."""
-    assert turn.job is not None
-    job = agent_jobs.get(rt.store, turn.org_id, turn.job.job_id) or {}
+    """The report, once, into the parent's room (the job read once more: the after step's own)."""
+    job = agent_jobs.get(rt.store, turn.org_id, turn.delegated().job_id) or {}
     turn.response.sent = job_turns.report_once(rt, job, turn.response.text) if job else False
 
 
@@ -188,8 +164,8 @@ def _agent_state(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
     turn.agent = record_turn(rt.store, turn, now=rt.clock(), retention=rt.settings.retention(turn.org_id))
 
 
-def _persona_section(turn: Turn, rt: Runtime) -> None:
-    section = apply_turn(rt.store, turn, rt.persona.core(), now=rt.clock())
+def _persona_section(turn: Turn, rt: Runtime, *, dry_run: bool = False) -> None:
+    section = apply_turn(rt.store, turn, rt.persona.core(), now=rt.clock(), dry_run=dry_run)
     section.context = context_for(turn, rt.registry)
     turn.persona = section
 
@@ -203,18 +179,21 @@ def _persona_learn(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
     )
 
 
+def _one_step(turn: Turn, rt: Runtime) -> Outcome | None:
+    """A shadow candidate's loop stops after its step (it never takes another): recorded, and
+    the reply composed as the served turn's would be."""
+    loop.stop(turn, loop.done(turn, "shadow"))
+    return None
+
+
 def _dry_run(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
     """A shadow turn's reply is composed and recorded, never sent: its persona proposals are
     recorded refused, and the candidate's envelope goes nowhere from here."""
-    _persona_section(turn, rt)
+    _persona_section(turn, rt, dry_run=True)
     return Outcome("dry_run", reason_code=turn.response.kind, detail=turn.persona.note(), next_topic=None)
 
 
 # --- the memory target: episodes and fine-tuning staging -------------------------------------
-
-
-def _skip_shadow(turn: Turn, rt: Runtime) -> Outcome | None:
-    return Outcome("skipped")  # a dry run's conversation is not the person's: it keeps nothing
 
 
 def _episode(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
@@ -249,9 +228,10 @@ STAGES: dict[str, Stage] = {
         Stage(
             "context",
             context.core,
+            shadow=False,  # the candidate starts from the served turn's context
             answers=(
                 answer("jobs.begin", job_turns.begin, on_job="only", effects=True),
-                answer("debounce.gather", _gather, on_job="never", effects=True),
+                answer("debounce.gather", debounce.gather, on_job="never", effects=True),
                 answer("auto_approve.command", _auto_command, on_job="never", effects=True),
             ),
             afters=(after("history.words", context.remember_words, on_job="never"),),
@@ -273,6 +253,7 @@ STAGES: dict[str, Stage] = {
                 amend("jobs.no_nesting", _no_nested_verdict, on_job="only"),
                 amend("auto_approve.apply", _auto_apply),
             ),
+            afters=(after("auto_approve.record", _auto_record),),
         ),
         Stage(
             "authorizer",
@@ -290,11 +271,13 @@ STAGES: dict[str, Stage] = {
             "responder",
             responder.core,
             answers=(
-                answer("loop.next_step", responder.next_step, on_job="never"),
+                answer("shadow.one_step", _one_step, shadow_only=True),
+                answer("loop.next_step", responder.next_step, on_job="never", effects=True),
                 answer("jobs.next_step", _job_loop, on_job="only", effects=True),
             ),
             amends=(
-                amend("approvals.ask", _ask, on_job="never"),
+                amend("approvals.ask", _ask, on_job="never", effects=True),
+                amend("approvals.ask_dry", _ask_dry, on_job="never", shadow_only=True),
                 amend("jobs.started", _job_started),
                 amend("responder.phrase", responder.phrase),
                 amend("responder.finish_text", responder.finish_text),
@@ -313,13 +296,11 @@ STAGES: dict[str, Stage] = {
         Stage(
             "memory",
             memory.core,
-            answers=(
-                answer("memory.skip_shadow", _skip_shadow, shadow_only=True),
-                answer("debounce.absorbed", memory.absorbed),
-            ),
+            shadow=False,  # a dry run's conversation is not the person's: it keeps nothing
+            answers=(answer("debounce.absorbed", memory.absorbed),),
             amends=(
                 amend("memory_stories.episode", _episode, effects=True),
-                amend("finetune.stage", _stage_ft, effects=True),
+                amend("finetune.stage", _stage_ft, on_job="never", effects=True),
             ),
         ),
     )

@@ -135,10 +135,9 @@ def _section(stored: dict[str, Any], outcome: dict[str, Any], *, applied: bool) 
 
 
 def record_turn(store: Store, turn: Turn, *, now: datetime, retention: timedelta) -> AgentSection:
-    """Apply the finished ``turn`` to its conversation's state, once; the turn's agent section."""
+    """Apply the finished ``turn`` to its conversation's state, once; the turn's agent section
+    (an after step of the responder: a dry run never gets here)."""
     target = agent_state_path(turn.org_id, turn.conversation_key)
-    if turn.shadow:  # a dry run writes nothing
-        return AgentSection()
     plan = turn_plan(turn)
     if all(update is None and code == CodeTransition() for update, code in plan):
         # nothing proposed, nothing decided: the state read by the context stands, no round trip

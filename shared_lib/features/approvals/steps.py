@@ -143,9 +143,9 @@ def _confirmation_type(code: str) -> str:
     return kinds.get(prefix, "high_impact" if prefix == "params" else "requested")
 
 
-def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
-    """The gate message; creates the job and stores the pending action. Never asks what the user
-    may not do."""
+def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal, *, write: bool = True) -> str:
+    """The gate message; creates the job and stores the pending action (``write`` false: a dry
+    run's question, composed the same and stored nowhere). Never asks what the user may not do."""
     g, auth = turn.guardian, turn.authorization
     if auth is None or auth.result != "allowed":
         return rt.persona.message(
@@ -164,19 +164,19 @@ def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal) -> str:
         g.details.get("stage") == 2
         and stage_id
         and (
-            turn.shadow
+            not write
             or session.advance_pending(
                 rt.store, turn.org_id, key, str(stage_id), now, confirmations=1, config=cfg.confirmation
             )
         )
     ):
-        if not turn.shadow:  # the question is asked again: its job waits as long as the action
+        if write:  # the question is asked again: its job waits as long as the action
             jobs.extend(rt.store, turn.org_id, str(stage_id), decide_by, now)
         return gate.compose(rt.persona, g, root, policy, approval_id=str(stage_id), stage=2, today=today)
     job_id = jobs.job_id_for(turn.turn_id, turn.step)  # a redelivered responder names the same job
     covers = [str(c) for c in g.details.get("covers") or [g.reason_code]]
     reasons = list(dict.fromkeys([*(str(s) for s in g.details.get("satisfied") or []), *covers]))
-    if not turn.shadow:
+    if write:
         summary = gate.summary(root, rt.registry, today=today)
         stored = _at_rest(turn, root, summary)
         replaces = answered.get("approval_id") if key == turn.conversation_key else None
@@ -288,9 +288,8 @@ def _paused_loop(turn: Turn) -> dict[str, Any]:
 
 
 def after_reply(turn: Turn, rt: Runtime) -> None:
-    """Close an answered confirmation and record the turn in the session."""
-    if turn.shadow:
-        return
+    """Close an answered confirmation and record the turn in the session (an after step: never
+    on a dry run)."""
     cfg = rt.policy.confirmation
     approval = turn.proposal.approval or {}
     approval_id, kind, now = approval.get("approval_id"), turn.response.kind, rt.clock()

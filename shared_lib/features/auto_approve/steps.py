@@ -1,13 +1,14 @@
 """Auto-approve in the turn (seed 002 §6.4): the guardian's hook and the instant-OFF chat command.
 
-Three entry points, called by layers owned elsewhere (the rules are ``shared_lib.features.auto_approve.store``):
+Four entry points, called by layers owned elsewhere (the rules are ``shared_lib.features.auto_approve.store``):
 
 * ``apply(turn, rt, verdict)`` — guardian layer, after the tree. A confirmation that a live
   grant covers (and the deployment's switch allows, no hard-require kind applies, not a double
   confirmation, the authorization gate allows) becomes ``allow`` with reason
-  ``approval.auto_approved``; the job is recorded ``auto_approved`` (``state.jobs``) with its
-  ``approval.auto_approved`` event, and the executor runs it. Anything else: the confirmation
-  stands. A shadow turn takes the same decision and records nothing.
+  ``approval.auto_approved``, and the executor runs it. Anything else: the confirmation stands.
+* ``record(turn, rt)`` — guardian layer, an after step: the job of an auto-approved verdict is
+  recorded ``auto_approved`` (``state.jobs``) with its ``approval.auto_approved`` event. A shadow
+  turn takes the same decision and, running no after step, records nothing.
 * ``chat_command(turn, rt)`` — context layer, first thing in the turn. ``/auto off`` or
   「自動承認オフ」 stops auto-approval of the sender's own requests under every grant, the
   organisation's included, until their own ``/auto on`` (``auto_approve.opt_out``), and ends
@@ -99,9 +100,16 @@ def apply(turn: Turn, rt: Runtime, verdict: Verdict) -> Verdict:
             "auto_approved_from": verdict.reason_code,
         },
     )
-    if not turn.shadow:
-        _record(turn, rt, proposal.root, grant_id)
     return allowed
+
+
+def record(turn: Turn, rt: Runtime) -> None:
+    """The approval job of a confirmation a grant covered (an after step of the guardian: the
+    verdict is decided; a dry run records nothing)."""
+    g, proposal = turn.guardian, turn.proposal.proposal
+    if g is None or g.reason_code != auto_approve.AUTO_APPROVED or proposal is None:
+        return
+    _record(turn, rt, proposal.root, str(g.details["grant_id"]))
 
 
 def _record(turn: Turn, rt: Runtime, root: Any, grant_id: str) -> None:
@@ -137,7 +145,7 @@ def _record(turn: Turn, rt: Runtime, root: Any, grant_id: str) -> None:
 
 def chat_command(turn: Turn, rt: Runtime) -> None:
     """The OFF or ON chat command, when the message is one: written before anything else."""
-    if turn.step > 0 or turn.shadow:
+    if turn.step > 0:
         return
     if auto_approve.is_off_command(turn.inbound.text):
         _off(turn, rt)

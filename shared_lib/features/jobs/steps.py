@@ -86,7 +86,7 @@ def publish(rt: Runtime, job: dict[str, Any]) -> str:
     turn = job_turn(job, rt.clock())
     data, attrs = turn.to_message("jobs", rt.store, blob_ttl_days=rt.settings.blob_ttl_days)
     rt.bus.publish(TOPOLOGY.route("received", smoke=False), data, attrs, ordering_key=turn.conversation_key)
-    log_event("job.started", turn=turn, layer="jobs", job_id=turn.job.job_id if turn.job else "")
+    log_event("job.started", turn=turn, layer="jobs", job_id=turn.job_id or "")
     return turn.turn_id
 
 
@@ -115,9 +115,11 @@ def publish_delegated(turn: Turn, rt: Runtime) -> None:
 
 def begin(turn: Turn, rt: Runtime) -> Outcome | None:
     """The context layer's first look at a job's turn: running now, or already over."""
-    if turn.job is None or turn.step:
+    if turn.step:
         return None
-    job = agent_jobs.heartbeat(rt.store, turn.org_id, turn.job.job_id, steps=0, cost_usd=0.0, now=rt.clock())
+    job = agent_jobs.heartbeat(
+        rt.store, turn.org_id, turn.delegated().job_id, steps=0, cost_usd=0.0, now=rt.clock()
+    )
     if job is not None and job.get("status") == "running":
         return None
     if job is not None:
@@ -128,8 +130,7 @@ def begin(turn: Turn, rt: Runtime) -> Outcome | None:
 def boundary(turn: Turn, rt: Runtime, decision: LoopDecision) -> LoopDecision:
     """A step of a job's turn ended: write its progress and let the watchdog decide. The loop's
     own stop at ``max_loops`` (the job's ``max_steps``) is the step limit."""
-    assert turn.job is not None
-    job_id, now = turn.job.job_id, rt.clock()
+    job_id, now = turn.delegated().job_id, rt.clock()
     steps, cost = len(turn.loop.steps) + 1, turn.usage.cost_usd
     job = agent_jobs.heartbeat(rt.store, turn.org_id, job_id, steps=steps, cost_usd=cost, now=now)
     log_event("job.step", turn=turn, layer="responder", job_id=job_id, steps=steps, cost_usd=round(cost, 6))
@@ -163,11 +164,10 @@ def _outcome(turn: Turn, kind: str) -> tuple[str, str]:
     return "succeeded", reason or "done"
 
 
-def conclude(turn: Turn, rt: Runtime, kind: str, text: str) -> tuple[str, str]:
+def conclude(turn: Turn, rt: Runtime, kind: str, text: str) -> tuple[str, str, str]:
     """The job's end: its result recorded (worker output contract), its status, and the report
-    text for the parent's room. ``(kind, text)`` of the report."""
-    assert turn.job is not None
-    job_id, now = turn.job.job_id, rt.clock()
+    text for the parent's room. ``(kind, text)`` of the report, and the job's final status."""
+    job_id, now = turn.delegated().job_id, rt.clock()
     worker = turn.loop.worker
     result = (worker.model_dump(mode="json") if worker else {}) | {"result": text[:2000]}
     status, reason = _outcome(turn, kind)
@@ -180,8 +180,8 @@ def conclude(turn: Turn, rt: Runtime, kind: str, text: str) -> tuple[str, str]:
         "job.finished", turn=turn, layer="responder", job_id=job_id, status=final, reason=job.get("reason")
     )
     if final == "succeeded":
-        return "reply", rt.persona.message("job_report", task=task_words(job), text=text)
-    return "block", stopped_text(rt, job)
+        return "reply", rt.persona.message("job_report", task=task_words(job), text=text), final
+    return "block", stopped_text(rt, job), final
 
 
 def report_text(rt: Runtime, job: dict[str, Any]) -> str:

@@ -125,8 +125,9 @@ def turn_facts(turn: Turn) -> TurnFacts:
 
 
 def on_turn_episode(rt: Runtime, turn: Turn) -> EpisodeOutcome | None:
-    """An event episode of ``turn`` when it deserves one (never for a shadow or dry-run turn)."""
-    if turn.shadow or turn.execution.dry_run or rt.llm is None:
+    """An event episode of ``turn`` when it deserves one (never for a dry-run turn: the memory
+    stage takes no shadow candidate)."""
+    if turn.execution.dry_run or rt.llm is None:
         return None
     cfg = load_memory_config(rt.settings.memory_file)
     out = event_episode(

@@ -91,14 +91,17 @@ def _has_secret(value: Any, sanitizer: Sanitizer) -> bool:
     return any(f"[{label}" in m for m in masked for label in SECRET_LABELS)
 
 
-def apply_turn(store: Store, turn: Turn, core: PersonaCore, *, now: datetime) -> PersonaSection:
-    """Apply the finished ``turn``'s proposals to its organisation's extension, once."""
+def apply_turn(
+    store: Store, turn: Turn, core: PersonaCore, *, now: datetime, dry_run: bool = False
+) -> PersonaSection:
+    """Apply the finished ``turn``'s proposals to its organisation's extension, once (``dry_run``:
+    a shadow candidate's, every proposal recorded refused)."""
     updates = proposed(turn)
     if not updates:
         return PersonaSection()
     level = turn.context.user.level if turn.context.user is not None else None
-    if turn.shadow or (level or 0) < TEACH_MIN_LEVEL:
-        reason = "shadow" if turn.shadow else "level"
+    if dry_run or (level or 0) < TEACH_MIN_LEVEL:
+        reason = "shadow" if dry_run else "level"
         s = Sanitizer.default()
         refused = [PersonaChange(key=u.key, value=s.mask_stored(u.value), reason=reason) for u in updates]
         return PersonaSection(refused=refused)

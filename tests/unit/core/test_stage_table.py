@@ -126,6 +126,56 @@ def test_a_jobs_turn_runs_the_jobs_steps_and_not_the_persons() -> None:
     assert trace.ran == ["core", "jobs.conclude", "jobs.report", "history.reply"]
 
 
+def test_a_stage_that_takes_no_shadow_runs_nothing_of_it_on_one() -> None:
+    trace = Trace()
+    stage = Stage(
+        "memory",
+        trace.core,
+        shadow=False,
+        answers=(answer("debounce.absorbed", trace.answer("debounce.absorbed")),),
+        amends=(amend("finetune.stage", trace.amend("finetune.stage"), effects=True),),
+    )
+    assert stage.run(a_turn(shadow=True), None).outcome == "skipped" and trace.ran == []
+    stage.run(a_turn(), None)
+    assert trace.ran == ["debounce.absorbed", "core", "finetune.stage"]
+
+
+# What the table's steps do, by what they touch: a step that writes state, sends, publishes or
+# records a job never runs on a shadow candidate; its dry-run twin runs on the shadow only.
+WRITES = {
+    "context": {"jobs.begin", "debounce.gather", "auto_approve.command", "history.words"},
+    "brain": {"approvals.pending_answer"},
+    "guardian": {"auto_approve.record"},
+    "executor": {"jobs.publish_delegated"},
+    "responder": {
+        "loop.next_step",
+        "jobs.next_step",
+        "approvals.ask",
+        "jobs.conclude",
+        "persona.learn",
+        "approvals.after_reply",
+        "responder.send",
+        "jobs.report",
+        "history.reply",
+        "agent_state.record",
+    },
+    "memory": {"memory_stories.episode", "finetune.stage"},
+}
+DRY_RUN = {"responder": {"shadow.one_step", "approvals.ask_dry", "shadow.dry_run"}}
+
+
+@pytest.mark.parametrize("name", STAGE_LAYERS)
+def test_no_step_that_writes_runs_on_a_shadow_and_its_dry_run_runs_there_only(name: str) -> None:
+    stage = STAGES[name]
+    steps = {s.name: s for s in (*stage.answers, *stage.amends, *stage.afters)}
+    shadow, person = a_turn(shadow=True), a_turn()
+    for step in WRITES.get(name, set()):
+        assert not (stage.shadow and steps[step].applies(shadow)), f"{name}: {step} would write on a dry run"
+    for step in DRY_RUN.get(name, set()):
+        assert steps[step].applies(shadow) and not steps[step].applies(person), step
+    assert stage.shadow is (name not in ("context", "memory"))
+
+
 def test_a_step_listed_under_another_kind_or_twice_is_refused() -> None:
     trace = Trace()
     with pytest.raises(ValueError, match="after step"):
@@ -149,54 +199,78 @@ def test_every_turn_stage_runs_from_the_table() -> None:
         assert f'rt.stages["{name}"].run(turn, rt)' in source, name
 
 
-# Modules still branching on a turn's ``shadow`` or ``job`` inside their own logic: a ratchet
-# that only shrinks (a module that no longer does must leave the list). The runner, the envelope,
-# the shadow's own stage and the composition root's table are where these questions belong.
+# Where a turn's ``shadow`` or ``job`` may decide anything: the runner, the envelope (which says
+# what a kind of turn means: ``brain_arm``, ``spends_extras``, ``job_id``, ``record_kind``), the
+# shadow's own stage and comparison, and the composition root's table. Anywhere else a module reads
+# what it needs (a parameter the table passes, a property of the envelope), never the turn's kind.
 HOME = {
     "shared_lib/turn/stages.py",
     "shared_lib/turn/envelope.py",
     "shared_lib/layers/shadow.py",
+    "shared_lib/rollout/comparison.py",
     "shared_lib/wiring/stages.py",
 }
-KNOWN = {
-    "shared_lib/brain/integration.py",
-    "shared_lib/brain/llm_arm.py",
-    "shared_lib/brain/vault.py",
-    "shared_lib/features/finetune/state/staging.py",
-    "shared_lib/features/auto_approve/steps.py",
-    "shared_lib/layers/base.py",
-    "shared_lib/layers/brain.py",
-    "shared_lib/features/approvals/steps.py",
-    "shared_lib/layers/context.py",
-    "shared_lib/layers/executor.py",
-    "shared_lib/features/jobs/steps.py",
-    "shared_lib/features/memory_stories/steps.py",
-    "shared_lib/layers/observer.py",
-    "shared_lib/loop/controller.py",
-    "shared_lib/observability/records.py",
-    "shared_lib/rollout/comparison.py",
-    "shared_lib/features/agent_state/store.py",
-    "shared_lib/features/persona_learning/store.py",
-    "shared_lib/turn/callctx.py",
-}
 
 
-def asks_shadow_or_job(path: Path) -> bool:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return any(
+def _conditions(tree: ast.AST) -> list[ast.AST]:
+    """The expressions a module branches on: tests of if/while/assert/conditional expressions and
+    comprehensions, boolean operators, ``not`` and comparisons."""
+    out: list[ast.AST] = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.If | ast.IfExp | ast.While | ast.Assert):
+            out.append(n.test)
+        elif isinstance(n, ast.comprehension):
+            out.extend(n.ifs)
+        elif isinstance(n, ast.BoolOp | ast.Compare) or (
+            isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)
+        ):
+            out.append(n)
+        elif isinstance(n, ast.Match):
+            out.append(n.subject)
+    return out
+
+
+def _kind_of_turn(n: ast.AST) -> bool:
+    return (
         isinstance(n, ast.Attribute)
         and n.attr in ("shadow", "job")
         and isinstance(n.value, ast.Name)
-        and n.value.id in ("turn", "candidate")
-        for n in ast.walk(tree)
+        and n.value.id in ("turn", "candidate", "candidate_turn")
     )
+
+
+def branches_on_shadow_or_job(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(_kind_of_turn(n) for c in _conditions(tree) for n in ast.walk(c))
+
+
+def asks_shadow_or_job(path: Path) -> bool:
+    """Reads a turn's ``shadow`` or ``job`` at all (a record's field included)."""
+    return any(_kind_of_turn(n) for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def test_the_branch_detector_sees_each_way_of_asking(tmp_path: Path) -> None:
+    for source in (
+        "if turn.shadow:\n    pass\n",
+        "x = 1 if turn.job else 2\n",
+        "assert turn.job is not None\n",
+        "ok = a and not candidate.shadow\n",
+        "xs = [y for y in ys if turn.shadow]\n",
+    ):
+        (f := tmp_path / "m.py").write_text(source, encoding="utf-8")
+        assert branches_on_shadow_or_job(f), source
+    (f := tmp_path / "m.py").write_text("record(shadow=turn.shadow, job_id=turn.job_id)\n", encoding="utf-8")
+    assert not branches_on_shadow_or_job(f)  # a record says what the turn is; it decides nothing
 
 
 def test_only_the_runner_and_the_table_ask_whether_a_turn_is_a_shadow_or_a_jobs() -> None:
     asking = {
-        str(p.relative_to(REPO)) for p in sorted((REPO / "shared_lib").rglob("*.py")) if asks_shadow_or_job(p)
+        str(p.relative_to(REPO))
+        for p in sorted((REPO / "shared_lib").rglob("*.py"))
+        if branches_on_shadow_or_job(p)
     }
-    assert asking - HOME - KNOWN == set(), "a new module branches on turn.shadow / turn.job: make it a step"
-    assert KNOWN - asking == set(), "these no longer ask: take them off KNOWN"
+    assert asking - HOME == set(), (
+        "these branch on turn.shadow / turn.job: make it a step, or ask the envelope"
+    )
     for name in ("guardian", "authorizer", "responder"):  # the layers the table freed
         assert not asks_shadow_or_job(REPO / "shared_lib" / "layers" / f"{name}.py"), name

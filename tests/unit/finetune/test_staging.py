@@ -10,7 +10,29 @@ from shared_lib.features.finetune.state.config import load_config
 from shared_lib.features.finetune.state.staging import candidate_path, held_out, ledger_path, stage
 from shared_lib.turn.decisions import AuthDecision, Verdict
 from shared_lib.turn.envelope import JobSection
+from tests.unit.core.table_steps import StoreRuntime, only
 from tests.unit.finetune.ft_fakes import NOW, ORG, RETENTION, completed_turn, opted_in_store, tool_proposal
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        lambda t: setattr(t, "shadow", True),  # a shadow candidate's dry run: the memory stage skips it
+        lambda t: setattr(t, "job", JobSection(job_id="j1", parent_turn_id="t0")),  # a sub-agent's step
+    ],
+)
+def test_a_shadow_or_a_delegated_jobs_turn_is_never_staged(kind):  # type: ignore[no-untyped-def]
+    # GIVEN an organisation that opted in, and a turn that would be staged as a person's
+    store = opted_in_store()
+    served = completed_turn()
+    # WHEN the table's staging step runs on it, and on the same turn of the other kind
+    only("memory", "finetune.stage").run(served, StoreRuntime(store, NOW))
+    other = completed_turn("明日の会議って何時からだっけ？")
+    kind(other)
+    only("memory", "finetune.stage").run(other, StoreRuntime(store, NOW))
+    # THEN the person's turn is staged, the other kind never
+    assert store.get(candidate_path(ORG, served.turn_id)) is not None
+    assert store.get(candidate_path(ORG, other.turn_id)) is None
 
 
 def _stage(store, turn, **kw):  # type: ignore[no-untyped-def]
@@ -85,10 +107,8 @@ def test_low_confidence_is_not_good():
 @pytest.mark.parametrize(
     ("change", "code"),
     [
-        (lambda t: setattr(t, "shadow", True), "shadow"),
         (lambda t: setattr(t, "smoke", True), "smoke"),
         (lambda t: t.context.debounce.update(role="absorbed"), "merged"),
-        (lambda t: setattr(t, "job", JobSection(job_id="j1", parent_turn_id="t0")), "job"),
         (lambda t: setattr(t.route, "local_only", True), "local"),
         (lambda t: setattr(t.flags, "arm", "legacy"), "legacy_arm"),
     ],

@@ -118,13 +118,18 @@ def test_a_second_turn_appends_and_a_full_list_is_refused():
 
 
 @pytest.mark.parametrize(
-    ("changes", "reason"),
-    [({"shadow": True}, "shadow"), ({"level": TEACH_MIN_LEVEL - 1}, "level")],
+    ("changes", "dry_run", "reason"),
+    [({}, True, "shadow"), ({"level": TEACH_MIN_LEVEL - 1}, False, "level")],
 )
-def test_a_shadow_turn_or_a_junior_person_writes_nothing(changes, reason):
+def test_a_shadow_turn_or_a_junior_person_writes_nothing(changes, dry_run, reason):
+    # a shadow candidate's turn is applied as a dry run (the stage table's ``shadow.dry_run`` step)
     store = MemoryStore()
     section = apply_turn(
-        store, make_turn({"key": "custom_rules", "value": "朝は天気"}, **changes), CORE, now=NOW
+        store,
+        make_turn({"key": "custom_rules", "value": "朝は天気"}, **changes),
+        CORE,
+        now=NOW,
+        dry_run=dry_run,
     )
     assert [c.reason for c in section.refused] == [reason] and section.applied == []
     assert store.get(ext_path("acme")) is None

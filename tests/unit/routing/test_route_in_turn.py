@@ -25,6 +25,7 @@ from shared_lib.routing import load_routing_config
 from shared_lib.routing.config import ROUTING_FILE
 from shared_lib.runtime import Runtime
 from shared_lib.wiring.composition import wire_inprocess
+from shared_lib.wiring.stages import STAGES
 from tests.unit.brain.brain_fakes import (
     FAST,
     MODEL,
@@ -159,7 +160,9 @@ def test_no_classifier_for_a_shadow_copy_a_later_step_a_greeting_or_a_spent_budg
     llm = FakeLLM(default=answer)
     rt = runtime(llm)
     assert classifier(turn(UNDECIDED), rt) is not None  # the same turn, served: it would be asked
-    assert classifier(turn(UNDECIDED, shadow=True), rt) is None
+    # a shadow copy never reaches the router: the stage table runs no context stage on it
+    assert STAGES["context"].run(turn(UNDECIDED, shadow=True), rt).outcome == "skipped"
+    assert of(llm.requests, "routing") == []
     assert classifier(turn(UNDECIDED, step=1), rt) is None
     assert classifier(turn("おはようございます！"), rt) is None  # the fast path answers it
     chain = Chain(llm)

@@ -26,6 +26,7 @@ from shared_lib.turn.decisions import AuthDecision, Verdict
 from shared_lib.turn.envelope import StepRecord, ToolResult, Turn
 from shared_lib.turn.inbound import InboundMessage
 from shared_lib.turn.proposal import Proposal
+from tests.unit.core.table_steps import StoreRuntime, only
 
 NOW = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 RETENTION = timedelta(days=90)
@@ -266,11 +267,15 @@ def test_a_turn_that_proposed_and_decided_nothing_writes_nothing(store):
     assert store.get(agent_state_path("acme", "acme/r1/u1")) is None
 
 
-def test_a_shadow_turn_never_writes(store):
+@pytest.mark.parametrize("shadow", [True, False])
+def test_a_shadow_turn_never_writes(store, shadow):
+    # GIVEN a finished turn that moved the state; WHEN the table's agent-state step runs on it
     turn = finish(
         make_turn(),
         step(tool_call({"step": "EXECUTION"}), verdict=Verdict.allow(), auth=ALLOWED, results=ran()),
     )
-    turn.shadow = True
-    assert record_turn(store, turn, now=NOW, retention=RETENTION).applied is False
-    assert store.get(agent_state_path("acme", "acme/r1/u1")) is None
+    turn.shadow = shadow
+    only("responder", "agent_state.record").run(turn, StoreRuntime(store, NOW))
+    # THEN the served turn's is applied, a shadow candidate's dry run writes nothing
+    written = store.get(agent_state_path("acme", "acme/r1/u1"))
+    assert (written is None) is shadow and turn.agent.applied is not shadow

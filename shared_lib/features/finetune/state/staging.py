@@ -43,15 +43,13 @@ LEDGER_TTL = timedelta(days=2)
 
 
 def skip_reason(turn: Turn) -> str | None:
-    """Why the turn is never a candidate (``None``: it may be one)."""
-    if turn.shadow:
-        return "shadow"
+    """Why the turn is never a candidate (``None``: it may be one). A shadow candidate and a
+    delegated job's turn never reach this (the stage table: the memory stage takes no shadow,
+    and staging is a step of a person's turn only)."""
     if turn.smoke:
         return "smoke"
     if turn.context.debounce.get("role") == "absorbed":
         return "merged"
-    if turn.job is not None:
-        return "job"
     if turn.route.local_only:
         return "local"
     if turn.flags.arm == "legacy":
