@@ -125,7 +125,9 @@ def test_given_the_debounce_room_lends_no_buffer_then_the_ingress_holds_nothing_
     rt, clock = runtime({**ENV, "CHARTER_DEBOUNCE": '{"http": 2.0}'})
     rt.hooks = dataclasses.replace(rt.hooks, inbound_buffer=None)
     # WHEN two messages arrive 0.4 s apart
-    received_then_served(rt, clock, ["了解です！", "あ、やっぱり11時からでお願いしますｍ（＿ ＿）ｍ"], gap=0.4)
+    received_then_served(
+        rt, clock, ["了解です！", "あ、やっぱり11時からでお願いしますｍ（＿ ＿）ｍ"], gap=0.4
+    )
     # THEN nothing was held in the buffer, and each message was answered as its own turn
     assert debounce.entries(rt.store, debounce.buffer_path(DEMO_ORG, "http", DEMO_ROOM, DEMO_USER)) == []
     assert len(rt.channels["http"].sent) == 2
