@@ -33,9 +33,9 @@ _ISO_DATE = re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)")
 
 def leaks(reply: str) -> list[str]:
     """What a reply shows that no user may read: placeholders, internal names, ISO dates."""
-    from shared_lib.tools.builtin import builtin_registry
+    from shared_lib.wiring.features import tool_registry
 
-    registry = builtin_registry()
+    registry = tool_registry()
     internal = {spec.name for spec in registry} | {f for spec in registry for f in spec.params.model_fields}
     words = set(re.findall(r"[A-Za-z][A-Za-z0-9_]*", reply))
     return [*PLACEHOLDER.findall(reply), *sorted(words & internal), *_ISO_DATE.findall(reply)]
@@ -44,10 +44,10 @@ def leaks(reply: str) -> list[str]:
 def _step_summary(step: dict[str, Any]) -> dict[str, Any]:
     """One step of a turn as the demo shows it: what was proposed, decided and done; a result
     as the phrasing step reads it (``tools.display``: 「11月25日（水）」, labels)."""
-    from shared_lib.tools.builtin import builtin_registry
     from shared_lib.tools.display import shown_result
+    from shared_lib.wiring.features import tool_registry
 
-    registry = builtin_registry()
+    registry = tool_registry()
     return {
         "step": step.get("step"),
         "route": step.get("route"),

@@ -38,7 +38,7 @@ from shared_lib.evals.peer import peer_brain
 from shared_lib.evals.report import internal_names, render_text, run_eval
 from shared_lib.evals.runner import Brain, eval_settings
 from shared_lib.settings import Settings
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 
 EXIT_OK, EXIT_LEAK, EXIT_USAGE = 0, 1, 2
 BRAINS = ("legacy", "scripted", "claude")
@@ -79,7 +79,7 @@ def choose_brains(names: list[str] | None, settings: Settings, model: str | None
 
 def _cases(path: str) -> list[Any]:
     cases = load_cases(path)
-    problems = check_cases(cases, builtin_registry())
+    problems = check_cases(cases, tool_registry())
     if problems:
         raise ConfigError("the dataset names what the product does not have: " + "; ".join(problems))
     return cases
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         dataset=str(args.dataset),
         note=note,
         progress=said,
-        internal=internal_names(builtin_registry()),
+        internal=internal_names(tool_registry()),
     )
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from cryptography.fernet import MultiFernet
 
@@ -23,21 +23,81 @@ from shared_lib.channels.base import IngressConfig
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.context.builder import ContextBuilder
 from shared_lib.delivery.topology import TOPOLOGY
+from shared_lib.errors import ConfigError
 from shared_lib.flags import FlagsProvider
+from shared_lib.flags.document import BestOfN
 from shared_lib.ids import new_ulid, utc_now
 from shared_lib.persona.catalogue import Persona
 from shared_lib.policy.config import PolicyConfig
-from shared_lib.ports import LLM, Bus, Channel, Embedder, Store
+from shared_lib.ports import LLM, Bus, Channel, Embedder, LLMRequest, Store
 from shared_lib.prices import PriceTable
 from shared_lib.rollout.guard import RollbackGuard
 from shared_lib.settings import Settings
 from shared_lib.telemetry.notify import Notifier
 from shared_lib.tools.directory import PersonCache
 from shared_lib.tools.registry import ToolRegistry
-from shared_lib.tools.skill_tools import registry_for
 from shared_lib.tools.task_backend import TaskBackend
-from shared_lib.turn.envelope import Turn
+from shared_lib.turn.envelope import ToolResult, Turn
+from shared_lib.turn.inbound import InboundMessage
 from shared_lib.turn.stages import Stage
+
+# A background memory job (``POST /tasks/memory/<job>``): the job's message in, its record out.
+MemoryJob = Callable[["Runtime", dict[str, Any]], dict[str, Any]]
+
+
+class InboundBuffer(Protocol):
+    """Where the ingress holds a message for the turn that will gather it (the debounce)."""
+
+    def hold(self, rt: Runtime, msg: InboundMessage, *, entry_id: str, turn_id: str) -> str | None:
+        """The buffer's path when the message is held, ``None`` when it goes alone."""
+
+    def release(self, rt: Runtime, path: str, entry_id: str) -> None:
+        """Take back a held message whose turn was not published."""
+
+
+class Phrasing(Protocol):
+    """Another way to phrase the reply text than one call (Best-of-N), for the organisations it serves."""
+
+    def settings_for(self, turn: Turn, rt: Runtime) -> BestOfN | None:
+        """Its settings when it serves the turn's organisation, else ``None``."""
+
+    def phrase(
+        self,
+        turn: Turn,
+        rt: Runtime,
+        request: LLMRequest,
+        *,
+        question: str,
+        results: list[ToolResult],
+        flags: BestOfN,
+        single: Callable[[LLMRequest], str],
+    ) -> str:
+        """The reply text (``""``: the persona's templates answer)."""
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What a feature room lends a layer, the brain or an entry point outside the stage table,
+    one room per hook (``shared_lib.wiring.features`` refuses a second claim). A manifest declares
+    its room's; the composition root puts them on the runtime; ``None``: no room lends it, and the
+    caller goes without (no buffer, no extension, one phrasing call, the registry alone)."""
+
+    # the ingress holds a message of a debounced channel (``features.debounce``)
+    inbound_buffer: InboundBuffer | None = None
+    # an organisation's extension of the persona, for the memory target's voice (``features.persona_learning``)
+    persona_ext: Callable[[Store, str], dict[str, Any]] | None = None
+    # the reply's phrasing among N candidates (``features.best_of_n``)
+    phrasing: Phrasing | None = None
+    # an organisation's own tools added to the registry (``features.skills``: its approved skills)
+    org_tools: Callable[[ToolRegistry, Store, str], ToolRegistry] | None = None
+
+    def merged(self, other: Hooks, *, owner: str) -> Hooks:
+        """These and ``other``'s; a hook both lend is a ``ConfigError`` naming ``owner``."""
+        taken = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) and getattr(other, f.name)]
+        if taken:
+            raise ConfigError(f"feature {owner}: hook {', '.join(taken)} already lent by another feature")
+        lent = {f.name: getattr(other, f.name) for f in dataclasses.fields(other) if getattr(other, f.name)}
+        return dataclasses.replace(self, **lent)
 
 
 @dataclass
@@ -62,6 +122,10 @@ class Runtime:
     vault: MultiFernet | None
     # the stage table of the composition root (``shared_lib.wiring.stages``): each turn stage's steps
     stages: Mapping[str, Stage]
+    # what the feature rooms lend outside the stage table (``shared_lib.wiring.features``)
+    hooks: Hooks = field(default_factory=Hooks)
+    # the background memory target's scheduled jobs by name: its own and the rooms'
+    memory_jobs: Mapping[str, MemoryJob] = field(default_factory=dict)
     notifiers: list[Notifier] = field(default_factory=list)
     # text to vectors for memory search and ingestion (CHARTER_EMBEDDER); None: keyword search only
     embedder: Embedder | None = None
@@ -74,8 +138,13 @@ class Runtime:
     def for_turn(self, turn: Turn) -> Runtime:
         """This runtime for one turn: its registry holds the turn's organisation's approved skills
         (seed 001 §23.5) besides the built-ins, for every layer (brain, guardian, gate, executor)."""
-        registry = registry_for(self.registry, self.store, turn.org_id)
+        registry = self.registry_of(turn.org_id)
         return self if registry is self.registry else dataclasses.replace(self, registry=registry)
+
+    def registry_of(self, org_id: str) -> ToolRegistry:
+        """The tools of one organisation: the registry, and what a room adds for it (the skills)."""
+        add = self.hooks.org_tools
+        return self.registry if add is None else add(self.registry, self.store, org_id)
 
     def emit_event(
         self, turn: Turn | None, kind: str, code: str, payload: dict[str, Any] | None = None

@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared_lib.cli.runner import progress
+from shared_lib.features.skills import store as skills_store
 from shared_lib.ports import Doc, Store, Transaction
-from shared_lib.skills import store as skills_store
 
 _target: contextvars.ContextVar[str] = contextvars.ContextVar("bench_target", default="ingress")
 # Firestore RPCs of one store operation (a transaction's reads are counted as reads)

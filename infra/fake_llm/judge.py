@@ -1,4 +1,4 @@
-"""The scripted model's judge: answers Best-of-N's evaluation call (``shared_lib.brain.evaluator``)
+"""The scripted model's judge: answers Best-of-N's evaluation call (``shared_lib.features.best_of_n.steps_evaluator``)
 with a JSON verdict that discriminates, so the demo and the e2e can run with Best-of-N on.
 
 The call frames every candidate as ``<candidate index="i">…</candidate>`` inside

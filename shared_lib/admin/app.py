@@ -16,7 +16,7 @@ files (``static/``); nothing is fetched from elsewhere.
                                        (reminders, goal check-ins: ``shared_lib.ops.due_tasks``)
 ``POST /tasks/cost-check``             daily cost against the budget (kill switch over the hard limit)
 ``POST /tasks/maintenance``            threshold check and yesterday's constitution audit
-``POST /tasks/memory/<job>``           one background memory job per organisation (``layers.memory.JOBS``)
+``POST /tasks/memory/<job>``           one background memory job per organisation (``layers.memory.jobs``)
 ``POST /tasks/jobs/watchdog``          delegated jobs: lost publishes again, stalled or late ones timed out
                                        (the jobs feature's route, ``shared_lib.features.jobs.admin``)
 ``GET /healthz``                       liveness of the admin service itself
@@ -174,7 +174,7 @@ def create_app(rt: Runtime, *, gate: Gate | None = None) -> Flask:
 
     @app.post("/tasks/memory/<job>")
     def memory_job(job: str) -> Response:
-        if job not in memory.JOBS:
+        if job not in memory.jobs(rt):
             return error("unknown_job", f"no memory job {job!r}", 404)
         return task_response(f"memory/{job}", lambda: memory_tasks.publish_jobs(rt, job))
 

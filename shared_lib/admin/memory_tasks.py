@@ -1,6 +1,6 @@
 """The scheduler's memory task: one background job message per organisation.
 
-``POST /tasks/memory/<job>`` (a name of ``layers.memory.JOBS``) publishes ``{"job", "org_id",
+``POST /tasks/memory/<job>`` (a name of ``layers.memory.jobs(rt)``) publishes ``{"job", "org_id",
 "job_id"}`` to ``memory.jobs`` for every organisation with a conversation active within the
 job's ``active_hours`` (``config/memory.json``; default a day). The job id names the job, the
 organisation and the minute of the tick, so a scheduler retry of the same tick runs nothing twice.

@@ -17,16 +17,19 @@ from __future__ import annotations
 from shared_lib.brain.config import Band, BrainConfig
 from shared_lib.brain.constitution import confirmation_question
 from shared_lib.persona.catalogue import Persona
+from shared_lib.tools.registry import ToolRegistry
 from shared_lib.turn.proposal import Proposal, TextResponseProposal, ToolCallProposal
 
 
-def apply_band(proposal: Proposal, cfg: BrainConfig, persona: Persona) -> tuple[Proposal, Band]:
+def apply_band(
+    proposal: Proposal, cfg: BrainConfig, persona: Persona, registry: ToolRegistry
+) -> tuple[Proposal, Band]:
     band = cfg.band(proposal.confidence)
     root = proposal.root
     if isinstance(root, ToolCallProposal) and band.action in ("confirm", "ask"):
         question = root.confirmation_question
         if band.action == "ask" and not question.strip():
-            question = confirmation_question(root, persona)
+            question = confirmation_question(root, persona, registry)
         return Proposal(
             root=root.model_copy(update={"needs_confirmation": True, "confirmation_question": question})
         ), band

@@ -218,6 +218,8 @@ def inspect_proposal(
     persona: Persona,
     policy: PolicyConfig | None = None,
     said: Said | None = None,
+    *,
+    registry: ToolRegistry,
 ) -> tuple[Proposal, list[ConstitutionViolation]]:
     """Permission decisions (4.4.2, block) and execution assertions (4.4.1, back to a suggestion).
 
@@ -239,7 +241,7 @@ def inspect_proposal(
     if isinstance(root, ToolCallProposal) and _hits(
         rules.execution_patterns, _unquoted(root.confirmation_question)
     ):
-        question = confirmation_question(root, persona)
+        question = confirmation_question(root, persona, registry)
         proposal = Proposal(root=root.model_copy(update={"confirmation_question": question}))
     if isinstance(root, TextResponseProposal):
         # a thank-you, a condition, a past turn's action is no claim (execution_claims)
@@ -275,14 +277,11 @@ def permission_guidance(claims: list[ConstitutionViolation]) -> str:
     )
 
 
-def confirmation_question(
-    root: ToolCallProposal, persona: Persona, registry: ToolRegistry | None = None
-) -> str:
+def confirmation_question(root: ToolCallProposal, persona: Persona, registry: ToolRegistry) -> str:
     """A neutral question built by fixed logic from the proposal (never an assertion), in the
-    words a user reads: the tool's display name, each parameter's label, dates as 「11月25日（水）」."""
-    from shared_lib.tools.builtin import builtin_registry
-
-    reg = registry or builtin_registry()
+    words a user reads: the tool's display name, each parameter's label, dates as 「11月25日（水）」.
+    ``registry`` is the turn's (the runtime's: the built-ins, the features' tools, the skills)."""
+    reg = registry
     call = root.tool_calls[0]
     summary = "\n".join(
         f"- {reg.parameter_label(call.tool_name, k)}: {_shown(v)}" for k, v in call.parameters.items()

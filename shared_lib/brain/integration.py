@@ -20,7 +20,6 @@ from datetime import date
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.brain import best_of_n
 from shared_lib.brain.accounting import add_call_usage
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.continuation import complete
@@ -196,10 +195,12 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
         stream=cfg.stream,
     )
     single = partial(_single_phrase, turn, rt)
-    flags = best_of_n.settings_for(turn, rt) if turn.spends_extras else None
+    best_of_n = rt.hooks.phrasing  # Best-of-N, lent by its room (``features.best_of_n``) when registered
+    flags = best_of_n.settings_for(turn, rt) if turn.spends_extras and best_of_n is not None else None
     if flags is None:
         return _opened(single(request), vault, turn)
     question = f"{user}\n{json.dumps(results, ensure_ascii=False, default=str)}"
+    assert best_of_n is not None
     text = best_of_n.phrase(
         turn, rt, request, question=question, results=all_results(turn), flags=flags, single=single
     )

@@ -101,7 +101,7 @@ def propose(
         )
         violations += judged.violations
         if judged.proposal is not None:
-            result = _finish(judged.proposal, attempt, violations, errors, cfg, persona)
+            result = _finish(judged.proposal, attempt, violations, errors, cfg, persona, registry)
             result.dropped, result.trimmed = judged.dropped, judged.trimmed
             return result
         previous, guidance = done.response, judged.guidance
@@ -114,7 +114,7 @@ def propose(
             )
         )
     fallback = parse_error_clarification(persona, guidance)
-    return _finish(fallback, 2, violations, errors, cfg, persona, from_llm=False)
+    return _finish(fallback, 2, violations, errors, cfg, persona, registry, from_llm=False)
 
 
 def judge(
@@ -149,7 +149,7 @@ def judge(
     dialog = dialog_policy.check(proposal)
     if dialog and not last:
         return _Judged(None, found, dialog.guidance, dialog.code)
-    proposal, more = constitution.inspect_proposal(proposal, cfg, persona, policy, said)
+    proposal, more = constitution.inspect_proposal(proposal, cfg, persona, policy, said, registry=registry)
     claims = [v for v in more if v.code == "constitution.permission_decision"]
     if claims and not last and not constitution.blocked(found):
         # a permission claim in the words is retried once with the claim named (§4.7.1, as 4.3.8);
@@ -167,6 +167,7 @@ def _finish(
     errors: list[BrainError],
     cfg: BrainConfig,
     persona: Persona,
+    registry: ToolRegistry,
     *,
     from_llm: bool = True,
 ) -> BrainResult:
@@ -186,7 +187,7 @@ def _finish(
         )
     if not from_llm:
         return BrainResult(proposal, attempts, violations, errors)
-    proposal, band = apply_band(proposal, cfg, persona)
+    proposal, band = apply_band(proposal, cfg, persona, registry)
     return BrainResult(proposal, attempts, violations, errors, band)
 
 

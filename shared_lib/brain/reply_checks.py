@@ -2,7 +2,7 @@
 「[EMAIL]」: the sanitizer's own patterns), an ISO date (the persona shows 「11月25日（水）」) and
 an internal tool or parameter name (``chatwork_task_create``, ``new_level``).
 
-The evaluator's rule axis (``brain.evaluator``) and the eval harness (``evals``) both read
+The evaluator's rule axis (``features.best_of_n.steps_evaluator``) and the eval harness (``evals``) both read
 replies with these, so they agree on what a leak is.
 
 >>> placeholders("電話は[PHONE_1]、メールは[EMAIL]ウル"), iso_dates("期限は2026-11-25ウル")

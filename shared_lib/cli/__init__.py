@@ -15,7 +15,6 @@ Each module registers its subcommands with ``register(subparsers)``:
 ``config``         ``charter config show``: the effective settings, where each comes from
 ``peers``          ``charter peers list``: the LLM peers, their purposes and last health
 ``memory``         ``charter memory add|import|list|delete|search``: teachings, knowledge, values; hybrid search
-``skills``         ``charter skills list|show|test|approve|rollback|propose``: skills, sandbox tests, approvals
 =================  =====================================================================================
 
 A feature's commands live in its room (``shared_lib/features/<name>/cli.py``) and register through
@@ -23,7 +22,8 @@ its manifest (``shared_lib.wiring.features.FEATURES``): ``charter approvals list
 off|auto status`` (approvals), ``charter jobs list|show|cancel`` (delegated jobs), ``charter
 episodes list|show`` and ``charter tags list|search`` (memory stories), ``charter persona
 show|verify|diff`` (persona learning: the pinned core, an organisation's extension), ``charter ft
-list|show|accept|edit|reject|export`` (fine-tuning data, reviewed and exported).
+list|show|accept|edit|reject|export`` (fine-tuning data, reviewed and exported), ``charter skills
+list|show|test|approve|rollback|propose`` (skills, sandbox tests, approvals).
 
 Every command that reads the live store gets it from one operator runtime
 (``shared_lib.wiring.composition.operator_runtime``: ``--store``/``--project``, the settings, or
@@ -70,7 +70,6 @@ from shared_lib.cli import (
     rollout,
     routing,
     runner,
-    skills,
     tools,
 )
 from shared_lib.wiring.features import FEATURES
@@ -97,7 +96,6 @@ PRODUCT_COMMANDS: tuple[Register, ...] = (
     config.register,
     peers.register,
     memory.register,
-    skills.register,
     operators.register,
 )
 

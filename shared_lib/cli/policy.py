@@ -22,7 +22,7 @@ from shared_lib.errors import ConfigError
 from shared_lib.policy.config import POLICY_FILE, PolicyConfig, load_policy_config, parse_policy_config
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.simulator import SimulationInput, simulate
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -71,7 +71,7 @@ def run_check(args: argparse.Namespace) -> int:
         config = _config(args.policy)
     except ConfigError as exc:
         return _error(f"{args.policy or 'the active policy'}: {exc}")
-    out = simulate(sim, config=config)
+    out = simulate(sim, registry=tool_registry(), config=config)
     print(json.dumps(out, ensure_ascii=False, sort_keys=True))
     return EXIT_OK
 
@@ -86,7 +86,7 @@ def run_validate(args: argparse.Namespace) -> int:
             config = load_policy_config()
     except (OSError, ValueError, ConfigError) as exc:
         return fail(f"{path or 'the active policy'}: {exc}", EXIT_USAGE)
-    version = Policy.build(config, builtin_registry()).version
+    version = Policy.build(config, tool_registry()).version
     if args.json:
         print(json.dumps({"valid": True, "version": version}))
     else:

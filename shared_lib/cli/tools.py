@@ -18,11 +18,10 @@ from shared_lib.cli.console import NO_STORE
 from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import fail
 from shared_lib.errors import ConfigError
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.checklist import registry_problems
 from shared_lib.tools.converter import tool_definition, validate_input_schema
 from shared_lib.tools.registry import ToolRegistry
-from shared_lib.tools.skill_tools import registry_for
+from shared_lib.wiring.features import tool_registry
 
 
 def tool_rows(registry: ToolRegistry) -> list[dict[str, Any]]:
@@ -64,7 +63,7 @@ def _text(rows: list[dict[str, Any]]) -> str:
 
 def _load(args: argparse.Namespace) -> ToolRegistry | None:
     try:
-        registry = builtin_registry()
+        registry = tool_registry()
     except ConfigError as exc:
         fail(f"tools: {exc}")
         return None
@@ -75,7 +74,7 @@ def _load(args: argparse.Namespace) -> ToolRegistry | None:
     except ConfigError:
         fail(NO_STORE)
         return None
-    return registry_for(registry, rt.store, args.org)
+    return rt.registry_of(args.org)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

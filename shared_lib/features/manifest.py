@@ -7,7 +7,13 @@ nothing else lists a feature. A manifest names:
   stage table of the composition root places;
 * ``collections``: the names in ``config/collections.json`` the room owns (their ``owner`` is a
   module of the room);
-* ``tools``: the tool handlers the room contributes, by handler name, bound by the registry;
+* ``tools``: the tool handlers the room contributes, by handler name (the ``handler`` of their
+  entries in ``config/tools.json``), bound into the registry by the composition root;
+* ``jobs``: the background memory target's scheduled jobs the room contributes, by job name
+  (``POST /tasks/memory/<job>``);
+* ``hooks``: what the room lends outside the stage table (``shared_lib.runtime.Hooks``: the
+  ingress's message buffer, the persona's extension, the reply's phrasing, an organisation's
+  own tools), each hook lent by one room;
 * ``cli`` and ``admin``: the room's entry modules by dotted name. The entry floor loads them
   (the CLI package: ``register(subparsers)``; the admin app: ``blueprints(rt, gate)``), so a
   manifest never imports the floor above it.
@@ -24,8 +30,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from shared_lib.errors import ConfigError
+from shared_lib.runtime import Hooks
 
 if TYPE_CHECKING:
+    from shared_lib.runtime import MemoryJob
     from shared_lib.tools.catalog import Binding
     from shared_lib.turn.stages import Step
 
@@ -41,6 +49,8 @@ class Manifest:
     steps: tuple[Step, ...] = ()
     collections: tuple[str, ...] = ()
     tools: Mapping[str, Binding] = field(default_factory=lambda: MappingProxyType({}))
+    jobs: Mapping[str, MemoryJob] = field(default_factory=lambda: MappingProxyType({}))
+    hooks: Hooks = field(default_factory=Hooks)
     cli: str | None = None
     admin: str | None = None
 

@@ -50,7 +50,7 @@ class AutoApprove(BaseModel):
 
 
 class BestOfN(BaseModel):
-    """Best-of-N phrasing of the reply text (seed 001 §3-4; ``shared_lib.brain.best_of_n``), per
+    """Best-of-N phrasing of the reply text (seed 001 §3-4; ``shared_lib.features.best_of_n.steps``), per
     organisation and off by default: ``orgs`` lists the organisations it serves (``"*"``: all).
     ``max_cost_usd_per_turn`` is the hard cap of one turn's Best-of-N calls (candidates, judge,
     refinement), estimated from the price table before any call: N is lowered until it fits."""

@@ -17,8 +17,8 @@ found is remembered for a short while (``Runtime.people``): a webhook from a kno
 costs two round trips before its answer, the dedupe record and the publish.
 
 A message of a channel with a debounce window (``settings.debounce_seconds``: ChatWork, LINE
-and Slack by default) is also appended to its sender's buffer in the room
-(``shared_lib.features.debounce.state``, one transaction) before the publish; the context layer gathers
+and Slack by default) is also held in its sender's buffer in the room (``rt.hooks.inbound_buffer``,
+lent by the debounce room: one transaction) before the publish; the context layer gathers
 a burst into one turn. Plain HTTP has no window by default: its callers are programs, one
 request is one turn (and the burst bench measures the chain, not a wait).
 """
@@ -34,7 +34,6 @@ from shared_lib import tracing
 from shared_lib.channels import DEDUPE_WINDOW
 from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import CharterError
-from shared_lib.features.debounce import state as debounce
 from shared_lib.observability.logs import log_event
 from shared_lib.rollout.smoke import SmokeSignatureError, is_smoke
 from shared_lib.tracing import SpanKind
@@ -90,16 +89,17 @@ def _accept(rt: Runtime, msg: InboundMessage, *, smoke: bool) -> str | None:
     if not rt.store.create(path, {"turn_id": turn.turn_id, "at": now, "expires_at": now + DEDUPE_RETENTION}):
         log_event("webhook_duplicate", layer="ingress", channel=msg.channel, event_id=msg.event_id)
         return None
-    buffer = None
+    buffer, held = None, rt.hooks.inbound_buffer
     try:
-        buffer = _buffer(rt, msg, turn, path, smoke=smoke)
+        if held is not None and not smoke:  # a smoke turn is never gathered with a person's
+            buffer = held.hold(rt, msg, entry_id=_entry_id(path), turn_id=turn.turn_id)
         data, attrs = turn.to_message("ingress", rt.store, blob_ttl_days=rt.settings.blob_ttl_days)
         rt.bus.publish(
             TOPOLOGY.route("received", smoke=smoke), data, attrs, ordering_key=turn.conversation_key
         )
     except Exception:
-        if buffer:
-            debounce.remove(rt.store, buffer, _entry_id(path))
+        if buffer and held is not None:
+            held.release(rt, buffer, _entry_id(path))
         rt.store.delete(path)
         raise
     log_event("turn_received", turn=turn, layer="ingress", channel=msg.channel, smoke=smoke)
@@ -108,25 +108,6 @@ def _accept(rt: Runtime, msg: InboundMessage, *, smoke: bool) -> str | None:
 
 def _entry_id(dedupe: str) -> str:
     return dedupe.rsplit("/", 1)[-1]  # the event's: a retried delivery replaces its own entry
-
-
-def _buffer(rt: Runtime, msg: InboundMessage, turn: Turn, dedupe: str, *, smoke: bool) -> str | None:
-    """Append the message to its debounce buffer (seed 001 §7.3) when its channel has a window;
-    the buffer's path, or ``None`` when the message goes alone (the context layer decides)."""
-    if smoke or rt.vault is None or not debounce.window(rt.settings.debounce_seconds, msg.channel):
-        return None
-    path = debounce.buffer_path(msg.org_id, msg.channel, msg.room_id, msg.user_id)
-    appended = debounce.append(
-        rt.store,
-        path,
-        entry_id=_entry_id(dedupe),
-        turn_id=turn.turn_id,
-        message_id=msg.message_id,
-        text=msg.text,
-        now=rt.clock(),
-        cipher=rt.vault,
-    )
-    return path if appended else None
 
 
 class UnknownPerson(CharterError):

@@ -6,7 +6,8 @@ critical path by construction: the responder has already sent the reply when the
 turn arrives here, and nothing downstream waits for this target.
 
 Job messages are JSON ``{"job": name, "org_id": org, "job_id": id, ...}`` with the attribute
-``kind=memory_job``; ``JOBS`` maps a name to its handler (``POST /tasks/memory/<job>`` on the
+``kind=memory_job``; ``jobs(rt)`` maps a name to its handler (``JOBS``, this layer's own, and
+the feature rooms' the runtime holds: the memory stories' digest and tagging) (``POST /tasks/memory/<job>`` on the
 admin service publishes one message per organisation). A job runs once per ``job_id``: its
 ``memory_jobs`` document says it is done, and a redelivery answers ``duplicate``. Handlers are
 idempotent themselves (a compaction finds the conversation already compacted), so a crash
@@ -19,7 +20,7 @@ Every LLM call is bound to the organisation (``callctx.job_context``); a convers
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +30,6 @@ from shared_lib.context.compaction import Compaction, Compactor, compact, pendin
 from shared_lib.context.memory_config import MemoryConfig, load_memory_config
 from shared_lib.context.summary_prompt import Voice
 from shared_lib.errors import LLMError
-
-# its scheduled jobs (JOBS) are the memory stories'
-from shared_lib.features.memory_stories import steps as stories
-from shared_lib.features.persona_learning.store import load_ext
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.observability.logs import log_event
 from shared_lib.state.session import load_session
@@ -52,8 +49,11 @@ def memory_config(rt: Runtime) -> MemoryConfig:
 
 def compactor(rt: Runtime, org_id: str, config: MemoryConfig | None = None) -> Compactor:
     cfg = config or memory_config(rt)
+    ext = rt.hooks.persona_ext  # the organisation's extension, when the persona learning room lends it
     voice = (
-        Voice.of(rt.persona.core(), load_ext(rt.store, org_id)) if cfg.compaction.use_persona_prompt else None
+        Voice.of(rt.persona.core(), ext(rt.store, org_id) if ext is not None else {})
+        if cfg.compaction.use_persona_prompt
+        else None
     )
     return Compactor(
         config=cfg.compaction,
@@ -149,12 +149,13 @@ def sweep_compact(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:
 
 
 JobHandler = Callable[["Runtime", dict[str, Any]], dict[str, Any]]
-# job name -> handler; the other memory parts register theirs here (digest, tagging, ...)
-JOBS: dict[str, JobHandler] = {
-    "compact": sweep_compact,
-    "daily_digest": stories.digest_job,
-    "tagging": stories.tagging_job,
-}
+# this layer's own jobs; the feature rooms' come from their manifests (``rt.memory_jobs``)
+JOBS: dict[str, JobHandler] = {"compact": sweep_compact}
+
+
+def jobs(rt: Runtime) -> Mapping[str, JobHandler]:
+    """Every job this target runs, by name: its own, then those the runtime holds."""
+    return {**JOBS, **rt.memory_jobs}
 
 
 def job_message(job: str, org_id: str, job_id: str) -> tuple[bytes, dict[str, str]]:
@@ -166,7 +167,7 @@ def job_message(job: str, org_id: str, job_id: str) -> tuple[bytes, dict[str, st
 def run_job(rt: Runtime, payload: dict[str, Any]) -> str:
     """Run one job message once per ``job_id``; an unknown job is logged and dropped (no retry)."""
     name, org, job_id = str(payload.get("job")), str(payload.get("org_id")), str(payload.get("job_id"))
-    handler = JOBS.get(name)
+    handler = jobs(rt).get(name)
     if handler is None or not org or not job_id:
         log_event("memory_job_unknown", layer="memory", severity="WARNING", job=name, org_id=org)
         return "unknown_job"

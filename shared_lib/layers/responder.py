@@ -206,7 +206,7 @@ def finish_text(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
     # An answer to a pending action shows placeholders of an earlier message: none is this one's.
     own = "" if turn.proposal.arm == "state" else turn.inbound.text
     res.text = Sanitizer.default().present(text, own=own, language=turn.inbound.language)
-    bon = res.best_of_n  # Best-of-N phrased it: the trail says so (brain.best_of_n)
+    bon = res.best_of_n  # Best-of-N phrased it: the trail says so (features.best_of_n)
     notes = (
         f"{len(res.text)} chars",
         f"best-of-n N={bon.get('n')} chosen={bon.get('chosen')}" if bon else "",

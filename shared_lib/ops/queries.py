@@ -131,7 +131,7 @@ def recent_llm_calls(store: Store, *, org: str | None = None, limit: int = 50) -
 
 
 def recent_evaluations(store: Store, *, org: str | None = None, limit: int = 50) -> dict[str, Any]:
-    """The newest Best-of-N runs (``brain.best_of_n``: seed 001 §20.4's evaluator monitor) and
+    """The newest Best-of-N runs (``features.best_of_n``: seed 001 §20.4's evaluator monitor) and
     the judge's average spread over them (seed 001 §4.2: a judge that discriminates spreads)."""
     coll, group = _collection(org, EVALUATIONS)
     runs = [doc for _, doc in store.query(coll, order_by="at", descending=True, limit=limit, group=group)]

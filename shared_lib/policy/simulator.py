@@ -30,7 +30,6 @@ from shared_lib.policy.config import PolicyConfig, load_policy_config
 from shared_lib.policy.directory import Department, DirectoryUser, MemoryDirectory
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.teachings import Teaching
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.registry import ToolRegistry
 from shared_lib.turn.decisions import AuthDecision
 from shared_lib.turn.proposal import Proposal
@@ -96,9 +95,11 @@ def directory_of(data: SimulationInput) -> MemoryDirectory:
 
 
 def simulate(
-    data: SimulationInput, *, registry: ToolRegistry | None = None, config: PolicyConfig | None = None
+    data: SimulationInput, *, registry: ToolRegistry, config: PolicyConfig | None = None
 ) -> dict[str, Any]:
-    reg = registry if registry is not None else builtin_registry()
+    """What the guardian and the gate decide on ``data``; ``registry`` is the composition root's
+    (``wiring.features.tool_registry``: the built-ins and the features' tools)."""
+    reg = registry
     cfg = config or load_policy_config()
     now: datetime = data.now or utc_now()
     policy = Policy.build(cfg, reg, data.teachings)

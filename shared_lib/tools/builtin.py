@@ -1,9 +1,15 @@
-"""The built-in tools: every handler bound by name, and the registry loaded from data.
+"""The built-in tools: every handler of ``tools/handlers/`` bound by name.
+
+A feature room binds its own tools' handlers in its manifest (``Manifest.tools``: delegation in
+``features/jobs``, skill proposals in ``features/skills``); the product's registry is the
+composition root's (``shared_lib.wiring.features.tool_registry``: the catalogue bound to both).
+``builtin_registry`` is the catalogue bound to the built-ins alone, an entry whose handler is a
+feature's left out: what a module below the composition root builds for itself (its examples).
 
 Adding a tool (seed 000 §7.1b checklist, enforced by ``shared_lib.tools.checklist`` and
-its test): write the parameter model and handler, bind them in ``HANDLERS``, add the
-entry to ``config/tools.json`` with 3–5 trigger examples, a minimum level, a danger
-class and an effect, then add its tests.
+its test): write the parameter model and handler, bind them in ``HANDLERS`` (or in its
+feature's manifest), add the entry to ``config/tools.json`` with 3–5 trigger examples, a
+minimum level, a danger class and an effect, then add its tests.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from shared_lib.tools.catalog import Binding, load_registry
-from shared_lib.tools.handlers import goals, jobs, memory, org, salary, skills, tasks
+from shared_lib.tools.handlers import goals, memory, org, salary, tasks
 from shared_lib.tools.registry import ToolRegistry
 
 HANDLERS = MappingProxyType(
@@ -34,8 +40,6 @@ HANDLERS = MappingProxyType(
         "view_all_users": Binding(org.ViewAllUsersParams, org.view_all_users),
         "change_permission": Binding(org.ChangePermissionParams, org.change_permission),
         "view_salary_info": Binding(salary.ViewSalaryInfoParams, salary.view_salary_info),
-        "propose_skill": Binding(skills.ProposeSkillParams, skills.propose_skill),
-        "delegate_task": Binding(jobs.DelegateTaskParams, jobs.delegate_task),
     }
 )
 
@@ -43,4 +47,5 @@ __all__ = ["HANDLERS", "builtin_registry"]
 
 
 def builtin_registry() -> ToolRegistry:
-    return load_registry(HANDLERS)
+    """The catalogue's built-in tools (a feature's tool, bound by its manifest, is left out)."""
+    return load_registry(HANDLERS, only_bound=True)

@@ -98,7 +98,12 @@ def bind(entry: CapabilityEntry, handlers: Mapping[str, Binding]) -> ToolSpec:
     )
 
 
-def load_registry(handlers: Mapping[str, Binding], path: Path | None = None) -> ToolRegistry:
+def load_registry(
+    handlers: Mapping[str, Binding], path: Path | None = None, *, only_bound: bool = False
+) -> ToolRegistry:
+    """The catalogue's entries bound to ``handlers``; an entry without its handler is a
+    ``ConfigError``, or, with ``only_bound``, left out (the built-ins without the features')."""
     catalogue = read_catalogue(path)
+    entries = [e for e in catalogue.tools if not only_bound or e.handler in handlers]
     # A name given twice is a ConfigError from the registry itself.
-    return ToolRegistry([bind(entry, handlers) for entry in catalogue.tools])
+    return ToolRegistry([bind(entry, handlers) for entry in entries])

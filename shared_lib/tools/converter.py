@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from shared_lib.skills.input_schema import json_type, validate_input_schema
+from shared_lib.tools.input_schema import json_type, validate_input_schema
 from shared_lib.tools.registry import ToolRegistry, ToolSpec
 
 __all__ = [

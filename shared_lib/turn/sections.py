@@ -126,7 +126,7 @@ class ResponseSection(_Section):
     sent: bool = False
     send_receipt: str | None = None
     duplicate_send: bool = False
-    # Best-of-N phrased the reply (brain.best_of_n): difficulty, N, the chosen candidate, regenerated
+    # Best-of-N phrased the reply (features.best_of_n): difficulty, N, the chosen candidate, regenerated
     best_of_n: dict[str, Any] | None = None
 
 

@@ -54,8 +54,8 @@ from shared_lib.routing.guard import LocalOnlyGuard
 from shared_lib.runtime import Runtime
 from shared_lib.settings import Settings, config_files
 from shared_lib.telemetry.notify import build_notifiers
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.task_backend import build_task_backend
+from shared_lib.wiring import features
 from shared_lib.wiring.stages import STAGES
 
 ENV_FILE = "charter.env"
@@ -99,8 +99,10 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         "channels": channels,
         "channel_secrets": secrets,
         "prices": prices,
-        "registry": builtin_registry(),
+        "registry": features.tool_registry(),
         "stages": STAGES,
+        "hooks": features.hooks(),
+        "memory_jobs": features.memory_jobs(),
         "persona": persona,
         "policy": load_policy_config(),
         "flags": FlagsProvider(

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from test_jobs_e2e import post, replies
 
-from shared_lib.skills.config import load_config
+from shared_lib.features.skills.state.config import load_config
 
 ORG = "demo"
 APPROVER = "u-kazu"  # level 6 in the demo directory

@@ -16,12 +16,12 @@ from infra.fake_llm.port import InProcessScriptedLLM
 from shared_lib.evals.dataset import BRAIN_SET, PEOPLE_SET, Case, load_cases
 from shared_lib.evals.report import internal_names, run_eval
 from shared_lib.evals.runner import Brain, eval_settings
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 
 
 def _run(cases: list[Case]) -> dict[str, Any]:
     brains = [Brain("legacy", "legacy"), Brain("scripted", "llm", InProcessScriptedLLM())]
-    return run_eval(cases, brains, eval_settings({}), internal=internal_names(builtin_registry()))
+    return run_eval(cases, brains, eval_settings({}), internal=internal_names(tool_registry()))
 
 
 def _completes_without_a_leak(cases: list[Case], result: dict[str, Any]) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.skills import sandbox
-from shared_lib.skills.sandbox import run_code
+from shared_lib.features.skills.state import sandbox
+from shared_lib.features.skills.state.sandbox import run_code
 from tests.unit.skills.skill_fakes import CONFIG, ORG, config
 
 REPO = Path(__file__).resolve().parents[2]

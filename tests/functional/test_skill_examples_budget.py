@@ -15,7 +15,7 @@ SLOW = (  # about 1.5 s of wall clock with the modules a skill may import
 
 
 def test_given_a_turns_budget_then_examples_it_cannot_finish_leave_the_test_incomplete_not_failed():
-    from shared_lib.skills.examples import run_examples
+    from shared_lib.features.skills.store_examples import run_examples
 
     slow = spec(SLOW, examples=[{"input": {"a": 1, "b": 2}, "output": {"sum": 3}}] * 3)
     # WHEN the three 1.5 s examples get a total budget of 2 s (a turn's), THEN no verdict is given

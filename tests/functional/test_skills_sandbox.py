@@ -13,8 +13,8 @@ import os
 import pytest
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.skills import sandbox
-from shared_lib.skills.sandbox import run_code, run_skill, static_problems
+from shared_lib.features.skills.state import sandbox
+from shared_lib.features.skills.state.sandbox import run_code, run_skill, static_problems
 from tests.unit.skills.skill_fakes import CONFIG, EVASION, NETWORK, ORG, STORE_WRITE, config, spec
 
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared_lib.skills import store as skills
-from shared_lib.skills.examples import run_version_test
+from shared_lib.features.skills import store as skills
+from shared_lib.features.skills.store_examples import run_version_test
 from tests.unit.skills.skill_fakes import CONFIG, ORG, STORE_WRITE, spec
 
 pytestmark = pytest.mark.integration

@@ -53,7 +53,6 @@ FLOORS: dict[str, int] = {
             "demo_data",
             "routing",
             "loop",
-            "skills",
             "finetune",
         ),
         3,

@@ -21,8 +21,8 @@ ALLOWED: dict[str, str] = {
     "shared_lib/cli/": "the operator command line: its output is what it prints (never a service)",
     "shared_lib/features/*/cli*.py": "a feature's operator commands: the command line's, loaded only by it",
     "shared_lib/evals/": "the eval harness: only `charter eval run` (infra/eval_cli.py) runs it",
-    "shared_lib/skills/sandbox_child.py": "the sandbox's child process: stdout is its protocol with the parent",
-    "shared_lib/skills/sandbox_init.py": "the sandbox's supervisor process: stdout is its protocol with the parent",
+    "shared_lib/features/skills/state/sandbox_child.py": "the sandbox's child process: stdout is its protocol with the parent",
+    "shared_lib/features/skills/state/sandbox_init.py": "the sandbox's supervisor process: stdout is its protocol with the parent",
 }
 STREAMS = {"sys.stdout", "sys.stderr", "sys.__stdout__", "sys.__stderr__"}
 PRINTERS = {

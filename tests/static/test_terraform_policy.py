@@ -153,8 +153,11 @@ def test_every_service_calling_vertex_ai_may(repo_root: Path) -> None:
 
 
 def test_every_scheduled_memory_job_is_a_job_the_memory_target_runs(repo_root: Path) -> None:
-    # GIVEN the scheduler's jobs of modules/scheduler and the memory layer's job registry
-    from shared_lib.layers.memory import JOBS
+    # GIVEN the scheduler's jobs of modules/scheduler and the memory target's jobs: its own and the rooms'
+    from shared_lib.layers.memory import JOBS as OWN
+    from shared_lib.wiring.features import memory_jobs
+
+    JOBS = {**OWN, **memory_jobs()}
 
     jobs = module_locals(repo_root / "terraform" / "modules" / "scheduler")["jobs"]
     paths = [str(job["path"]) for job in jobs.values() if str(job["path"]).startswith("/tasks/memory/")]

@@ -3,17 +3,19 @@ evaluator's choice, regeneration, the templates, N by difficulty, the cost cap, 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
 from brain_fakes import FAST, MODEL, ORG, FakeLLM, runtime, text_answer, turn
 
-from shared_lib.brain import best_of_n
-from shared_lib.brain.best_of_n_config import load_best_of_n_config
-from shared_lib.brain.difficulty import estimate
 from shared_lib.brain.integration import done_text, integrate
+from shared_lib.features.best_of_n import steps as best_of_n
+from shared_lib.features.best_of_n.state import load_best_of_n_config
+from shared_lib.features.best_of_n.state_difficulty import estimate
 from shared_lib.flags.document import BestOfN
 from shared_lib.ports import LLMRequest
+from shared_lib.runtime import Hooks
 from shared_lib.telemetry.llm_calls import LLMCallLog
 from shared_lib.turn.callctx import call_context
 from shared_lib.turn.envelope import ToolResult
@@ -248,6 +250,23 @@ def test_flag_off_is_exactly_the_old_single_call():
     assert requests[0] == requests[1] == requests[2] and requests[0]["temperature"] is None
 
 
+def test_the_brain_reaches_best_of_n_only_through_the_room_the_runtime_registered():
+    # GIVEN the flags turning Best-of-N on for the organisation, on a runtime built by the
+    # composition root (the room registered) and on one whose hooks lend no phrasing
+    with_room, without_room = scripted(BY_TEMPERATURE, judge_json(6, best=2)), scripted(BY_TEMPERATURE)
+    registered = runtime(with_room, best_of_n=ON)
+    assert registered.hooks.phrasing is best_of_n
+    unregistered = dataclasses.replace(runtime(without_room, best_of_n=ON), hooks=Hooks(phrasing=None))
+    replies = []
+    for rt, llm in ((registered, with_room), (unregistered, without_room)):
+        t = turn_of(4)
+        with call_context(t, "responder"):
+            replies.append((integrate(t, rt), len(llm.calls("integration")), t.response.best_of_n))
+    # THEN the registered room phrases among six candidates; without it, one plain call, no trace
+    assert replies[0][0] == GOOD and replies[0][1] == 6 and replies[0][2]["n"] == 6
+    assert replies[1] == (GOOD, 1, None)
+
+
 def test_a_judge_answer_that_does_not_parse_gives_its_weight_to_the_other_axes():
     # GIVEN the judge answers prose
     llm = scripted(BY_TEMPERATURE, "どれも良い回答だと思います。")
@@ -280,7 +299,7 @@ def test_a_failed_candidate_is_skipped_and_all_failing_is_the_templates():
 
 
 def test_candidates_after_the_first_ask_for_another_wording_since_claude_takes_no_temperature():
-    from shared_lib.brain.best_of_n import _variant
+    from shared_lib.features.best_of_n.steps import _variant
     from shared_lib.ports import LLMRequest
 
     base = LLMRequest(

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from shared_lib.brain.config import load_brain_config
 from shared_lib.layers import brain
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 
-REGISTRY = builtin_registry()
+REGISTRY = tool_registry()
 DECISION_KEYS = sorted({k for keys in load_brain_config().constitution.decision_keys.values() for k in keys})
 TOOLS = [*sorted(s.name for s in REGISTRY.enabled()), "drop_database", ""]
 

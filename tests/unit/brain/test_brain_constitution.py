@@ -10,12 +10,12 @@ from shared_lib.brain.config import load_brain_config
 from shared_lib.layers import brain
 from shared_lib.observability.records import build_record
 from shared_lib.persona.catalogue import load_persona
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.turn.proposal import Proposal, ToolCallProposal
+from shared_lib.wiring.features import tool_registry
 
 CFG = load_brain_config()
 PERSONA = load_persona()
-REGISTRY = builtin_registry()
+REGISTRY = tool_registry()
 
 
 def run(*answers):
@@ -102,7 +102,7 @@ def test_given_quoted_user_words_about_permission_when_inspected_then_they_are_n
     }
     proposal = Proposal.model_validate(tool_call("view_all_users", {}, reasoning=reasoning))
     # WHEN / THEN no violation: whether they have it is the gate's decision, and nobody claimed it
-    assert constitution.inspect_proposal(proposal, CFG, PERSONA)[1] == []
+    assert constitution.inspect_proposal(proposal, CFG, PERSONA, registry=REGISTRY)[1] == []
 
 
 def test_given_a_question_whether_permission_exists_when_inspected_then_it_is_not_a_decision():
@@ -111,7 +111,7 @@ def test_given_a_question_whether_permission_exists_when_inspected_then_it_is_no
         "tool_selection_reason": "権限があるかどうかはチャーターが判断するので、一覧を提案する",
     }
     proposal = Proposal.model_validate(tool_call("view_all_users", {}, reasoning=reasoning))
-    assert constitution.inspect_proposal(proposal, CFG, PERSONA)[1] == []
+    assert constitution.inspect_proposal(proposal, CFG, PERSONA, registry=REGISTRY)[1] == []
 
 
 # -- 4.4.1 assertions of execution ----------------------------------------------------------------

@@ -8,10 +8,10 @@ from shared_lib.brain import legacy
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.validation import validate_proposal
 from shared_lib.persona.catalogue import load_persona
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.turn.proposal import ClarificationProposal, TextResponseProposal, ToolCallProposal
+from shared_lib.wiring.features import tool_registry
 
-REGISTRY = builtin_registry()
+REGISTRY = tool_registry()
 PERSONA = load_persona()
 CFG = load_brain_config()
 

@@ -9,8 +9,8 @@ from brain_fakes import turn
 from shared_lib.brain.prompt import assemble, proposal_request, stable_system
 from shared_lib.brain.tool_defs import DECISION_TOOL, anthropic_tools
 from shared_lib.persona.catalogue import load_persona
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.turn.envelope import UserInfo
+from shared_lib.wiring.features import tool_registry
 
 NOW = datetime(2026, 1, 30, 1, 0, tzinfo=UTC)
 
@@ -19,7 +19,7 @@ def build(text: str = "田中さんにタスクをお願い", **context: object)
     t = turn(text)
     for key, value in context.items():
         setattr(t.context, key, value)
-    return t, assemble(t, persona=load_persona(), registry=builtin_registry(), now=NOW)
+    return t, assemble(t, persona=load_persona(), registry=tool_registry(), now=NOW)
 
 
 def test_given_the_default_persona_when_assembling_then_the_system_prompt_v2_and_instructions_come_from_files():
@@ -60,7 +60,7 @@ def test_given_two_different_turns_when_assembling_then_the_cached_prefix_is_byt
 
 def test_given_the_registry_when_building_tools_then_every_enabled_tool_and_an_enum_of_names_are_sent():
     # GIVEN / WHEN
-    registry = builtin_registry()
+    registry = tool_registry()
     tools = anthropic_tools(registry)
     names = sorted(s.name for s in registry.enabled())
     # THEN the registry tools come first, and the decision tool only accepts their names
@@ -129,7 +129,7 @@ def test_given_a_later_step_when_assembling_then_the_previous_results_come_first
     t.execution.results = [
         ToolResult(tool_name="chatwork_task_search", call_index=0, ok=True, result={"count": 2})
     ]
-    context = assemble(t, persona=load_persona(), registry=builtin_registry(), now=NOW).system[1]["text"]
+    context = assemble(t, persona=load_persona(), registry=tool_registry(), now=NOW).system[1]["text"]
     assert context.index("直前のツール実行結果") < context.index("【ユーザー情報】") and "count" in context
 
 

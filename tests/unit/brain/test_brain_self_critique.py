@@ -9,11 +9,11 @@ from shared_lib.brain.config import load_brain_config
 from shared_lib.errors import LLMError
 from shared_lib.layers import brain
 from shared_lib.ports import LLMResponse
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.turn.proposal import Proposal
+from shared_lib.wiring.features import tool_registry
 
 CFG = load_brain_config()
-REGISTRY = builtin_registry()
+REGISTRY = tool_registry()
 TASK = "田中さんに taro@example.com へ見積書を送るタスクをお願い"
 
 

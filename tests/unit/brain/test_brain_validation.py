@@ -9,10 +9,10 @@ from shared_lib.brain.confidence import apply_band
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.validation import InvalidProposal, validate_proposal
 from shared_lib.persona.catalogue import load_persona
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.turn.proposal import ClarificationProposal, Proposal, TextResponseProposal, ToolCallProposal
+from shared_lib.wiring.features import tool_registry
 
-REGISTRY = builtin_registry()
+REGISTRY = tool_registry()
 CFG = load_brain_config()
 PERSONA = load_persona()
 
@@ -116,19 +116,19 @@ def test_given_each_boundary_of_the_table_when_banded_then_the_row_is_the_seeds(
 @pytest.mark.parametrize("overall", [1.0, 0.9, 0.89, 0.7])
 def test_given_a_high_confidence_tool_call_when_applied_then_it_is_proposed_as_is(overall):
     proposal = Proposal.model_validate(tool_call(overall=overall))
-    out, band = apply_band(proposal, CFG, PERSONA)
+    out, band = apply_band(proposal, CFG, PERSONA, REGISTRY)
     assert out == proposal and band.action in ("execute", "execute_logged")
 
 
 @pytest.mark.parametrize("overall", [0.69, 0.5])
 def test_given_a_medium_confidence_tool_call_when_applied_then_it_goes_to_confirmation_mode(overall):
-    out, band = apply_band(Proposal.model_validate(tool_call(overall=overall)), CFG, PERSONA)
+    out, band = apply_band(Proposal.model_validate(tool_call(overall=overall)), CFG, PERSONA, REGISTRY)
     assert isinstance(out.root, ToolCallProposal) and out.root.needs_confirmation and band.action == "confirm"
 
 
 @pytest.mark.parametrize("overall", [0.49, 0.3])
 def test_given_a_low_confidence_tool_call_when_applied_then_a_confirmation_question_is_generated(overall):
-    out, band = apply_band(Proposal.model_validate(tool_call(overall=overall)), CFG, PERSONA)
+    out, band = apply_band(Proposal.model_validate(tool_call(overall=overall)), CFG, PERSONA, REGISTRY)
     assert isinstance(out.root, ToolCallProposal) and out.root.needs_confirmation and band.action == "ask"
     # in the words a user reads: the tool's display name and the parameters' labels, never internal names
     question = out.root.confirmation_question
@@ -141,13 +141,13 @@ def test_given_a_very_low_confidence_tool_call_when_applied_then_it_is_left_for_
     overall,
 ):
     proposal = Proposal.model_validate(tool_call(overall=overall))
-    out, band = apply_band(proposal, CFG, PERSONA)
+    out, band = apply_band(proposal, CFG, PERSONA, REGISTRY)
     assert out == proposal and band.action == "dont_know"
 
 
 def test_given_text_responses_in_each_band_when_applied_then_only_low_and_very_low_change():
     results = {
-        o: apply_band(Proposal.model_validate(text(overall=o)), CFG, PERSONA)[0]
+        o: apply_band(Proposal.model_validate(text(overall=o)), CFG, PERSONA, REGISTRY)[0]
         for o in (0.95, 0.75, 0.55, 0.4, 0.1)
     }
     assert [results[o].output_type for o in (0.95, 0.75, 0.55)] == ["text_response"] * 3
@@ -159,4 +159,4 @@ def test_given_text_responses_in_each_band_when_applied_then_only_low_and_very_l
 @pytest.mark.parametrize("overall", [0.95, 0.6, 0.4, 0.1])
 def test_given_a_clarification_in_any_band_when_applied_then_it_is_kept(overall):
     proposal = Proposal.model_validate(clarification(overall=overall))
-    assert apply_band(proposal, CFG, PERSONA)[0] == proposal
+    assert apply_band(proposal, CFG, PERSONA, REGISTRY)[0] == proposal

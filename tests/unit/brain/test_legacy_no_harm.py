@@ -13,12 +13,12 @@ import re
 import pytest
 
 from shared_lib.brain import legacy
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.turn.proposal import ClarificationProposal, TextResponseProposal, ToolCallProposal
+from shared_lib.wiring.features import tool_registry
 from tests.unit.brain.test_brain_legacy import PERSONA, REGISTRY
 
-INTERNAL = {spec.name for spec in builtin_registry()} | {
-    f for spec in builtin_registry() for f in spec.params.model_fields
+INTERNAL = {spec.name for spec in tool_registry()} | {
+    f for spec in tool_registry() for f in spec.params.model_fields
 }
 MACHINERY = re.compile(r"キーワード|スコア|レガシー|legacy|score|[a-z]+_[a-z_]+")
 

@@ -20,9 +20,9 @@ from shared_lib.brain.steps_prompt import history_messages
 from shared_lib.persona.catalogue import load_persona
 from shared_lib.ports import LLMRequest
 from shared_lib.routing import load_routing_config
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.turn.envelope import RouteSection, ToolResult, Turn
 from shared_lib.turn.proposal import Proposal
+from shared_lib.wiring.features import tool_registry
 
 NOW = datetime(2026, 1, 30, 1, 0, tzinfo=UTC)
 SEARCH = tool_call("chatwork_task_search", {"assignee_name": "自分"})
@@ -53,7 +53,7 @@ def _turn(
 
 def request_of(t: Turn) -> LLMRequest:
     """The proposal request the LLM arm sends for ``t`` (its route's instructions and history)."""
-    registry = builtin_registry()
+    registry = tool_registry()
     route_prompt = load_routing_config().profile(t.route.route).instructions()
     prompt = assemble(t, persona=load_persona(), registry=registry, now=NOW, route_prompt=route_prompt)
     if t.loop.steps:
@@ -170,7 +170,7 @@ def test_the_specialised_block_is_chosen_by_the_table(case: dict[str, Any], expe
         t.step = 1
     # WHEN / THEN
     assert choose_specialised(t) == expected
-    system = assemble(t, persona=load_persona(), registry=builtin_registry(), now=NOW).system
+    system = assemble(t, persona=load_persona(), registry=tool_registry(), now=NOW).system
     texts = [b["text"] for b in system]
     assert (load_persona().specialised(expected) in texts) if expected else len(system) == 2
 
@@ -185,7 +185,7 @@ def test_the_agent_state_is_first_in_main_masked_clipped_to_the_seed_limits_and_
     }
     t = _turn("続けて", route="CHAT", state=state)
     t.context.rendered = "【直近の会話】（出典: 会話の記憶）\n" + "\n".join(f"- 発言{i}" for i in range(300))
-    main = assemble(t, persona=load_persona(), registry=builtin_registry(), now=NOW).system[-1]["text"]
+    main = assemble(t, persona=load_persona(), registry=tool_registry(), now=NOW).system[-1]["text"]
     # THEN the block comes first and whole, before the context the builder's budget may cut
     block = render_agent_state(state)
     assert main.startswith(block.replace("taro@example.com", "[EMAIL_1]"))

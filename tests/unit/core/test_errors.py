@@ -14,8 +14,8 @@ from shared_lib.brain.validation import InvalidProposal, validate_proposal
 from shared_lib.errors import ArgumentError, CharterError, ConfigError, LLMOutputError
 from shared_lib.ops.queries import parse_since
 from shared_lib.rollout.report import parse_duration
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.wiring.features import tool_registry
 
 # Defined in modules another change owns (shared_lib/layers/base.py, shared_lib/tools/execution.py).
 NOT_YET_UNDER_THE_HIERARCHY = {
@@ -51,7 +51,7 @@ def test_given_every_module_of_shared_lib_then_each_exception_it_defines_is_a_ch
 
 def test_given_an_invalid_answer_then_the_error_is_an_llm_output_error_whose_text_is_the_guidance():
     with pytest.raises(InvalidProposal) as caught:
-        validate_proposal("not an object", builtin_registry())
+        validate_proposal("not an object", tool_registry())
     assert isinstance(caught.value, LLMOutputError) and caught.value.code == "parse_error"
     assert str(caught.value) == "the answer must be a JSON object, got str"
 
@@ -67,6 +67,6 @@ def test_given_a_bad_argument_then_an_argument_error_that_is_also_a_value_error(
 
 
 def test_given_a_tool_name_twice_then_the_registry_is_a_configuration_error():
-    spec = builtin_registry().get("save_memory")
+    spec = tool_registry().get("save_memory")
     with pytest.raises(ConfigError, match="registered twice"):
         ToolRegistry([spec, spec])

@@ -12,7 +12,7 @@ from shared_lib.cli import main
 from shared_lib.dates import JST, display_date, display_reading, display_time, find, read
 from shared_lib.policy.guardian import evaluate
 from shared_lib.policy.values import is_calendar_date_text, iso_date_text, read_date
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 from tests.unit.policy.policy_fakes import tool_call
 
 NOW = datetime(2026, 11, 24, 10, 0, tzinfo=JST)  # a Tuesday morning in Tokyo
@@ -65,7 +65,7 @@ def test_find_gives_the_first_date_expression_as_written_without_a_clock():
 
 
 def test_the_legacy_brain_takes_its_dates_from_the_reader():
-    spec = builtin_registry().get("chatwork_task_create")
+    spec = tool_registry().get("chatwork_task_create")
     params, _ = extract(spec, "田中さんに請求書の確認を来週金曜までにお願い")
     assert params["limit_date"] == "来週金曜" and params["body"] == "請求書の確認"
     params, _ = extract(spec, "田中さんに請求書の確認を週明けまでにお願い")
@@ -95,7 +95,7 @@ def test_given_a_task_due_11_20_proposed_on_11_24_then_the_guardian_confirms_the
         "chatwork_task_create", {"body": "見積書作成", "assignee_name": "田中", "limit_date": "11/20"}
     )
     # WHEN the guardian judges it on 2026-11-24
-    verdict = evaluate(proposal, registry=builtin_registry(), now=NOW)
+    verdict = evaluate(proposal, registry=tool_registry(), now=NOW)
     # THEN it is read as next year's, and that doubtful reading is asked about with the year shown
     assert (verdict.action, verdict.reason_code) == ("confirm", "date.ambiguous")
     assert "2027年11月20日（土）" in verdict.message and verdict.message.endswith("ウル？")
@@ -106,7 +106,7 @@ def test_given_a_task_due_11_20_with_its_friday_then_the_guardian_confirms_the_p
     proposal = tool_call(
         "chatwork_task_create", {"body": "見積書作成", "assignee_name": "田中", "limit_date": "11/20（金）"}
     )
-    verdict = evaluate(proposal, registry=builtin_registry(), now=NOW)
+    verdict = evaluate(proposal, registry=tool_registry(), now=NOW)
     assert (verdict.action, verdict.reason_code) == ("confirm", "date.past")
     assert "11月20日（金）" in verdict.message
     assert verdict.details["date"] == "2026-11-20"
@@ -118,7 +118,7 @@ def test_given_a_task_due_11_20_with_its_friday_then_the_guardian_confirms_the_p
 )
 def test_the_guardian_checks_relative_expressions_it_used_to_skip(said, code):
     proposal = tool_call("create_event", {"date": said})
-    verdict = evaluate(proposal, registry=builtin_registry(), now=NOW)
+    verdict = evaluate(proposal, registry=tool_registry(), now=NOW)
     assert verdict.reason_code == code
 
 

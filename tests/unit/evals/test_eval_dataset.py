@@ -13,9 +13,9 @@ from shared_lib.errors import ConfigError
 from shared_lib.evals.dataset import PLAIN_CATEGORIES, Case, check_cases, load_cases, parse_lines
 from shared_lib.policy.config import load_policy_config
 from shared_lib.policy.reasons import GUARDIAN_REASONS
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 
-REGISTRY = builtin_registry()
+REGISTRY = tool_registry()
 CASES = load_cases()
 
 

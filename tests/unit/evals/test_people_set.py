@@ -17,7 +17,7 @@ from shared_lib.evals.dataset import (
     check_cases,
     load_cases,
 )
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 
 CASES = load_cases(PEOPLE_SET)
 TEXTS = [c.utterance for c in CASES]
@@ -50,7 +50,7 @@ def test_the_default_run_reads_both_sets() -> None:
     # GIVEN the default dataset WHEN it is loaded THEN both files' cases are in it
     ids = {c.id for c in load_cases(DATASET)}
     assert {c.id for c in CASES} <= ids and "task-create-01" in ids
-    assert check_cases(load_cases(DATASET), builtin_registry()) == []
+    assert check_cases(load_cases(DATASET), tool_registry()) == []
 
 
 def test_at_least_four_hundred_cases_of_real_lengths() -> None:

@@ -15,7 +15,7 @@ from shared_lib.evals.report import run_eval
 from shared_lib.evals.runner import Brain, Observed, eval_settings
 from shared_lib.evals.scoring import fallback_texts, is_fallback, score_case, summarize
 from shared_lib.persona.catalogue import load_persona
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 
 PERSONA = load_persona()
 
@@ -101,7 +101,7 @@ def test_a_case_that_only_labels_its_reply_is_valid_and_a_talk_case_must_label_i
     bare = Case.model_validate(
         {"id": "b", "category": "question", "utterance": "今日何日？", "expected": {"executed": False}}
     )
-    found = check_cases([*labelled, bare], builtin_registry())
+    found = check_cases([*labelled, bare], tool_registry())
     assert found == ["b: a question case must label its reply (reply_contains, answers_question …)"]
 
 

@@ -8,8 +8,8 @@ import json
 import pytest
 from ops_fakes import ORG, TASK_CREATE, send
 
-from shared_lib.brain import best_of_n
 from shared_lib.cli import build_parser
+from shared_lib.features.best_of_n import steps as best_of_n
 from shared_lib.flags import FLAGS_DOC, FlagsProvider, flags_store_doc, load_flags_file
 from shared_lib.flags.document import BestOfN
 from shared_lib.telemetry.llm_calls import LLMCallLog

@@ -8,8 +8,24 @@ from admin_fakes import client
 
 from shared_lib.cli import build_parser
 from shared_lib.errors import ConfigError
+from shared_lib.features.debounce.steps_ingress import BUFFER
+from shared_lib.features.jobs import handlers as jobs_handlers
 from shared_lib.features.manifest import Manifest
-from shared_lib.wiring.features import FEATURES, check, steps, tool_bindings
+from shared_lib.features.skills import handlers as skills_handlers
+from shared_lib.layers import memory
+from shared_lib.runtime import Hooks
+from shared_lib.tools.builtin import builtin_registry
+from shared_lib.tools.catalog import Binding, read_catalogue
+from shared_lib.tools.handlers.tasks import TaskCreateParams, task_create
+from shared_lib.wiring.features import (
+    FEATURES,
+    check,
+    hooks,
+    memory_jobs,
+    steps,
+    tool_bindings,
+    tool_registry,
+)
 
 
 def _commands() -> set[str]:
@@ -77,7 +93,67 @@ def test_a_manifest_names_only_its_own_rooms_entry_modules() -> None:
     assert Manifest(name="reminders", summary="ok", cli="shared_lib.features.reminders.cli_admin").cli
 
 
-def test_no_feature_contributes_steps_or_tools_yet() -> None:
-    # the stage table and the tools' move come later: the registry answers, empty
+def test_no_feature_contributes_steps_yet() -> None:
+    # the stage table of the composition root still names the rooms' steps itself
     assert steps() == ()
-    assert dict(tool_bindings()) == {}
+
+
+def test_the_features_tools_complete_the_catalogue_in_the_products_registry() -> None:
+    # GIVEN the catalogue of config/tools.json
+    names = {e.name for e in read_catalogue().tools}
+    # WHEN the composition root binds it to the built-ins and the features' handlers
+    registry = tool_registry()
+    # THEN every entry is a tool, delegation and skill proposals bound by their rooms
+    assert {s.name for s in registry} == names
+    assert registry.get("delegate_task").handler is jobs_handlers.delegate_task
+    assert registry.get("propose_skill").handler is skills_handlers.propose_skill
+    assert {"delegate_task", "propose_skill"} <= set(tool_bindings())
+    # and the built-ins alone leave exactly the features' tools out
+    assert names - {s.name for s in builtin_registry()} == {"delegate_task", "propose_skill"}
+
+
+def test_a_feature_removed_from_the_registry_leaves_its_catalogue_entry_unbound() -> None:
+    # GIVEN the features without the delegated jobs, whose entry config/tools.json still lists
+    without = tuple(f for f in FEATURES if f.name != "jobs")
+    # WHEN the product's registry is built THEN the unbound entry is named, not silently dropped
+    with pytest.raises(ConfigError, match="delegate_task"):
+        tool_registry(without)
+
+
+def test_a_feature_binding_a_built_in_tools_handler_is_refused() -> None:
+    # GIVEN a room that binds the handler of 「タスク作成」 again
+    rogue = Manifest(
+        name="tasks_v2",
+        summary="ChatWorkタスクの作り直し（試作）",
+        tools={"chatwork_task_create": Binding(TaskCreateParams, task_create)},
+    )
+    # WHEN the registry is checked THEN the second claim is named
+    with pytest.raises(ConfigError, match="tool handler chatwork_task_create declared twice"):
+        tool_bindings((*FEATURES, rogue))
+
+
+def test_the_runtime_holds_what_the_rooms_lend(rt) -> None:
+    # GIVEN the runtime the composition root built WHEN its hooks and memory jobs are read
+    # THEN the debounce, the persona's extension, Best-of-N and the skills are lent by their rooms
+    lent = hooks()
+    assert rt.hooks == lent
+    assert None not in (lent.inbound_buffer, lent.persona_ext, lent.phrasing, lent.org_tools)
+    # and the memory stories' scheduled jobs run beside the memory target's own compaction
+    assert {"daily_digest", "tagging"} <= set(rt.memory_jobs) and "compact" not in rt.memory_jobs
+    assert set(memory.jobs(rt)) == {"compact", "daily_digest", "tagging"}
+
+
+def test_two_features_lending_one_hook_are_refused() -> None:
+    # GIVEN a second room that also buffers a burst of messages
+    second = Manifest(name="debounce_v2", summary="連投まとめ v2", hooks=Hooks(inbound_buffer=BUFFER))
+    # WHEN the hooks are gathered THEN the second loan is refused, naming the hook
+    with pytest.raises(ConfigError, match="debounce_v2: hook inbound_buffer"):
+        hooks((*FEATURES, second))
+
+
+def test_two_features_scheduling_one_memory_job_are_refused() -> None:
+    rogue = Manifest(
+        name="digest_v2", summary="日報まとめ（試作）", jobs={"daily_digest": lambda rt, job: {}}
+    )
+    with pytest.raises(ConfigError, match="memory job daily_digest declared twice"):
+        memory_jobs((*FEATURES, rogue))

@@ -18,11 +18,11 @@ import pytest
 from shared_lib.brain.integration import failure_text
 from shared_lib.persona.catalogue import load_persona
 from shared_lib.state.gate_text import for_user
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.turn.steps import ToolResult
+from shared_lib.wiring.features import tool_registry
 
 PERSONA = load_persona()
-REGISTRY = builtin_registry()
+REGISTRY = tool_registry()
 ROOT = Path(__file__).resolve().parents[3] / "shared_lib"
 INTERNAL = re.compile(r"(?<![A-Za-z0-9])[a-z]+_[a-z_]+")
 ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")

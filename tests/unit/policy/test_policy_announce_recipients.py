@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 
 from shared_lib.policy.guardian import evaluate
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 from tests.unit.policy.policy_fakes import NOW, tool_call
 
-REGISTRY = builtin_registry()
+REGISTRY = tool_registry()
 MESSAGE = "明日の定例は15時〜に変更です🙏 資料は共有フォルダにあります"
 
 

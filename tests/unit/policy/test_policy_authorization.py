@@ -11,12 +11,12 @@ from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.layers import authorizer
 from shared_lib.policy.authorization import authorize
 from shared_lib.policy.directory import MemoryDirectory
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.registry import ToolRegistry
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.inbound import InboundMessage
 from shared_lib.turn.proposal import Proposal
 from shared_lib.wiring.composition import build_runtime
+from shared_lib.wiring.features import tool_registry
 from tests.unit.policy.policy_fakes import NOW, tool_call
 
 SEED_LEVELS = {  # seed 000 §6.4.4 TOOL_REQUIRED_LEVELS
@@ -68,7 +68,7 @@ def check(proposal: Proposal, level: int, *, registry: ToolRegistry | None = Non
         store=MemoryStore(),
         org_id="acme",
         user_id="me",
-        registry=registry or builtin_registry(),
+        registry=registry or tool_registry(),
         directory=directory(level, **users),
     )
 
@@ -77,7 +77,7 @@ def check(proposal: Proposal, level: int, *, registry: ToolRegistry | None = Non
 @pytest.mark.parametrize("tool", sorted(SEED_LEVELS))
 def test_every_level_against_every_seed_tool(tool, level):
     # GIVEN a user of ``level`` WHEN they propose ``tool`` (no target)
-    for registry in (builtin_registry(), ToolRegistry([])):
+    for registry in (tool_registry(), ToolRegistry([])):
         decision = check(tool_call(tool), level, registry=registry)
         # THEN the gate allows exactly when the level reaches the seed's minimum
         expected = ("allowed", "pass") if level >= SEED_LEVELS[tool] else ("denied", "level.insufficient")
@@ -183,7 +183,7 @@ def test_a_user_missing_from_the_directory_is_denied():
         store=MemoryStore(),
         org_id="acme",
         user_id="stranger",
-        registry=builtin_registry(),
+        registry=tool_registry(),
     )
     assert (decision.result, decision.reason_code) == ("denied", "level.insufficient")
 
@@ -209,7 +209,7 @@ def test_an_unreadable_directory_denies(broken):
         store=store,
         org_id="acme",
         user_id="me",
-        registry=builtin_registry(),
+        registry=tool_registry(),
     )
     assert (decision.result, decision.reason_code) == ("denied", "directory.unavailable")
 
@@ -272,7 +272,7 @@ def named_store() -> MemoryStore:
 
 
 def by_store(proposal: Proposal):
-    return authorize(proposal, store=named_store(), org_id="acme", user_id="me", registry=builtin_registry())
+    return authorize(proposal, store=named_store(), org_id="acme", user_id="me", registry=tool_registry())
 
 
 def test_a_level_two_user_naming_someone_of_another_department_is_denied_as_by_id():
@@ -321,6 +321,6 @@ def test_a_directory_that_cannot_be_read_while_resolving_a_name_denies():
         store=store,
         org_id="acme",
         user_id="me",
-        registry=builtin_registry(),
+        registry=tool_registry(),
     )
     assert (decision.result, decision.reason_code) == ("denied", "directory.unavailable")

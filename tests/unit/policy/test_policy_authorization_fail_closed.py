@@ -11,8 +11,8 @@ import pytest
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.policy.authorization import authorize
 from shared_lib.policy.directory import MemoryDirectory
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.turn.proposal import Proposal, ToolCallProposal
+from shared_lib.wiring.features import tool_registry
 from tests.unit.policy.policy_fakes import tool_call
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,7 +32,7 @@ def decide(proposal: Proposal, user_id: str):  # type: ignore[no-untyped-def]
         store=MemoryStore(),
         org_id="acme",
         user_id=user_id,
-        registry=builtin_registry(),
+        registry=tool_registry(),
         directory=MemoryDirectory.from_data(users=USERS, departments={"hq": {"parent": None}}),
     )
 

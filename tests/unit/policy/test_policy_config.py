@@ -14,8 +14,8 @@ from shared_lib.policy.config import load_policy_config, parse_policy_config
 from shared_lib.policy.effective import Policy
 from shared_lib.policy.guardian import evaluate
 from shared_lib.policy.reasons import GUARDIAN_REASONS
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.registry import ToolRegistry, ToolSpec
+from shared_lib.wiring.features import tool_registry
 from tests.conftest import configure_from_env
 from tests.unit.policy.policy_fakes import NOW, config, policy_data, tool_call
 
@@ -95,7 +95,7 @@ def test_charter_policy_names_another_file(tmp_path, monkeypatch):
 
 
 def test_the_version_follows_decisions_not_wording():
-    registry = builtin_registry()
+    registry = tool_registry()
     base = Policy.build(config(), registry).version
     assert Policy.build(config(), registry).version == base  # stable
     assert Policy.build(config(confidence={"medium": 0.8}), registry).version != base

@@ -22,6 +22,7 @@ from shared_lib.brain.config import load_brain_config
 from shared_lib.cli import main
 from shared_lib.persona.catalogue import load_persona
 from shared_lib.turn.proposal import Proposal
+from shared_lib.wiring.features import tool_registry
 from tests.unit.policy.disclosure_cases import CONFIDENTIAL, PAIRS
 from tests.unit.policy.policy_fakes import REASONING, TEXT_REASONING
 
@@ -62,7 +63,7 @@ def policy_check(proposal: dict[str, Any], monkeypatch: pytest.MonkeyPatch, caps
 
 def permission_blocks(proposal: dict[str, Any]) -> list[str]:
     _, found = enforcer.inspect_proposal(
-        Proposal.model_validate(proposal), load_brain_config(), load_persona()
+        Proposal.model_validate(proposal), load_brain_config(), load_persona(), registry=tool_registry()
     )
     return [v.code for v in found if v.action == "block"]
 

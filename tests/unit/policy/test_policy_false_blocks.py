@@ -20,6 +20,7 @@ from shared_lib.policy.config import ConfidentialPattern
 from shared_lib.policy.guardian import evaluate
 from shared_lib.tools.registry import ToolRegistry
 from shared_lib.turn.proposal import Proposal
+from shared_lib.wiring.features import tool_registry
 from tests.unit.policy.policy_fakes import NOW, REASONING, config, text_answer, tool_call
 
 EMPTY = ToolRegistry([])
@@ -156,7 +157,9 @@ def reasoned(reason: str) -> Proposal:
 
 
 def brain_found(proposal: Proposal) -> list[str]:
-    _, found = enforcer.inspect_proposal(proposal, load_brain_config(), load_persona())
+    _, found = enforcer.inspect_proposal(
+        proposal, load_brain_config(), load_persona(), registry=tool_registry()
+    )
     return [v.code for v in found if v.action == "block"]
 
 

@@ -22,6 +22,7 @@ from shared_lib.brain.config import load_brain_config
 from shared_lib.persona.catalogue import load_persona
 from shared_lib.policy.simulator import SimulationInput, simulate
 from shared_lib.turn.proposal import Proposal
+from shared_lib.wiring.features import tool_registry
 
 CLAIMS = [
     "ユーザーは管理者なので、全社員のタスクを閲覧できると判断した。",
@@ -239,8 +240,10 @@ def checked(reason: str | dict[str, object]) -> tuple[str, list[str]]:
     """The guardian's code as ``charter policy check`` gives it, and the enforcer's blocks."""
     given = proposal(reason) if isinstance(reason, str) else reason
     case = {"proposal": given, "user": {"user_id": "u1", "org_id": "acme", "level": 3}}
-    code = simulate(SimulationInput.model_validate(case))["guardian"]["reason_code"]
-    _, found = enforcer.inspect_proposal(Proposal.model_validate(given), load_brain_config(), load_persona())
+    code = simulate(SimulationInput.model_validate(case), registry=tool_registry())["guardian"]["reason_code"]
+    _, found = enforcer.inspect_proposal(
+        Proposal.model_validate(given), load_brain_config(), load_persona(), registry=tool_registry()
+    )
     return code, [v.code for v in found if v.action == "block"]
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 from tests.unit.policy.policy_fakes import pipeline, tool_call
 
 SEED_LEVELS = {
@@ -78,7 +78,7 @@ def may_see(level: int, own: str, target: str | None) -> bool:
 
 
 def required(tool: str) -> int:
-    spec = builtin_registry().get(tool)
+    spec = tool_registry().get(tool)
     levels = [x for x in (spec.min_level if spec else None, SEED_LEVELS.get(tool)) if x is not None]
     return max(levels) if levels else 2
 

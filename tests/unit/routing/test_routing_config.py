@@ -12,7 +12,7 @@ import pytest
 from shared_lib.errors import ConfigError
 from shared_lib.routing.config import ROUTING_FILE, load_routing_config, parse_routing_config
 from shared_lib.routing.model import Route
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 from tests.conftest import configure_from_env
 
 DATA: dict[str, Any] = json.loads(ROUTING_FILE.read_text(encoding="utf-8"))
@@ -86,7 +86,7 @@ def test_charter_routing_names_another_file(tmp_path, monkeypatch):
 
 def test_every_profile_names_only_tools_the_registry_has():
     # A misspelt tool would silently never be offered: the packaged file names registry tools only.
-    names = set(builtin_registry().names())
+    names = set(tool_registry().names())
     cfg = load_routing_config()
     for route, profile in cfg.profiles.items():
         listed = [] if profile.tools == "all" else profile.tools
@@ -95,7 +95,7 @@ def test_every_profile_names_only_tools_the_registry_has():
 
 def test_read_only_routes_offer_only_tools_that_read():
     # ANALYZE and RESEARCH (seed 003: extraction, aggregation, investigation) never write.
-    registry = builtin_registry()
+    registry = tool_registry()
     cfg = load_routing_config()
     for route in (Route.ANALYZE, Route.RESEARCH):
         tools = cfg.profiles[route].tools

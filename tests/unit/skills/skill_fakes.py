@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from shared_lib.skills.config import SandboxConfig, load_config
-from shared_lib.skills.spec import EXAMPLE, SkillSpec
+from shared_lib.features.skills.state.config import SandboxConfig, load_config
+from shared_lib.features.skills.state.spec import EXAMPLE, SkillSpec
 
 ORG = "acme"
 CONFIG = load_config()

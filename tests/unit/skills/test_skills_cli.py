@@ -12,8 +12,8 @@ from skill_fakes import NETWORK, ORG, spec
 from shared_lib.adapters.inproc_bus import InProcessBus
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.cli import main
-from shared_lib.cli import skills as skills_cli
 from shared_lib.cli import tools as tools_cli
+from shared_lib.features.skills import cli as skills_cli
 from shared_lib.wiring.composition import build_runtime
 
 V2 = "def run(input, view):\n    return {'sum': input['b'] + input['a']}\n"

@@ -9,8 +9,8 @@ from skill_fakes import CONFIG, ORG
 from infra.fake_llm import scripted
 from infra.fake_llm.scenario import MessagesRequest
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.skills.examples import run_examples
-from shared_lib.skills.spec import SkillSpec
+from shared_lib.features.skills.state.spec import SkillSpec
+from shared_lib.features.skills.store_examples import run_examples
 from shared_lib.turn.proposal import Proposal
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from skill_fakes import CONFIG, NETWORK, spec
 
+from shared_lib.features.skills import store as skills
+from shared_lib.features.skills.store_examples import run_version_test
 from shared_lib.ports import LLMRequest, LLMResponse
-from shared_lib.skills import store as skills
-from shared_lib.skills.examples import run_version_test
 from shared_lib.turn.envelope import Turn
 from shared_lib.wiring.composition import wire_inprocess
 from tests.unit.brain.brain_fakes import ORG, FakeLLM, decision, inbound, runtime, served, text_answer

@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 from skill_fakes import CONFIG, spec
 
-from shared_lib.skills.config import SKILLS_FILE
-from shared_lib.skills.store import ActiveSkill
-from shared_lib.tools.skill_tools import skill_specs
+from shared_lib.features.skills.handlers_active import skill_specs
+from shared_lib.features.skills.state.config import SKILLS_FILE
+from shared_lib.features.skills.store import ActiveSkill
 
 TOOLS_FILE = SKILLS_FILE.parent / "tools.json"
 SALARIES = "def run(input, view):\n    return {'sum': len(view.query('salaries', [], 5))}\n"

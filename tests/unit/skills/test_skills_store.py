@@ -10,9 +10,9 @@ import pytest
 from skill_fakes import CONFIG, EVASION, GOOD, NETWORK, ORG, STORE_WRITE, spec
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.skills import store as skills
-from shared_lib.skills.examples import run_version_test
-from shared_lib.skills.spec import SkillSpec
+from shared_lib.features.skills import store as skills
+from shared_lib.features.skills.state.spec import SkillSpec
+from shared_lib.features.skills.store_examples import run_version_test
 
 NOW = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
 V2 = "def run(input, view):\n    return {'sum': int(input['a']) + int(input['b'])}\n"

@@ -10,8 +10,8 @@ import pytest
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.features.jobs import state as agent_jobs
+from shared_lib.features.jobs.handlers import DelegateTaskParams, delegate_task
 from shared_lib.features.jobs.state import JobError, JobLimits, Stop
-from shared_lib.tools.handlers.jobs import DelegateTaskParams, delegate_task
 from shared_lib.tools.registry import ToolContext, ToolInputError
 
 NOW = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)

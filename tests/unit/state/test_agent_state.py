@@ -20,9 +20,9 @@ from shared_lib.features.agent_state.state import (
     load_table,
     parse_table,
 )
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.turn.agent_record import Status, Step
 from shared_lib.turn.proposal import StateUpdate, proposal_json_schema
+from shared_lib.wiring.features import tool_registry
 
 P, E, R, A, D = Step.PLANNING, Step.EXECUTION, Step.REVIEW, Step.AWAITING_APPROVAL, Step.DONE
 
@@ -222,7 +222,7 @@ def _text_proposal(**extra) -> dict:
 
 
 def test_a_proposal_carries_a_valid_state_update_and_a_bad_shape_is_a_validation_error():
-    registry = builtin_registry()
+    registry = tool_registry()
     ok = validate_proposal(_text_proposal(state_update={"goal": "挨拶に応える", "step": "REVIEW"}), registry)
     assert ok.root.state_update == StateUpdate(goal="挨拶に応える", step=Step.REVIEW)
     for bad in ({"step": "DEPLOYING"}, {"constraints": "一つだけ"}, "PLANNING", {"goal": ["a"]}):

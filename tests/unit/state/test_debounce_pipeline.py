@@ -5,6 +5,7 @@ debounced by default."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from datetime import UTC, datetime, timedelta
 
@@ -116,3 +117,17 @@ def test_given_plain_http_with_the_default_windows_then_every_message_is_its_own
     assert all(record(rt, t)["response_kind"] != "merged" for t in turn_ids)
     assert debounce.entries(rt.store, debounce.buffer_path(DEMO_ORG, "http", DEMO_ROOM, DEMO_USER)) == []
     assert clock.slept == []
+
+
+def test_given_the_debounce_room_lends_no_buffer_then_the_ingress_holds_nothing_and_each_message_is_a_turn():
+    # GIVEN a window on plain HTTP, but a runtime whose hooks lend no inbound buffer (the room
+    # unregistered): the ingress knows the debounce only through the runtime
+    rt, clock = runtime({**ENV, "CHARTER_DEBOUNCE": '{"http": 2.0}'})
+    rt.hooks = dataclasses.replace(rt.hooks, inbound_buffer=None)
+    # WHEN two messages arrive 0.4 s apart
+    received_then_served(
+        rt, clock, ["了解です！", "あ、やっぱり11時からでお願いしますｍ（＿ ＿）ｍ"], gap=0.4
+    )
+    # THEN nothing was held in the buffer, and each message was answered as its own turn
+    assert debounce.entries(rt.store, debounce.buffer_path(DEMO_ORG, "http", DEMO_ROOM, DEMO_USER)) == []
+    assert len(rt.channels["http"].sent) == 2

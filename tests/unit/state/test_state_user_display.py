@@ -12,7 +12,7 @@ import pytest
 from shared_lib.brain import legacy
 from shared_lib.dates import JST
 from shared_lib.persona.catalogue import load_persona
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 from tests.unit.policy.policy_fakes import Pipeline, pipeline, text_answer, tool_call
 
 PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_]*(?:_\d+)?\]")
@@ -66,7 +66,7 @@ def test_missing_parameters_are_asked_for_by_their_labels(pipe):
 
 
 def test_the_legacy_brain_asks_for_missing_parameters_by_their_labels():
-    proposal = legacy.propose("タスク追加して", registry=builtin_registry(), persona=load_persona())
+    proposal = legacy.propose("タスク追加して", registry=tool_registry(), persona=load_persona())
     question = proposal.root.clarification_question
     assert question.startswith("「タスクの作成」のために") and "担当者" in question
     assert "assignee_name" not in question and "chatwork_task_create" not in question

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from shared_lib.brain.validation import validate_proposal
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 
-REGISTRY = builtin_registry()
+REGISTRY = tool_registry()
 ENUMS = [
     (spec.name, param, value, label)
     for spec in REGISTRY.enabled()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from shared_lib.cli import main
-from shared_lib.tools.builtin import builtin_registry
+from shared_lib.wiring.features import tool_registry
 
 
 def test_given_the_registry_when_listed_as_json_then_every_tool_has_its_definition_level_danger_enabled(
@@ -13,7 +13,7 @@ def test_given_the_registry_when_listed_as_json_then_every_tool_has_its_definiti
 ):
     assert main(["tools", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in rows] == builtin_registry().names()
+    assert [r["name"] for r in rows] == tool_registry().names()
     by_name = {r["name"]: r for r in rows}
     assert by_name["change_permission"]["min_level"] == 6
     assert (by_name["change_permission"]["danger"], by_name["change_permission"]["danger_action"]) == (

@@ -7,7 +7,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.converter import (
     ToolConversionConfig,
     anthropic_tool_definitions,
@@ -16,6 +15,7 @@ from shared_lib.tools.converter import (
     validate_input_schema,
 )
 from shared_lib.tools.registry import ToolRegistry
+from shared_lib.wiring.features import tool_registry
 
 
 def _walk(node):
@@ -29,8 +29,8 @@ def _walk(node):
 
 
 def test_given_the_registry_when_converted_then_every_enabled_tool_has_name_description_and_schema():
-    tools = anthropic_tool_definitions(builtin_registry())
-    assert len(tools) == len(builtin_registry())
+    tools = anthropic_tool_definitions(tool_registry())
+    assert len(tools) == len(tool_registry())
     for tool in tools:
         assert set(tool) == {"name", "description", "input_schema"}
         assert validate_input_schema(tool["input_schema"]) == []
@@ -38,13 +38,13 @@ def test_given_the_registry_when_converted_then_every_enabled_tool_has_name_desc
 
 
 def test_given_a_tool_when_converted_then_its_examples_are_appended_to_the_description():
-    tool = tool_definition(builtin_registry().get("chatwork_task_create"))
+    tool = tool_definition(tool_registry().get("chatwork_task_create"))
     assert tool["description"].startswith("ChatWorkで指定した担当者にタスクを作成する。")
     assert "【使用例】\n- 「田中さんに資料作成のタスクを追加して、期限は明日」" in tool["description"]
 
 
 def test_given_max_examples_when_converted_then_at_most_that_many_are_shown():
-    spec = replace(builtin_registry().get("save_memory"), examples=tuple(f"例{i}" for i in range(8)))
+    spec = replace(tool_registry().get("save_memory"), examples=tuple(f"例{i}" for i in range(8)))
     described = tool_definition(spec, ToolConversionConfig(max_examples=2))["description"]
     assert "「例1」" in described and "「例2」" not in described
     assert (
@@ -53,7 +53,7 @@ def test_given_max_examples_when_converted_then_at_most_that_many_are_shown():
 
 
 def test_given_the_task_creation_model_when_converted_then_types_required_and_optionals_are_plain():
-    schema = tool_definition(builtin_registry().get("chatwork_task_create"))["input_schema"]
+    schema = tool_definition(tool_registry().get("chatwork_task_create"))["input_schema"]
     assert schema["type"] == "object" and schema["additionalProperties"] is False
     assert schema["required"] == ["body", "assignee_name"]
     assert schema["properties"]["limit_date"]["type"] == "string"  # Optional[str] -> string, not required
@@ -62,7 +62,7 @@ def test_given_the_task_creation_model_when_converted_then_types_required_and_op
 
 
 def test_given_enums_and_defaults_when_converted_then_they_are_kept():
-    schema = tool_definition(builtin_registry().get("chatwork_task_search"))["input_schema"]
+    schema = tool_definition(tool_registry().get("chatwork_task_search"))["input_schema"]
     status = schema["properties"]["status"]
     assert status == {
         "default": "open",
@@ -71,9 +71,7 @@ def test_given_enums_and_defaults_when_converted_then_they_are_kept():
         "type": "string",
     }
     assert schema["required"] == []
-    recipients = tool_definition(builtin_registry().get("announce"))["input_schema"]["properties"][
-        "recipients"
-    ]
+    recipients = tool_definition(tool_registry().get("announce"))["input_schema"]["properties"]["recipients"]
     assert recipients["default"] == "all"
     assert recipients["anyOf"] == [
         {"type": "string", "enum": ["all"]},
@@ -120,7 +118,7 @@ def test_given_a_disabled_tool_or_an_invalid_schema_when_converted_then_it_is_le
         model_config = ConfigDict(extra="forbid")
         text: str
 
-    base = builtin_registry()
+    base = tool_registry()
     registry = ToolRegistry(
         [
             replace(base.get("save_memory"), enabled=False),

@@ -12,10 +12,14 @@ import pytest
 from pydantic import BaseModel
 
 from shared_lib.errors import ConfigError
-from shared_lib.tools.builtin import HANDLERS, builtin_registry
+from shared_lib.tools.builtin import HANDLERS
 from shared_lib.tools.catalog import TOOLS_FILE, load_registry
 from shared_lib.tools.checklist import SEED_DANGEROUS_OPERATIONS, SEED_REQUIRED_LEVELS, registry_problems
 from shared_lib.tools.registry import DEFAULT_MIN_LEVEL, ToolRegistry
+from shared_lib.wiring.features import tool_bindings, tool_registry
+
+# the handlers the product binds: the built-ins and those the features' manifests contribute
+BOUND = {**HANDLERS, **tool_bindings()}
 
 ISSUE_TOOLS = {
     "chatwork_task_create",
@@ -46,13 +50,13 @@ def codes(registry: ToolRegistry) -> set[tuple[str, str]]:
 
 
 def test_given_the_builtin_registry_when_checked_then_every_tool_passes_the_checklist():
-    registry = builtin_registry()
+    registry = tool_registry()
     assert set(registry.names()) == ISSUE_TOOLS
     assert registry_problems(registry) == []
 
 
 def test_given_the_builtin_registry_then_levels_and_danger_classes_follow_the_seed_tables():
-    registry = builtin_registry()
+    registry = tool_registry()
     for spec in registry:
         assert spec.min_level == SEED_REQUIRED_LEVELS.get(spec.name, DEFAULT_MIN_LEVEL), spec.name
         if spec.name in SEED_DANGEROUS_OPERATIONS:
@@ -77,7 +81,7 @@ def test_given_the_builtin_registry_then_levels_and_danger_classes_follow_the_se
 )
 def test_given_a_tool_missing_a_checklist_item_when_checked_then_the_problem_is_named(change, code):
     # GIVEN the built-in save_memory with one checklist item broken
-    spec = replace(builtin_registry().get("save_memory"), **change)
+    spec = replace(tool_registry().get("save_memory"), **change)
     # WHEN the checklist runs THEN it names that tool and that item
     assert ("save_memory", code) in codes(ToolRegistry([spec]))
 
@@ -86,14 +90,14 @@ def test_given_a_parameter_model_that_allows_unknown_keys_or_undescribed_fields_
     class Loose(BaseModel):
         text: str
 
-    spec = replace(builtin_registry().get("save_memory"), params=Loose)
+    spec = replace(tool_registry().get("save_memory"), params=Loose)
     found = codes(ToolRegistry([spec]))
     assert ("save_memory", "params.extra_allowed") in found
     assert ("save_memory", "schema.invalid") in found  # "text: no description"
 
 
 def test_given_a_dangerous_seed_operation_with_the_wrong_class_then_it_fails():
-    spec = replace(builtin_registry().get("delete_memory"), danger="medium")
+    spec = replace(tool_registry().get("delete_memory"), danger="medium")
     assert ("delete_memory", "danger.seed_mismatch") in codes(ToolRegistry([spec]))
 
 
@@ -109,36 +113,36 @@ def _write_catalogue(tmp_path: Path, mutate) -> Path:
 def test_given_a_registry_entry_without_a_required_field_when_loaded_then_loading_fails(tmp_path, missing):
     path = _write_catalogue(tmp_path, lambda entry: entry.pop(missing))
     with pytest.raises(ConfigError, match=missing):
-        load_registry(HANDLERS, path)
+        load_registry(BOUND, path)
 
 
 def test_given_an_entry_naming_an_unbound_handler_when_loaded_then_loading_fails(tmp_path):
     path = _write_catalogue(tmp_path, lambda entry: entry.update(handler="no_such_handler"))
     with pytest.raises(ConfigError, match="no_such_handler"):
-        load_registry(HANDLERS, path)
+        load_registry(BOUND, path)
 
 
 def test_given_an_entry_with_an_unknown_key_when_loaded_then_loading_fails(tmp_path):
     path = _write_catalogue(tmp_path, lambda entry: entry.update(surprise=True))
     with pytest.raises(ConfigError):
-        load_registry(HANDLERS, path)
+        load_registry(BOUND, path)
 
 
 def test_given_a_disabled_entry_when_loaded_then_it_is_registered_but_not_enabled(tmp_path):
     path = _write_catalogue(tmp_path, lambda entry: entry.update(enabled=False))
-    registry = load_registry(HANDLERS, path)
+    registry = load_registry(BOUND, path)
     first = json.loads(path.read_text(encoding="utf-8"))["tools"][0]["name"]
     assert first in registry and first not in {s.name for s in registry.enabled()}
 
 
 def test_given_every_bound_handler_then_each_is_used_by_exactly_one_entry():
     entries = json.loads(TOOLS_FILE.read_text(encoding="utf-8"))["tools"]
-    assert sorted(e["handler"] for e in entries) == sorted(HANDLERS)
+    assert sorted(e["handler"] for e in entries) == sorted(BOUND)
 
 
 def test_given_every_registered_tool_then_it_and_every_field_of_its_parameter_model_read_in_japanese():
     # GIVEN whatever the built-in registry holds (a tool added later is covered too)
-    registry = builtin_registry()
+    registry = tool_registry()
     for spec in registry:
         # THEN the tool and each parameter have a label that is not the internal name
         assert spec.display_name and spec.display_name != spec.name, spec.name
@@ -171,7 +175,7 @@ def test_given_every_registered_tool_then_it_and_every_field_of_its_parameter_mo
 )
 def test_given_a_tool_without_a_display_label_when_checked_then_the_problem_is_named(change, code):
     # GIVEN save_memory with a display label removed (or one for a field it does not have)
-    spec = replace(builtin_registry().get("save_memory"), **change)
+    spec = replace(tool_registry().get("save_memory"), **change)
     # WHEN the checklist runs THEN it names the gap
     assert ("save_memory", code) in codes(ToolRegistry([spec]))
 
@@ -179,4 +183,4 @@ def test_given_a_tool_without_a_display_label_when_checked_then_the_problem_is_n
 def test_given_an_entry_without_a_display_name_when_loaded_then_loading_fails(tmp_path):
     path = _write_catalogue(tmp_path, lambda entry: entry.pop("display_name"))
     with pytest.raises(ConfigError, match="display_name"):
-        load_registry(HANDLERS, path)
+        load_registry(BOUND, path)

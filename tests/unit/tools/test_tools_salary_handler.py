@@ -7,8 +7,8 @@ from tool_fakes import ORG, call
 from shared_lib import collections
 from shared_lib.brain.integration import done_text
 from shared_lib.persona.catalogue import load_persona
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.turn.envelope import ToolResult
+from shared_lib.wiring.features import tool_registry
 
 
 def salary(store, user_id, **amounts):
@@ -17,7 +17,7 @@ def salary(store, user_id, **amounts):
 
 
 def test_the_registry_has_view_salary_info_at_the_seeds_level():
-    spec = builtin_registry().get("view_salary_info")
+    spec = tool_registry().get("view_salary_info")
     assert spec is not None and spec.min_level == 6 and spec.effect_kind == "read"
 
 

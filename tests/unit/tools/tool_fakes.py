@@ -11,10 +11,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared_lib.ports import Store
-from shared_lib.tools.builtin import builtin_registry
 from shared_lib.tools.execution import CallOutcome, CallRequest, ToolExecutor
 from shared_lib.tools.registry import ToolContext, ToolRegistry, ToolSpec
 from shared_lib.tools.task_backend import StoreTaskBackend, TaskBackend
+from shared_lib.wiring.features import tool_registry
 
 ORG = "acme"
 OTHER_ORG = "globex"
@@ -88,7 +88,7 @@ def make_executor(
     clk = clock or Clock()
     return ToolExecutor(
         store,
-        registry or builtin_registry(),
+        registry or tool_registry(),
         tasks=tasks or StoreTaskBackend(store, clock=clk),
         clock=clk,
         retention=(lambda org: retention) if retention is not None else None,
@@ -174,7 +174,7 @@ class FakeTools:
 
 
 def registry_with(tools: FakeTools) -> ToolRegistry:
-    registry = builtin_registry()
+    registry = tool_registry()
     for spec in tools.specs():
         registry.register(spec)
     return registry

@@ -23,7 +23,7 @@ are refused there and the run fails (``store_write``). A prompt skill is a ``str
 rendered here, no code runs.
 
 >>> from shared_lib.adapters.memory_store import MemoryStore
->>> from shared_lib.skills.config import load_config
+>>> from shared_lib.features.skills.state.config import load_config
 >>> r = run_code("def run(input, view):\\n    return input['n'] * 2\\n", {"n": 21}, MemoryStore(), "acme", load_config())
 >>> r.ok, r.output
 (True, 42)
@@ -49,11 +49,11 @@ from typing import Any, Literal
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.adapters.scoped import CrossOrgAccess, WriteRefused, scoped
 from shared_lib.errors import CharterError
+from shared_lib.features.skills.state import isolation
+from shared_lib.features.skills.state.config import SandboxConfig, packaged
+from shared_lib.features.skills.state.isolation import SUPERVISOR
+from shared_lib.features.skills.state.spec import SkillSpec, render_prompt
 from shared_lib.ports import Store
-from shared_lib.skills import isolation
-from shared_lib.skills.config import SandboxConfig, packaged
-from shared_lib.skills.isolation import SUPERVISOR
-from shared_lib.skills.spec import SkillSpec, render_prompt
 
 log = logging.getLogger(__name__)
 ErrorKind = Literal[

@@ -24,9 +24,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared_lib.features.skills.state.config import packaged
 from shared_lib.privacy.sanitizer import Sanitizer
-from shared_lib.skills.config import packaged
-from shared_lib.skills.input_schema import validate_input_schema, value_problems
+from shared_lib.tools.input_schema import validate_input_schema, value_problems
 
 TOOL_PREFIX = "skill_"
 MAX_CODE_BYTES = 20_000

@@ -3,7 +3,7 @@
 ``phrase`` replaces the one phrasing call of ``brain.integration`` when the flags' ``best_of_n``
 block lists the turn's organisation:
 
-1. **Difficulty** 1-5 (``brain.difficulty``, code only) → N, judge and refinement
+1. **Difficulty** 1-5 (``features.best_of_n.state_difficulty``, code only) → N, judge and refinement
    (``config/best_of_n.json`` ``levels``: 1/2/4/6/8; no judge at 1-2, the code's axes only at 3,
    the judge too at 4-5, refinement at 5).
 2. **Cost cap**: the calls are estimated before any is made (prompt characters / 4 in, the
@@ -14,7 +14,7 @@ block lists the turn's organisation:
    guard, the budget and the spans see the turn. A failed candidate is skipped; none left →
    ``LLMError`` (the caller's fallback: the persona's templates). The pool is waited on no longer
    than the turn's budget (``callctx.remaining``).
-4. **Evaluation** (``brain.evaluator``); every candidate's rule score under the threshold → one
+4. **Evaluation** (``features.best_of_n.steps_evaluator``); every candidate's rule score under the threshold → one
    regeneration of the whole set; still under → ``""`` (the templates: never a rule-breaking text).
 5. **Refinement** (difficulty 5): one call with the best candidate and the input, kept only when
    its rule score is at least the best candidate's.
@@ -36,15 +36,15 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from shared_lib import collections
-from shared_lib.brain import evaluator
 from shared_lib.brain.accounting import add_call_usage
-from shared_lib.brain.best_of_n_config import BestOfNConfig, Level, load_best_of_n_config
 from shared_lib.brain.config import load_brain_config
 from shared_lib.brain.continuation import complete
-from shared_lib.brain.difficulty import estimate
 from shared_lib.brain.models import fast_model, flags_document
 from shared_lib.brain.reply_checks import internal_names
 from shared_lib.errors import LLMError
+from shared_lib.features.best_of_n import steps_evaluator as evaluator
+from shared_lib.features.best_of_n.state import BestOfNConfig, Level, load_best_of_n_config
+from shared_lib.features.best_of_n.state_difficulty import estimate
 from shared_lib.flags.document import BestOfN
 from shared_lib.observability.logs import log_event
 from shared_lib.persona.core import load_core

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from shared_lib.skills.config import SandboxConfig
+from shared_lib.features.skills.state.config import SandboxConfig
 
 HERE = Path(__file__).resolve().parent
 SUPERVISOR = HERE / "sandbox_init.py"

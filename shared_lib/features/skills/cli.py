@@ -29,11 +29,11 @@ from shared_lib.cli.console import NO_STORE, json_text
 from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import EXIT_FINDING, EXIT_OK, EXIT_USAGE, fail
 from shared_lib.errors import ConfigError
+from shared_lib.features.skills import store as skill_store
+from shared_lib.features.skills.handlers_active import sandbox_config
+from shared_lib.features.skills.state.spec import SkillSpec
+from shared_lib.features.skills.store_examples import run_version_test
 from shared_lib.runtime import Runtime
-from shared_lib.skills import store as skill_store
-from shared_lib.skills.examples import run_version_test
-from shared_lib.skills.spec import SkillSpec
-from shared_lib.tools.skill_tools import sandbox_config
 
 
 def register(subparsers: Any) -> None:

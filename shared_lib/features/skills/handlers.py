@@ -21,9 +21,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 
+from shared_lib.features.skills.state.spec import SkillSpec
+from shared_lib.features.skills.store import SkillError, propose, refuse_secrets
 from shared_lib.ports import Store, Transaction
-from shared_lib.skills.spec import SkillSpec
-from shared_lib.skills.store import SkillError, propose, refuse_secrets
 from shared_lib.tools.handlers.base import Params, preview
 from shared_lib.tools.registry import ToolContext, ToolInputError
 

@@ -30,8 +30,8 @@ from typing import Any
 
 from shared_lib import collections
 from shared_lib.errors import CharterError
+from shared_lib.features.skills.state.spec import SkillSpec, secret_fields
 from shared_lib.ports import Store, Transaction
-from shared_lib.skills.spec import SkillSpec, secret_fields
 
 APPROVER_LEVEL = 6  # seed 001 §23.5: a skill is enabled by the top level only
 MAX_SKILLS = 200

@@ -18,11 +18,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from shared_lib.errors import CharterError, ConfigError
+from shared_lib.features.skills.state.config import SandboxConfig, packaged
+from shared_lib.features.skills.state.sandbox import run_skill
+from shared_lib.features.skills.state.spec import SkillSpec
+from shared_lib.features.skills.store import ActiveSkill, active_skills
 from shared_lib.ports import Store, Transaction
-from shared_lib.skills.config import SandboxConfig, packaged
-from shared_lib.skills.sandbox import run_skill
-from shared_lib.skills.spec import SkillSpec
-from shared_lib.skills.store import ActiveSkill, active_skills
 from shared_lib.tools.registry import ToolContext, ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from shared_lib.errors import ConfigError
 
-CONFIG_FILE = Path(__file__).resolve().parent.parent / "config" / "best_of_n.json"
+CONFIG_FILE = Path(__file__).resolve().parents[2] / "config" / "best_of_n.json"
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 Weight = Annotated[float, Field(ge=0.0, le=1.0)]
 Violation = Literal["forbidden_phrase", "internal_name", "placeholder", "iso_date", "over_length"]

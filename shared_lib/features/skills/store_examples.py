@@ -5,12 +5,12 @@ Every example's input goes through ``sandbox.run_skill``; its output must equal 
 store write, undeclared read, import, time, memory) ends the test there: the version fails with that kind.
 A caller may give the test a total ``budget_seconds``: examples the budget does not reach, or
 one cut short by the budget rather than by its own timeout, leave the report ``incomplete`` —
-not a verdict. A draft is never tested in a person's turn (``tools.handlers.skills``): the
+not a verdict. A draft is never tested in a person's turn (``features.skills.handlers``): the
 operator's ``charter skills test`` or ``approve`` runs it.
 
 >>> from shared_lib.adapters.memory_store import MemoryStore
->>> from shared_lib.skills.config import load_config
->>> from shared_lib.skills.spec import EXAMPLE, SkillSpec
+>>> from shared_lib.features.skills.state.config import load_config
+>>> from shared_lib.features.skills.state.spec import EXAMPLE, SkillSpec
 >>> run_examples(SkillSpec.model_validate(EXAMPLE), MemoryStore(), "acme", load_config())["passed"]
 True
 """
@@ -21,11 +21,11 @@ import time
 from datetime import datetime
 from typing import Any
 
+from shared_lib.features.skills import store as skill_store
+from shared_lib.features.skills.state.config import SandboxConfig
+from shared_lib.features.skills.state.sandbox import run_skill
+from shared_lib.features.skills.state.spec import SkillSpec
 from shared_lib.ports import Store
-from shared_lib.skills import store as skill_store
-from shared_lib.skills.config import SandboxConfig
-from shared_lib.skills.sandbox import run_skill
-from shared_lib.skills.spec import SkillSpec
 
 MIN_RUN_SECONDS = 0.5  # below it an example is not started: the report is incomplete
 REFUSALS = {"timeout", "memory", "network", "process", "filesystem", "store_write", "store_read", "import"}

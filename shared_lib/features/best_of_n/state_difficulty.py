@@ -7,7 +7,7 @@ a list in a result worth telling item by item, a failure among the results, a ro
 plain chat. The thresholds are data (``config/best_of_n.json`` ``difficulty``); the mapping of
 difficulty to N, judge and refinement is the config's ``levels``.
 
->>> from shared_lib.brain.best_of_n_config import load_best_of_n_config
+>>> from shared_lib.features.best_of_n.state import load_best_of_n_config
 >>> estimate("ありがとう", [], route="CHAT", steps=0, cfg=load_best_of_n_config())
 1
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from shared_lib.brain.best_of_n_config import BestOfNConfig
+from shared_lib.features.best_of_n.state import BestOfNConfig
 from shared_lib.turn.envelope import ToolResult
 
 

@@ -32,7 +32,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared_lib.brain import reply_checks
-from shared_lib.brain.best_of_n_config import BestOfNConfig, Violation
+from shared_lib.features.best_of_n.state import BestOfNConfig, Violation
 from shared_lib.persona.core import PersonaCore
 from shared_lib.ports import LLMRequest
 

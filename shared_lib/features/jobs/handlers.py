@@ -2,7 +2,7 @@
 
 ``delegate_task`` writes the job (``shared_lib.features.jobs.state``) inside the executor's effect
 transaction, ``queued``, with the limits of ``config/jobs.json``; the LLM may only ask for fewer
-steps. The job's turn is published once the effect committed (``layers.job_turns``); it runs
+steps. The job's turn is published once the effect committed (``features.jobs.steps``); it runs
 as the requester, so it may do only what the requester may. A job's own turn never delegates.
 """
 
@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import Field
 
+from shared_lib.features.jobs import state as agent_jobs
 from shared_lib.ports import Transaction
 from shared_lib.privacy.sanitizer import Sanitizer
-from shared_lib.tools import job_doc as agent_jobs
 from shared_lib.tools.handlers.base import Params, preview, require_text, writer
 from shared_lib.tools.registry import ToolContext, ToolInputError
 

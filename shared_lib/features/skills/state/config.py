@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from shared_lib.errors import ConfigError
 from shared_lib.settings import config_files
 
-SKILLS_FILE = Path(__file__).resolve().parent.parent / "config" / "skills.json"
+SKILLS_FILE = Path(__file__).resolve().parents[3] / "config" / "skills.json"
 _MODULE = r"^[a-z_][a-z0-9_]*$"
 
 
