@@ -19,7 +19,9 @@ costs two round trips before its answer, the dedupe record and the publish.
 A message of a channel with a debounce window (``settings.debounce_seconds``: ChatWork, LINE
 and Slack by default) is also appended to its sender's buffer in the room
 (``shared_lib.features.debounce.state``, one transaction) before the publish; the context layer gathers
-a burst into one turn. Plain HTTP has no window by default: its callers are programs, one
+a burst into one turn. A text that reads as a yes or a no to a confirmation pending in its
+conversation (``debounce.answers_pending``: the policy's reader first, then one read of
+the session only for such a text) is written as a barrier instead, never gathered. Plain HTTP has no window by default: its callers are programs, one
 request is one turn (and the burst bench measures the chain, not a wait).
 """
 
@@ -116,6 +118,10 @@ def _buffer(rt: Runtime, msg: InboundMessage, turn: Turn, dedupe: str, *, smoke:
     if smoke or rt.vault is None or not debounce.window(rt.settings.debounce_seconds, msg.channel):
         return None
     path = debounce.buffer_path(msg.org_id, msg.channel, msg.room_id, msg.user_id)
+    now = rt.clock()
+    prompt = debounce.answers_pending(
+        rt.store, msg.org_id, turn.conversation_key, msg.text, rt.policy.confirmation, now
+    )
     appended = debounce.append(
         rt.store,
         path,
@@ -123,8 +129,10 @@ def _buffer(rt: Runtime, msg: InboundMessage, turn: Turn, dedupe: str, *, smoke:
         turn_id=turn.turn_id,
         message_id=msg.message_id,
         text=msg.text,
-        now=rt.clock(),
+        now=now,
         cipher=rt.vault,
+        sent=msg.sent_at,
+        prompt=prompt,
     )
     return path if appended else None
 

@@ -7,5 +7,5 @@ from shared_lib.features.manifest import Manifest
 MANIFEST = Manifest(
     name="debounce",
     summary="a burst of one person's messages in a room answered as one turn (seed 001 §7.3)",
-    collections=("debounce_entries",),
+    collections=("debounce_entries", "debounce_pace"),
 )
