@@ -23,11 +23,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -266,6 +267,14 @@ def event_too_old(event_time: datetime | None, now: datetime) -> bool:
 def detect_language(text: str) -> str:
     """``"ja"`` when the text contains kana or kanji, else ``"en"``."""
     return "ja" if _JAPANESE.search(text) else "en"
+
+
+def sent_time(epoch_seconds: float | None) -> datetime | None:
+    """A provider's send time (seconds since the epoch) as a UTC time; ``None`` when absent or
+    not a plausible time (the debounce then orders by arrival)."""
+    if epoch_seconds is None or not math.isfinite(epoch_seconds) or not 0 < epoch_seconds < 2**34:
+        return None
+    return datetime.fromtimestamp(epoch_seconds, tz=UTC)
 
 
 def build_message(**fields: Any) -> InboundMessage:

@@ -41,6 +41,7 @@ from shared_lib.channels.base import (
     event_too_old,
     hmac_sha256,
     matches_any,
+    sent_time,
 )
 from shared_lib.channels.secrets import ChannelSecrets
 
@@ -198,5 +199,6 @@ def parse(
         reply_handle={"room_id": event.room_id, "account_id": sender, "message_id": event.message_id},
         addressed=kind == "mention_to_me" or bool(addressed_ids & bots),
         received_at=now,
+        sent_at=sent_time(event.send_time),
     )
     return ProviderResult(messages=[message])

@@ -63,6 +63,7 @@ from shared_lib.channels.base import (
     build_message,
     clean_text,
     matches_any,
+    sent_time,
     timestamp_fresh,
 )
 from shared_lib.channels.secrets import ChannelSecrets
@@ -89,6 +90,7 @@ class HttpInbound(BaseModel):
     thread_id: Ident | None = None
     callback_url: Annotated[str, Field(max_length=2048)] | None = None
     addressed: bool = True
+    sent_at: float | None = None  # when the sender sent it, seconds since the epoch (typing order)
 
     @field_validator("callback_url")
     @classmethod
@@ -210,5 +212,6 @@ def parse(
         reply_handle={"callback_url": data.callback_url} if data.callback_url else {},
         addressed=data.addressed,
         received_at=now,
+        sent_at=sent_time(data.sent_at),
     )
     return ProviderResult(messages=[message])

@@ -41,6 +41,7 @@ from shared_lib.channels.base import (
     event_too_old,
     hmac_sha256,
     matches_any,
+    sent_time,
 )
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.turn.inbound import InboundMessage
@@ -216,6 +217,7 @@ def _message(
         addressed=addressed,
         is_redelivery=event.delivery_context.is_redelivery,
         received_at=now,
+        sent_at=sent_time(event.timestamp / 1000 if event.timestamp is not None else None),
     )
 
 

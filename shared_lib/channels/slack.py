@@ -46,6 +46,7 @@ from shared_lib.channels.base import (
     button_text,
     hmac_sha256,
     matches_any,
+    sent_time,
     timestamp_fresh,
 )
 from shared_lib.channels.base import clean_text as without_controls
@@ -261,8 +262,17 @@ def parse(
         addressed=event.type == "app_mention" or event.channel_type == "im" or mentioned,
         is_redelivery=headers.get(RETRY_HEADER, "0").strip() not in ("", "0"),
         received_at=now,
+        sent_at=sent_time(_ts_seconds(event.ts)),
     )
     return ProviderResult(messages=[message])
+
+
+def _ts_seconds(ts: str) -> float | None:
+    """A Slack ``ts`` ("1732500000.123456") as seconds, ``None`` when it is not one."""
+    try:
+        return float(ts)
+    except ValueError:
+        return None
 
 
 def _interaction(payload: dict[str, Any], config: IngressConfig, now: datetime) -> ProviderResult:

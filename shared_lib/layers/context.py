@@ -123,6 +123,7 @@ def core(turn: Turn, rt: Runtime) -> Outcome:
     outcome = "degraded" if built.degraded else "ok"
     d = turn.context.debounce
     batch = f" debounce={d['role']}:{len(d.get('turn_ids', ()))} waited_ms={d['waited_ms']}" if d else ""
+    batch += f" window_ms={d['window_ms']}" if d.get("window_ms") else ""
     return Outcome(
         outcome,
         reason_code=f"flags.{flags.reason}",

@@ -19,7 +19,9 @@ costs two round trips before its answer, the dedupe record and the publish.
 A message of a channel with a debounce window (``settings.debounce_seconds``: ChatWork, LINE
 and Slack by default) is also held in its sender's buffer in the room (``rt.hooks.inbound_buffer``,
 lent by the debounce room: one transaction) before the publish; the context layer gathers
-a burst into one turn. Plain HTTP has no window by default: its callers are programs, one
+a burst into one turn. A text that reads as a yes or a no to a confirmation pending in its
+conversation (the policy's reader first, then one read of the session only for such a text) is
+written as a barrier instead, never gathered. Plain HTTP has no window by default: its callers are programs, one
 request is one turn (and the burst bench measures the chain, not a wait).
 """
 

@@ -39,4 +39,13 @@ class MemorySettings(BaseSettings):
     debounce_seconds: dict[str, float] = _f(
         {"chatwork": 2.0, "line": 2.0, "slack": 2.0}, "CHARTER_DEBOUNCE", targets=("ingress", "context")
     )
+    # the bounds of the window that follows the sender's rhythm (seed 001 §7.3 v0.4: the median
+    # gap × 1.5, debounce_min_ms 800, debounce_max_ms 5000; shared_lib.features.debounce.state_pace);
+    # the channel's debounce_seconds stands until a sender has a rhythm. Never past 5 s.
+    debounce_min_seconds: float = _f(
+        0.8, "CHARTER_DEBOUNCE_MIN_SECONDS", targets=("context",), ge=0.0, le=5.0
+    )
+    debounce_max_seconds: float = _f(
+        5.0, "CHARTER_DEBOUNCE_MAX_SECONDS", targets=("context",), ge=0.0, le=5.0
+    )
     memory_file: Path | None = _f(None, "CHARTER_MEMORY_CONFIG", doc="default config/memory.json")

@@ -38,6 +38,9 @@ class InboundMessage(BaseModel):
     addressed: bool = True
     is_redelivery: bool = False
     received_at: datetime
+    # when the sender sent it, by the provider (ChatWork send_time, LINE timestamp, Slack ts, a
+    # plain-HTTP caller's sent_at); None when not said. The debounce joins texts in this order.
+    sent_at: datetime | None = None
 
     @field_validator("text", "user_name")
     @classmethod

@@ -132,3 +132,86 @@ def test_five_webhooks_arriving_at_once_become_one_turn_and_every_webhook_is_ack
     assert sorted(leaders[0]["input_message"].split("\n")) == sorted(TEXTS)
     stack.wait_for(lambda: replies(stack, room))
     assert len(replies(stack, room)) == 1
+
+
+# A person who splits a request: the issue's 「田中さんに明日までに」, 3 s, 「見積書作成のタスクをお願い」.
+PAUSE_S = 3.0
+WARM_UP = ["お疲れさまです！", "今日の件なんですが", "やっぱ明日にします", "よろしくです🙏"]
+SPLIT = ["田中さんに明日までに", "見積書作成のタスクをお願い"]
+# a task with a date already past: the charter confirms it once (date.past)
+ASK = "田中さんに2020-01-10までに見積書を作成するタスクをお願い"
+
+
+def pause_as_typed() -> None:
+    """The person's pause between two parts of what they write: the input under test (how they
+    type), not a wait for the stack (those are ``stack.wait_for``, from the budgets)."""
+    import time
+
+    time.sleep(PAUSE_S)
+
+
+def with_rhythm(stack: LocalStack, room: str) -> int:
+    """The person's earlier messages, each typed 3 s after the one before (the default window
+    is shorter than their pause): their rhythm is in the pace once they are answered. The
+    number of replies they got."""
+    turn_ids = []
+    for n, text in enumerate(WARM_UP):
+        if n:
+            pause_as_typed()
+        turn_ids.append(post(stack, text, room))
+    answered = sum(r["response_kind"] != "merged" for r in settled(stack, turn_ids))
+    stack.wait_for(lambda: len(replies(stack, room)) >= answered, what="the earlier messages answered")
+    return answered
+
+
+@pytest.mark.e2e
+def test_a_three_second_split_request_is_answered_once_when_the_sender_pauses_like_that(debounced_stack):
+    stack, room = debounced_stack, f"room-{uuid.uuid4().hex[:8]}"
+    before = with_rhythm(stack, room)
+    # the pauses as the ingress stamped them: longer than the channel's 2-second default
+    stamped = sorted(
+        e["at"] for e in debounce.entries(stack.store, debounce.buffer_path(ORG, "http", room, USER))
+    )
+    assert min((b - a).total_seconds() for a, b in itertools.pairwise(stamped)) >= PAUSE_S
+    # WHEN the person splits a request with the same pause
+    first = post(stack, SPLIT[0], room)
+    pause_as_typed()
+    second = post(stack, SPLIT[1], room)
+    # THEN one turn carries both parts, in order, and one reply answers it
+    records = settled(stack, [first, second])
+    assert records[0]["response_kind"] == "merged"
+    leader = stack.record(ORG, second)
+    assert leader["input_message"] == "\n".join(SPLIT)
+    detail = context_row(leader)["detail"]
+    role, count, _ = WAITED.search(detail).groups()  # type: ignore[union-attr]
+    assert (role, int(count)) == ("leader", 2)
+    window_ms = float(re.search(r"window_ms=([\d.]+)", detail).group(1))  # type: ignore[union-attr]
+    assert PAUSE_S * 1000 < window_ms <= 5000.0
+    stack.wait_for(lambda: len(replies(stack, room)) > before)
+    assert len(replies(stack, room)) == before + 1
+
+
+@pytest.mark.e2e
+def test_a_yes_to_a_pending_confirmation_is_answered_at_once_while_the_senders_window_is_long(
+    debounced_stack,
+):
+    stack, room = debounced_stack, f"room-{uuid.uuid4().hex[:8]}"
+    with_rhythm(stack, room)
+    asked = post(stack, ASK, room)
+    assert stack.record(ORG, asked)["response_kind"] == "confirm"
+    # WHEN the person says はい and, right after, something else
+    yes = post(stack, "はい", room)
+    after = post(stack, "あ、あと今日は早めに上がります", room)
+    # THEN the yes went on at once, alone, and answered the question
+    answer = stack.record(ORG, yes)
+    role, count, waited = WAITED.search(context_row(answer)["detail"]).groups()  # type: ignore[union-attr]
+    assert (role, int(count), float(waited)) == ("answer", 1, 0.0)
+    assert answer["input_message"] == "はい" and answer["response_kind"] != "merged"
+    assert answer["execution_success"] is True
+    # AND the message after it is a turn of its own, which waited out the person's long window
+    later = stack.record(ORG, after)
+    detail = context_row(later)["detail"]
+    role, count, _ = WAITED.search(detail).groups()  # type: ignore[union-attr]
+    assert (role, int(count)) == ("leader", 1) and later["input_message"] == "あ、あと今日は早めに上がります"
+    assert float(re.search(r"window_ms=([\d.]+)", detail).group(1)) > PAUSE_S * 1000  # type: ignore[union-attr]
+    settled(stack, [yes, after])

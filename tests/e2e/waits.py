@@ -59,8 +59,11 @@ class Budgets:
 
     @property
     def window(self) -> float:
-        """The longest debounce window of any channel (0 without one)."""
-        return max(self.settings.debounce_seconds.values(), default=0.0)
+        """The longest debounce window of any channel (0 without one): a debounced channel's
+        window follows its sender's rhythm, up to ``debounce_max_seconds``."""
+        s = self.settings
+        configured = max(s.debounce_seconds.values(), default=0.0)
+        return max(configured, s.debounce_max_seconds) if configured > 0 else 0.0
 
     @property
     def turn(self) -> float:

@@ -9,6 +9,6 @@ from shared_lib.runtime import Hooks
 MANIFEST = Manifest(
     name="debounce",
     summary="a burst of one person's messages in a room answered as one turn (seed 001 §7.3)",
-    collections=("debounce_entries",),
+    collections=("debounce_entries", "debounce_pace"),
     hooks=Hooks(inbound_buffer=steps_ingress.BUFFER),
 )

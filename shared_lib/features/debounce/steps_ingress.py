@@ -24,6 +24,11 @@ class Buffer:
         if rt.vault is None or not debounce.window(rt.settings.debounce_seconds, msg.channel):
             return None
         path = debounce.buffer_path(msg.org_id, msg.channel, msg.room_id, msg.user_id)
+        now = rt.clock()
+        # a yes or a no to a pending confirmation is a barrier: answered at once, never gathered
+        prompt = debounce.answers_pending(
+            rt.store, msg.org_id, msg.conversation_key, msg.text, rt.policy.confirmation, now
+        )
         appended = debounce.append(
             rt.store,
             path,
@@ -31,8 +36,10 @@ class Buffer:
             turn_id=turn_id,
             message_id=msg.message_id,
             text=msg.text,
-            now=rt.clock(),
+            now=now,
             cipher=rt.vault,
+            sent=msg.sent_at,
+            prompt=prompt,
         )
         return path if appended else None
 

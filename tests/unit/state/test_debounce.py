@@ -77,6 +77,7 @@ def test_given_a_lone_message_when_settled_then_it_leads_alone_after_at_most_the
     assert result.section() == {
         "role": "leader",
         "waited_ms": 1700.0,
+        "window_ms": 2000.0,
         "turn_ids": ["T1"],
         "message_ids": ["m1"],
     }

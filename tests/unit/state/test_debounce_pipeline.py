@@ -131,3 +131,19 @@ def test_given_the_debounce_room_lends_no_buffer_then_the_ingress_holds_nothing_
     # THEN nothing was held in the buffer, and each message was answered as its own turn
     assert debounce.entries(rt.store, debounce.buffer_path(DEMO_ORG, "http", DEMO_ROOM, DEMO_USER)) == []
     assert len(rt.channels["http"].sent) == 2
+
+
+def test_given_a_pending_confirmation_then_the_ingress_writes_a_yes_as_a_barrier_and_other_words_as_usual():
+    from shared_lib.state.session import set_pending
+
+    rt, clock = runtime({**ENV, "CHARTER_DEBOUNCE": '{"http": 2.0}'})
+    path = debounce.buffer_path(DEMO_ORG, "http", DEMO_ROOM, DEMO_USER)
+    # GIVEN no question pending: 「はい」 is a message like any other
+    accept(rt, message(0, "はい"))
+    # AND then the charter asks, and the person answers in their own words
+    set_pending(rt.store, DEMO_ORG, message(0, "").conversation_key, {"approval_id": "J-ABC123"}, clock())
+    for n, text in enumerate(["ＯＫ👍", "いいえ", "はい、あと田中さんにも共有して"], start=1):
+        accept(rt, message(n, text))
+    prompt = {e["message_id"]: bool(e.get("prompt")) for e in debounce.entries(rt.store, path)}
+    # THEN only a whole yes or no to the pending question is kept apart from the burst
+    assert prompt == {"m0": False, "m1": True, "m2": True, "m3": False}
