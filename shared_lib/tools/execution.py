@@ -6,7 +6,9 @@ The receipt ``orgs/{org}/receipts/{turn}-{step}-{index}`` names the effect of on
 * **store** effects (and task effects on the store backend): the handler writes through
   the transaction that also creates the receipt ``done`` with the result, so the effect
   and its receipt commit together or not at all; a redelivery finds the receipt and
-  returns the stored result.
+  returns the stored result. The handler has its tool's timeout; a receipt the store holds
+  locked (a killed process's transaction) is waited for within the turn's budget, then
+  ``LayerRetry`` (``shared_lib.tools.call_wait``), never a ``tool_timeout``.
 * **external** effects (the ChatWork task API has no idempotency key): the receipt is
   claimed ``in_progress`` (with a lease) *before* the call, the call is made, then the
   receipt becomes ``done`` with the result. A redelivery that finds ``in_progress`` with
@@ -52,6 +54,7 @@ from shared_lib.observability.logs import log_event
 from shared_lib.ports import Embedder, Store, Transaction
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.at_rest import AtRestTransaction
+from shared_lib.tools.call_wait import HandlerClock, HandlerTimeout, run_on_store, store_patience
 from shared_lib.tools.registry import ToolContext, ToolInputError, ToolRegistry, ToolSpec
 from shared_lib.tools.task_backend import (
     DryRunTaskBackend,
@@ -263,10 +266,13 @@ class ToolExecutor:
         retention = self.retention(req.org_id) if self.retention else None
         fresh: dict[str, Any] = {}
 
+        handler = HandlerClock()
+
         def effect(txn: Transaction) -> dict[str, Any]:
-            data = spec.handler(
-                params, ctx, AtRestTransaction(txn, now=ctx.now, retention=retention, cipher=self.cipher)
-            )
+            if abandoned.is_set():  # the caller gave up while the store held the call: run nothing
+                raise ToolTimeout("abandoned")
+            at_rest = AtRestTransaction(txn, now=ctx.now, retention=retention, cipher=self.cipher)
+            data = handler.run(lambda: spec.handler(params, ctx, at_rest))
             if abandoned.is_set():  # the caller gave up: commit nothing
                 raise ToolTimeout("abandoned")
             fresh["result"] = data
@@ -274,11 +280,16 @@ class ToolExecutor:
 
         receipts = self._receipts(writable)
         fields = {"tool": spec.name, "at": ctx.now, "user_id": req.user_id}
-        stored, replayed = run_with_timeout(
-            lambda: receipts.run_once(path, effect, now=ctx.now, fields=fields),
-            spec.timeout_seconds,
-            abandoned.set,
-        )
+        try:
+            stored, replayed = run_on_store(
+                lambda: receipts.run_once(path, effect, now=ctx.now, fields=fields),
+                handler,
+                timeout=spec.timeout_seconds,
+                patience=store_patience(spec.timeout_seconds),
+                on_abandon=abandoned.set,
+            )
+        except HandlerTimeout as exc:  # the handler itself ran past its tool's timeout
+            raise ToolTimeout(str(exc)) from None
         data = stored if replayed else fresh["result"]
         if not replayed:
             _after_commit(ctx, writable, retention, spec.name)

@@ -47,6 +47,55 @@ def claim(stack, turn_id: str, layer: str) -> dict[str, Any] | None:
     return stack.store.get(idempotency.claim_path(ORG, turn_id, layer, 0))
 
 
+RECORD_FIELDS = (
+    "response_kind",
+    "final_response",
+    "response_sent",
+    "arm",
+    "output_type",
+    "selected_tools",
+    "guardian_action",
+    "guardian_reason",
+    "auth_result",
+    "auth_reason",
+    "execution_success",
+    "execution_skipped_reason",
+    "execution_error",
+    "execution_result",
+    "context_degraded",
+    "errors",
+    "queued_ms",
+    "processing_ms",
+    "backlogged",
+    "step_count",
+    "route",
+    "loop",
+)
+
+
+def explain(stack, layer: str, turns: dict[str, str], rooms: dict[str, str], tags: dict[str, str]) -> str:
+    """What a failing turn left behind: the replies' texts, its record (each layer's decision,
+    degraded sources, budget and backlog), every layer's claim and the tasks of its tag."""
+    turn_id, room, tag = turns[layer], rooms[layer], tags[layer]
+    try:
+        record = stack.record(ORG, turn_id)
+    except AssertionError as exc:  # no record: say so, and show the rest
+        record = {"missing": str(exc)}
+    lines = [f"--- killed layer {layer}, turn {turn_id}, room {room}"]
+    lines += [f"reply: {s.get('text') or s['body'].get('text')!r}" for s in replies(stack, room)]
+    lines += [f"task: {d.get('status')} {d.get('body')!r}" for d in tasks(stack, tag)]
+    for step in (0, 1):
+        for la in CHAIN:
+            if c := stack.store.get(idempotency.claim_path(ORG, turn_id, la, step)):
+                lines.append(f"claim {la}#{step}: {c.get('status')} attempts={c.get('attempts')}")
+    lines += [f"record.{k}: {record.get(k)!r}" for k in ("missing", *RECORD_FIELDS) if k in record]
+    lines += [
+        f"trail: {r.get('layer')} {r.get('outcome')} {r.get('reason_code')} {r.get('detail', '')}"
+        for r in record.get("trail") or []
+    ]
+    return "\n".join(lines)
+
+
 def kill_worker_holding(stack, turn_id: str, layer: str, seen: set[str]) -> list[int]:
     """Wait until a holder not in ``seen`` works on the step, then SIGKILL the layer's workers."""
     held = stack.wait_for(
@@ -89,9 +138,11 @@ def test_killing_each_chained_layers_worker_mid_step_answers_every_turn_exactly_
     for layer in CHAIN:
         local_stack.wait_for(lambda la=layer: replies(local_stack, rooms[la]), local_stack.budgets.after_kill)
     for layer in CHAIN:
-        assert len(replies(local_stack, rooms[layer])) == 1, layer
-        assert len(tasks(local_stack, tags[layer])) == 1, layer
-        assert local_stack.record(ORG, turns[layer])["execution_success"] is True, layer
+        # (an assertion's message is only built when it fails)
+        assert len(replies(local_stack, rooms[layer])) == 1, explain(local_stack, layer, turns, rooms, tags)
+        assert len(tasks(local_stack, tags[layer])) == 1, explain(local_stack, layer, turns, rooms, tags)
+        record = local_stack.record(ORG, turns[layer])
+        assert record["execution_success"] is True, explain(local_stack, layer, turns, rooms, tags)
         assert not any(process_alive(w) for w in killed[layer]), layer
     # AND a conversation started afterwards is answered
     room = f"room-after-{uuid.uuid4().hex[:6]}"
