@@ -88,9 +88,10 @@ def event(text: str) -> JSON:
     said = re.search(r"^(.+?): (.+)$", text.split("\n", 1)[1] if "\n" in text else "", re.MULTILINE)
     who, what = (said.group(1), said.group(2)) if said else ("メンバー", text)
     topics = terms(what, 3) or ["できごと"]
+    # what was said first: a reply quoting the story's start (the scripted integration) quotes it
     story = (
-        f"{who}さんとのやり取りで、{reason.group(1) if reason else '大切なこと'}があったウル。"
-        f"「{what[:60]}」という話だったウル。ちゃんと覚えておくウル🐺"
+        f"「{what[:60]}」という話を{who}さんから聞いたウル。"
+        f"{reason.group(1) if reason else '大切なこと'}だから、ちゃんと覚えておくウル🐺"
     )
     return {
         "story_text": story,

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from infra.fake_llm import jobs, judge, memory_jobs, skills, steps, summary
+from infra.fake_llm import jobs, judge, memory_jobs, recall, skills, steps, summary
 from infra.fake_llm.agent_state import with_state_update
 from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
 
@@ -317,6 +317,21 @@ def _recall(text: str) -> JSON:
     )
 
 
+def _outcome(text: str) -> JSON:
+    """「〇〇の話どうなった？」: how something turned out, looked up in memory (what the person kept,
+    and the episodes of what happened: ``infra.fake_llm.recall``)."""
+    topic = recall.outcome_topic(text)
+    return _tool_call(
+        text,
+        tool="query_memory",
+        params={"query": topic},
+        confidence=_confidence(0.8),
+        intent=f"「{_quote(topic)}」がその後どうなったか、以前の出来事を思い出してほしいという依頼",
+        reason="過去に話した件の結果を尋ねているので、記憶と出来事を検索するツールを使うのが適切である",
+        alternatives=["save_memory は新しく覚えるツールなので今回の依頼には合わない"],
+    )
+
+
 _GREETINGS: dict[str, str] = {
     "おはよう": "おはようございますウル！今日も一日よろしくお願いしますウル！",
     "こんにちは": "こんにちはウル！何かお手伝いできることはあるウル？",
@@ -393,6 +408,7 @@ PROPOSAL_RULES: tuple[ProposalRule, ...] = (
     ProposalRule("task_complete", _has(("タスク",), ("完了",)), _task_complete),
     ProposalRule("task_search", _has(("タスク",), ("一覧", "確認", "教えて")), _task_search),
     ProposalRule("ops_restart", _has(("再起動",)), _ops_restart),
+    ProposalRule("outcome", recall.is_outcome_question, _outcome),
     ProposalRule("greeting", _has(tuple(_GREETINGS)), _greeting),
     ProposalRule("small_talk_heat", _has(("暑い",)), _heat_small_talk),
     ProposalRule("fallback", lambda text: True, _fallback),

@@ -6,7 +6,7 @@ charter memory import --org ORG --kind KIND [--by USER] FILE   (.jsonl: an item 
 charter memory list --org ORG [--kind KIND] [--json]
 charter memory delete --org ORG [--by USER] ID
 charter memory search --org ORG [--as USER] [--kind K ...] [--limit N] [--json] "QUERY"
-charter memory reindex --org ORG     every item and memory again (hand-written ones, another model)
+charter memory reindex --org ORG     every item, memory and episode again (hand-written ones, another model)
 
 Who may add (seed 000's levels, ``shared_lib.memory.ingest``): a teaching or a value level 6,
 knowledge level 4; deleting, the author or that level. ``--by`` names the person the check is
@@ -93,7 +93,7 @@ def register(subparsers: Any) -> None:
         help="index what was never indexed and re-embed every vector of another model (resumable)",
     )
     _org(again)
-    again.add_argument("--all", action="store_true", help="index every item and memory again")
+    again.add_argument("--all", action="store_true", help="index every item, memory and episode again")
     again.set_defaults(func=run_reindex)
 
 

@@ -1,9 +1,10 @@
 """The context's token budget and its fixed truncation order (seed 004 §11).
 
 Seed 004 cuts, in a fixed order, evidence first, then the conversation summary, then
-open questions, then the plan. Charter's order starts the same way — knowledge (the
-evidence), then the summary — and continues by the seed 000 §6.1 priority (lowest
-first) and, within a priority, by Truth order (least trusted first): preferences, goals,
+open questions, then the plan. Charter's order starts the same way — the evidence, then the
+summary: of the evidence, recalled episodes first (priority 4 like knowledge, but Truth 4,
+conversation memory, below knowledge's 2), then knowledge — and continues by the seed 000 §6.1
+priority (lowest first) and, within a priority, by Truth order (least trusted first): preferences, goals,
 tasks, then the oldest messages, the company values, people and, last, the teachings.
 Session state, pending action, who is speaking and the date are never cut. Within a
 section the least relevant item goes first (the last one listed; for the conversation,
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from shared_lib.context.render import Section, render
 
 DEFAULT_DROP_ORDER: tuple[str, ...] = (
+    "episodes",
     "knowledge",
     "summary",
     "preferences",

@@ -65,6 +65,7 @@ class ContextConfig:
     recent_messages: int = 10
     knowledge_limit: int = 5
     knowledge_triggers: tuple[str, ...] = KNOWLEDGE_TRIGGERS
+    episodes_limit: int = 3
 
     def __post_init__(self) -> None:
         unknown = set(self.drop_order) - DROPPABLE
@@ -100,7 +101,7 @@ class ContextInput:
     text: str
     now: datetime
     user_name: str | None = None
-    embedder: Embedder | None = None  # the knowledge source's hybrid search; None: keyword only
+    embedder: Embedder | None = None  # the knowledge and episodes sources' hybrid search; None: keyword only
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,7 @@ class ContextBuilder:
             knowledge_limit=cfg.knowledge_limit,
             knowledge_triggers=cfg.knowledge_triggers,
             embedder=inp.embedder,
+            episodes_limit=cfg.episodes_limit,
         )
         specs = self.sources or default_sources(tasks_truth=1 if inp.tasks.external else 2)
         values, records = self._fetch(specs, request, required)

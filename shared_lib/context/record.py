@@ -26,6 +26,7 @@ CAPS = {
     "teachings": 5,
     "preferences": 10,
     "knowledge": 5,
+    "episodes": 3,
 }
 
 
@@ -95,6 +96,10 @@ def record(section: ContextSection, built: BuiltContext, *, user_id: str, user_n
         }
         for k in kept(built, "knowledge")[: CAPS["knowledge"]]
     ]
+    section.episodes = [
+        {"episode_id": e.get("episode_id"), "when": e.get("when"), "content": _clip(e.get("content"), 240)}
+        for e in kept(built, "episodes")[: CAPS["episodes"]]
+    ]
     section.degraded = list(built.degraded)
     section.rendered = built.rendered
     section.token_estimate = built.fitted.tokens
@@ -116,6 +121,7 @@ def render_recorded(section: ContextSection, *, now: datetime, user_id: str, use
         "summary": section.summary,
         "preferences": [{"subject": k, "content": v} for k, v in section.preferences.items()],
         "knowledge": section.knowledge,
+        "episodes": section.episodes,
     }
     sections = build_sections(
         values,

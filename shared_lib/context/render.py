@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from shared_lib.context.sources import TRUTH_LABELS
+from shared_lib.dates import display_date, display_time
 from shared_lib.tools.normalize import JST
 
 CLIP = 200
@@ -42,6 +43,16 @@ def _clip(value: Any, n: int = CLIP) -> str:
 
 def _title(label: str, truth: int | None) -> str:
     return f"【{label}】" + (f"（出典: {TRUTH_LABELS[truth]}）" if truth else "")
+
+
+def _when(value: Any) -> str:
+    """An episode's time as people read it: 「11月25日（水）15時30分」 (JST)."""
+    try:
+        at = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    except ValueError:
+        return "いつか不明"
+    at = at.astimezone(JST) if at.tzinfo else at
+    return display_date(at.date()) + display_time(at.time())
 
 
 def _session_lines(session: dict[str, Any], pending: dict[str, Any] | None) -> list[str]:
@@ -144,6 +155,11 @@ def build_sections(
                 f"- {(p.get('subject') + ': ') if p.get('subject') else ''}{_clip(p.get('content'), 120)}"
                 for p in v.get("preferences") or []
             ],
+        ),
+        Section(
+            "episodes",
+            _title("思い出した出来事", truths.get("episodes")),
+            [f"- {_when(e.get('when'))}: {_clip(e.get('content'), 240)}" for e in v.get("episodes") or []],
         ),
         Section(
             "knowledge",

@@ -22,7 +22,7 @@ from shared_lib.features.persona_learning.store import load_ext
 from shared_lib.ports import Embedder, Store
 from shared_lib.state.session import load_session
 from shared_lib.tools.directory import clean_name, get_person, list_people
-from shared_lib.tools.handlers.memory import own_memories, search_knowledge
+from shared_lib.tools.handlers.memory import own_memories, search_episodes, search_knowledge
 from shared_lib.tools.task_backend import TaskBackend
 
 TRUTH_LABELS = {1: "リアルタイムAPI", 2: "DB（正規データ）", 3: "設定・仕様", 4: "会話の記憶"}
@@ -42,6 +42,7 @@ class SourceRequest:
     knowledge_limit: int = 5
     knowledge_triggers: tuple[str, ...] = ()
     embedder: Embedder | None = None
+    episodes_limit: int = 3
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,17 @@ def _knowledge(r: SourceRequest) -> list[dict[str, Any]] | None:
     )
 
 
+def _episodes(r: SourceRequest) -> list[dict[str, Any]]:
+    """What happened that the turn's text is about (seed 001 §22.6): the nearest episodes the
+    speaker may read, each with when. An organisation with no episode reads one statistics
+    document and stops; otherwise one hybrid search, which runs beside the other sources."""
+    if not r.text.strip():
+        return []
+    return search_episodes(
+        r.store, r.org_id, r.text, r.episodes_limit, embedder=r.embedder, user_id=r.user_id
+    )
+
+
 def default_sources(tasks_truth: int = 2) -> list[SourceSpec]:
     """The sources of seed 5.1.2; ``tasks_truth`` is 1 when tasks come from a real-time API."""
     return [
@@ -165,6 +177,7 @@ def default_sources(tasks_truth: int = 2) -> list[SourceSpec]:
         SourceSpec("teachings", 2, 2, _teachings),
         SourceSpec("company_values", 2, 3, _company_values),
         SourceSpec("knowledge", 4, 2, _knowledge),
+        SourceSpec("episodes", 4, 4, _episodes),  # seed 001 §22: what was lived, conversation memory
         SourceSpec("agent_state", 1, 2, _agent_state),  # seed 004 §5; rendered by the prompt, not here
         SourceSpec("persona_ext", 3, 3, _persona_ext),  # seed 001 §16: the prompt's 「学んだ好み」
     ]

@@ -114,9 +114,11 @@ def prepare(
     title: str | None = None,
     expires_at: datetime | None = None,
     cipher: MultiFernet | None = None,
+    happened_at: datetime | None = None,
 ) -> Prepared:
     """Mask, cut and embed ``text`` (the slow part, done before any transaction); with ``cipher``
-    (a person's memory) each chunk seals the values its masked text stands for (``sealing``)."""
+    (a person's memory) each chunk seals the values its masked text stands for (``sealing``);
+    ``happened_at`` (an episode) is when what the text tells happened, which a hit shows."""
     if source_kind not in SOURCE_KINDS:
         raise ArgumentError(f"unknown source kind {source_kind!r}; one of {', '.join(SOURCE_KINDS)}")
     if len(text) > MAX_CHUNKS * CHUNK_TOKENS * 4:  # more chunks whatever the script: no need to cut it
@@ -152,6 +154,8 @@ def prepare(
             doc["embedding"], doc["model"] = vectors[seq], embedder.name
         if expires_at is not None:
             doc["expires_at"] = expires_at
+        if happened_at is not None:
+            doc["happened_at"] = happened_at
         sealed = {
             field: entries
             for field, entries in (
@@ -195,6 +199,7 @@ def index_text(
     title: str | None = None,
     expires_at: datetime | None = None,
     cipher: MultiFernet | None = None,
+    happened_at: datetime | None = None,
 ) -> list[str]:
     """Index ``text`` as the chunks of the source (replacing any it had); their ids.
 
@@ -214,6 +219,7 @@ def index_text(
         title=title,
         expires_at=expires_at,
         cipher=cipher,
+        happened_at=happened_at,
     )
     return store.run_transaction(lambda txn: write(txn, prepared))
 

@@ -32,6 +32,7 @@ from cryptography.fernet import MultiFernet
 
 from shared_lib import collections
 from shared_lib.errors import ArgumentError, CharterError
+from shared_lib.memory.episode_index import reindex_episodes
 from shared_lib.memory.index import index_text, remove_source, source_path
 from shared_lib.ports import Doc, Embedder, Store
 from shared_lib.privacy.sanitizer import Sanitizer
@@ -156,9 +157,9 @@ def reindex(
     cipher: MultiFernet | None = None,
     every: bool = True,
 ) -> dict[str, int]:
-    """Index the teachings, knowledge documents, values and memories of the organisation again
-    (every one, or with ``every=False`` only those never indexed: documents written before the
-    index existed); the count per kind. An inactive teaching's chunks are removed. A memory's
+    """Index the teachings, knowledge documents, values, memories and episodes of the
+    organisation again (every one, or with ``every=False`` only those never indexed: documents
+    written before the index existed, or before episodes were indexed); the count per kind. An inactive teaching's chunks are removed. A memory's
     sealed values are opened with ``cipher`` (the vault's key) so its chunks seal them again
     (``sealing``). Vectors of another model: ``memory.reembed``."""
     counts = dict.fromkeys((*KINDS, "memory"), 0)
@@ -196,6 +197,7 @@ def reindex(
                 cipher=cipher,
             )
             counts["memory"] += 1
+    counts["episode"] = reindex_episodes(store, embedder, org_id, now=now, cipher=cipher, every=every)
     return counts
 
 

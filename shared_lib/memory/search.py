@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any, cast
 
 from shared_lib.errors import ConfigError
@@ -84,9 +85,11 @@ class Hit:
     keyword_rank: int | None
     vector_rank: int | None
     tags: tuple[str, ...] = ()
+    happened_at: datetime | None = None  # an episode's: when what it tells happened
 
     def public(self) -> dict[str, Any]:
-        return {**asdict(self), "tags": list(self.tags)}
+        when = self.happened_at.isoformat() if self.happened_at else None
+        return {**asdict(self), "tags": list(self.tags), "happened_at": when}
 
 
 def search(
@@ -242,6 +245,7 @@ def fuse(
                 keyword_rank=kr,
                 vector_rank=vr,
                 tags=tuple(doc.get("tags") or ()),
+                happened_at=doc.get("happened_at"),
             )
         )
     hits.sort(key=lambda h: (-h.score, h.source_kind, h.source_id))

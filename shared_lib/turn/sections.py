@@ -55,6 +55,7 @@ class ContextSection(_Section):
     teachings: list[dict[str, Any]] = Field(default_factory=list)
     preferences: dict[str, Any] = Field(default_factory=dict)
     knowledge: list[dict[str, Any]] = Field(default_factory=list)
+    episodes: list[dict[str, Any]] = Field(default_factory=list)  # seed 001 §22: recalled, with when
     # seed 001 §7.3: how the debounce settled the turn (state.debounce.Settled.section): role
     # alone|absorbed|leader, merged_into, the batch's turn_ids and message_ids, waited_ms
     debounce: dict[str, Any] = Field(default_factory=dict)

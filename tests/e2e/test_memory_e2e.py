@@ -55,3 +55,61 @@ def test_a_teaching_added_by_the_ceo_is_searchable_and_reaches_the_brain(local_s
     assert gone.returncode == 0, gone.stderr[-2000:]
     assert not [h for h in search(local_stack, f"方針{tag}") if tag in h["text"]]
     assert not [h for h in search(local_stack, "当日中の一次回答") if tag in h["text"]]
+
+
+def replies_in(stack, room: str) -> list[str]:
+    return [
+        json.dumps(s.get("body"), ensure_ascii=False)
+        for s in stack.fake_channel_sent()
+        if s.get("channel") == "http" and room in json.dumps(s.get("body"), ensure_ascii=False)
+    ]
+
+
+def indexed_episode(stack, turn_id: str) -> dict[str, Any] | None:
+    """The event episode of ``turn_id`` once the memory target has written and indexed it."""
+    from shared_lib.collections import collection_path
+    from shared_lib.memory.index import source_path
+
+    for eid, doc in stack.store.query(collection_path("episodes", org=ORG), limit=None):
+        if doc.get("source_turn_id") == turn_id and stack.store.get(source_path(ORG, "episode", eid)):
+            return {**doc, "id": eid}
+    return None
+
+
+@pytest.mark.e2e
+def test_an_event_episode_is_recalled_by_a_later_question_citing_when_it_happened(local_stack):
+    from datetime import date
+
+    from shared_lib.dates import display_date
+
+    room = f"room-recall-{uuid.uuid4().hex[:6]}"
+    # GIVEN a person who says something is important (the memory target tells it as an episode
+    # after the reply, and indexes it)
+    said = local_stack.send(
+        "http",
+        "これ重要：社内報の原稿締切、来月から毎月第2金曜に前倒しになります📮 各部の担当者さんにも展開よろしく",
+        org=ORG,
+        room=room,
+        user="u-suzuki",
+    )
+    assert said.status == 200, said.body
+    turn_id = str(said.body["turn_ids"][0])
+    local_stack.wait_for(lambda: replies_in(local_stack, room), what="the reply to the important message")
+    episode = local_stack.wait_for(
+        lambda: indexed_episode(local_stack, turn_id),
+        progress=lambda: local_stack.claims(ORG, turn_id),
+        what="the turn's episode, written and indexed",
+    )
+    # WHEN later they ask about it in their own words (no phrase of what they said, Kansai)
+    asked = "社内報の〆切のやつって結局どないなったんやっけ？"
+    resp = local_stack.send("http", asked, org=ORG, room=room, user="u-suzuki")
+    assert resp.status == 200, resp.body
+    answer = local_stack.wait_for(
+        lambda: (r := replies_in(local_stack, room))[1:] and r[-1], what="the reply to the question"
+    )
+    # THEN the reply answers from the episode and cites the day it happened, as people read it
+    when = display_date(date.fromisoformat(episode["date"]))
+    assert when in answer and "第2金曜" in answer and "ウル" in answer, answer
+    # AND the question's context recalled the episode with its date (the Context Builder's source)
+    prompts = [json.dumps(r, ensure_ascii=False) for r in local_stack.fake_llm_requests()]
+    assert any(asked in p and "思い出した出来事" in p and when in p for p in prompts)

@@ -91,5 +91,10 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # 72.0 since the per-process caches (flags, skills, directory people) run on the bench's
     # virtual clock, 0.5 s a turn: on real time the count moved with the machine's load
     # (71.9 quiet, 72.1–72.5 busy: a slow turn outlives the 2 s skills cache more often)
+    # 74.9 with recalled episodes (issue 36): the context's episodes source reads the keyword
+    # totals on every turn (one get), and once the organisation has an episode (the mix's
+    # 「覚えておいて」 turn writes one) a turn's search reads the frequency buckets of its terms,
+    # the chunks holding its rarest terms and one vector query: 2.9 a turn, on the reply's path
+    # but beside the other sources (they are read in parallel), so no round trip in sequence
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 72.0, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 74.9, report["per_turn"]

@@ -722,3 +722,38 @@ def test_the_scripted_model_delegates_then_scripts_each_kind_of_job() -> None:
         == "view_salary_info"
     )
     assert scripted.propose("タスクを確認し続けて")["tool_calls"][0]["tool_name"] == "chatwork_task_search"
+
+
+@pytest.mark.parametrize(
+    ("said", "topic"),
+    [
+        ("経費精算の話どうなった？", "経費精算"),
+        ("そういや新卒研修のあの件って結局どないなったん？", "新卒研修"),
+        ("オフィス移転の件、その後どうなってます？", "オフィス移転"),
+        ("ＡＷＳ移行のやつどがんなったと？", "ＡＷＳ移行"),
+        ("社員旅行の行き先どうなたった？", "社員旅行の行き先"),  # a dropped kana
+        ("こないだの健康診断の日程ってどうなりました？🙏", "健康診断の日程"),
+    ],
+)
+def test_given_a_question_how_a_topic_turned_out_when_proposing_then_memory_is_searched_for_the_topic(
+    said: str, topic: str
+) -> None:
+    proposal = propose(said)
+    (tool_call,) = proposal["tool_calls"]
+    assert tool_call["tool_name"] == "query_memory" and tool_call["parameters"] == {"query": topic}
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "田中さんのタスクどうなった？",  # a task's state: the task search's
+        "開発チームの目標ってどうなってる？",  # a goal's: the goal tools'
+        "結局どうなったのか、関係者に確認をお願いしてもらえますか？",  # a request to act
+        "来週の会議は木曜に変更になりました。これ重要なので覚えておいて",
+    ],
+)
+def test_given_no_question_about_a_lived_topic_when_proposing_then_memory_is_not_searched_for_it(
+    said: str,
+) -> None:
+    calls = propose(said).get("tool_calls") or []
+    assert not [c for c in calls if c["tool_name"] == "query_memory"]

@@ -10,7 +10,7 @@
 
 A written episode is indexed as memory chunks of kind ``episode`` (``memory.index``), so memory
 search finds it: an event episode is the person's own (private to them), a daily digest tells
-the whole organisation's day and is read at level 6 only (``DIGEST_READ_LEVEL``). Texts are
+the whole organisation's day and is read at level 6 only (``memory.episode_index``). Texts are
 masked before the store and the model see them.
 """
 
@@ -21,49 +21,35 @@ from typing import TYPE_CHECKING, Any
 
 from shared_lib.context.memory_config import load_memory_config
 from shared_lib.dates import JST
+from shared_lib.memory import episode_index
+from shared_lib.memory.episode_index import is_indexed
 from shared_lib.memory.episodes import EpisodeOutcome, daily_digest, event_episode, get_episode
-from shared_lib.memory.index import index_text, source_path
 from shared_lib.memory.tagging import run_tagging
 from shared_lib.memory.triggers import ToolFact, TurnFacts
-from shared_lib.privacy.sealing import unseal
 from shared_lib.turn.envelope import Turn
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
-DIGEST_READ_LEVEL = 6  # a digest retells everyone's conversations: the organisation's top level
-
 
 def index_episode(rt: Runtime, org_id: str, out: EpisodeOutcome, *, user_id: str | None) -> None:
-    """Make an episode findable by memory search (its story, its tags): a newly written one, and
-    one a previous run wrote but did not get to index (killed in between: the rerun finds the
-    episode there and its chunks missing)."""
-    story, tags = "", []
+    """Make an episode findable by memory search (``memory.episode_index``: its story, its tags,
+    when it happened; an event episode its person's, a digest the top level's): a newly written
+    one, and one a previous run wrote but did not get to index (killed in between: the rerun
+    finds the episode there and its chunks missing)."""
+    doc: dict[str, Any] | None = None
     if out.status == "written" and out.episode is not None:
-        story, tags = out.episode.story_text, list(out.episode.metadata.tags)
-    elif out.status == "exists" and out.episode_id:
-        if rt.store.get(source_path(org_id, "episode", out.episode_id)) is not None:
-            return  # indexed already
-        doc = unseal(get_episode(rt.store, org_id, out.episode_id) or {}, rt.vault)[
-            0
-        ]  # its chunks seal again
-        story, tags = str(doc.get("story_text") or ""), list((doc.get("metadata") or {}).get("tags") or [])
-    if not story:
-        return
-    index_text(
-        rt.store,
-        rt.embedder,
-        org_id,
-        source_kind="episode",
-        source_id=out.episode_id,
-        text=story,
-        now=rt.clock(),
-        min_level=1 if user_id else DIGEST_READ_LEVEL,
-        user_id=user_id,
-        tags=tags,
-        expires_at=rt.clock() + rt.settings.retention(org_id),
-        cipher=rt.vault,
-    )
+        doc = {  # as stored, without reading it back: its values in clear, sealed again in its chunks
+            **out.episode.model_dump(),
+            "user_ids": [user_id] if user_id else [],
+            "expires_at": rt.clock() + rt.settings.retention(org_id),
+        }
+    elif out.status == "exists" and out.episode_id and not is_indexed(rt.store, org_id, out.episode_id):
+        doc = get_episode(rt.store, org_id, out.episode_id)
+    if doc is not None:
+        episode_index.index_episode(
+            rt.store, rt.embedder, org_id, out.episode_id, doc, now=rt.clock(), cipher=rt.vault
+        )
 
 
 def _llm(rt: Runtime) -> Any:

@@ -17,12 +17,14 @@ restores it after the LLM phrased it with placeholders. Its search chunks hold t
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from shared_lib.dates import JST
 from shared_lib.memory import index
+from shared_lib.memory.episode_index import SOURCE_KIND as EPISODE
 from shared_lib.memory.search import Reader, search
 from shared_lib.ports import Embedder, Store, Transaction
 from shared_lib.privacy.sanitizer import Sanitizer
@@ -124,6 +126,8 @@ class QueryMemoryParams(Params):
 
 
 def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
+    """The asker's memories and the episodes they may read (seed 001 §22.6: what happened is
+    recalled by the same search), best first; an episode says when it happened (``when``)."""
     docs = dict(own_memories(ctx.store, ctx.org_id, ctx.user_id, None if p.category == "all" else p.category))
     hits = search(
         ctx.store,
@@ -131,24 +135,38 @@ def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None
         ctx.org_id,
         p.query,
         reader=_reader(ctx.store, ctx.org_id, ctx.user_id),
-        kinds=("memory",),
+        kinds=("memory", EPISODE) if p.category == "all" else ("memory",),  # an episode has no category
         limit=MEMORY_HITS * 5 if p.category != "all" else MEMORY_HITS,  # room for the category filter
     )
-    found = [(h.source_id, docs[h.source_id]) for h in hits if h.source_id in docs][:MEMORY_HITS]
     given: list[str] = []
-    memories = []
-    for mid, d in found:
-        d, values = unseal(d, ctx.cipher)  # the asker's own memories: the author reads them in clear
-        given += values
-        memories.append(
-            {
-                "memory_id": mid,
-                "content": d.get("content"),
-                "category": d.get("category"),
-                "subject": d.get("subject"),
-            }
-        )
-    return {"query": p.query, "count": len(found), "memories": memories, **revealed(given)}
+    memories: list[dict[str, Any]] = []
+    for h in hits:
+        if h.source_kind == EPISODE:
+            memories.append(_episode_entry(h.source_id, h.happened_at, h.text))
+        elif h.source_id in docs:
+            d, values = unseal(
+                docs[h.source_id], ctx.cipher
+            )  # the asker's own: the author reads them in clear
+            given += values
+            memories.append(
+                {
+                    "memory_id": h.source_id,
+                    "content": d.get("content"),
+                    "category": d.get("category"),
+                    "subject": d.get("subject"),
+                }
+            )
+    memories = memories[:MEMORY_HITS]
+    # what was found first: a reply quotes it before the echo of the question
+    return {"memories": memories, "count": len(memories), "query": p.query, **revealed(given)}
+
+
+def _episode_entry(episode_id: str, at: datetime | None, story: str) -> dict[str, Any]:
+    """An episode as the memory tools show it: its id (``episode_id``: what tells it from a memory,
+    which has a ``memory_id``), when it happened (JST, read by the display as 「11月25日（水）」) and
+    what happened."""
+    when = at.astimezone(JST).isoformat(timespec="minutes") if at else None
+    return {"episode_id": episode_id, "when": when, "content": story}
 
 
 class DeleteMemoryParams(Params):
@@ -214,6 +232,30 @@ def search_knowledge(
         }
         for h in hits
     ]
+
+
+def search_episodes(
+    store: Store,
+    org_id: str,
+    query: str,
+    limit: int = 3,
+    *,
+    embedder: Embedder | None = None,
+    user_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """The episodes (seed 001 §22) ``user_id`` may read that are nearest ``query``, best first
+    (the same hybrid search; an event episode is its person's, a digest the top level's:
+    ``memory.episode_index``), each with when it happened (``happened_at``, JST)."""
+    hits = search(
+        store,
+        embedder,
+        org_id,
+        query,
+        reader=_reader(store, org_id, user_id),
+        kinds=(EPISODE,),
+        limit=limit,
+    )
+    return [_episode_entry(h.source_id, h.happened_at, h.text[:300]) for h in hits]
 
 
 class KnowledgeSearchParams(Params):

@@ -35,6 +35,7 @@ SOURCE_READS: dict[str, tuple[str, str]] = {
     "teachings": ("query", r"/teachings$"),
     "company_values": ("get", r"/settings/company$"),
     "knowledge": ("get", r"/memory_stats/[^/]+$"),  # the hybrid search's first read (memory.search)
+    "episodes": ("get", r"/memory_stats/[^/]+$"),  # the same search, of episodes: one read fails both
     "agent_state": ("get", r"/agent_states/[^/]+$"),
     "persona_ext": ("get", r"/persona_ext/current$"),
 }

@@ -72,7 +72,8 @@ def test_given_the_default_order_then_it_follows_priority_then_truth_with_eviden
     specs = {s.name: s for s in default_sources()}
     ranks = [(specs[n].priority, specs[n].truth) for n in DEFAULT_DROP_ORDER]
     assert ranks == sorted(ranks, reverse=True)  # lower priority, then less trusted, goes first
-    assert DEFAULT_DROP_ORDER[:2] == ("knowledge", "summary")  # seed 004: evidence, then the summary
+    # seed 004: the evidence (recalled episodes, then knowledge), then the summary
+    assert DEFAULT_DROP_ORDER[:3] == ("episodes", "knowledge", "summary")
 
 
 def test_given_the_environment_then_the_config_is_read_and_checked():

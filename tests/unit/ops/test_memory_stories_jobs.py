@@ -122,3 +122,31 @@ def test_a_digest_written_by_a_run_killed_before_indexing_is_indexed_by_the_reru
     assert len([e for e in episodes(rt) if e["type"] == "daily_digest"]) == 1
     found = search(rt.store, rt.embedder, ORG, "見積書", reader=Reader("u-kazu", 6), kinds=["episode"])
     assert [h.source_id for h in found] == [digest["id"]]
+
+
+def test_an_event_episode_is_recalled_days_later_by_a_question_in_other_words_citing_its_date():
+    from ops_fakes import replies
+
+    from shared_lib.dates import display_date
+
+    class Clock:
+        at = NOW
+
+        def __call__(self):
+            return self.at
+
+    clock = Clock()
+    rt = make_runtime(llm=InProcessScriptedLLM(), clock=clock)
+    # GIVEN a person who said something important
+    turn = send(rt, "これ重要：来月から交通費の精算は全部クラウドのシステムで申請することになりました")
+    told = next(e for e in episodes(rt) if e.get("source_turn_id") == turn)
+    # WHEN, three days later, they ask in other words (Kansai, 「あの件」)
+    clock.at = NOW + timedelta(days=3)
+    send(rt, "そういや経費のあの件、結局どないなったん？")
+    # THEN the reply answers from the episode and says when it happened
+    answer = replies(rt)[-1]
+    day = datetime.fromisoformat(told["date"])
+    assert display_date(day.date()) in answer and "クラウド" in answer and "ウル" in answer, answer
+    # AND a colleague asking the same learns nothing of it
+    send(rt, "経費のあの件、結局どうなったの？", user="u-tanaka")
+    assert "クラウド" not in replies(rt)[-1]

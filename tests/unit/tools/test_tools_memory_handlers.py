@@ -82,3 +82,89 @@ def test_a_saved_memory_is_indexed_privately_and_its_delete_removes_the_chunks(e
     assert other.result["count"] == 0
     call(ex, "delete_memory", {"memory_id": first.result["memory_id"]}, call_id="d1")
     assert store.query(f"orgs/{ORG}/memory_chunks") == []
+
+
+def lived(store, eid, story, user, *, day="2026-01-26", time="18:20:00"):
+    """An event episode of ``user``'s turn, stored and indexed as the memory target does."""
+    from shared_lib.memory.episode_index import index_episode
+    from shared_lib.memory.episodes import episode_path
+
+    doc = {
+        "id": eid,
+        "type": "event_driven",
+        "date": day,
+        "time": time,
+        "story_text": story,
+        "metadata": {"tags": []},
+        "user_ids": [user],
+    }
+    store.set(episode_path(ORG, eid), doc)
+    index_episode(store, None, ORG, eid, doc, now=NOW)
+
+
+def test_given_an_episode_when_memory_is_queried_then_it_comes_back_with_when_for_its_person_only(ex, store):
+    # GIVEN a memory and an episode of mine, and a colleague's episode on the same topic
+    save(ex, "経費精算の締めは毎月25日", 1, category="fact")
+    lived(
+        store,
+        "e-1",
+        "鈴木さんが「これ重要：経費精算は来月からクラウドへ移行する」と教えてくれたウル🐺",
+        "u-suzuki",
+    )
+    lived(store, "e-2", "田中さんが経費精算のクラウド移行に反対してたウル。", "u-tanaka1")
+    # WHEN I ask how the expense claims ended up
+    out = call(ex, "query_memory", {"query": "経費精算"}, call_id="q1")
+    # THEN my episode comes back with its time (JST) beside my memory, the colleague's never
+    assert out.ok and out.result["count"] == 2
+    (episode,) = [m for m in out.result["memories"] if "episode_id" in m]
+    assert episode == {
+        "episode_id": "e-1",
+        "when": "2026-01-26T18:20+09:00",
+        "content": "鈴木さんが「これ重要：経費精算は来月からクラウドへ移行する」と教えてくれたウル🐺",
+    }
+    # AND a search of one category of memories is of memories only
+    facts = call(ex, "query_memory", {"query": "経費精算", "category": "fact"}, call_id="q2")
+    assert [m.get("episode_id") for m in facts.result["memories"]] == [None]
+
+
+def test_given_the_launch_brain_when_asked_how_a_lived_topic_turned_out_then_the_template_cites_the_date(
+    ex, store
+):
+    from shared_lib.brain.integration import done_text
+    from shared_lib.brain.legacy import propose
+    from shared_lib.persona.catalogue import load_persona
+    from shared_lib.tools.builtin import builtin_registry
+    from shared_lib.turn.steps import ToolResult
+
+    lived(store, "e-1", "鈴木さんから「これ重要：経費精算はクラウドへ移行する」と聞いたウル🐺", "u-suzuki")
+    registry, persona = builtin_registry(), load_persona()
+    for n, said in enumerate(
+        [
+            "経費精算の話どうなった？",
+            "そういや経費のクラウドのやつ、どないなったん？",
+            "経費精算の件ってその後どうなりました？",
+        ]
+    ):
+        # WHEN the launch brain (no LLM) reads the question
+        proposal = propose(said, registry=registry, persona=persona)
+        (tool_call,) = proposal.tool_calls
+        assert tool_call.tool_name == "query_memory", said
+        out = call(ex, "query_memory", tool_call.parameters, call_id=f"q{n}")
+        # THEN the fixed template answers from the episode, saying when it happened
+        shown = ToolResult(tool_name="query_memory", call_index=0, ok=out.ok, result=out.result)
+        text = done_text(persona, shown, registry, today=NOW.date())
+        assert "1月26日（月）18時20分" in text and "クラウドへ移行" in text and "ウル" in text, text
+        assert "T18:20" not in text and "episode" not in text
+
+
+def test_given_a_task_or_a_request_when_it_asks_how_things_went_then_the_launch_brain_does_not_search_memory():
+    from shared_lib.brain.legacy import propose
+    from shared_lib.persona.catalogue import load_persona
+    from shared_lib.tools.builtin import builtin_registry
+
+    for said in [
+        "田中さんのタスクどうなった？",
+        "結局どうなったのか、関係者に確認をお願いしてもらえますか？",
+    ]:
+        proposal = propose(said, registry=builtin_registry(), persona=load_persona())
+        assert [c.tool_name for c in proposal.tool_calls if c.tool_name == "query_memory"] == [], said
