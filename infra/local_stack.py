@@ -215,6 +215,7 @@ def function_env(state: dict[str, Any], extra: dict[str, str] | None = None) -> 
     return env
 
 
+FAKE_CONTEXT_WINDOW = 32_768
 OPERATOR_LLM_ENV = ("CHARTER_PEERS", "CHARTER_PEER_HEALTH_SECONDS", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
 
 
@@ -224,10 +225,26 @@ def local_peers(vertex_url: str, openai_url: str) -> str:
     Vertex routes, the fake key as its access token), then ``local``, an OpenAI-compatible server
     on the company's own machines (the fake OpenAI server)."""
     key = {"api_key_setting": "anthropic_api_key"}
+    # the fakes' context window: a small local model's (32 768 tokens), so compaction's levels
+    # (seed 001 §19, measured against the serving model's window) are reached by a real conversation
+    window = {"max_context_tokens": FAKE_CONTEXT_WINDOW}
     peers = [
-        {"name": "anthropic", "kind": "anthropic", "base_url_setting": "anthropic_base_url", **key},
-        {"name": "vertex", "kind": "vertex", "region": "us-east5", "base_url": f"{vertex_url}/v1", **key},
-        {"name": "local", "kind": "openai_compatible", "local": True, "base_url": f"{openai_url}/v1"},
+        {"name": "anthropic", "kind": "anthropic", "base_url_setting": "anthropic_base_url", **key, **window},
+        {
+            "name": "vertex",
+            "kind": "vertex",
+            "region": "us-east5",
+            "base_url": f"{vertex_url}/v1",
+            **key,
+            **window,
+        },
+        {
+            "name": "local",
+            "kind": "openai_compatible",
+            "local": True,
+            "base_url": f"{openai_url}/v1",
+            **window,
+        },
     ]
     return json.dumps({"description": "the local stack (infra.local_stack)", "peers": peers, "routing": {}})
 

@@ -1,9 +1,12 @@
 """Compaction of a conversation's history (seed 001 §19): three levels, run in the background.
 
-A conversation's *usage* is the estimated tokens of what its context would carry — the level-3
-key points, the level-2 summary chunks and the raw messages still in the window (after the
-cursor ``window_from``) — over the history's token budget (``MemoryConfig.history_budget``).
-``decide`` maps it onto the levels of §19.3:
+A conversation's *usage* is the estimated tokens of what a request of its turns carries — what
+every request carries (``carried``: the system prompt, the tools, the context's sections), the
+level-3 key points, the level-2 summary chunks and the raw messages still in the window (after
+the cursor ``window_from``) — over the serving model's context window (``budget``; 200 000
+tokens for Claude, 32 768 for the local stack's fakes; ``MemoryConfig.history_budget``, where
+``history_token_budget`` replaces both by a fixed budget for the history alone). ``decide``
+maps it onto the levels of §19.3:
 
 ==================  ============  ==========================================================
 usage               level         what happens
@@ -17,6 +20,13 @@ below 0.70          ``none``      nothing
                                   the window at once, then the oldest level-2 chunks, then the
                                   older half of level 3, until the usage is under 0.70
 ==================  ============  ==========================================================
+
+Nothing leaves the window without its facts kept first (§19.7, ``memory.fact_memory``): before
+the state is written, the decisions, commitments, preferences, dates, 「覚えておいて」 and tool
+results of the departing messages, and every summary that departs (level-2 chunks folded into
+level 3 or cut, the half of level 3 a cut drops), become memory chunks of the conversation's
+person, each once. The rules are fixed (no LLM, so the emergency level keeps facts too); the
+summary calls carry no extraction of their own: no round trip is added at any level.
 
 Nothing is deleted: a message that leaves the window stays in ``messages`` for the
 organisation's retention (its ``expires_at``), findable by ``seq`` (an emergency cut records
@@ -38,6 +48,7 @@ from shared_lib.context.budget import estimate_tokens
 from shared_lib.context.history import conversation_path, window_cursor, window_messages
 from shared_lib.context.memory_config import CompactionConfig
 from shared_lib.context.summary_prompt import Voice, summaries_text, summarise, system_prompt, transcript
+from shared_lib.memory.fact_memory import Departing, Keeper, Kept, keep
 from shared_lib.ports import LLM, Store, Transaction
 
 Level = Literal["none", "light", "aggressive", "emergency"]
@@ -105,20 +116,28 @@ class Levels:
         }
 
 
-def usage_of(levels: Levels, raw: list[dict[str, Any]], budget: int) -> float:
-    """The share of the history budget the summary levels and the raw window take."""
-    return (levels.tokens() + sum(estimate_tokens(str(m.get("text") or "")) for m in raw)) / budget
+def usage_of(levels: Levels, raw: list[dict[str, Any]], budget: int, carried: int = 0) -> float:
+    """The share of the window (``budget``) what is always carried, the summary levels and the
+    raw window take."""
+    history = levels.tokens() + sum(estimate_tokens(str(m.get("text") or "")) for m in raw)
+    return (carried + history) / budget
 
 
 @dataclass(frozen=True)
 class Compactor:
-    """What a compaction needs: the thresholds, the budget, the LLM and its model, the voice."""
+    """What a compaction needs: the thresholds, the window and what is always carried in it, the
+    LLM and its model, the voice, and how facts are kept (``None``: they are not)."""
 
     config: CompactionConfig
     budget: int
     llm: LLM | None
     model: str
     voice: Voice | None = None
+    carried: int = 0
+    keeper: Keeper | None = None
+
+    def usage(self, levels: Levels, raw: list[dict[str, Any]]) -> float:
+        return usage_of(levels, raw, self.budget, self.carried)
 
 
 @dataclass(frozen=True)
@@ -142,7 +161,7 @@ def pending_level(store: Store, org_id: str, conversation_key: str, c: Compactor
         return "none"
     levels = Levels.of(doc)
     raw = window_messages(store, org_id, conversation_key, after=levels.window_from)
-    return decide(usage_of(levels, [d for _, d in raw], c.budget), c.config)
+    return decide(c.usage(levels, [d for _, d in raw]), c.config)
 
 
 def compact(store: Store, org_id: str, conversation_key: str, c: Compactor, *, now: datetime) -> Compaction:
@@ -155,7 +174,7 @@ def compact(store: Store, org_id: str, conversation_key: str, c: Compactor, *, n
         return Compaction("none", 0.0, 0.0, False, "no_conversation")
     levels = Levels.of(doc)
     raw = window_messages(store, org_id, conversation_key, after=levels.window_from)
-    usage = usage_of(levels, [d for _, d in raw], c.budget)
+    usage = c.usage(levels, [d for _, d in raw])
     level = decide(usage, c.config)
     if level == "none":
         return Compaction(level, usage, usage, False, "below_threshold")
@@ -167,11 +186,45 @@ def compact(store: Store, org_id: str, conversation_key: str, c: Compactor, *, n
         new, calls = _summarised(levels, raw, c, aggressive=level == "aggressive")
     if new == levels:
         return Compaction(level, usage, usage, False, "nothing_to_do", calls)
-    after = usage_of(new, [d for _, d in raw if str(d.get("seq") or "") > new.window_from], c.budget)
+    after = c.usage(new, [d for _, d in raw if str(d.get("seq") or "") > new.window_from])
+    kept = _keep_facts(store, org_id, conversation_key, doc, departing(levels, new, raw), c, now=now)
     fields = new.fields(level=level, usage=usage, now=now)
     written = store.run_transaction(lambda txn: _write(txn, path, levels.version, fields))
-    detail = {"window_from": new.window_from, "level2": len(new.level2), "version": levels.version + 1}
+    detail = {
+        "window_from": new.window_from,
+        "level2": len(new.level2),
+        "version": levels.version + 1,
+        "facts_written": kept.written,
+        "facts_existing": kept.existing,
+    }
     return Compaction(level, usage, after, written, "written" if written else "conflict", calls, detail)
+
+
+def departing(old: Levels, new: Levels, raw: list[tuple[str, dict[str, Any]]]) -> Departing:
+    """What leaves the window between ``old`` and ``new``: the raw messages up to the new cursor,
+    the level-2 chunks no longer there, and level 3 when a cut halved it."""
+    messages = [d for _, d in raw if str(d.get("seq") or "") <= new.window_from] if new.window_from else []
+    staying = {(ch.get("from_seq"), ch.get("to_seq")) for ch in new.level2}
+    chunks = [ch for ch in old.level2 if (ch.get("from_seq"), ch.get("to_seq")) not in staying]
+    if old.level3 and new.level3 != old.level3 and new.level3.startswith("…"):
+        chunks.insert(0, {"summary": old.level3})
+    return Departing(messages, chunks)
+
+
+def _keep_facts(
+    store: Store,
+    org_id: str,
+    conversation_key: str,
+    doc: dict[str, Any],
+    leaving: Departing,
+    c: Compactor,
+    *,
+    now: datetime,
+) -> Kept:
+    if c.keeper is None or not c.config.auto_save_to_memory or not leaving:
+        return Kept()
+    user = str(doc.get("user_id") or "")
+    return keep(store, org_id, conversation_key, user, leaving, c.keeper, now=now)
 
 
 def _write(txn: Transaction, path: str, version: int, fields: dict[str, Any]) -> bool:
@@ -246,11 +299,11 @@ def cut(levels: Levels, raw: list[tuple[str, dict[str, Any]]], c: Compactor, *, 
         }
         new = replace(new, window_from=record["to_seq"])
     chunks = list(new.level2)
-    while chunks and usage_of(replace(new, level2=tuple(chunks)), kept, c.budget) >= cfg.light_threshold:
+    while chunks and c.usage(replace(new, level2=tuple(chunks)), kept) >= cfg.light_threshold:
         chunks.pop(0)
         record["chunks_dropped"] += 1
     new = replace(new, level2=tuple(chunks))
-    if new.level3 and usage_of(new, kept, c.budget) >= cfg.light_threshold:
+    if new.level3 and c.usage(new, kept) >= cfg.light_threshold:
         half = new.level3[len(new.level3) // 2 :]
         new = replace(new, level3="…" + half.lstrip())
         record["level3_cut"] = True

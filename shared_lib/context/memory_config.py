@@ -1,14 +1,19 @@
 """The memory's configuration file (``config/memory.json``; ``CHARTER_MEMORY_CONFIG`` replaces it).
 
 ``compaction`` holds the thresholds of seed 001 §19 (light 0.70, aggressive 0.85, emergency
-0.95), the raw messages always kept (``min_raw_messages``), the history's token budget and
-whether the summary prompt speaks as the persona (§19.6). ``jobs`` holds the parameters of the
+0.95), the raw messages always kept (``min_raw_messages``), whether the summary prompt speaks as
+the persona (§19.6) and whether what leaves the window is kept in long-term memory first
+(``auto_save_to_memory``, §19.7, §19.9). A conversation's usage is measured against the serving
+model's context window (``peers.config.PeersConfig.serving_window``: 200 000 tokens for Claude,
+32 768 for the local stack's fakes), with what every request carries besides the history
+counted in; ``history_token_budget`` overrides that with a fixed budget for the history alone
+(operators, tests). ``jobs`` holds the parameters of the
 background ``memory`` target's jobs by name; every part of the memory adds its own there.
 Every mistake is one ``ConfigError`` line naming the file and the field.
 
 >>> cfg = load_memory_config()
->>> cfg.compaction.light_threshold, cfg.compaction.min_raw_messages, cfg.history_budget(2000)
-(0.7, 10, 1000)
+>>> cfg.compaction.light_threshold, cfg.compaction.min_raw_messages, cfg.history_budget(200_000, 14_000)
+(0.7, 10, (200000, 14000))
 """
 
 from __future__ import annotations
@@ -34,9 +39,9 @@ class CompactionConfig(BaseModel):
     aggressive_threshold: float = Field(default=0.85, gt=0, lt=1)
     emergency_threshold: float = Field(default=0.95, gt=0, le=1)
     min_raw_messages: int = Field(default=10, ge=1, le=200)
-    history_token_budget: int | None = Field(default=None, ge=100)  # None: a share of the context's
-    history_budget_share: float = Field(default=0.5, gt=0, le=1)
+    history_token_budget: int | None = Field(default=None, ge=100)  # None: the serving model's window
     use_persona_prompt: bool = True
+    auto_save_to_memory: bool = True  # §19.7: facts of what leaves the window kept first
     summary_max_tokens: int = Field(default=400, ge=32, le=4000)
     level2_max_chars: int = Field(default=400, ge=40)
     level3_max_chars: int = Field(default=600, ge=40)
@@ -57,10 +62,13 @@ class MemoryConfig(BaseModel):
     tagging: TaggingConfig = Field(default_factory=TaggingConfig)  # seed 001 §21.6
     jobs: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
-    def history_budget(self, context_token_budget: int) -> int:
-        """The conversation history's share of the context, in estimated tokens."""
-        c = self.compaction
-        return c.history_token_budget or max(int(context_token_budget * c.history_budget_share), 100)
+    def history_budget(self, window: int, carried: int) -> tuple[int, int]:
+        """What a conversation's usage is measured against: (tokens, tokens always carried). The
+        serving model's ``window`` and what every request carries besides the history
+        (``carried``: the system prompt, the tools, the context's sections), or with
+        ``history_token_budget`` that fixed budget for the history alone."""
+        fixed = self.compaction.history_token_budget
+        return (fixed, 0) if fixed else (window, carried)
 
     def job(self, name: str) -> dict[str, Any]:
         return dict(self.jobs.get(name) or {})

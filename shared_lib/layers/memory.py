@@ -13,6 +13,13 @@ admin service publishes one message per organisation). A job runs once per ``job
 idempotent themselves (a compaction finds the conversation already compacted), so a crash
 between the work and the record only repeats work that changes nothing.
 
+A conversation's usage is measured against the context window of the model its turns are served
+by (``budget``: the peers' configuration, ``PeersConfig.serving_window``; Claude's 200 000
+tokens, the local stack's fakes' 32 768), with what every proposal request carries counted in
+(``carried_tokens``: the Base system prompt, the tools, the context's token budget). What leaves
+the window is kept in long-term memory first (``memory.fact_memory``), embedded by the
+runtime's embedder and sealed with its vault key, for the organisation's retention.
+
 Every LLM call is bound to the organisation (``callctx.job_context``); a conversation set to
 ``/local`` keeps its summaries off the cloud peers (the local-only guard refuses them).
 """
@@ -22,16 +29,21 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from datetime import timedelta
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from shared_lib import collections
 from shared_lib.adapters.scoped import scoped
+from shared_lib.brain.prompt import proposal_tools, stable_system
+from shared_lib.context.budget import estimate_tokens
 from shared_lib.context.compaction import Compaction, Compactor, compact, pending_level
 from shared_lib.context.memory_config import MemoryConfig, load_memory_config
 from shared_lib.context.summary_prompt import Voice
 from shared_lib.errors import LLMError
 from shared_lib.layers.base import Layer, Outcome
+from shared_lib.memory.fact_memory import Keeper
 from shared_lib.observability.logs import log_event
+from shared_lib.peers.config import PeersConfig, load_peers
 from shared_lib.state.session import load_session
 from shared_lib.turn.callctx import job_context
 from shared_lib.turn.envelope import Turn
@@ -47,7 +59,37 @@ def memory_config(rt: Runtime) -> MemoryConfig:
     return load_memory_config(rt.settings.memory_file)
 
 
-def compactor(rt: Runtime, org_id: str, config: MemoryConfig | None = None) -> Compactor:
+@lru_cache(maxsize=8)
+def _peers(setting: str | None) -> PeersConfig:
+    return load_peers(setting)
+
+
+_CARRIED: dict[tuple[int, int, int], int] = {}
+
+
+def carried_tokens(rt: Runtime) -> int:
+    """What every proposal request carries besides the conversation: the Base system prompt
+    (persona and instructions), the tools and the context's token budget (estimated once per
+    process: Base and the tools are the same bytes for every turn)."""
+    key = (id(rt.persona), id(rt.registry), rt.settings.context_token_budget)
+    if key not in _CARRIED:
+        base = estimate_tokens(str(stable_system(rt.persona)["text"]))
+        tools = estimate_tokens(json.dumps(proposal_tools(rt.registry), ensure_ascii=False))
+        _CARRIED[key] = base + tools + rt.settings.context_token_budget
+    return _CARRIED[key]
+
+
+def budget(rt: Runtime, cfg: MemoryConfig, *, local_only: bool = False) -> tuple[int, int]:
+    """(the window usage is measured against, the tokens always carried in it)."""
+    if cfg.compaction.history_token_budget:
+        return cfg.history_budget(0, 0)
+    window = _peers(rt.settings.peers).serving_window(local_only=local_only)
+    return cfg.history_budget(window, carried_tokens(rt))
+
+
+def compactor(
+    rt: Runtime, org_id: str, config: MemoryConfig | None = None, *, local_only: bool = False
+) -> Compactor:
     cfg = config or memory_config(rt)
     ext = rt.hooks.persona_ext  # the organisation's extension, when the persona learning room lends it
     voice = (
@@ -55,12 +97,15 @@ def compactor(rt: Runtime, org_id: str, config: MemoryConfig | None = None) -> C
         if cfg.compaction.use_persona_prompt
         else None
     )
+    window, carried = budget(rt, cfg, local_only=local_only)
     return Compactor(
         config=cfg.compaction,
-        budget=cfg.history_budget(rt.settings.context_token_budget),
+        budget=window,
         llm=rt.llm,
         model=rt.settings.fast_model,
         voice=voice,
+        carried=carried,
+        keeper=Keeper(rt.embedder, rt.vault, rt.settings.retention(org_id)),
     )
 
 
@@ -76,14 +121,16 @@ def compact_conversation(
     Below the threshold it costs two reads; the voice and the session are read only for work."""
     store = scoped(rt.store, org_id)
     cfg = memory_config(rt)
-    check = using or Compactor(cfg.compaction, cfg.history_budget(rt.settings.context_token_budget), None, "")
+    window, carried = budget(rt, cfg, local_only=local_only)
+    check = using or Compactor(cfg.compaction, window, None, "", carried=carried)
     if pending_level(store, org_id, conversation_key, check) == "none":
         return Compaction("none", 0.0, 0.0, False, "below_threshold")
     session = load_session(store, org_id, conversation_key, rt.clock())
     local = local_only or bool(session.get("local_only"))
     with job_context(org_id, "memory", conversation_key=conversation_key, local_only=local):
         try:
-            result = compact(store, org_id, conversation_key, using or compactor(rt, org_id), now=rt.clock())
+            using = using or compactor(rt, org_id, cfg, local_only=local)
+            result = compact(store, org_id, conversation_key, using, now=rt.clock())
         except LLMError as exc:  # a refused or failed summary call: the next turn or sweep tries again
             log_event(
                 "compaction_failed", layer="memory", org_id=org_id, error=f"{type(exc).__name__}: {exc}"
@@ -99,6 +146,7 @@ def compact_conversation(
             usage=round(result.usage, 3),
             after=round(result.after, 3),
             calls=result.calls,
+            facts_written=result.detail.get("facts_written", 0),
         )
     return result
 

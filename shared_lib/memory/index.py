@@ -35,7 +35,7 @@ from shared_lib.ports import Doc, Embedder, Store, Transaction, Vector
 from shared_lib.privacy.sealing import SEALED_FIELD, masked_values, seal_excerpt
 
 MAX_CHUNKS = 200  # a source of more (about 300 000 characters) is refused: one transaction writes it
-SOURCE_KINDS = ("teaching", "knowledge", "value", "memory", "episode")
+SOURCE_KINDS = ("teaching", "knowledge", "value", "memory", "episode", "fact")  # fact: compaction's
 
 
 def source_key(source_kind: str, source_id: str) -> str:

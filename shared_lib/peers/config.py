@@ -10,6 +10,11 @@ for every purpose); ``CHARTER_PEERS`` (a path, or inline JSON starting with ``{`
   (``api_key_setting``; never the key itself), the product's model names → its own
   (``models``), its limits (``max_context_tokens``, ``supports_parallel``) and its per-process
   concurrency (``concurrency`` calls in flight, ``queue_timeout`` seconds to wait for a slot).
+  ``max_context_tokens`` is the model's context window: 200 000 for Claude (Sonnet, Opus and
+  Haiku 4.x on the Anthropic API and on Vertex AI, without the long-context beta), the default;
+  an OpenAI-compatible local model says its own (the adapter's default 32 768, the local stack's
+  fakes 32 768). Compaction measures a conversation against the window of the peer that serves
+  its turns (``serving_window``).
 * ``routing`` — ``{purpose: [peer names in order]}`` for purposes of ``ports.PURPOSES``; a
   purpose not listed uses every peer in order.
 
@@ -126,6 +131,14 @@ class PeersConfig(BaseModel):
         if purpose in self.routing:
             return [self.peer(n) for n in self.routing[purpose]]
         return list(self.peers)
+
+    def serving_window(self, *, local_only: bool = False) -> int:
+        """The context window of the peer a conversation's turns are served by: the first peer the
+        proposal is routed to (a fallback serves only while it is down), or for a ``/local``
+        conversation the first local one (no local peer: the first peer's, which then refuses)."""
+        routed = self.route("proposal")
+        local = [p for p in routed if p.local]
+        return (local[0] if local_only and local else routed[0]).max_context_tokens
 
     def purposes_of(self, name: str) -> list[str]:
         """The purposes ``name`` serves, in ``ports.PURPOSES`` order."""

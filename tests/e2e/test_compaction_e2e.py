@@ -1,19 +1,28 @@
-"""Compaction on the whole local stack (seed 001 §19): the background memory target summarises a
-conversation past 70 % after its turn, and the reply never waits for it — the fake LLM holds every
-summary call (a delay fault on calls whose system text asks for a summary) while the reply
-arrives; the summary appears on the conversation afterwards."""
+"""Compaction on the whole local stack (seed 001 §19), measured against the serving model's window
+(the stack's fakes: 32 768 tokens, with what every request carries counted in): the background
+memory target summarises a conversation past 70 % after its turn, and the reply never waits for
+it — the fake LLM holds every summary call (a delay fault on calls whose system text asks for a
+summary) while the reply arrives; the summary appears on the conversation afterwards. Past 95 %
+the conversation is cut without an LLM, and every decision of the cut part is found by the
+operator's `charter memory search` (§19.7)."""
 
 from __future__ import annotations
 
 import json
+import math
 import urllib.request
 import uuid
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from infra.local_stack import FAKE_CONTEXT_WINDOW
 from shared_lib.context.history import append_message, conversation_path
+from shared_lib.layers.memory import carried_tokens
+from shared_lib.persona.catalogue import load_persona
+from shared_lib.wiring.features import tool_registry
 
 ORG = "demo"
 USER = "u-suzuki"
@@ -35,24 +44,34 @@ def scenario(stack, body: dict[str, Any]) -> None:
         assert resp.status == 200
 
 
+def carried() -> int:
+    """What every request of the stack carries besides the history (its persona, its tools, the
+    context's default budget), as the memory target counts it."""
+    rt = SimpleNamespace(
+        persona=load_persona(), registry=tool_registry(), settings=SimpleNamespace(context_token_budget=2000)
+    )
+    return carried_tokens(rt)
+
+
 def replies(stack, room: str) -> list[dict[str, Any]]:
     return [s for s in stack.fake_channel_sent() if s.get("channel") == "http" and room in str(s.get("body"))]
 
 
 @pytest.mark.e2e
 def test_a_slow_summary_never_holds_the_reply_and_the_summary_appears_after(local_stack):
-    # GIVEN a conversation already at 70 % of its history budget (14 messages of 50 tokens)
+    # GIVEN a conversation already at 75 % of the serving model's window (messages of 500 tokens)
     room = f"room-{uuid.uuid4().hex[:8]}"
     key = f"{ORG}/{room}/{USER}"
     start = datetime.now(UTC) - timedelta(hours=1)
-    for i in range(14):
+    count = math.ceil((0.75 * FAKE_CONTEXT_WINDOW - carried()) / 500)
+    for i in range(count):
         append_message(
             local_stack.store,
             ORG,
             key,
             f"seed{i:03d}-0-in",
             role="user" if i % 2 == 0 else "assistant",
-            text=("見積書の件" if i % 2 == 0 else "承知したウル") * 10,
+            text=("見積書の件" if i % 2 == 0 else "承知したウル") * 100,
             at=start + timedelta(seconds=i),
             user_id=USER,
             room_id=room,
@@ -79,3 +98,57 @@ def test_a_slow_summary_never_holds_the_reply_and_the_summary_appears_after(loca
         assert summaries and len(replies(local_stack, room)) == 1
     finally:
         scenario(local_stack, CLEAR)
+
+
+# a week of a team's chat: decisions among the everyday lines (the marker finds each decision)
+DECISIONS = [
+    ("じゃあ来週から経費はクラウド精算で決定で", "クラウド精算"),
+    ("締切は12/5（金）厳守でお願いします🙏", "締切は12/5"),
+    ("議事録のフォーマットはNotionに統一することになりました", "議事録のフォーマット"),
+    ("来月から在宅は週２で決まりや", "在宅は週２"),
+    ("新しいロゴはB案でいきます！", "ロゴはB案"),
+]
+EVERYDAY = "昨日のランチのカレー屋さん、めっちゃ美味しかったです😋 また行きたいですね〜 " * 8
+
+
+def memory_search(stack, query: str) -> list[dict[str, Any]]:
+    out = stack.charter("memory", "search", "--org", ORG, "--as", USER, "--kind", "fact", query, "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    return list(json.loads(out.stdout)["hits"])
+
+
+@pytest.mark.e2e
+def test_past_95_percent_every_decision_of_the_cut_part_is_found_by_charter_memory_search(local_stack):
+    # GIVEN a week of a team's chat longer than the serving model's whole window, its decisions early
+    room = f"room-{uuid.uuid4().hex[:8]}"
+    key = f"{ORG}/{room}/{USER}"
+    start = datetime.now(UTC) - timedelta(days=5)
+    lines = [text for text, _ in DECISIONS]
+    lines += [EVERYDAY] * math.ceil(FAKE_CONTEXT_WINDOW / len(EVERYDAY))
+    for i, text in enumerate(lines):
+        append_message(
+            local_stack.store,
+            ORG,
+            key,
+            f"week{i:04d}-0-in",
+            role="user",
+            text=text,
+            at=start + timedelta(minutes=30 * i),
+            user_id=USER,
+            room_id=room,
+        )
+    # WHEN the person writes again
+    resp = local_stack.send("http", "今日もよろしくお願いします〜", org=ORG, room=room, user=USER)
+    assert resp.status == 200, resp.body
+    # THEN the memory target cuts the conversation without an LLM
+    doc = local_stack.wait_for(
+        lambda: (d := local_stack.store.get(conversation_path(ORG, key)) or {}).get("compaction") and d,
+        what="the conversation's compaction",
+    )
+    assert doc["compaction"]["level"] == "emergency" and doc["cuts"][-1]["count"] >= len(lines) - 10
+    # AND every decision of the cut part is found by the operator's `charter memory search`
+    for text, marker in DECISIONS:
+        hits = memory_search(local_stack, marker)
+        assert any(marker in h["text"] and h["kind"] == "fact" for h in hits), (text, hits)
+    # AND the everyday lines were not kept
+    assert not [h for h in memory_search(local_stack, "カレー屋さん") if "カレー" in h["text"]]

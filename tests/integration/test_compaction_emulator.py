@@ -27,6 +27,13 @@ KEY = f"{ORG}/{ROOM}/{USER}"
 ENV = {"CHARTER_ENV": "test", "CHARTER_CHANNELS": "recording"}
 
 
+def env(tmp_path) -> dict[str, str]:
+    """The house with the operators' override: a history budget of 1000 tokens, not the window."""
+    path = tmp_path / "memory.json"
+    path.write_text('{"compaction": {"history_token_budget": 1000}}', encoding="utf-8")
+    return {**ENV, "CHARTER_MEMORY_CONFIG": str(path)}
+
+
 def grow(store, n: int, *, start: int = 0, chars: int = 50, at: datetime | None = None) -> None:
     """``n`` messages of ``chars`` tokens each (Japanese: one token a character)."""
     at = at or datetime.now(UTC) - timedelta(hours=1)
@@ -44,12 +51,12 @@ def grow(store, n: int, *, start: int = 0, chars: int = 50, at: datetime | None 
         )
 
 
-def test_past_70_85_and_95_percent_the_memory_job_runs_each_level(firestore_store):
+def test_past_70_85_and_95_percent_the_memory_job_runs_each_level(firestore_store, tmp_path):
     # GIVEN the house on Firestore with the scripted model, in process; the history budget is
-    # the default 1000 tokens (half the context's 2000)
+    # fixed at 1000 tokens by the operators' override
     clock = [datetime.now(UTC)]
     llm = InProcessScriptedLLM()
-    rt = build_runtime(ENV, store=firestore_store, llm=llm, clock=lambda: clock[0])
+    rt = build_runtime(env(tmp_path), store=firestore_store, llm=llm, clock=lambda: clock[0])
     wire_inprocess(rt)
     admin = create_app(rt, gate=Gate(store=rt.store, local=True)).test_client()
 
@@ -129,11 +136,11 @@ class SlowSummaries(InProcessScriptedLLM):
         return super().complete(request)
 
 
-def test_the_reply_is_sent_while_the_background_summary_still_runs(firestore_store):
+def test_the_reply_is_sent_while_the_background_summary_still_runs(firestore_store, tmp_path):
     # GIVEN a conversation at 70 % and summaries that hold until released
     grow(firestore_store, 14, chars=50)
     llm = SlowSummaries()
-    rt = build_runtime(ENV, store=firestore_store, llm=llm)
+    rt = build_runtime(env(tmp_path), store=firestore_store, llm=llm)
     wire_inprocess(rt)
     message = InboundMessage(
         channel="http",

@@ -228,7 +228,10 @@ def test_the_context_shows_each_level_as_a_line_of_the_summary():
 
 def test_the_memory_config_rejects_each_mistake_with_one_config_error(tmp_path):
     assert load_memory_config().compaction.min_raw_messages == 10
-    assert MemoryConfig().history_budget(2000) == 1000
+    # the serving model's window with what every request carries, unless an operator fixes a budget
+    assert MemoryConfig().history_budget(200_000, 14_000) == (200_000, 14_000)
+    fixed = MemoryConfig(compaction=CompactionConfig(history_token_budget=1000))
+    assert fixed.history_budget(200_000, 14_000) == (1000, 0)
     cases = (
         ('{"compaction": {"light_threshold": 0.9}}', "thresholds must rise"),
         ('{"compaction": {"min_raw": 3}}', "compaction.min_raw"),

@@ -11,6 +11,7 @@ from test_ops_admin import client
 
 from shared_lib.context.history import append_message, conversation_path, recent_messages
 from shared_lib.context.memory_config import load_memory_config
+from shared_lib.layers.memory import budget
 from shared_lib.ports import LLMRequest, LLMResponse
 from shared_lib.wiring.composition import runner, wire_inprocess
 
@@ -28,8 +29,15 @@ class SummaryLLM:
         )
 
 
+def fixed_history_budget(tmp_path) -> dict[str, str]:
+    """The operators' override: a history budget of 1000 tokens instead of the model's window."""
+    path = tmp_path / "memory.json"
+    path.write_text('{"compaction": {"history_token_budget": 1000}}', encoding="utf-8")
+    return {"CHARTER_MEMORY_CONFIG": str(path)}
+
+
 def grown(rt, org: str, key: str, n: int = 14, chars: int = 60) -> None:
-    """A conversation of ``n`` messages of ``chars`` tokens: 14 x 60 = 84 % of the default budget."""
+    """A conversation of ``n`` messages of ``chars`` tokens: 14 x 60 = 84 % of a 1000-token budget."""
     for i in range(n):
         append_message(
             rt.store,
@@ -44,14 +52,14 @@ def grown(rt, org: str, key: str, n: int = 14, chars: int = 60) -> None:
         )
 
 
-def test_the_compact_task_publishes_one_job_per_active_organisation_and_each_runs_once():
+def test_the_compact_task_publishes_one_job_per_active_organisation_and_each_runs_once(tmp_path):
     # GIVEN two organisations with a conversation over the light threshold, wired in process
     llm = SummaryLLM()
-    rt = make_runtime(llm=llm, clock=lambda: NOW)
+    rt = make_runtime(llm=llm, clock=lambda: NOW, env=fixed_history_budget(tmp_path))
     wire_inprocess(rt)
     grown(rt, "acme", "acme/r1/u1")
     grown(rt, "globex", "globex/r1/u1")
-    assert load_memory_config().history_budget(rt.settings.context_token_budget) == 1000
+    assert budget(rt, load_memory_config(rt.settings.memory_file)) == (1000, 0)
     # WHEN the scheduler posts the compact task
     response = client(rt).post("/tasks/memory/compact")
     # THEN one job per organisation went to memory.jobs and compacted each conversation
@@ -74,13 +82,13 @@ def test_an_unknown_memory_job_is_not_found_and_publishes_nothing():
     assert [t for t, *_ in rt.bus.published if t == "memory"] == []
 
 
-def test_a_local_only_conversation_is_never_summarised_by_a_cloud_peer():
+def test_a_local_only_conversation_is_never_summarised_by_a_cloud_peer(tmp_path):
     # GIVEN a conversation over the threshold whose session is set to /local, and a cloud LLM
     from shared_lib.collections import session_path
     from shared_lib.layers.memory import compact_conversation
 
     llm = SummaryLLM()
-    rt = make_runtime(llm=llm, clock=lambda: NOW)
+    rt = make_runtime(llm=llm, clock=lambda: NOW, env=fixed_history_budget(tmp_path))
     grown(rt, "acme", "acme/r1/u1")
     rt.store.set(
         session_path("acme", "acme/r1/u1"), {"local_only": True, "expires_at": NOW + timedelta(hours=1)}
