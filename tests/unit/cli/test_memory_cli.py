@@ -101,7 +101,7 @@ def test_reindex_indexes_documents_written_before_the_index(
     # WHEN reindexed THEN each is searchable, the memory only by its owner, the level kept
     assert main(["memory", "reindex", "--org", "acme"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "teaching 1, knowledge 1, value 0, memory 1 indexed",
+        "teaching 1, knowledge 1, value 0, memory 1, episode 0 indexed",
         "0 chunks re-embedded with test-ngram, 3 already of it",
     ]
     assert (
@@ -136,7 +136,7 @@ def test_reindex_after_a_model_change_re_embeds_with_a_bar_and_is_idempotent(
     # and the progress is drawn on stderr (stdout stays the result)
     out, err = capsys.readouterr()
     assert out.splitlines() == [
-        "teaching 0, knowledge 0, value 0, memory 0 indexed",
+        "teaching 0, knowledge 0, value 0, memory 0, episode 0 indexed",
         "2 chunks re-embedded with new, 0 already of it",
     ]
     assert "re-embedding (new) [" in err and "] 2/2" in err
@@ -146,4 +146,4 @@ def test_reindex_after_a_model_change_re_embeds_with_a_bar_and_is_idempotent(
     assert main(["memory", "reindex", "--org", "acme"]) == 0
     assert capsys.readouterr().out.splitlines()[1] == "0 chunks re-embedded with new, 2 already of it"
     assert main(["memory", "reindex", "--org", "acme", "--all"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == "teaching 0, knowledge 2, value 0, memory 0 indexed"
+    assert capsys.readouterr().out.splitlines()[0] == "teaching 0, knowledge 2, value 0, memory 0, episode 0 indexed"
