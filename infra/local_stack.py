@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.emulators import child_pids, free_port, kill_group, pid_alive, stop_pid, wait_port
+from infra.emulators import child_pids, free_port, kill_group, pid_alive, stop_pid, stop_pids, wait_port
 from shared_lib.errors import CharterError
 from shared_lib.settings import Settings
 
@@ -49,6 +49,7 @@ REPO = Path(__file__).resolve().parent.parent
 # settings' CHARTER_HOME (``.charter`` of the folder it runs in) unless CHARTER_LOCAL_DIR says.
 STATE_DIR = Path(os.environ.get("CHARTER_LOCAL_DIR") or Settings.from_env().home / "local").resolve()
 PROJECT = "charter-local"
+EMULATORS = ("pubsub", "firestore")
 EMULATOR_NOTES = [
     "The Pub/Sub emulator cannot dead-letter subscriptions with message ordering (every chain subscription; "
     "a policy there wedges it), so they get none: the functions count failed deliveries and dead-letter a "
@@ -671,13 +672,14 @@ def _restart_pubsub(
 
 
 def down(root: Path | None = None) -> list[str]:
-    """Stop every recorded process by pid (functions first, emulators last)."""
+    """Stop every recorded process by pid (functions first, emulators last), side by side."""
     paths = _paths(root)
     state = load_state(root)
-    stopped = []
-    for name, comp in reversed(list(state.get("components", {}).items())):
-        stop_pid(int(comp["pid"]))
-        stopped.append(name)
+    own = {n: int(c["pid"]) for n, c in reversed(list(state.get("components", {}).items()))}
+    # the functions and fakes together, then the emulators they talk to
+    stop_pids([pid for name, pid in own.items() if name not in EMULATORS])
+    stop_pids([pid for name, pid in own.items() if name in EMULATORS])
+    stopped = list(own)
     for path in (paths.state, paths.settings, paths.function_env):
         path.unlink(missing_ok=True)
     return stopped

@@ -1,5 +1,6 @@
 """The process helpers of the local stack (``infra.emulators``): a function's workers are the
-children of the recorded arbiter, and a crash is a SIGKILL of its whole process group."""
+children of the recorded arbiter, a crash is a SIGKILL of its whole process group and a stack's
+processes are stopped side by side."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from infra.emulators import child_pids, kill_group, pid_alive, process_alive
+from infra.emulators import child_pids, kill_group, pid_alive, process_alive, stop_pids
 
 # A parent that starts a child and waits: the shape of gunicorn's arbiter and its worker.
 PARENT = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
@@ -41,3 +42,24 @@ def test_a_process_without_children_has_no_workers():
     finally:
         kill_group(lone.pid)
     assert not process_alive(lone.pid)
+
+
+# A process that ignores SIGTERM: only the SIGKILL after the grace ends it.
+STUBBORN = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+
+
+def test_process_groups_stopped_together_are_all_gone_even_one_that_ignores_sigterm():
+    # GIVEN three process groups, one of them (a parent with its child) and one that ignores SIGTERM
+    groups = [
+        subprocess.Popen([sys.executable, "-c", PARENT], start_new_session=True),
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True),
+        subprocess.Popen([sys.executable, "-c", STUBBORN], start_new_session=True),
+    ]
+    try:
+        # WHEN they are stopped together, with a short grace
+        stop_pids([p.pid for p in groups], grace=0.5)
+        # THEN no process of any group is left
+        assert not any(pid_alive(p.pid) or process_alive(p.pid) for p in groups)
+    finally:
+        for p in groups:
+            kill_group(p.pid)
