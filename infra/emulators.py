@@ -19,7 +19,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -71,21 +71,37 @@ def wait_port(port: int, timeout: float = 90.0) -> bool:
 
 def stop_pid(pid: int, grace: float = 5.0) -> None:
     """SIGTERM the process group led by ``pid``, then SIGKILL what is left."""
+    stop_pids([pid], grace)
+
+
+def stop_pids(pids: Iterable[int], grace: float = 5.0) -> None:
+    """SIGTERM the process groups led by ``pids`` all at once, give them ``grace`` seconds together,
+    then SIGKILL what is left: a stack's processes shut down side by side, not one after another."""
+    left = list(dict.fromkeys(pids))
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            os.kill(pid, sig)
-        end = time.monotonic() + wait
-        while time.monotonic() < end:
-            _reap(pid)
+        for pid in list(left):
             try:
-                os.killpg(pid, 0)
+                os.killpg(pid, sig)
             except ProcessLookupError:
-                return
-            time.sleep(0.1)
+                left.remove(pid)
+            except PermissionError:
+                os.kill(pid, sig)
+        end = time.monotonic() + wait
+        while left and time.monotonic() < end:
+            left = [pid for pid in left if _group_alive(pid)]
+            if left:
+                time.sleep(0.1)
+        if not left:
+            return
+
+
+def _group_alive(pid: int) -> bool:
+    _reap(pid)
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def pid_alive(pid: int) -> bool:
@@ -212,8 +228,7 @@ class Emulators:
         return emu
 
     def stop(self) -> None:
-        for pid in self.pids.values():
-            stop_pid(pid)
+        stop_pids(self.pids.values())
         self.pids.clear()
 
     def reset_firestore(self, project: str) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from infra import local_stack
-from infra.emulators import stop_pid
+from infra.emulators import stop_pids
 
 PREFIX = "candidate:"
 REVISION = "candidate"
@@ -109,10 +109,8 @@ def stop(*, root: Path | None = None) -> list[str]:
                 client.delete_subscription(
                     subscription=client.subscription_path(state["project"], name), timeout=10
                 )
-    stopped = []
-    for name in [n for n in state.get("components", {}) if n.startswith(PREFIX)]:
-        stop_pid(int(state["components"].pop(name)["pid"]))
-        stopped.append(name)
+    stopped = [n for n in state.get("components", {}) if n.startswith(PREFIX)]
+    stop_pids([int(state["components"].pop(name)["pid"]) for name in stopped])  # side by side
     state.pop("candidate_ingress_url", None)
     local_stack._save(paths, state)
     return stopped

@@ -40,7 +40,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.emulators import child_pids, free_port, kill_group, pid_alive, stop_pid, wait_port
+from infra.emulators import (
+    Emulators,
+    child_pids,
+    free_port,
+    kill_group,
+    pid_alive,
+    stop_pid,
+    stop_pids,
+    wait_port,
+)
 from shared_lib.errors import CharterError
 from shared_lib.settings import Settings
 
@@ -49,6 +58,7 @@ REPO = Path(__file__).resolve().parent.parent
 # settings' CHARTER_HOME (``.charter`` of the folder it runs in) unless CHARTER_LOCAL_DIR says.
 STATE_DIR = Path(os.environ.get("CHARTER_LOCAL_DIR") or Settings.from_env().home / "local").resolve()
 PROJECT = "charter-local"
+EMULATORS = ("pubsub", "firestore")
 EMULATOR_NOTES = [
     "The Pub/Sub emulator cannot dead-letter subscriptions with message ordering (every chain subscription; "
     "a policy there wedges it), so they get none: the functions count failed deliveries and dead-letter a "
@@ -259,6 +269,8 @@ def up(
     chatwork_tasks: bool = False,
     extra_env: dict[str, str] | None = None,
     progress: Progress = _silent,
+    emulators: Emulators | None = None,
+    project: str = PROJECT,
 ) -> dict[str, Any]:
     """Start everything; returns the state. Raises (after stopping what started) on failure:
     ``StackError`` names the component and its log.
@@ -267,6 +279,10 @@ def up(
     ``chatwork_tasks`` also starts the fake ChatWork task API and keeps tasks there
     (``CHARTER_TASK_BACKEND=chatwork``); ``extra_env`` goes to every function. ``progress``
     receives one line per step and per component up, with the seconds since the start.
+
+    ``emulators`` (a test session's) are used instead of starting a Pub/Sub and a Firestore
+    emulator: recorded as ``shared``, they are neither restarted nor stopped by this stack, whose
+    topics, subscriptions and documents live in ``project`` (a project of its own per stack).
     """
     paths = _paths(root)
     if load_state(root).get("components"):
@@ -274,7 +290,7 @@ def up(
             f"a local stack is already recorded in {paths.state}: run `charter local down` first"
         )
     state: dict[str, Any] = {
-        "project": PROJECT,
+        "project": project,
         "components": {},
         "fault_injection": fault_injection,
         "flags_ttl": flags_ttl,
@@ -282,6 +298,9 @@ def up(
         "chatwork_tasks": chatwork_tasks,
         "extra_env": dict(extra_env or {}),
     }
+    if emulators is not None:
+        for name, port in (("pubsub", emulators.pubsub_port), ("firestore", emulators.firestore_port)):
+            state["components"][name] = _shared(emulators, name, port)
     _save(paths, state)
     started = time.monotonic()
 
@@ -306,33 +325,8 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float, say: Pr
     ps, fs, llm, fc, fallback, oai = (free_port() for _ in range(6))
     say(f"starting the emulators and fakes (logs in {paths.logs})")
     base_env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
-    _spawn(
-        paths,
-        state,
-        "pubsub",
-        [
-            "gcloud",
-            "beta",
-            "emulators",
-            "pubsub",
-            "start",
-            f"--host-port=127.0.0.1:{ps}",
-            f"--project={state['project']}",
-            "--quiet",
-        ],
-        base_env,
-        ps,
-        f"127.0.0.1:{ps}",
-    )
-    _spawn(
-        paths,
-        state,
-        "firestore",
-        ["gcloud", "emulators", "firestore", "start", f"--host-port=127.0.0.1:{fs}", "--quiet"],
-        base_env,
-        fs,
-        f"127.0.0.1:{fs}",
-    )
+    if "pubsub" not in state["components"]:  # not a test session's shared emulators (``up``)
+        _start_emulators(paths, state, base_env, ps, fs)
     _spawn(
         paths,
         state,
@@ -439,6 +433,27 @@ def _start_all(paths: StackPaths, state: dict[str, Any], timeout: float, say: Pr
             **{k: env[k] for k in OPERATOR_LLM_ENV if k in env},
         },
     )
+
+
+def _start_emulators(paths: StackPaths, state: dict[str, Any], env: dict[str, str], ps: int, fs: int) -> None:
+    """The stack's own Pub/Sub and Firestore emulators (gcloud SDK), each in its process group."""
+    pubsub = ["gcloud", "beta", "emulators", "pubsub", "start", f"--host-port=127.0.0.1:{ps}"]
+    _spawn(
+        paths,
+        state,
+        "pubsub",
+        [*pubsub, f"--project={state['project']}", "--quiet"],
+        env,
+        ps,
+        f"127.0.0.1:{ps}",
+    )
+    firestore = ["gcloud", "emulators", "firestore", "start", f"--host-port=127.0.0.1:{fs}", "--quiet"]
+    _spawn(paths, state, "firestore", firestore, env, fs, f"127.0.0.1:{fs}")
+
+
+def _shared(emulators: Emulators, name: str, port: int) -> dict[str, Any]:
+    """A component of a test session's emulators: no command to restart it, and ``down`` leaves it."""
+    return {"pid": emulators.pids[name], "port": port, "url": f"127.0.0.1:{port}", "shared": True}
 
 
 def spawn_function(
@@ -631,6 +646,10 @@ def restart(
     comp = state.get("components", {}).get(name)
     if comp is None:
         raise KeyError(f"no component {name!r} in {paths.state}")
+    if comp.get("shared"):
+        raise ValueError(
+            f"{name} is shared with other stacks of the test session: it is not this stack's to restart"
+        )
     if name == "firestore":
         raise ValueError("firestore keeps the stack's documents: restart the stack instead")
     if "cmd" not in comp:
@@ -688,13 +707,19 @@ def _restart_pubsub(
 
 
 def down(root: Path | None = None) -> list[str]:
-    """Stop every recorded process by pid (functions first, emulators last)."""
+    """Stop every recorded process by pid (functions first, emulators last); emulators shared with
+    other stacks (``up(emulators=...)``) are left to whoever started them."""
     paths = _paths(root)
     state = load_state(root)
-    stopped = []
-    for name, comp in reversed(list(state.get("components", {}).items())):
-        stop_pid(int(comp["pid"]))
-        stopped.append(name)
+    own = {
+        n: int(c["pid"])
+        for n, c in reversed(list(state.get("components", {}).items()))
+        if not c.get("shared")
+    }
+    # the functions and fakes together, then the emulators they talk to
+    stop_pids([pid for name, pid in own.items() if name not in EMULATORS])
+    stop_pids([pid for name, pid in own.items() if name in EMULATORS])
+    stopped = list(own)
     for path in (paths.state, paths.settings, paths.function_env):
         path.unlink(missing_ok=True)
     return stopped

@@ -6,17 +6,24 @@
   when a test asks for it) and stops them by process id.
 * ``firestore_store`` gives each test its own Firestore project on the emulator, so tests
   never see each other's documents.
-* ``demo_store`` is the demo's records in a SQLite file, per module (the command-line tests of
+* ``demo_run_once`` is the embedded demo, run once per session for the tests that only read it;
+  ``demo_store`` is a copy of its records in a SQLite file, per module (the command-line tests of
   ``unit/cli`` read it in process, ``functional`` through a real pipe).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
+import shutil
 import socket
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -118,11 +125,33 @@ def memory_store():  # type: ignore[no-untyped-def]
     return MemoryStore()
 
 
-@pytest.fixture(scope="module")
-def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo's records, kept in a SQLite store (the demo runs through every layer)."""
+@dataclass(frozen=True)
+class DemoRun:
+    """One run of ``charter demo --keep DIR --json`` (exit 0: every turn answered, no reply leaks):
+    what it printed and the folder that keeps its SQLite store."""
+
+    printed: dict[str, Any]
+    keep: Path
+
+
+@pytest.fixture(scope="session")
+def demo_run_once(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """The embedded demo through every layer with the scripted model, run once for the session:
+    the tests that use it only read it (a module whose commands write gets a copy: ``demo_store``)."""
     from infra import cli
 
+    keep = tmp_path_factory.mktemp("demo-once") / "demo"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert cli.main(["demo", "--keep", str(keep), "--json"]) == 0
+    return DemoRun(printed=json.loads(printed.getvalue()), keep=keep)
+
+
+@pytest.fixture(scope="module")
+def demo_store(demo_run_once: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's records, kept in a SQLite store (the demo runs through every layer): a copy of
+    the session's demo store for each module, so what a module's commands write stays in it."""
     keep = tmp_path_factory.mktemp("demo")
-    assert cli.main(["demo", "--keep", str(keep), "--json"]) == 0
+    for part in demo_run_once.keep.glob("demo.sqlite*"):
+        shutil.copy2(part, keep / part.name)
     return keep / "demo.sqlite"

@@ -6,6 +6,7 @@ load (``tests/e2e/waits.py``), and so does each e2e test's pytest timeout."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 from infra import local_stack as stack_mod
-from infra.emulators import stop_on_sigterm
+from infra.emulators import Emulators, stop_on_sigterm
 from infra.webhook_sender import WebhookResponse, send
 from shared_lib.delivery.idempotency import claim_path
 from tests.e2e import waits
@@ -177,23 +178,36 @@ def _no_placeholder_reached_a_user(stack: LocalStack) -> None:
     assert sent and not leaked, f"mask placeholders reached users: {leaked[:10]}"
 
 
-@pytest.fixture(scope="session")
-def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+@contextlib.contextmanager
+def started_stack(
+    tmp_path_factory: pytest.TempPathFactory, emulators: Emulators, name: str, **options: Any
+) -> Iterator[LocalStack]:
+    """A local stack (functions and fakes) on the session's emulators, in a project of its own
+    (``charter-<name>``), so its topics, subscriptions and documents are its own; its processes
+    are stopped by pid when it ends, also on a failure or an interrupt (the emulators live on)."""
     # as `charter local up` run in a checkout leaves it: <workdir>/.charter/local
-    root: Path = tmp_path_factory.mktemp("charter-workdir") / ".charter" / "local"
+    root: Path = tmp_path_factory.mktemp(f"charter-{name}") / ".charter" / "local"
     stop_on_sigterm(lambda: stack_mod.down(root=root))
-    state = stack_mod.up(root=root, fault_injection=True, flags_ttl=1.0)
-    state["root"] = str(root)
     try:
+        state = stack_mod.up(root=root, emulators=emulators, project=f"charter-{name}", **options)
+        state["root"] = str(root)
         from shared_lib.adapters.firestore_store import FirestoreStore
 
         os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['firestore']['port']}"
         os.environ["PUBSUB_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['pubsub']['port']}"
-        stack = LocalStack(state=state, store=FirestoreStore(project=state["project"]))
-        yield stack
-        _no_placeholder_reached_a_user(stack)
+        yield LocalStack(state=state, store=FirestoreStore(project=state["project"]))
     finally:
         stack_mod.down(root=root)
+
+
+@pytest.fixture(scope="session")
+def local_stack(tmp_path_factory: pytest.TempPathFactory, emulators: Emulators) -> Iterator[LocalStack]:
+    """The stack every e2e module shares (fault injection on, a one-second flags cache): tests keep
+    apart by their own organisations and rooms; a module that needs other settings starts its own
+    stack on the same emulators (``started_stack``)."""
+    with started_stack(tmp_path_factory, emulators, "local", fault_injection=True, flags_ttl=1.0) as stack:
+        yield stack
+        _no_placeholder_reached_a_user(stack)
 
 
 @pytest.fixture(autouse=True)

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from infra import local_stack as stack_mod
-from infra.emulators import stop_on_sigterm
+from infra.emulators import Emulators
 from shared_lib.features.debounce import state as debounce
-from tests.e2e.conftest import LocalStack
+from tests.e2e.conftest import LocalStack, started_stack
 
 ORG, USER = "demo", "u-suzuki"
 WINDOW_MS = 2000.0
@@ -32,19 +29,12 @@ WAITED = re.compile(r"debounce=(\w+):(\d+) waited_ms=([\d.]+)")
 
 
 @pytest.fixture(scope="module")
-def debounced_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    root: Path = tmp_path_factory.mktemp("charter-debounce") / ".charter" / "local"
-    stop_on_sigterm(lambda: stack_mod.down(root=root))
-    state = stack_mod.up(root=root, extra_env={"CHARTER_DEBOUNCE": json.dumps({"http": WINDOW_MS / 1000})})
-    state["root"] = str(root)
-    try:
-        from shared_lib.adapters.firestore_store import FirestoreStore
-
-        os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['firestore']['port']}"
-        os.environ["PUBSUB_EMULATOR_HOST"] = f"127.0.0.1:{state['components']['pubsub']['port']}"
-        yield LocalStack(state=state, store=FirestoreStore(project=state["project"]))
-    finally:
-        stack_mod.down(root=root)
+def debounced_stack(tmp_path_factory: pytest.TempPathFactory, emulators: Emulators) -> Iterator[LocalStack]:
+    """A stack of its own (the debounce window is a setting of every function), on the session's
+    emulators in a project of its own."""
+    debounce_env = {"CHARTER_DEBOUNCE": json.dumps({"http": WINDOW_MS / 1000})}
+    with started_stack(tmp_path_factory, emulators, "debounce", extra_env=debounce_env) as stack:
+        yield stack
 
 
 def post(stack: LocalStack, text: str, room: str) -> str:

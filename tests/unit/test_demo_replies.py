@@ -5,9 +5,6 @@ ISO date (issue 18's leak test, over the demo)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +12,7 @@ import pytest
 from infra import demo_cli
 from shared_lib.adapters.sqlite_store import SQLiteStore
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, MULTI_STEP_TEXT, ROUTED_TEXT
+from tests.conftest import DemoRun
 
 
 def test_leaks_names_each_thing_a_user_must_not_read():
@@ -25,20 +23,17 @@ def test_leaks_names_each_thing_a_user_must_not_read():
     assert demo_cli.leaks("期限は2026-11-25ウル") == ["2026-11-25"]
 
 
-@pytest.fixture(scope="module")
-def demo_keep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the demo run of this module keeps its store."""
-    return tmp_path_factory.mktemp("demo-replies") / "demo"
+@pytest.fixture
+def demo_keep(demo_run_once: DemoRun) -> Path:
+    """Where the session's demo run keeps its store (the tests here only read it)."""
+    return demo_run_once.keep
 
 
-@pytest.fixture(scope="module")
-def demo_run(demo_keep: Path) -> tuple[list[dict], dict]:
-    """The embedded demo with the built-in scripted model, run once for the module (the tests
-    only read it): its turns and what ``--json`` printed."""
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        turns = demo_cli._embedded(argparse.Namespace(keep=str(demo_keep), json=True, stack=False))
-    return turns, json.loads(printed.getvalue())
+@pytest.fixture
+def demo_run(demo_run_once: DemoRun) -> tuple[list[dict], dict]:
+    """The embedded demo with the built-in scripted model (``charter demo --json``), run once for
+    the session (the tests only read it): its turns as printed, and the whole of what it printed."""
+    return demo_run_once.printed["turns"], demo_run_once.printed
 
 
 def test_every_demo_reply_is_there_and_leaks_nothing(demo_run):
