@@ -146,4 +146,7 @@ def test_reindex_after_a_model_change_re_embeds_with_a_bar_and_is_idempotent(
     assert main(["memory", "reindex", "--org", "acme"]) == 0
     assert capsys.readouterr().out.splitlines()[1] == "0 chunks re-embedded with new, 2 already of it"
     assert main(["memory", "reindex", "--org", "acme", "--all"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == "teaching 0, knowledge 2, value 0, memory 0, episode 0 indexed"
+    assert (
+        capsys.readouterr().out.splitlines()[0]
+        == "teaching 0, knowledge 2, value 0, memory 0, episode 0 indexed"
+    )
