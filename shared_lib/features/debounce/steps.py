@@ -19,6 +19,7 @@ from shared_lib.features.debounce import state_pace
 from shared_lib.observability.logs import log_event
 from shared_lib.turn.decisions import Outcome
 from shared_lib.turn.envelope import Turn
+from shared_lib.turn.stages import answer
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -59,3 +60,6 @@ def gather(turn: Turn, rt: Runtime) -> Outcome | None:
     if len(settled.texts) > 1:
         turn.inbound = turn.inbound.model_copy(update={"text": debounce.SEPARATOR.join(settled.texts)})
     return None
+
+
+STEPS = (answer("debounce.gather", gather, on_job="never", effects=True),)

@@ -14,7 +14,8 @@ from shared_lib.turn.decisions import Outcome
 from shared_lib.turn.envelope import JobSection, Turn
 from shared_lib.turn.inbound import InboundMessage
 from shared_lib.turn.stages import Stage, after, amend, answer
-from shared_lib.wiring.stages import STAGES, render
+from shared_lib.wiring.features import FEATURES
+from shared_lib.wiring.stages import DECLARED, STAGES, placement_errors, render
 
 REPO = Path(__file__).resolve().parents[3]
 STAGE_LAYERS = ("context", "brain", "guardian", "authorizer", "executor", "responder", "memory")
@@ -161,7 +162,7 @@ WRITES = {
     },
     "memory": {"memory_stories.episode", "finetune.stage"},
 }
-DRY_RUN = {"responder": {"shadow.one_step", "approvals.ask_dry", "shadow.dry_run"}}
+DRY_RUN = {"responder": {"shadow.one_step", "approvals.ask_dry", "persona.dry_run", "shadow.dry_run"}}
 
 
 @pytest.mark.parametrize("name", STAGE_LAYERS)
@@ -208,7 +209,6 @@ HOME = {
     "shared_lib/turn/envelope.py",
     "shared_lib/layers/shadow.py",
     "shared_lib/rollout/comparison.py",
-    "shared_lib/wiring/stages.py",
 }
 
 
@@ -274,3 +274,23 @@ def test_only_the_runner_and_the_table_ask_whether_a_turn_is_a_shadow_or_a_jobs(
     )
     for name in ("guardian", "authorizer", "responder"):  # the layers the table freed
         assert not asks_shadow_or_job(REPO / "shared_lib" / "layers" / f"{name}.py"), name
+
+
+def test_every_step_a_feature_declares_is_placed_once_and_the_table_places_no_copy() -> None:
+    # GIVEN the manifests' steps and the table
+    declared = {s.name: s for f in FEATURES for s in f.steps}
+    assert declared == DECLARED and placement_errors(STAGES, DECLARED) == []
+    # WHEN a feature declares a step the table does not place, or the table places a copy of its own
+    orphan = answer("approvals.reminder", Trace().answer("approvals.reminder"))
+    copy = amend("approvals.ask", Trace().amend("approvals.ask"))
+    stages = {**STAGES, "brain": Stage("brain", Trace().core, amends=(copy,))}
+    problems = placement_errors(stages, {**DECLARED, orphan.name: orphan})
+    # THEN both are reported (and the real table has neither: it is checked when it is built)
+    assert "declared by a feature and placed nowhere: approvals.reminder" in problems
+    assert "not the feature's own step: approvals.ask" in problems
+
+
+def test_a_feature_declares_its_own_steps_by_its_own_name() -> None:
+    for f in FEATURES:
+        prefix = {"persona_learning": "persona"}.get(f.name, f.name)
+        assert all(s.name.startswith(f"{prefix}.") for s in f.steps), f.name
