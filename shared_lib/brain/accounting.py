@@ -18,4 +18,6 @@ def add_call_usage(turn: Turn, prices: PriceTable, request: LLMRequest, response
     """Add one answered call to ``turn.usage``; the call's own usage is returned."""
     usage = usage_of(request, response, prices)
     turn.usage.add(usage)
+    if response.peer and response.peer not in turn.route.peers:  # which peer served: the record shows it
+        turn.route.peers.append(response.peer)
     return usage

@@ -159,8 +159,7 @@ def _llm_serves(turn: Turn) -> bool:
     arm = turn.brain_arm
     return (
         not turn.flags.kill_switch
-        and not turn.route.local_only  # a local-only turn is phrased by the templates
-        and arm == "llm"
+        and arm == "llm"  # a local-only turn's proposal came from a local peer: it phrases too
         and turn.proposal.arm not in ("legacy", "kill_switch", "fast_path")
     )
 

@@ -11,9 +11,12 @@ call), ``llm``, ``legacy`` (the control arm, and the fallback when no LLM is con
 
 The router's decision (``turn.route``, seed 003) comes first after the kill switch: an input
 of only ``/local`` or ``/cloud`` is confirmed, and CODE refused while local-only is answered
-with the way out (``/cloud``), both from the persona's catalogue; a local-only turn never
-takes the LLM arm (the legacy brain answers until a local LLM peer exists), nor does a turn
-whose route's profile says no cloud model may serve it (``cloud: false``, ``route.no_cloud``).
+with the way out (``/cloud``), both from the persona's catalogue. A local-only turn takes the
+LLM arm on a local peer (``PeerRouter.local_serving``: the first healthy local peer routed for the
+proposal; the router refuses every cloud peer of such a turn), and the legacy brain answers when
+there is none, saying why (``route.local_only.no_local_peer``, ``.local_peer_unhealthy``, or
+``.local_peer_failed``: the local call failed). A turn whose route's profile says no cloud model
+may serve it (``cloud: false``, ``route.no_cloud``) takes the legacy arm.
 The brain reads the input after its leading commands (``Turn.brain_text``).
 """
 
@@ -28,6 +31,7 @@ from shared_lib.brain.llm_brain import fixed_text
 from shared_lib.brain.vault import store_vault
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
+from shared_lib.peers.router import local_serving
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.turn.envelope import ProposalSection, Turn
 
@@ -67,13 +71,21 @@ def core(turn: Turn, rt: Runtime) -> Outcome:
     cloud = not turn.route.local_only and profile.cloud
     if arm == "llm" and rt.llm is not None and cloud:
         return llm_arm.run(turn, rt)
+    local_why = "no_local_peer" if arm == "llm" else "legacy_arm"
+    if arm == "llm" and turn.route.local_only:
+        peer, local_why = local_serving(rt.llm, "proposal")
+        if peer is not None:
+            outcome = llm_arm.run(turn, rt)
+            if outcome.outcome != "llm_error":
+                return outcome
+            local_why = "local_peer_failed"  # the error stays on the turn; the legacy brain answers
     sec.arm = "legacy"
     offered = route_profile.offered(rt.registry, profile)  # the route's tools, as the LLM arm's
     sec.proposal = legacy.propose(turn.brain_text(), registry=offered, persona=rt.persona)
     if sec.proposal.tool_calls:
         _keep_own_values(turn, rt)
     if turn.route.local_only:
-        reason = "route.local_only"
+        reason = f"route.local_only.{local_why}"
     elif not cloud:
         reason = "route.no_cloud"
     else:

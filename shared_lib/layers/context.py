@@ -14,13 +14,13 @@ to the conversation history (conversation memory; the responder appends the repl
 Then the router (seed 003, ``shared_lib.routing``) decides the input's route with the
 conversation's ``local_only`` (the session document's) and records it on ``turn.route``. An
 input neither a command nor a rule decides goes to the classifier, once, on the flags' fast
-model, its usage counted on the turn; not while local-only (the router refuses), not for the
+model, its usage counted on the turn; while local-only only when a local peer classifies, not for the
 kill switch, the legacy arm, a shadow copy or a later step (nothing would use the route), nor
 for a greeting the fast path answers, an answer to a pending confirmation or a turn whose
 budget is spent. A classifier
 that fails or answers out of shape leaves the route CHAT ``fallback`` with the reason
-recorded (``classifier_error``); the turn goes on. ``/local`` and ``/cloud`` are stored in the session (``set_local_only``,
-idempotent). A session source that failed or timed out is read once more directly; a session
+recorded (``classifier_error``); the turn goes on. ``/local`` and ``/cloud`` are kept for the conversation until the other is given (``set_local_only``,
+idempotent; not with the session's TTL). A session source that failed or timed out is read once more directly; a session
 the context cannot read at all counts as local-only: a ``/local`` that cannot be read must not
 let a request reach the cloud (the legacy brain answers).
 """
@@ -41,11 +41,12 @@ from shared_lib.context.history import append_message, history_path
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.observability.logs import log_event
+from shared_lib.peers.router import local_serving
 from shared_lib.routing import Classify, decide, llm_classifier
 from shared_lib.routing.commands import split_commands
 from shared_lib.state.answers import read_answer
 from shared_lib.state.session import load_session, set_local_only
-from shared_lib.turn.callctx import remaining
+from shared_lib.turn.callctx import call_context, remaining
 from shared_lib.turn.envelope import RouteSection, Turn
 
 if TYPE_CHECKING:
@@ -174,8 +175,16 @@ def route(turn: Turn, rt: Runtime, *, stored: bool) -> None:
     """The router's decision on the input (``stored``: the conversation was local-only before
     it), recorded on ``turn.route``; a ``/local`` or ``/cloud`` is kept in the session."""
     text = turn.inbound.text
-    decision = decide(text, local_only=stored, classify=classifier(turn, rt))
     commands = split_commands(text)
+    local = stored if commands.local_only is None else commands.local_only
+    # a local-only input is classified only by a local peer (none: the router does not ask), its call
+    # bound as local-only so the peer router refuses every cloud peer (fail closed)
+    local_classifier = local and local_serving(rt.llm, "classification")[0] is not None
+    turn.route.local_only = local
+    with call_context(turn, "context"):
+        decision = decide(
+            text, local_only=stored, classify=classifier(turn, rt), local_classifier=local_classifier
+        )
     said = decision.flags
     turn.route = RouteSection(
         route=decision.primary_route.value,

@@ -98,9 +98,8 @@ class RouteRow(_Row):
     commands: list[str] = Field(default_factory=list, description="Leading commands of the input.")
     classifier_route: str | None = Field(default=None, description="What the classifier answered, if asked.")
     classifier_confidence: float | None = Field(default=None, description="The classifier's confidence.")
-    classifier_error: str | None = Field(
-        default=None, description="Why the classifier's answer was discarded or its call failed."
-    )
+    classifier_error: str | None = Field(default=None, description="Why its answer was not used.")
+    peers: list[str] = Field(default_factory=list, description="LLM peers that answered the turn's calls.")
 
 
 class ObservabilityRecord(EventHeader):
@@ -390,6 +389,7 @@ def _route(turn: Turn, s: Sanitizer) -> RouteRow | None:
         classifier_route=r.classifier_route,
         classifier_confidence=r.classifier_confidence,
         classifier_error=r.classifier_error,
+        peers=list(r.peers),
     )
 
 

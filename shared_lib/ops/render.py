@@ -186,6 +186,7 @@ def _route_line(r: ObservabilityRecord) -> str:
         f"  route      {d.initial_route} by {d.source} ({d.rule_id or d.reason or '-'}), "
         f"confidence {d.confidence:.2f}"
         + ("  LOCAL ONLY" if d.local_only else "")
+        + (f"  served by {', '.join(d.peers)}" if d.peers else "")
         + (f"  refused {d.refused}" if d.refused else "")
         + (f"  commands {' '.join(d.commands)}" if d.commands else "")
         + (

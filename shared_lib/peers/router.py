@@ -5,6 +5,8 @@ For ``request.purpose`` it walks the routed peers (``PeersConfig.route``) in ord
 1. a local-only turn (``callctx.current().local_only``) considers only the local peers; with
    none, ``LocalOnlyViolation`` (an ``LLMError`` ``llm_unavailable``, ``local_only: …``) and no
    cloud peer is called;
+   A local-only turn's local peers are marked unhealthy on failure even when only one is routed:
+   the brain asks ``local_serving`` before it starts such a turn on the LLM arm;
 2. a peer the ``HealthBoard`` says is unhealthy is skipped (``unhealthy: <reason>``), unless
    every routed peer is: then all are tried in order (a stale record must not take the product
    down);
@@ -83,8 +85,10 @@ class PeerRouter:
     def complete(self, request: LLMRequest) -> LLMResponse:
         purpose = request.purpose or CALL_PURPOSE[request.call_type]
         routed = self._candidates(request, purpose)
-        # health only matters with a choice: a lone peer is always tried, never probed or marked
-        choice = len(routed) > 1
+        # health only matters with a choice (a lone peer is always tried, never probed or marked),
+        # or for a local-only turn: whether a local peer is healthy decides its arm (``local_serving``)
+        ctx = current()
+        choice = len(routed) > 1 or bool(ctx and ctx.local_only)
         records = {p.name: self.board.status(p.name) for p in routed} if choice else {}
         any_healthy = any(_ok(records.get(p.name)) for p in routed)
         fallbacks: list[dict[str, str]] = []
@@ -115,6 +119,16 @@ class PeerRouter:
             raise last
         tried = "; ".join(f"{f['peer']}: {f['reason']}" for f in fallbacks)
         raise LLMError("llm_unavailable", f"no peer could take the {purpose} call ({tried})")
+
+    def local_serving(self, purpose: str) -> tuple[str | None, str]:
+        """The local peer a local-only turn's ``purpose`` would be served by, first healthy one in
+        routing order, as ``(name, "")``; ``(None, why)`` when there is none: ``no_local_peer`` (no
+        local peer is routed for it) or ``local_peer_unhealthy`` (every one is down)."""
+        local = [p for p in self.config.route(purpose) if p.local]
+        if not local:
+            return None, "no_local_peer"
+        healthy = [p for p in local if _ok(self.board.status(p.name))]
+        return (healthy[0].name, "") if healthy else (None, "local_peer_unhealthy")
 
     def _candidates(self, request: LLMRequest, purpose: str) -> list[PeerSpec]:
         routed = self.config.route(purpose)
@@ -164,6 +178,14 @@ class _Release:
 
     def __exit__(self, *exc: object) -> None:
         self.semaphore.release()
+
+
+def local_serving(llm: object, purpose: str) -> tuple[str | None, str]:
+    """``PeerRouter.local_serving`` of the runtime's ``llm``; any other LLM (one cloud model behind
+    the local-only guard) or none has no local peer."""
+    if not isinstance(llm, PeerRouter):
+        return None, "no_local_peer"
+    return llm.local_serving(purpose)
 
 
 def describe(config: PeersConfig, records: Mapping[str, PeerHealth]) -> list[dict[str, Any]]:

@@ -10,8 +10,9 @@ One document per conversation, ``orgs/{org}/sessions/{id}``::
                     a document of before the list, with only this, reads as a list of one)
     last_intent, last_tool_called, last_error, error_count, updated_at, expires_at
     last_route      the route of the last reply (seed 003: a change of route is announced)
-    local_only      /local set it, /cloud cleared it (seed 003): no cloud LLM while true;
-                    local_only_set_by names the turn that set it (turn_id, at)
+    local_only      /local set it, /cloud cleared it (seed 003): no cloud LLM while true; read
+                    from its own document (``shared_lib.state.local_only``), which outlives the
+                    session: /local holds until /cloud, never lapsing with the session's TTL
 
 A session lives 30 minutes from its last update and a pending action 10 minutes from
 its creation (policy ``confirmation``). Expiry is automatic: an expired session or
@@ -37,6 +38,7 @@ from shared_lib.collections import session_path
 from shared_lib.errors import CharterError
 from shared_lib.policy.config import Confirmation, load_policy_config
 from shared_lib.ports import Store, Transaction
+from shared_lib.state.local_only import read_local_only, write_local_only
 
 Mode = Literal["normal", "confirmation_pending", "multi_step_flow", "error_recovery"]
 MODES: tuple[Mode, ...] = ("normal", "confirmation_pending", "multi_step_flow", "error_recovery")
@@ -110,8 +112,11 @@ def live(doc: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
 
 
 def load_session(store: Store, org_id: str, conversation_key: str, now: datetime) -> dict[str, Any]:
-    """The live session (expired sessions and pending actions read as absent)."""
-    return live(store.get(session_path(org_id, conversation_key)), now)
+    """The live session (expired sessions and pending actions read as absent), with the
+    conversation's ``local_only`` (kept apart: it does not expire with the session)."""
+    doc = live(store.get(session_path(org_id, conversation_key)), now)
+    doc.pop("local_only", None)  # a session written before local-only had its own document
+    return {**doc, "local_only": True} if read_local_only(store, org_id, conversation_key) else doc
 
 
 def _change(
@@ -337,22 +342,11 @@ def set_local_only(
     *,
     turn_id: str,
     at: datetime,
-    config: Confirmation | None = None,
 ) -> bool:
     """Record ``/local`` (``True``) or ``/cloud`` (``False``) of turn ``turn_id`` (received ``at``).
 
     Idempotent under redelivery: the turn that already set it writes nothing again, and a turn
     older than the one that set it last never overrides it. ``False`` when nothing was written.
-    The setting lives as long as the session (its TTL from the last update).
+    The setting is the conversation's, not the session's: it holds until ``/cloud``.
     """
-
-    def change(doc: dict[str, Any]) -> dict[str, Any] | None:
-        setter = doc.get("local_only_set_by") or {}
-        if setter.get("turn_id") == turn_id:
-            return None
-        previous = setter.get("at")
-        if isinstance(previous, datetime) and previous > at:
-            return None
-        return {**doc, "local_only": local_only, "local_only_set_by": {"turn_id": turn_id, "at": at}}
-
-    return _change(store, org_id, conversation_key, now, change, config)
+    return write_local_only(store, org_id, conversation_key, local_only, now, turn_id=turn_id, at=at)

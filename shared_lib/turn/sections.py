@@ -75,6 +75,8 @@ class RouteSection(_Section):
     ``classifier_*`` say what the classifier answered when it was asked (at most once per
     input); ``previous_route`` is the route of the conversation's previous reply (the
     session's ``last_route``; ``None``: none), against which a route change is announced.
+    ``peers`` names the LLM peers that answered the turn's calls, in order (a local-only turn:
+    only local ones).
     """
 
     route: str = "CHAT"
@@ -92,6 +94,7 @@ class RouteSection(_Section):
     classifier_confidence: float | None = None
     classifier_error: str | None = None
     previous_route: str | None = None
+    peers: list[str] = Field(default_factory=list)  # the LLM peers that answered this turn's calls
 
 
 class ConstitutionViolation(_Section):

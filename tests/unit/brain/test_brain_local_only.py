@@ -70,7 +70,11 @@ def test_given_local_when_questions_follow_then_the_legacy_brain_answers_and_no_
     for message in (QUESTION, "田中さんに見積書のタスクをお願い", "ありがとう、助かるよ"):
         reply, record, calls = chain.say(message)
         # THEN the legacy arm answers each, and the adapter receives zero requests
-        assert calls == 0 and record["arm"] == "legacy" and brain_reason(record) == "route.local_only"
+        assert (
+            calls == 0
+            and record["arm"] == "legacy"
+            and brain_reason(record) == "route.local_only.no_local_peer"
+        )
         assert record["route"]["local_only"] is True and reply.strip()
     assert chain.llm.requests == []
     # AND the conversation is still local-only
@@ -184,6 +188,7 @@ def test_given_a_turn_then_its_record_and_turns_show_carry_the_routing_decision(
         "classifier_route": None,  # a command decided: the classifier was not asked
         "classifier_confidence": None,
         "classifier_error": None,
+        "peers": [],  # no local peer: the legacy brain answered, no model served
     }
     # AND the decision trail's context entry names it, and `charter turns show` prints it
     context = next(e for e in record["trail"] if e["layer"] == "context")

@@ -83,16 +83,16 @@ def test_an_unknown_memory_job_is_not_found_and_publishes_nothing():
 
 
 def test_a_local_only_conversation_is_never_summarised_by_a_cloud_peer(tmp_path):
-    # GIVEN a conversation over the threshold whose session is set to /local, and a cloud LLM
-    from shared_lib.collections import session_path
+    # GIVEN a conversation over the threshold set to /local two hours ago (past its session), and a
+    # cloud LLM
     from shared_lib.layers.memory import compact_conversation
+    from shared_lib.state.session import set_local_only
 
     llm = SummaryLLM()
     rt = make_runtime(llm=llm, clock=lambda: NOW, env=fixed_history_budget(tmp_path))
     grown(rt, "acme", "acme/r1/u1")
-    rt.store.set(
-        session_path("acme", "acme/r1/u1"), {"local_only": True, "expires_at": NOW + timedelta(hours=1)}
-    )
+    then = NOW - timedelta(hours=2)
+    set_local_only(rt.store, "acme", "acme/r1/u1", True, then, turn_id="t-local", at=then)
     # WHEN the memory target compacts it
     result = compact_conversation(rt, "acme", "acme/r1/u1")
     # THEN the local-only guard refuses the summary call: nothing is sent, nothing written
