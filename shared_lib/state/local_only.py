@@ -23,10 +23,12 @@ def local_only_path(org_id: str, conversation_key: str) -> str:
     return path("local_only", org=org_id, id=conversation_id(conversation_key))
 
 
-def read_local_only(store: Store, org_id: str, conversation_key: str) -> bool:
-    """Whether the conversation is local-only (no document: it never was)."""
-    doc = store.get(local_only_path(org_id, conversation_key)) or {}
-    return bool(doc.get("local_only"))
+def read_local_only(store: Store, org_id: str, conversation_key: str, *, before: bool = False) -> bool:
+    """Whether the conversation is local-only. No document: ``before``, what the conversation's
+    session said when it still kept the mode (a conversation switched to /local before the mode
+    had its own document stays local-only: fail closed)."""
+    doc = store.get(local_only_path(org_id, conversation_key))
+    return before if doc is None else bool(doc.get("local_only"))
 
 
 def write_local_only(

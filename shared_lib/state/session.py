@@ -115,8 +115,9 @@ def load_session(store: Store, org_id: str, conversation_key: str, now: datetime
     """The live session (expired sessions and pending actions read as absent), with the
     conversation's ``local_only`` (kept apart: it does not expire with the session)."""
     doc = live(store.get(session_path(org_id, conversation_key)), now)
-    doc.pop("local_only", None)  # a session written before local-only had its own document
-    return {**doc, "local_only": True} if read_local_only(store, org_id, conversation_key) else doc
+    before = bool(doc.pop("local_only", False))  # a session written before local-only had its own document
+    on = read_local_only(store, org_id, conversation_key, before=before)
+    return {**doc, "local_only": True} if on else doc
 
 
 def _change(
