@@ -24,7 +24,7 @@ from shared_lib.layers import authorizer, brain, context, executor, guardian, me
 from shared_lib.layers.base import Outcome
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.stages import Stage, Step, after, amend, answer
-from shared_lib.wiring.features import FEATURES
+from shared_lib.wiring.features import steps
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -48,7 +48,7 @@ def _dry_run(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
 
 # --- the features' steps, by name -----------------------------------------------------------
 
-DECLARED: dict[str, Step] = {s.name: s for f in FEATURES for s in f.steps}
+DECLARED: dict[str, Step] = {s.name: s for s in steps()}
 
 
 def feature(name: str) -> Step:

@@ -26,6 +26,7 @@ from shared_lib.wiring.features import (
     tool_bindings,
     tool_registry,
 )
+from shared_lib.wiring.stages import DECLARED
 
 
 def _commands() -> set[str]:
@@ -93,9 +94,11 @@ def test_a_manifest_names_only_its_own_rooms_entry_modules() -> None:
     assert Manifest(name="reminders", summary="ok", cli="shared_lib.features.reminders.cli_admin").cli
 
 
-def test_no_feature_contributes_steps_yet() -> None:
-    # the stage table of the composition root still names the rooms' steps itself
-    assert steps() == ()
+def test_the_features_steps_are_the_ones_the_stage_table_places() -> None:
+    # GIVEN every feature's declared steps; THEN the stage table places exactly those, by name
+    declared = steps()
+    assert {s.name for s in declared} == set(DECLARED) and len(declared) == len(DECLARED)
+    assert {"approvals.ask", "jobs.report", "debounce.gather", "finetune.stage"} <= set(DECLARED)
 
 
 def test_the_features_tools_complete_the_catalogue_in_the_products_registry() -> None:
