@@ -104,6 +104,17 @@ def plain_key(text: str) -> str:
     return merge_key(shown).translate(_SMALL_VOWELS)
 
 
+def _readings_inside(key: str) -> str:
+    """``key`` with every run of a reading of ``READINGS`` written in kanji (a sentence typed in
+    kana: けいひせいさんのしめきり → 経費精算ノシメキリ)."""
+    out, i = [], 0
+    while i < len(key):
+        found = next((r for r in _READINGS_LONGEST if key.startswith(r, i)), None)
+        out.append(READINGS[found] if found else key[i])
+        i += len(found) if found else 1
+    return "".join(out)
+
+
 def loose_key(text: str) -> str:
     """What makes two spellings of one word equal (see the module's rule 2)."""
     key = plain_key(text)
@@ -204,6 +215,7 @@ def tags_in_text(text: str, masters: Iterable[Doc]) -> list[TagMatch]:
     alias of it in ``READINGS``, is in the sentence's key (okurigana, particles and separators
     out), or a word of the sentence spelled as the tag (rules 1, 2 and 4)."""
     whole = loose_key(text)
+    wholes = {whole, _readings_inside(plain_key(text)), _readings_inside(merge_key(text))}
     words = [w for w in re.split(r"[\s、。,.!?！？「」『』()（）]+", text) if w]
     found: dict[str, TagMatch] = {}
     for doc in masters:
@@ -212,7 +224,7 @@ def tags_in_text(text: str, masters: Iterable[Doc]) -> list[TagMatch]:
         if not name or doc.get("merged_into") or len(key) < MIN_PART_CHARS:
             continue
         spellings = {key, *(r for r, written in READINGS.items() if written == key)}
-        if whole in spellings or any(_contains(whole, k) for k in spellings):
+        if whole in spellings or any(_contains(w, k) for w in wholes for k in spellings):
             found[name] = TagMatch(name, "normalised" if whole in spellings else "containment", 1.0)
             continue
         for word in words:

@@ -107,9 +107,10 @@ def _usable(tag: str) -> str | None:
 
 
 def canonical(store: Store, org_id: str, tag: str) -> str:
-    """The name a tag is stored under (the tag master's, else its normalised form)."""
+    """The name a tag is stored under (the tag master's, else its normalised form; a tag merged
+    into another by the nightly job: that one's)."""
     doc = scoped(store, org_id).get(path("memory_tags", org=org_id, id=tag_id(tag)))
-    return str(doc["tag"]) if doc else normalise(tag)
+    return str(doc.get("merged_into") or doc["tag"]) if doc else normalise(tag)
 
 
 @dataclass(frozen=True)
