@@ -10,7 +10,8 @@ Round trips: the tag master of an organisation is small (a few hundred tags) and
 ``MASTER_TTL`` per process (``masters``); a query naming no tag costs nothing more; one naming
 tags costs one query per tag (at most ``MAX_SIGNAL_TAGS``).
 
-``related_tags`` (seed 001 §21.4 ``get_related_tags``): the tags seen on the same memories
+``suggested_tags``: for the memory search tool, the tags its hits carry (what the reader may
+read), without those the query names. ``related_tags`` (seed 001 §21.4 ``get_related_tags``): the tags seen on the same memories
 (co-occurrence: the share of the tag's items carrying the other) and the tags whose names'
 vectors are nearest (``tag_match.VECTOR_THRESHOLD``), best first.
 """
@@ -125,3 +126,14 @@ def related_tags(
             found[name] = (similarity, "similar")
     ranked = sorted(found.items(), key=lambda kv: (-kv[1][0], kv[0]))
     return [(name, round(score, 4), why) for name, (score, why) in ranked[:limit]]
+
+
+def suggested_tags(
+    store: Store, org_id: str, query: str, hit_tags: list[tuple[str, ...]], limit: int = 3
+) -> list[str]:
+    """Tags to search next, for a memory search's answer: the tags the found memories carry
+    (co-occurrence on what this reader may read: nothing from memories they may not), most
+    carried first, without the ones the query already names. No read beyond the cached master."""
+    named = {m.tag for m in tags_in_text(query, (d for _, d in masters(store, org_id)))}
+    counts = Counter(t for tags in hit_tags for t in set(tags) if t not in named)
+    return [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
