@@ -36,6 +36,7 @@ from typing import Any, cast
 from shared_lib.errors import ConfigError
 from shared_lib.memory.index import chunks_path, df_name, stats_path
 from shared_lib.memory.keyword import MAX_QUERY_TERMS, bm25, bucket, idf, query_terms
+from shared_lib.memory.tag_signal import TAG_WEIGHT, tag_ranking
 from shared_lib.ports import Doc, Embedder, Store, VectorSearch
 
 RRF_K = 60
@@ -86,6 +87,7 @@ class Hit:
     vector_rank: int | None
     tags: tuple[str, ...] = ()
     happened_at: datetime | None = None  # an episode's: when what it tells happened
+    tag_rank: int | None = None  # its rank among the chunks carrying a tag the query names
 
     def public(self) -> dict[str, Any]:
         when = self.happened_at.isoformat() if self.happened_at else None
@@ -124,7 +126,8 @@ def search(
     )
     vector = vector_ranking(store, embedder, org_id, query, wanted, limit) if use_vector and embedder else []
     weight = vector_weight if vector_weight is not None else fusion_weight(embedder)
-    return fuse(keyword, vector, limit, vector_weight=weight)
+    tagged = tag_ranking(store, org_id, query, wanted, keyword + vector) if mode == "hybrid" else []
+    return fuse(keyword, vector, limit, vector_weight=weight, tagged=tagged)
 
 
 def fusion_weight(embedder: Embedder | None) -> float:
@@ -213,10 +216,13 @@ def fuse(
     limit: int,
     *,
     vector_weight: float = SEED_VECTOR_WEIGHT,
+    tagged: list[tuple[str, Doc, float]] | None = None,
 ) -> list[Hit]:
-    """Reciprocal rank fusion of the two rankings, per source (its best chunk of each list)."""
+    """Reciprocal rank fusion of the rankings, per source (its best chunk of each list):
+    keyword and vector, and the chunks carrying a tag the query names (``tag_signal``, weight
+    ``TAG_WEIGHT``: a vote beside the two, never a hit on its own above an agreement of both)."""
     sides: dict[tuple[str, str], dict[str, Any]] = {}
-    for side, ranking in (("keyword", keyword), ("vector", vector)):
+    for side, ranking in (("keyword", keyword), ("vector", vector), ("tag", tagged or [])):
         rank = 0
         for cid, doc, value in ranking:
             key = (str(doc.get("source_kind")), str(doc.get("source_id")))
@@ -228,8 +234,11 @@ def fuse(
     hits = []
     for (kind, source_id), e in sides.items():
         kr, vr = e.get("keyword_rank"), e.get("vector_rank")
-        score = ((1 - vector_weight) / (RRF_K + kr) if kr else 0.0) + (
-            vector_weight / (RRF_K + vr) if vr else 0.0
+        tr = e.get("tag_rank")
+        score = (
+            ((1 - vector_weight) / (RRF_K + kr) if kr else 0.0)
+            + (vector_weight / (RRF_K + vr) if vr else 0.0)
+            + (TAG_WEIGHT / (RRF_K + tr) if tr else 0.0)
         )
         doc = e["doc"]
         hits.append(
@@ -246,6 +255,7 @@ def fuse(
                 vector_rank=vr,
                 tags=tuple(doc.get("tags") or ()),
                 happened_at=doc.get("happened_at"),
+                tag_rank=tr,
             )
         )
     hits.sort(key=lambda h: (-h.score, h.source_kind, h.source_id))

@@ -13,6 +13,8 @@
 One run per organisation and day (``orgs/{org}/tagging_jobs/{day}``, the §21.2 record): a day
 completed is not run again; a failed day, or one left running for ``STALE_AFTER``, runs again.
 A batch the model answers badly twice ends the run as ``failed`` (its items stay due).
+Then the tags evolve (§21.5.4, ``tag_evolution``): near-duplicates merge, a tag grown too broad
+splits; what was done is the record's ``tag_changes``.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from shared_lib.collections import collection_path, path
 from shared_lib.dates.model import JST
 from shared_lib.errors import LLMOutputError
 from shared_lib.memory.answers import ask_json
+from shared_lib.memory.tag_evolution import evolve_tags
 from shared_lib.memory.tags import CHUNKS, ScoredTag, TaggingConfig, assign
 from shared_lib.observability.logs import log_event
-from shared_lib.ports import LLM, Doc, Store, Transaction
+from shared_lib.ports import LLM, Doc, Embedder, Store, Transaction
 
 STALE_AFTER = timedelta(hours=2)
 JOB_RECORD_DAYS = 90
@@ -75,6 +78,7 @@ class TaggingOutcome:
     tags_updated: int = 0
     interests: tuple[str, ...] = ()
     reason: str = ""
+    tag_changes: tuple[Doc, ...] = ()  # the night's merges and splits (``tag_evolution``)
 
 
 def job_path(org_id: str, day: str) -> str:
@@ -159,8 +163,11 @@ def run_tagging(
     interests: list[str] | None = None,
     *,
     config: TaggingConfig | None = None,
+    embedder: Embedder | None = None,
 ) -> TaggingOutcome:
-    """The organisation's tagging run of ``now``'s day (JST); once per day."""
+    """The organisation's tagging run of ``now``'s day (JST); once per day. After the tagging,
+    tags that grew too broad split and near-duplicates merge (``tag_evolution``; ``embedder``
+    embeds the tag names first)."""
     config = config or TaggingConfig()
     day = now.astimezone(JST).date().isoformat()
     if not config.enabled:
@@ -204,6 +211,7 @@ def run_tagging(
     except LLMOutputError as exc:
         status, reason = "failed", exc.detail
         log_event("tagging_failed", severity="WARNING", org_id=org_id, day=day, reason=reason)
+    changes = tuple(c.as_doc() for c in evolve_tags(store, embedder, org_id, now))
     scoped(store, org_id).set(
         job_path(org_id, day),
         {
@@ -213,8 +221,9 @@ def run_tagging(
             "tags_added": added,
             "tags_updated": updated,
             "current_interests": list(interests or []),
+            "tag_changes": list(changes),
             "error": reason or None,
         },
         merge=True,
     )
-    return TaggingOutcome(status, day, processed, added, updated, tuple(interests or ()), reason)
+    return TaggingOutcome(status, day, processed, added, updated, tuple(interests or ()), reason, changes)

@@ -107,9 +107,10 @@ def _usable(tag: str) -> str | None:
 
 
 def canonical(store: Store, org_id: str, tag: str) -> str:
-    """The name a tag is stored under (the tag master's, else its normalised form)."""
+    """The name a tag is stored under (the tag master's, else its normalised form; a tag merged
+    into another by the nightly job: that one's)."""
     doc = scoped(store, org_id).get(path("memory_tags", org=org_id, id=tag_id(tag)))
-    return str(doc["tag"]) if doc else normalise(tag)
+    return str(doc.get("merged_into") or doc["tag"]) if doc else normalise(tag)
 
 
 @dataclass(frozen=True)
@@ -146,11 +147,12 @@ def assign(
         item = txn.get(item_path)
         if item is None:
             return Assigned()
-        masters = {tid: txn.get(path("memory_tags", org=org_id, id=tid)) for tid in wanted}
+        masters = {tid: _live(txn, org_id, tid) for tid in wanted}
         scores: dict[str, Any] = dict(item.get("tag_scores") or {})
         added = updated = 0
         for tid, (shown, confidence) in wanted.items():
             master = masters[tid]
+            master_id = tag_id(str(master["tag"])) if master is not None else tid  # merged: the kept one
             name = str(master["tag"]) if master else shown
             old = scores.get(name)
             if old is None:
@@ -159,7 +161,7 @@ def assign(
                 updated += 1
                 confidence = reinforce(float(old.get("confidence", 0.0)), confidence)
             scores[name] = {"confidence": confidence, "tagged_at": now, "tagged_by": tagged_by}
-            txn.set(path("memory_tags", org=org_id, id=tid), _used(master, name, now))
+            txn.set(path("memory_tags", org=org_id, id=master_id), _used(master, name, now))
         kept = sorted(scores.items(), key=lambda kv: -float(kv[1].get("confidence", 0.0)))
         kept = kept[: config.max_tags_per_item]
         fields: Doc = {"tags": [name for name, _ in kept], "tag_scores": dict(kept)}
@@ -169,6 +171,14 @@ def assign(
         return Assigned(added, updated)
 
     return org_store.run_transaction(write)
+
+
+def _live(txn: Transaction, org_id: str, tid: str) -> Doc | None:
+    """The tag master of ``tid``, or of the tag it was merged into by the nightly job."""
+    master = txn.get(path("memory_tags", org=org_id, id=tid))
+    if master is not None and master.get("merged_into"):
+        return txn.get(path("memory_tags", org=org_id, id=tag_id(str(master["merged_into"])))) or master
+    return master
 
 
 def _used(master: Doc | None, name: str, now: datetime) -> Doc:
@@ -181,6 +191,7 @@ def _used(master: Doc | None, name: str, now: datetime) -> Doc:
     }
     uses[day.isoformat()] = int(uses.get(day.isoformat(), 0)) + 1
     return {
+        **(master or {}),  # what the nightly job keeps on it (vector, split) stays
         "tag": name,
         "key": merge_key(name),
         "created_at": (master or {}).get("created_at", now),

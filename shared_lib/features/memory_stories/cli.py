@@ -4,12 +4,16 @@
     charter episodes show EPISODE_ID --org ORG [--json]
     charter tags list --org ORG [--days N] [--limit N] [--json]
     charter tags search --org ORG TAG... [--mode and|or] [--min-confidence C] [--limit N] [--json]
+    charter tags show TAG --org ORG [--json]
 
 ``episodes list`` shows the organisation's episodes newest first (date, time, type, importance,
 tags, the start of the story); ``show`` one episode in the seed's JSON form. ``tags list`` shows
 the tag master (uses, last used), or with ``--days`` the trending tags of those days; ``tags
 search`` the episodes and chunks carrying the tags (``--mode and``: all of them), best first,
-each tag weighed by how recently it was used. Each takes ``--store``/``--project`` (default:
+each tag weighed by how recently it was used; a TAG is matched against the tag master as
+people type it (``memory.tag_match``: exact, variant spellings and readings, a compound's part,
+a typo, a near vector), so 「経費」 finds 「経費精算」; the tags it matched and their related tags
+are said first. ``tags show`` one tag: its uses and its related tags (co-occurring, similar). Each takes ``--store``/``--project`` (default:
 the settings, or what ``charter local up`` left in ``.charter/``).
 
 Exit codes: 0 ok; 1 no such episode; 2 bad input or no store configured.
@@ -26,7 +30,9 @@ from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import fail
 from shared_lib.errors import ConfigError
 from shared_lib.memory import episodes, tags
-from shared_lib.ports import Store
+from shared_lib.memory.tag_match import TagMatch, match_tags
+from shared_lib.memory.tag_signal import masters, related_tags
+from shared_lib.ports import Embedder, Store
 
 EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
 PREVIEW_CHARS = 40
@@ -38,6 +44,7 @@ def _store(args: argparse.Namespace) -> tuple[Store, datetime] | None:
         rt = runtime_for(args)
     except ConfigError:
         return None
+    args.embedder = rt.embedder
     return rt.store, rt.clock()
 
 
@@ -156,34 +163,114 @@ def _tags_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _embedder(args: argparse.Namespace) -> Embedder | None:
+    embedder: Embedder | None = getattr(args, "embedder", None)
+    return embedder
+
+
+def expand(store: Store, embedder: Embedder | None, org: str, asked: list[str]) -> list[list[TagMatch]]:
+    """Per tag asked, the tags of the master it matches, best first (a tag split by the nightly
+    job: its children too). The words asked are embedded only when tags have vectors of the
+    embedder's model (the nightly job writes them)."""
+    docs = [d for _, d in masters(store, org, fresh=True)]
+    model = embedder.name if embedder else None
+    embedded = embedder is not None and any(d.get("embedding_model") == model for d in docs)
+    vectors = embedder.embed(asked, kind="query") if embedder and embedded else [None] * len(asked)
+    children = {str(d.get("tag")): list(d.get("split_into") or []) for d in docs}
+    out = []
+    for word, vector in zip(asked, vectors, strict=True):
+        found = match_tags(word, docs, query_vector=vector, model=model)
+        for m in list(found):
+            found += [
+                TagMatch(c, m.how, m.score)
+                for c in children.get(m.tag, [])
+                if c not in {f.tag for f in found}
+            ]
+        out.append(found)
+    return out
+
+
 def _tags_search(args: argparse.Namespace) -> int:
     if not 0.0 <= args.min_confidence <= 1.0:
         return fail("--min-confidence is between 0 and 1", EXIT_USAGE)
     if isinstance(opened := _open(args), int):
         return opened
     store, now = opened
+    matched = expand(store, _embedder(args), args.org, args.tags)
+    if args.mode == "and":
+        names = [found[0].tag if found else word for word, found in zip(args.tags, matched, strict=True)]
+    else:
+        names = list(dict.fromkeys([m.tag for found in matched for m in found] or args.tags))
     hits = tags.search_by_tags(
         store,
         args.org,
-        args.tags,
+        names,
         mode=args.mode,
         min_confidence=args.min_confidence,
         limit=args.limit,
         now=now,
     )
+    shown = list(dict.fromkeys(m.tag for found in matched for m in found[:1]))
+    related = {t: related_tags(store, args.org, t) for t in shown}
     if args.json:
         print(
             json_text(
-                {"org": args.org, "tags": args.tags, "mode": args.mode, "hits": [h.as_json() for h in hits]}
+                {
+                    "org": args.org,
+                    "tags": args.tags,
+                    "mode": args.mode,
+                    "matched": {w: [m.as_json() for m in f] for w, f in zip(args.tags, matched, strict=True)},
+                    "related": {
+                        t: [{"tag": r, "score": s, "why": why} for r, s, why in rel]
+                        for t, rel in related.items()
+                    },
+                    "hits": [h.as_json() for h in hits],
+                }
             )
         )
         return EXIT_OK
+    for word, found in zip(args.tags, matched, strict=True):
+        print(f"{word}: " + (", ".join(f"{m.tag} ({m.how})" for m in found) or "no tag matches"))
+    for tag, rel in related.items():
+        if rel:
+            print(f"related to {tag}: " + ", ".join(f"{r} ({why} {s:.2f})" for r, s, why in rel))
     for hit in hits:
-        matched = ", ".join(f"{t} ({c:.2f})" for t, c in hit.matched)
+        matched_text = ", ".join(f"{t} ({c:.2f})" for t, c in hit.matched)
         print(
-            f"{hit.score:>6.3f}  {hit.kind:<7} {hit.path.rsplit('/', 1)[-1]:<36} [{matched}] {hit.text[:PREVIEW_CHARS]}"
+            f"{hit.score:>6.3f}  {hit.kind:<7} {hit.path.rsplit('/', 1)[-1]:<36} [{matched_text}] {hit.text[:PREVIEW_CHARS]}"
         )
     print(f"{len(hits)} hit(s)")
+    return EXIT_OK
+
+
+def _tags_show(args: argparse.Namespace) -> int:
+    if isinstance(opened := _open(args), int):
+        return opened
+    store = opened[0]
+    found = expand(store, _embedder(args), args.org, [args.tag])[0]
+    if not found:
+        return fail(f"no tag matches {args.tag!r} in {args.org}", EXIT_FINDING)
+    doc = next(d for _, d in masters(store, args.org) if d.get("tag") == found[0].tag)
+    rel = related_tags(store, args.org, found[0].tag)
+    shown = {
+        "tag": found[0].tag,
+        "how": found[0].how,
+        "use_count": doc.get("use_count", 0),
+        "last_used_at": _when(doc.get("last_used_at")),
+        "split_into": doc.get("split_into") or [],
+        "related": [{"tag": r, "score": s, "why": why} for r, s, why in rel],
+        "also_matched": [m.as_json() for m in found[1:]],
+    }
+    if args.json:
+        print(json_text(shown))
+        return EXIT_OK
+    print(f"{'tag':<12} {shown['tag']} ({shown['how']})")
+    print(f"{'uses':<12} {shown['use_count']}, last {shown['last_used_at']}")
+    if shown["split_into"]:
+        print(f"{'split into':<12} {', '.join(shown['split_into'])}")
+    print(f"{'related':<12} " + (", ".join(f"{r} ({why} {s:.2f})" for r, s, why in rel) or "-"))
+    if found[1:]:
+        print(f"{'also':<12} " + ", ".join(f"{m.tag} ({m.how})" for m in found[1:]))
     return EXIT_OK
 
 
@@ -222,3 +309,9 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     store_options(p)
     p.set_defaults(func=_tags_search)
+    p = tsub.add_parser("show", help="one tag: its uses and its related tags")
+    p.add_argument("tag", metavar="TAG")
+    p.add_argument("--org", required=True, help="the organisation")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    store_options(p)
+    p.set_defaults(func=_tags_show)

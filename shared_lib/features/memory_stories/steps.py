@@ -83,7 +83,13 @@ def digest_job(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:
 def tagging_job(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:
     cfg = load_memory_config(rt.settings.memory_file)
     out = run_tagging(
-        rt.store, _llm(rt), str(job["org_id"]), rt.clock(), rt.settings.fast_model, config=cfg.tagging
+        rt.store,
+        _llm(rt),
+        str(job["org_id"]),
+        rt.clock(),
+        rt.settings.fast_model,
+        config=cfg.tagging,
+        embedder=rt.embedder,
     )
     return {
         "status": out.status,
@@ -91,6 +97,7 @@ def tagging_job(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:
         "items_processed": out.items_processed,
         "tags_added": out.tags_added,
         "tags_updated": out.tags_updated,
+        "tag_changes": list(out.tag_changes),
         "reason": out.reason,
     }
 

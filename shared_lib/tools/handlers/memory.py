@@ -26,6 +26,7 @@ from shared_lib.dates import JST
 from shared_lib.memory import index
 from shared_lib.memory.episode_index import SOURCE_KIND as EPISODE
 from shared_lib.memory.search import Reader, search
+from shared_lib.memory.tag_signal import suggested_tags
 from shared_lib.ports import Embedder, Store, Transaction
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.privacy.sealing import masked_values, revealed, unseal
@@ -157,8 +158,16 @@ def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None
                 }
             )
     memories = memories[:MEMORY_HITS]
+    # tags to search next: those the hits carry (only what the asker may read), when any
+    related = suggested_tags(ctx.store, ctx.org_id, p.query, [h.tags for h in hits[:MEMORY_HITS]])
     # what was found first: a reply quotes it before the echo of the question
-    return {"memories": memories, "count": len(memories), "query": p.query, **revealed(given)}
+    return {
+        "memories": memories,
+        "count": len(memories),
+        "query": p.query,
+        **({"related_tags": related} if related else {}),
+        **revealed(given),
+    }
 
 
 def _episode_entry(episode_id: str, at: datetime | None, story: str) -> dict[str, Any]:

@@ -189,6 +189,12 @@ COMMANDS: dict[str, Row] = {
         bad=["tags", "search", "見積", "--org", "demo", "--min-confidence", "2", *S],
         ok=["tags", "search", "見積", "--org", "demo", "--mode", "and", "--json", *S],
     ),
+    "tags show": Row(
+        no_store=["tags", "show", "見積", "--org", "demo"],
+        bad=["tags", "show", "見積", "--org", "o/x", *S],
+        finding=["tags", "show", "存在しないタグ名", "--org", "demo", *S],
+        why="ok: tests/unit/memory/test_tag_cli.py (the demo's tags are whatever its turns gave)",
+    ),
     "config show": Row(ok=["config", "show", "--json"], why="the settings need no store"),
     "peers list": Row(
         no_store=["peers", "list"],
