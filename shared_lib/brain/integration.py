@@ -143,9 +143,10 @@ def done_text(
         return persona.message("tool_done", tool=reg.display_name(result.tool_name))
     shown: dict[str, Any] = shown_result(reg, result.tool_name, dict(result.result), today=today)
     values = dict(shown)
-    for value in shown.values():
-        if isinstance(value, list):
-            values["items"] = "".join(f"\n- {_line(v)}" for v in value[:20])
+    # the items are what the tool found: its result's first list (a later one, such as the tags
+    # to search next, is for the model, never the template's bullet lines)
+    if (found := next((v for v in shown.values() if isinstance(v, list)), None)) is not None:
+        values["items"] = "".join(f"\n- {_line(v)}" for v in found[:20])
     return persona.message(key, **values)
 
 
