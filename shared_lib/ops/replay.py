@@ -201,15 +201,14 @@ def replay_turn(rt: Runtime, rec: ObservabilityRecord) -> ReplayReport:
     )
     flags, _ = rt.flags.evaluate(rec.organization_id, rec.user_id, now)
     rows: list[StepRow | None] = list(rec.steps) or [None]
+    if any(r is not None and r.proposal is None for r in rows[:-1]):
+        rows = rows[-1:]  # recorded before each step kept its proposal: the last step alone, as then
     earlier: list[StepRecord] = []
     steps: list[StepReplay] = []
     for i, row in enumerate(rows):
         last = i == len(rows) - 1
-        proposal = rec.proposal if last else row.proposal if row is not None else None
-        if proposal is None:
-            raise ReplayError(
-                f"turn {rec.turn_id}: step {i + 1} kept no proposal (recorded by an older release)"
-            )
+        proposal = rec.proposal if last or row is None else row.proposal
+        assert proposal is not None
         turn = _step_turn(rec, flags, proposal, step=rec.step - (len(rows) - 1 - i), approval=last)
         turn.loop.steps = list(earlier)  # the earlier steps as recorded, their results included
         for name in REPLAYED_LAYERS:

@@ -5,7 +5,6 @@ candidate leaves no effect."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -40,6 +39,13 @@ def seed_org(stack, org: str, tag: str) -> None:
         stack.store.run_transaction(lambda txn, d=draft: backend.create(org, d, txn=txn))
 
 
+def served_in_shadow_mode(stack, org: str) -> bool:
+    """A greeting of u1's, served: whether the flags said shadow mode for the organisation."""
+    resp = stack.send("http", "おはようございます〜", org=org, room="r-hello", user="u1")
+    assert resp.status == 200, resp.body
+    return bool(stack.record(org, str(resp.body["turn_ids"][0]))["flags_reason"] == "ORG_MODE")
+
+
 def test_a_look_then_act_request_in_shadow_mode_is_compared_by_its_action_with_no_effect_of_the_candidate(
     local_stack,
 ):
@@ -53,9 +59,8 @@ def test_a_look_then_act_request_in_shadow_mode_is_compared_by_its_action_with_n
     )
     local_stack.store.set(FLAGS_DOC, flags_store_doc(flags))
     try:
-        # the functions read the flags document again once its cache (the stack's flags TTL) expired
-        ready = time.monotonic() + local_stack.flags_ttl
-        local_stack.wait_for(lambda: time.monotonic() >= ready, local_stack.flags_ttl, what="flags cache")
+        # the functions read the flags document again once their cache expired: a greeting says when
+        local_stack.wait_for(lambda: served_in_shadow_mode(local_stack, org), what="shadow mode served")
         # WHEN u1 asks to look at their tasks and complete the 資料 one
         resp = local_stack.send(
             "http", f"自分のタスクを確認して、資料{tag}のタスクは完了にして", org=org, room="r1", user="u1"

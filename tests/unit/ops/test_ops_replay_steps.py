@@ -73,3 +73,18 @@ def test_given_a_stricter_policy_for_the_acting_step_when_replayed_then_step_two
     assert rep.steps[1].replayed.guardian.startswith("confirm/")
     assert rep.steps[1].replayed.execution.startswith("skipped:guardian.confirm")
     assert "CHANGED" in replay_report(rep)
+
+
+def test_given_a_record_kept_before_steps_had_their_proposals_when_replayed_then_its_last_step_is(
+    rt, two_step_turn
+):
+    # GIVEN the record as an older release kept it: the steps without their proposals
+    path = f"orgs/{ORG}/observability/{two_step_turn}"
+    doc = rt.store.get(path)
+    rt.store.set(
+        path, {**doc, "steps": [{k: v for k, v in s.items() if k != "proposal"} for s in doc["steps"]]}
+    )
+    # WHEN replayed THEN the last step (the completion) is judged alone, as before, unchanged
+    rep = replay(rt, two_step_turn, org=ORG)
+    assert [s.step for s in rep.steps] == [2] and rep.replayed.tools == ["chatwork_task_complete:ok"]
+    assert not rep.changed

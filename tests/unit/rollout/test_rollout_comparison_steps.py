@@ -168,3 +168,26 @@ def test_given_a_recorded_mix_when_the_gate_figure_is_computed_then_the_one_step
     assert (before["agree"], before["total"], before["rate"]) == (40, 58, 0.6897)
     # AND now only the 3 real disagreements count: 55/58 = 0.9483 (the true rate of the mix)
     assert (after["agree"], after["total"], after["rate"]) == (55, 58, 0.9483)
+
+
+def test_given_a_stored_look_then_act_pair_when_an_operator_compares_it_then_each_arms_steps_are_printed(
+    tmp_path, capsys
+):
+    from infra import cli
+    from shared_lib.adapters.sqlite_store import SQLiteStore
+
+    # GIVEN the observer's records of a turn: legacy completed at once, the candidate searched first
+    store = SQLiteStore(tmp_path / "charter.sqlite")
+    store.set("orgs/acme/observability/T1", record("legacy", step(1, *COMPLETE)))
+    store.set("orgs/acme/shadow_candidates/T1-0", record("llm", step(1, *SEARCH), step(2, *COMPLETE)))
+    # WHEN the operator runs charter shadow compare
+    code = cli.main(["shadow", "compare", "T1", "--org", "acme", "--store", str(tmp_path / "charter.sqlite")])
+    out = capsys.readouterr().out
+    # THEN it agrees, and the candidate's read step and its acting step (starred) are listed
+    assert code == 0 and out.startswith("turn T1: agree")
+    lines = [line.split() for line in out.splitlines() if line.strip().startswith("step ")]
+    assert [(w[1], "*" in w, "effect" in w) for w in lines] == [
+        ("1", True, True),  # the served arm's one step, which acted
+        ("1", False, False),  # the candidate's search
+        ("2", True, True),  # its completion, the step compared
+    ]
