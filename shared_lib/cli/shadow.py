@@ -97,6 +97,13 @@ def _compare(args: argparse.Namespace) -> int:
             f"{plain(f['guardian_action'])}/{plain(f['guardian_reason'])}  auth {plain(f['auth_result'])}  "
             f"params {json_text(f['parameters'])}"
         )
+        for st in f.get("steps") or []:  # every step; reads are shown, the acting step is compared
+            print(
+                f"    step {st['step']}{' *' if st['step'] == f.get('decisive_step') else '  '} "
+                f"{plain(st['intent'])}  tools {plain(st['tools'])}  "
+                f"{'effect' if st['effect'] else 'read'}  guardian {plain(st['guardian_action'])}  "
+                f"auth {plain(st['auth_result'])}  {'ok' if st['ok'] else 'failed'}"
+            )
     for name, link in stored["links"].items():
         print(f"  {name}: {link}")
     return 0

@@ -128,7 +128,8 @@ def record_candidate(rt: Runtime, turn: Turn) -> bool:
     """A shadow candidate (dry run): stored beside the served record and compared with it."""
     record = build_record(turn, recorded_at=rt.clock(), revision=rt.settings.revision)
     stream(rt, record)
-    path = collections.path("shadow_candidates", org=turn.org_id, id=f"{turn.turn_id}-{turn.step}")
+    # one candidate per turn (published once, after its last step): its record holds every step
+    path = collections.path("shadow_candidates", org=turn.org_id, id=f"{turn.turn_id}-0")
     doc = {**record.store_doc(), "expires_at": rt.clock() + rt.settings.retention(turn.org_id)}
     tz = timezone(rt)
     try:

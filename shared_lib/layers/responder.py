@@ -135,7 +135,7 @@ def take_or_stop(
     s = rt.settings
     llm = rt.llm is not None and not turn.flags.kill_switch and not turn.route.local_only
     now = rt.clock() + lateness(turn, rt)
-    decision = loop.decide(turn, limits, now, can_continue=llm and turn.flags.arm == "llm")
+    decision = loop.decide(turn, limits, now, can_continue=llm and turn.brain_arm == "llm")
     if boundary is not None:
         decision = boundary(turn, rt, decision)
     if decision.action == "continue":

@@ -1,8 +1,12 @@
 """Brain-shadow layer: on ``turns.contextualized`` (its own subscription), runs the
 candidate arm through brain, guardian, authorizer and a dry-run executor and responder.
 
-It never executes a tool (the executor dry-runs: parameters are validated, handlers get
-no transaction), never writes session state, never sends a message. It runs on a deep
+It never executes an effect (the executor dry-runs: parameters are validated, handlers get
+no transaction; a read has no effect and returns its real result), never writes session
+state, never sends a message. The candidate takes its loop's steps here, in the worker:
+after a step of reads only the loop controller decides as for a served turn (same limits),
+until a step proposes an effect or the loop stops (``shadow.next_step``), so a request the
+candidate does in two steps (search, then act) is compared by what it would have done. It runs on a deep
 copy of the turn in a worker thread with its own timeout, so a slow or crashing
 candidate is recorded (an error from ``brain_shadow`` on the candidate) and never raised
 into, or waited on by, the served arm. The candidate envelope (``shadow=True``) goes to
@@ -10,7 +14,7 @@ into, or waited on by, the served arm. The candidate envelope (``shadow=True``) 
 compares it with the served turn.
 
 A candidate is run only when the flags sampled this person (``shadow_candidate_arm``),
-on the first step, without a pending confirmation (the served arm answers those from
+on the served turn's first step, without a pending confirmation (the served arm answers those from
 state, whatever the brain), and only if the candidate arm can really run: an LLM
 candidate without a configured LLM would fall back to the legacy brain and compare
 legacy with itself, which would inflate the agreement.
@@ -61,9 +65,18 @@ def skip_reason(turn: Turn, rt: Runtime) -> str | None:
 
 
 def _run_candidate(candidate: Turn, rt: Runtime) -> None:
+    """The candidate's loop, every step in this worker thread: a step of reads only may be
+    followed by another (``shadow.next_step`` in the stage table answers ``continue``); a step
+    that proposes an effect, or the controller's stop, ends it. Never published between steps."""
+    while _run_step(candidate, rt) == "continue":
+        pass
+
+
+def _run_step(candidate: Turn, rt: Runtime) -> str:
+    outcome = ""
     for layer in CANDIDATE_LAYERS:
         try:
-            LayerRunner(layer, rt).run(candidate)
+            outcome = LayerRunner(layer, rt).run(candidate).outcome
         except Exception as exc:  # recorded, never raised into the served arm
             log.warning("shadow candidate failed in %s: %s", layer.name, exc)
             candidate.add_error(
@@ -72,9 +85,11 @@ def _run_candidate(candidate: Turn, rt: Runtime) -> None:
                     f"shadow {layer.name}: {type(exc).__name__}: {exc}",
                     layer=SHADOW_LAYER,
                     failed_layer=layer.name,
+                    step=candidate.step,
                 )
             )
-            return
+            return "failed"
+    return outcome
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:

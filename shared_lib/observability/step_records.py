@@ -42,6 +42,9 @@ class StepRow(RecordRow):
     tool_calls: list[SelectedTool] = Field(
         default_factory=list, description="The step's tool calls with their parameters (masked)."
     )
+    proposal: dict[str, Any] | None = Field(
+        default=None, description="The step's whole proposal (masked; charter replay judges each step)."
+    )
     verdict: str = Field(default="none", description="Guardian action on the step, none when skipped.")
     verdict_reason: str = Field(default="", description="Guardian reason code.")
     authorization: str = Field(default="none", description="Authorization result, none when skipped.")
@@ -113,6 +116,7 @@ def _step_row(s: Sanitizer, r: StepRecord, worker: dict[str, Any]) -> StepRow:
         output_type=r.proposal.output_type if r.proposal is not None else None,
         tools=[c.tool_name for c in calls],
         tool_calls=[SelectedTool(tool_name=c.tool_name, parameters=s.mask_obj(c.parameters)) for c in calls],
+        proposal=s.mask_obj(r.proposal.model_dump(mode="json")) if r.proposal is not None else None,
         verdict=g.action if g is not None else "none",
         verdict_reason=g.reason_code if g is not None else "",
         authorization=a.result if a is not None else "none",

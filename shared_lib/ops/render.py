@@ -204,9 +204,16 @@ def replay_report(rep: ReplayReport) -> str:
         f"replayed {rep.replayed_at.isoformat()} with today's configuration",
         f"  {'':<14} {'recorded':<40} today",
     ]
-    for stage in ("flags", "guardian", "authorization", "execution"):
-        old, new = getattr(rep.recorded, stage), getattr(rep.replayed, stage)
-        out.append(f"  {stage:<14} {old:<40} {new}" + ("   <- CHANGED" if old != new else ""))
+    steps = rep.steps if len(rep.steps) > 1 else []
+    for i, st in enumerate(steps or [None]):
+        if st is not None:
+            out.append(f"  step {st.step}" + (" (the last)" if i == len(steps) - 1 else ""))
+        before, after = (rep.recorded, rep.replayed) if st is None else (st.recorded, st.replayed)
+        for stage in ("flags", "guardian", "authorization", "execution"):
+            if stage == "flags" and i > 0:
+                continue
+            old, new = getattr(before, stage), getattr(after, stage)
+            out.append(f"  {stage:<14} {old:<40} {new}" + ("   <- CHANGED" if old != new else ""))
     if rep.differences:
         out.append(f"  {len(rep.differences)} difference(s):")
         out += [

@@ -11,16 +11,20 @@ second finds both sides and writes ``orgs/{org}/shadow_comparisons/{turn_id}`` w
 ``create``, so a redelivery or a race never writes it twice. A side is written before the
 other is read, so one of two concurrent hooks always sees both.
 
-What is compared (``decision_facts``):
+What is compared (``decision_facts``), over every step of each arm: what it did to the world
+(its effectful calls, all steps together; reads are kept per step in ``steps`` and compared with
+nothing, so search-then-act agrees with acting at once) and the decisive step's decision (its
+first step with an effect, else its last):
 
-intent        the proposal's ``output_type`` (tool_call / text_response / clarification_needed)
-tool          the proposed tool names (as a sorted list)
-parameters    tool names with parameters normalised (NFKC, trimmed, case-folded, empty dropped)
-guardian      action and reason code
+intent        the decisive step's ``output_type`` (tool_call / text_response / clarification_needed)
+tool          the effectful tool names (as a sorted list); an arm without an effect: its last
+              step's tools
+parameters    the same calls with parameters normalised (NFKC, trimmed, case-folded, empty dropped)
+guardian      the decisive step's action and reason code
 authorization ``allowed`` vs ``denied``: a disagreement is only counted when both arms
               reached the gate (``not_applicable`` follows from the tool or guardian choice)
-reply, cost   reply length; decision latency (brain + guardian + authorizer), LLM latency,
-              tokens and cost, as deltas candidate minus served
+reply, cost   reply length; decision latency (brain + guardian + authorizer, every step), LLM
+              latency, tokens and cost, as deltas candidate minus served
 
 A candidate that crashed or timed out (an error from ``brain_shadow``) is a *failure*: it
 is recorded with the comparison but carries no agreement.
@@ -28,6 +32,7 @@ is recorded with the comparison but carries no agreement.
 
 from __future__ import annotations
 
+import functools
 import json
 import unicodedata
 from collections.abc import Callable
@@ -36,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from shared_lib.observability.records import observability_record
 from shared_lib.ports import Store
+from shared_lib.tools.catalog import read_catalogue
 
 if TYPE_CHECKING:
     from shared_lib.turn.envelope import Turn
@@ -88,37 +94,98 @@ def _num(value: Any) -> float:
         return 0.0
 
 
-def decision_facts(record: dict[str, Any]) -> dict[str, Any]:
-    """The comparable facts of one observability record (served or candidate)."""
-    tools = record.get("selected_tools") or []
-    calls = sorted(
+@functools.cache
+def read_tools() -> frozenset[str]:
+    """The catalogue's tools without an effect (``effect: read``). A name it does not know (an
+    organisation's skill) counts as an effect: it is compared, never skipped."""
+    return frozenset(e.name for e in read_catalogue().tools if e.effect == "read")
+
+
+def _calls(tool_calls: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return sorted(
         (
             str(t.get("tool_name")),
             json.dumps(normalise_value(t.get("parameters") or {}), ensure_ascii=False, sort_keys=True),
         )
-        for t in tools
+        for t in tool_calls
     )
+
+
+def step_facts(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per step of the record (``steps``; a record without them is one step)."""
+    rows = record.get("steps") or [
+        {
+            "step": 1,
+            "output_type": record.get("output_type"),
+            "tool_calls": record.get("selected_tools") or [],
+            "verdict": record.get("guardian_action"),
+            "verdict_reason": record.get("guardian_reason"),
+            "authorization": record.get("auth_result"),
+            "authorization_reason": record.get("auth_reason"),
+            "ok": all(r.get("ok", True) for r in record.get("execution_result") or []),
+        }
+    ]
+    reads = read_tools()
+    out = []
+    for i, row in enumerate(rows, 1):
+        calls = _calls(row.get("tool_calls") or [])
+        out.append(
+            {
+                "step": int(row.get("step") or i),
+                "intent": row.get("output_type") or "none",
+                "tools": [name for name, _ in calls],
+                "calls": calls,
+                "effect": any(name not in reads for name, _ in calls),
+                "guardian_action": row.get("verdict") or "none",
+                "guardian_reason": row.get("verdict_reason") or "",
+                "auth_result": row.get("authorization") or "none",
+                "auth_reason": row.get("authorization_reason") or "",
+                "ok": bool(row.get("ok", True)),
+            }
+        )
+    return out
+
+
+def decision_facts(record: dict[str, Any]) -> dict[str, Any]:
+    """The comparable facts of one observability record (served or candidate), over every step.
+
+    What an arm did to the world is its effectful calls, all steps together; the decisive step is
+    its first step with an effect (else its last): its intent, verdict and gate are compared. A
+    step of reads only is kept in ``steps`` and compared with nothing, so a candidate that looks
+    first (search, then act) agrees with an arm that acts at once on the same action. An arm
+    without an effect is compared by the reads of its last step (what it answered from)."""
+    steps = step_facts(record)
+    effects = sorted(c for s in steps for c in s["calls"] if c[0] not in read_tools())
+    decisive = next((s for s in steps if s["effect"]), steps[-1])
+    calls = effects if effects else decisive["calls"]
     timings = record.get("timings") or {}
     usage = record.get("usage") or {}
     failures = [e for e in record.get("errors") or [] if e.get("layer") == SHADOW_LAYER]
     return {
         "arm": record.get("arm"),
-        "intent": record.get("output_type") or "none",
+        "intent": decisive["intent"],
         "tools": [name for name, _ in calls],
         "parameters": json.dumps(calls, ensure_ascii=False),
-        "guardian_action": record.get("guardian_action") or "none",
-        "guardian_reason": record.get("guardian_reason") or "",
-        "auth_result": record.get("auth_result") or "none",
-        "auth_reason": record.get("auth_reason") or "",
+        "guardian_action": decisive["guardian_action"],
+        "guardian_reason": decisive["guardian_reason"],
+        "auth_result": decisive["auth_result"],
+        "auth_reason": decisive["auth_reason"],
+        "decisive_step": decisive["step"],
+        "steps": [{k: v for k, v in s.items() if k != "calls"} for s in steps],
         "response_kind": record.get("response_kind"),
         "reply_length": len(str(record.get("final_response") or "")),
-        "latency_ms": round(sum(_num(timings.get(layer)) for layer in DECISION_LAYERS), 3),
+        "latency_ms": round(sum(_timing(timings, layer) for layer in DECISION_LAYERS), 3),
         "llm_ms": round(_num(record.get("llm_duration_ms")), 3),
         "tokens": int(_num(usage.get("input_tokens")) + _num(usage.get("output_tokens"))),
         "cost_usd": _num(record.get("cost_usd")),
         "failed": bool(failures),
         "failure": str(failures[0].get("message", ""))[:500] if failures else "",
     }
+
+
+def _timing(timings: dict[str, Any], layer: str) -> float:
+    """A layer's milliseconds over every step (a later step's are under ``layer#n``)."""
+    return sum(_num(v) for k, v in timings.items() if k == layer or k.startswith(f"{layer}#"))
 
 
 def compare_facts(served: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
@@ -224,7 +291,7 @@ def _store_side(rt: Runtime, turn: Turn, side: str) -> None:
 
 def on_shadow_candidate(rt: Runtime, candidate_turn: Turn) -> dict[str, Any] | None:
     """Observer hook for ``turns.shadow``: store the candidate side; compare when the served side exists."""
-    if not candidate_turn.shadow or candidate_turn.step > 0:
+    if not candidate_turn.shadow:  # one candidate per turn, published once after its last step
         return None
     _store_side(rt, candidate_turn, "candidate")
     return store_comparison(rt, candidate_turn.turn_id, candidate_turn.org_id)

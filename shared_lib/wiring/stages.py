@@ -33,11 +33,30 @@ if TYPE_CHECKING:
 # --- the shadow's own steps (a candidate's dry run) ----------------------------------------
 
 
-def _one_step(turn: Turn, rt: Runtime) -> Outcome | None:
-    """A shadow candidate's loop stops after its step (it never takes another): recorded, and
-    the reply composed as the served turn's would be."""
-    loop.stop(turn, loop.done(turn, "shadow"))
-    return None
+def _next_step(turn: Turn, rt: Runtime) -> Outcome | None:
+    """A shadow candidate's loop goes on only after a step whose tools are all reads (they ran
+    for real: reads have no effect): the controller decides as for a served turn, within the same
+    limits, and the shadow's worker thread runs the next step (``layers.shadow``: nothing is
+    published). A step that proposed an effect (validated, never executed) or anything else
+    ends the candidate's loop: recorded, and the reply composed as the served turn's would be."""
+    if not shadow_reads_only(turn, rt):
+        loop.stop(turn, loop.done(turn, "shadow"))
+        return None
+    s = rt.settings
+    continued = responder.take_or_stop(
+        turn, rt, loop.LoopLimits(max_loops=s.max_steps, max_millis=int(s.max_turn_seconds * 1000))
+    )
+    return (
+        None if continued is None else Outcome("continue", reason_code=continued.reason_code, next_topic=None)
+    )
+
+
+def shadow_reads_only(turn: Turn, rt: Runtime) -> bool:
+    """The step proposed tools, and every one of them is a read (no effect)."""
+    p = turn.proposal.proposal
+    calls = p.tool_calls if p is not None else []
+    specs = [rt.registry.get(c.tool_name) for c in calls]
+    return bool(specs) and all(spec is not None and spec.effect_kind == "read" for spec in specs)
 
 
 def _dry_run(turn: Turn, rt: Runtime, outcome: Outcome) -> Outcome:
@@ -124,7 +143,7 @@ STAGES: dict[str, Stage] = {
             "responder",
             responder.core,
             answers=(
-                answer("shadow.one_step", _one_step, shadow_only=True),
+                answer("shadow.next_step", _next_step, shadow_only=True),
                 answer("loop.next_step", responder.next_step, on_job="never", effects=True),
                 feature("jobs.next_step"),
             ),

@@ -162,7 +162,7 @@ WRITES = {
     },
     "memory": {"memory_stories.episode", "finetune.stage"},
 }
-DRY_RUN = {"responder": {"shadow.one_step", "approvals.ask_dry", "persona.dry_run", "shadow.dry_run"}}
+DRY_RUN = {"responder": {"shadow.next_step", "approvals.ask_dry", "persona.dry_run", "shadow.dry_run"}}
 
 
 @pytest.mark.parametrize("name", STAGE_LAYERS)
