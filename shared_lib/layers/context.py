@@ -45,7 +45,8 @@ from shared_lib.peers.router import local_serving
 from shared_lib.routing import Classify, decide, llm_classifier
 from shared_lib.routing.commands import split_commands
 from shared_lib.state.answers import read_answer
-from shared_lib.state.session import load_session, set_local_only
+from shared_lib.state.local_only import write_local_only as set_local_only
+from shared_lib.state.session import load_session
 from shared_lib.turn.callctx import call_context, remaining
 from shared_lib.turn.envelope import RouteSection, Turn
 

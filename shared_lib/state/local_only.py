@@ -45,6 +45,8 @@ def write_local_only(
 
     Idempotent under redelivery: the turn that already set it writes nothing again, and a turn
     older than the one that set it last never overrides it. ``False`` when nothing was written.
+    The setting is the conversation's, not the session's: it holds until ``/cloud``
+    (the context layer calls it ``set_local_only``).
     """
     doc_path = local_only_path(org_id, conversation_key)
 

@@ -38,7 +38,7 @@ from shared_lib.collections import session_path
 from shared_lib.errors import CharterError
 from shared_lib.policy.config import Confirmation, load_policy_config
 from shared_lib.ports import Store, Transaction
-from shared_lib.state.local_only import read_local_only, write_local_only
+from shared_lib.state.local_only import read_local_only
 
 Mode = Literal["normal", "confirmation_pending", "multi_step_flow", "error_recovery"]
 MODES: tuple[Mode, ...] = ("normal", "confirmation_pending", "multi_step_flow", "error_recovery")
@@ -332,22 +332,3 @@ def finish_turn(
         return {**new, "mode": "normal", "error_count": 0}
 
     _change(store, org_id, conversation_key, now, change, config)
-
-
-def set_local_only(
-    store: Store,
-    org_id: str,
-    conversation_key: str,
-    local_only: bool,
-    now: datetime,
-    *,
-    turn_id: str,
-    at: datetime,
-) -> bool:
-    """Record ``/local`` (``True``) or ``/cloud`` (``False``) of turn ``turn_id`` (received ``at``).
-
-    Idempotent under redelivery: the turn that already set it writes nothing again, and a turn
-    older than the one that set it last never overrides it. ``False`` when nothing was written.
-    The setting is the conversation's, not the session's: it holds until ``/cloud``.
-    """
-    return write_local_only(store, org_id, conversation_key, local_only, now, turn_id=turn_id, at=at)

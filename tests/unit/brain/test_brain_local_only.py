@@ -17,7 +17,8 @@ from shared_lib.persona.catalogue import load_persona
 from shared_lib.ports import LLMRequest, LLMResponse
 from shared_lib.routing.guard import LocalOnlyGuard, LocalOnlyViolation
 from shared_lib.runtime import Runtime
-from shared_lib.state.session import load_session, set_local_only
+from shared_lib.state.local_only import write_local_only as set_local_only
+from shared_lib.state.session import load_session
 from shared_lib.turn.callctx import call_context, current
 from shared_lib.turn.envelope import RouteSection, ToolResult
 from shared_lib.wiring.composition import wire_inprocess

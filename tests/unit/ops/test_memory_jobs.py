@@ -86,7 +86,7 @@ def test_a_local_only_conversation_is_never_summarised_by_a_cloud_peer(tmp_path)
     # GIVEN a conversation over the threshold set to /local two hours ago (past its session), and a
     # cloud LLM
     from shared_lib.layers.memory import compact_conversation
-    from shared_lib.state.session import set_local_only
+    from shared_lib.state.local_only import write_local_only as set_local_only
 
     llm = SummaryLLM()
     rt = make_runtime(llm=llm, clock=lambda: NOW, env=fixed_history_budget(tmp_path))

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.collections import session_path
-from shared_lib.state.session import load_session, set_local_only
+from shared_lib.state.local_only import write_local_only as set_local_only
+from shared_lib.state.session import load_session
 
 ORG, KEY = "acme", "acme/r1/u1"
 MONDAY_NIGHT = datetime(2026, 11, 30, 13, 40, tzinfo=UTC)  # 22:40 in Tokyo
