@@ -31,7 +31,7 @@ from typing import Any, Literal
 from shared_lib.adapters.scoped import scoped
 from shared_lib.context.budget import DEFAULT_DROP_ORDER, DROPPABLE, Fitted, fit
 from shared_lib.context.render import build_sections
-from shared_lib.context.sources import SourceRequest, SourceSpec, default_sources
+from shared_lib.context.sources import OnceEmbedder, SourceRequest, SourceSpec, default_sources
 from shared_lib.errors import ConfigError
 from shared_lib.ports import Embedder, Store
 from shared_lib.settings import Settings
@@ -172,7 +172,7 @@ class ContextBuilder:
             recent_limit=cfg.recent_messages,
             knowledge_limit=cfg.knowledge_limit,
             knowledge_triggers=cfg.knowledge_triggers,
-            embedder=inp.embedder,
+            embedder=OnceEmbedder(inp.embedder) if inp.embedder is not None else None,
             episodes_limit=cfg.episodes_limit,
         )
         specs = self.sources or default_sources(tasks_truth=1 if inp.tasks.external else 2)

@@ -11,7 +11,8 @@ read-only store, so a context can hold nothing of another organisation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,13 +20,33 @@ from typing import Any
 from shared_lib.context.history import conversation_summary, recent_messages
 from shared_lib.features.agent_state.store import load_agent_state
 from shared_lib.features.persona_learning.store import load_ext
-from shared_lib.ports import Embedder, Store
+from shared_lib.ports import Embedder, EmbedKind, Store, Vector
 from shared_lib.state.session import load_session
 from shared_lib.tools.directory import clean_name, get_person, list_people
 from shared_lib.tools.handlers.memory import own_memories, search_episodes, search_knowledge
 from shared_lib.tools.task_backend import TaskBackend
 
 TRUTH_LABELS = {1: "リアルタイムAPI", 2: "DB（正規データ）", 3: "設定・仕様", 4: "会話の記憶"}
+
+
+class OnceEmbedder:
+    """An embedder that embeds a text once per turn: the knowledge and episodes sources search
+    with the same query, in parallel (the second waits for the first's vector instead of paying
+    the model again). Cost: one dict and one lock per built context."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name, self.dimensions = inner, inner.name, inner.dimensions
+        self._lock = threading.Lock()
+        self._seen: dict[tuple[str, EmbedKind], Vector] = {}
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind) -> list[Vector]:
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if (t, kind) not in self._seen]
+            if missing:
+                self._seen.update(
+                    zip(((t, kind) for t in missing), self.inner.embed(missing, kind=kind), strict=True)
+                )
+            return [self._seen[(t, kind)] for t in texts]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.context import ContextBuilder, ContextConfig, ContextInput, record, render_recorded
 from shared_lib.memory.episode_index import index_episode, reindex_episodes
 from shared_lib.memory.episodes import episode_path
-from shared_lib.memory.index import source_path
+from shared_lib.memory.index import index_text, source_path
 from shared_lib.tools.directory import seed_directory
 from shared_lib.tools.handlers.memory import search_episodes
 from shared_lib.tools.task_backend import StoreTaskBackend
@@ -188,3 +188,24 @@ def test_given_episodes_stored_before_they_were_indexed_when_reindexed_then_foun
     assert found(store, None, ME, "在宅勤務って週何日まで？") == ["e-old"]
     assert found(store, None, COLLEAGUE, "在宅勤務って週何日まで？") == []
     assert store.get(source_path(ORG, "episode", "e-empty")) is None
+
+
+def test_a_question_that_searches_knowledge_and_episodes_embeds_its_text_once(store):
+    # GIVEN an episode and a knowledge document, and an embedder that counts what it is asked
+    counting = NgramEmbedder()
+    put_episode(store, "e-mine", MINE, embedder=counting)
+    index_text(
+        store,
+        counting,
+        ORG,
+        source_kind="knowledge",
+        source_id="k-keihi",
+        text="経費精算の手順：領収書は月末までにクラウドで申請してください。",
+        now=NOW,
+    )
+    counting.calls.clear()
+    # WHEN a question (it triggers the knowledge search too) builds the turn's context
+    built = build(store, counting, "経費精算の件ってその後どうなりました？😅")
+    # THEN both sources searched by meaning, and the turn's text was embedded once between them
+    assert built.records["episodes"].items == 1 and built.records["knowledge"].items == 1
+    assert [kind for _, kind in counting.calls] == ["query"]
