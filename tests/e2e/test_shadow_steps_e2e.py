@@ -61,9 +61,16 @@ def test_a_look_then_act_request_in_shadow_mode_is_compared_by_its_action_with_n
     try:
         # the functions read the flags document again once their cache expired: a greeting says when
         local_stack.wait_for(lambda: served_in_shadow_mode(local_stack, org), what="shadow mode served")
-        # WHEN u1 asks to look at their tasks and complete the 資料 one
+        # WHEN u1 asks to look at their tasks and complete the 資料 one, while the served arm's
+        # brain and executor workers are slow (stuck 3 s each, ``[[stall:LAYER]]``): the candidate
+        # reads the tasks as the turn found them, before the served arm completes one (the
+        # candidate runs in the shadow's own worker, which no stall marker holds)
         resp = local_stack.send(
-            "http", f"自分のタスクを確認して、資料{tag}のタスクは完了にして", org=org, room="r1", user="u1"
+            "http",
+            f"[[stall:brain]][[stall:executor]] 自分のタスクを確認して、資料{tag}のタスクは完了にして",
+            org=org,
+            room="r1",
+            user="u1",
         )
         assert resp.status == 200, resp.body
         turn_id = str(resp.body["turn_ids"][0])
@@ -79,7 +86,10 @@ def test_a_look_then_act_request_in_shadow_mode_is_compared_by_its_action_with_n
     assert record["arm"] == "legacy" and record["flags_reason"] == "ORG_MODE"
     # AND the candidate searched (the read ran), then proposed the completion, validated only
     candidate = local_stack.store.get(f"orgs/{org}/shadow_candidates/{turn_id}-0")
-    assert [s["tools"] for s in candidate["steps"]] == [["chatwork_task_search"], ["chatwork_task_complete"]]
+    assert [s["tools"] for s in candidate["steps"]] == [
+        ["chatwork_task_search"],
+        ["chatwork_task_complete"],
+    ], [{k: s.get(k) for k in ("tools", "verdict", "results", "error_code")} for s in candidate["steps"]]
     assert all(r["dry_run"] and r["receipt_id"] is None for s in candidate["steps"] for r in s["results"])
     # AND the comparison agrees on the action, with the candidate's path recorded
     assert comparison["agree"]["tool"] is True and comparison["agree"]["intent"] is True
