@@ -59,18 +59,12 @@ def split_prefix(request: LLMRequest, cfg: BestOfNConfig) -> tuple[int, int]:
     up to the last one marked for the cache, then the rest of the system and the messages."""
     cpt = cfg.chars_per_token
     marked = [i for i, b in enumerate(request.system) if isinstance(b, dict) and b.get("cache_control")]
-    cut = marked[-1] + 1 if marked else 0
+    cut = marked[-1] + 1 if marked else 0  # nothing marked: the whole request is plain input
     tools = [{k: v for k, v in t.items() if k != "cache_control"} for t in request.tools]
-    prefix = tokens(tools, cpt) if tools else 0
-    prefix += sum(tokens(_text_of(b), cpt) for b in request.system[:cut])
-    if not marked:  # nothing is cached: the whole request is plain input
-        prefix, cut = 0, 0
-        plain = tokens(tools, cpt) if tools else 0
-    else:
-        plain = 0
-    plain += sum(tokens(_text_of(b), cpt) for b in request.system[cut:])
-    plain += sum(tokens(m.get("content", ""), cpt) for m in request.messages)
-    return prefix, plain
+    head = (tokens(tools, cpt) if tools else 0) + sum(tokens(_text_of(b), cpt) for b in request.system[:cut])
+    rest = sum(tokens(_text_of(b), cpt) for b in request.system[cut:])
+    rest += sum(tokens(m.get("content", ""), cpt) for m in request.messages)
+    return (head, rest) if marked else (0, head + rest)
 
 
 def expected_output_tokens(level: Level, max_tokens: int, cfg: BestOfNConfig) -> int:
