@@ -1,4 +1,4 @@
-"""Best-of-N phrasing of the reply text (seed 001 §3-4), per organisation, off by default.
+"""Best-of-N phrasing of the reply text (seed 001 §3-4), per organisation (off unless the flags list it).
 
 Two ways in, when the flags' ``best_of_n`` block lists the turn's organisation and the turn may
 spend on extras (not a shadow's dry run):
