@@ -74,6 +74,9 @@ class Phrasing(Protocol):
     ) -> str:
         """The reply text (``""``: the persona's templates answer)."""
 
+    def phrase_text(self, turn: Turn, rt: Runtime, *, user_text: str, draft: str, flags: BestOfN) -> str:
+        """A text answer: the proposal's ``draft`` or a better wording of it."""
+
 
 @dataclass(frozen=True)
 class Hooks:

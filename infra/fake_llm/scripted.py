@@ -516,6 +516,22 @@ def _opening(text: str) -> str:
     return next((sentence for word, sentence in _KEYWORD_OPENINGS if word in text), "結果を確認したウル！")
 
 
+_DRAFT = re.compile(r"<draft>\n(.*?)\n</draft>", re.DOTALL)
+_WORDING = re.compile(r"（別案(\d+)）")
+_OPENERS = ("", "うん、", "えっと、", "そうだね、", "なるほど、", "ええと、", "うーん、", "それなら、")
+
+
+def reword(draft: str, system: str) -> str:
+    """Best-of-N's other wording of a text answer (``<draft>``): the ``（別案i）`` line of the
+    system picks an opener and, for even i, the order of the sentences after the first."""
+    found = _WORDING.search(system)
+    i = int(found.group(1)) if found else 1
+    sentences = [s.strip() for s in re.findall(r"[^。！？!?\n]+[。！？!?]*", draft) if s.strip()]
+    if i % 2 == 0 and len(sentences) > 2:
+        sentences = [sentences[0], *reversed(sentences[1:])]
+    return _OPENERS[i % len(_OPENERS)] + "".join(sentences)
+
+
 def integrate(text: str) -> str:
     """A 2-4 sentence ソウルくん answer phrasing the tool results found in ``text``."""
     facts = key_facts(text)
@@ -632,5 +648,8 @@ def answer(request: MessagesRequest) -> Reply:
         )
     if tool is not None:
         return Reply(content=[{"type": "tool_use", "name": tool, "input": {}}], stop_reason="tool_use")
-    text = integrate(request.last_user_text())
+    said = request.last_user_text()
+    text = (
+        reword(found.group(1), request.system_text()) if (found := _DRAFT.search(said)) else integrate(said)
+    )
     return Reply(content=[{"type": "text", "text": text}], stop_reason="end_turn")

@@ -167,7 +167,7 @@ def _llm_serves(turn: Turn) -> bool:
 
 def _llm_phrase(turn: Turn, rt: Runtime) -> str:
     assert rt.llm is not None
-    cfg, s = load_brain_config(), Sanitizer.default()
+    s = Sanitizer.default()
     vault: dict[str, str] = {}
     user = s.mask(turn.brain_text(), vault)[0]
     today = rt.clock().astimezone(rt.policy.zone).date()
@@ -182,18 +182,7 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
     prompt = rt.persona.prompt(
         "integration", user_message=user, results=json.dumps(results, ensure_ascii=False, default=str)
     )
-    same = cfg.models.integration == "same" and bool(turn.proposal.model)
-    request = LLMRequest(
-        call_type="integration",
-        model=model_for(cfg.models.integration, turn, rt),
-        max_tokens=cfg.max_tokens.integration,
-        system=[stable_system(rt.persona), *persona_system(turn, rt.persona, rt.registry)],
-        # the proposal call's tools and Base keep the cached prefix identical (tools, then Base)
-        tools=proposal_tools(rt.registry) if same else [],
-        tool_choice={"type": "none"} if same else None,
-        messages=[{"role": "user", "content": prompt}],
-        stream=cfg.stream,
-    )
+    request = phrasing_request(turn, rt, prompt)
     single = partial(_single_phrase, turn, rt)
     best_of_n = rt.hooks.phrasing  # Best-of-N, lent by its room (``features.best_of_n``) when registered
     flags = best_of_n.settings_for(turn, rt) if turn.spends_extras and best_of_n is not None else None
@@ -205,6 +194,25 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
         turn, rt, request, question=question, results=all_results(turn), flags=flags, single=single
     )
     return _opened(_clip(text), vault, turn)
+
+
+def phrasing_request(turn: Turn, rt: Runtime, content: str, *, max_tokens: int | None = None) -> LLMRequest:
+    """A phrasing call in the persona (``content`` the user message of it): Base and the
+    persona's block as the system and, on the proposal's model, the proposal call's tools, so
+    the prefix the proposal call cached is read again."""
+    cfg = load_brain_config()
+    same = cfg.models.integration == "same" and bool(turn.proposal.model)
+    return LLMRequest(
+        call_type="integration",
+        model=model_for(cfg.models.integration, turn, rt),
+        max_tokens=max_tokens or cfg.max_tokens.integration,
+        system=[stable_system(rt.persona), *persona_system(turn, rt.persona, rt.registry)],
+        # the proposal call's tools and Base keep the cached prefix identical (tools, then Base)
+        tools=proposal_tools(rt.registry) if same else [],
+        tool_choice={"type": "none"} if same else None,
+        messages=[{"role": "user", "content": content}],
+        stream=cfg.stream,
+    )
 
 
 def _opened(text: str, vault: dict[str, str], turn: Turn) -> str:

@@ -9,7 +9,9 @@
 5. violations recorded on ``turn.proposal.violations``, one admin alert each;
 6. degraded mode (§6.7.7): with the store unavailable a tool call cannot run (the
    executor needs it for receipts), so it is answered with the degraded message;
-7. self-critique when sampled, recorded only.
+7. a text answer's wording among N (Best-of-N, when the flags serve the organisation), before
+   the guardian judges it;
+8. self-critique when sampled, recorded only.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from shared_lib.brain import fast_path, llm_brain, route_profile, self_critique
 from shared_lib.brain.accounting import add_call_usage
 from shared_lib.brain.config import BrainConfig, load_brain_config
-from shared_lib.brain.constitution import blocked
+from shared_lib.brain.constitution import blocked, inspect_proposal
 from shared_lib.brain.execution_claims import Said
 from shared_lib.brain.integration import error_text
 from shared_lib.brain.llm_brain import BrainResult, fixed_text
@@ -36,6 +38,7 @@ from shared_lib.privacy.sanitizer import PLACEHOLDER
 from shared_lib.turn.callctx import remaining
 from shared_lib.turn.decisions import Outcome
 from shared_lib.turn.envelope import ConstitutionViolation, Turn, Usage
+from shared_lib.turn.proposal import Proposal, TextResponseProposal
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -98,6 +101,10 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     sec.usage = _delta(turn.usage, before)
     degraded = _degrade(turn, rt, cfg, vault, set(prompt.vault))
     if not degraded and not result.parse_failed and turn.spends_extras and not blocked(result.violations):
+        if not result.violations:
+            _text_best_of_n(
+                turn, rt, cfg, result, _said(turn, prompt.user_text, prompt.history), prompt.user_text
+            )
         _critique(turn, rt, cfg, doc.self_critique_rate if doc else 0.0)
     band = result.band.name if result.band else "-"
     detail = (
@@ -208,6 +215,38 @@ def _degrade(turn: Turn, rt: Runtime, cfg: BrainConfig, vault: str, placeholders
 
 def _uses(parameters: object, placeholders: set[str]) -> bool:
     return any(m.group(0) in placeholders for m in PLACEHOLDER.finditer(str(parameters)))
+
+
+def _text_best_of_n(
+    turn: Turn, rt: Runtime, cfg: BrainConfig, result: BrainResult, said: Said, user: str
+) -> None:
+    """A text answer the model gave in its own words (not a band's fixed message) may be chosen
+    among other wordings (Best-of-N, seed 001 §5.3), before the guardian judges it. A wording
+    that reads as a claimed execution (the constitution's check, §4.4.1) is never taken: the
+    proposal's own answer stays."""
+    hook, proposal = rt.hooks.phrasing, turn.proposal.proposal
+    root = proposal.root if proposal is not None else None
+    if hook is None or not isinstance(root, TextResponseProposal):
+        return
+    if result.band is not None and result.band.action not in ("execute", "execute_logged"):
+        return
+    flags = hook.settings_for(turn, rt)
+    if flags is None:
+        return
+    draft = root.text_response
+    try:
+        text = hook.phrase_text(turn, rt, user_text=user, draft=draft, flags=flags)
+    except LLMError as exc:  # the draft stands
+        log_event("best_of_n_failed", turn=turn, layer="brain", severity="WARNING", error=exc.code)
+        return
+    if not text or text == draft:
+        return
+    chosen = Proposal(root=root.model_copy(update={"text_response": text}))
+    _, found = inspect_proposal(chosen, cfg, rt.persona, rt.policy, said, registry=rt.registry)
+    if found:
+        log_event("best_of_n_kept_draft", turn=turn, layer="brain", codes=[v.code for v in found])
+        return
+    turn.proposal.proposal = chosen
 
 
 def _critique(turn: Turn, rt: Runtime, cfg: BrainConfig, rate: float) -> None:

@@ -88,14 +88,16 @@ def turns_show(rt: Runtime, args: argparse.Namespace) -> int:
         return fail(f"no {'shadow candidate' if args.shadow else 'record'} for turn {args.turn_id}", 1)
     calls = queries.llm_calls_for(rt.store, rec.organization_id, rec.record_id)
     comparison = queries.comparison_for(rt.store, rec.organization_id, rec.record_id)
+    evaluations = queries.evaluations_for(rt.store, rec.organization_id, rec.record_id, rec.step_count)
     spans, tree = trace_section(rt.store, rec.trace_id, rt.settings)
     data = {
         "record": rec.model_dump(mode="json"),
         "llm_calls": calls,
         "shadow_comparison": comparison,
+        "best_of_n": evaluations,
         "trace": spans,
     }
-    text = render.trail(rec, llm_calls=calls, comparison=comparison) + "\n" + tree
+    text = render.trail(rec, llm_calls=calls, comparison=comparison, evaluations=evaluations) + "\n" + tree
     job_id = job_doc.job_of_turn(rec.record_id)
     if job_id and (job := rt.store.get(job_doc.job_path(rec.organization_id, job_id))) is not None:
         data["job"] = job  # a delegated job's turn: its job, as ``charter jobs show`` has it

@@ -144,6 +144,12 @@ def recent_evaluations(store: Store, *, org: str | None = None, limit: int = 50)
     }
 
 
+def evaluations_for(store: Store, org_id: str, turn_id: str, steps: int) -> list[Doc]:
+    """The Best-of-N runs of one turn, by step (``orgs/{org}/evaluations/{turn}-{step}``)."""
+    found = (store.get(f"orgs/{org_id}/{EVALUATIONS}/{turn_id}-{step}") for step in range(max(1, steps)))
+    return [doc for doc in found if doc is not None]
+
+
 def comparison_for(store: Store, org_id: str, turn_id: str) -> Doc | None:
     return store.get(f"orgs/{org_id}/{COMPARISONS}/{turn_id}")
 

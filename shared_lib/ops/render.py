@@ -53,6 +53,7 @@ def trail(
     *,
     llm_calls: list[dict[str, Any]] | None = None,
     comparison: dict[str, Any] | None = None,
+    evaluations: list[dict[str, Any]] | None = None,
 ) -> str:
     """The whole decision trail of one turn, layer by layer."""
     what = "shadow candidate (dry run)" if r.shadow else "turn"
@@ -111,6 +112,8 @@ def trail(
     out += _agent_lines(r)
     if r.self_critique_executed:
         out.append(f"  critique   {r.self_critique_result}")
+    for ev in evaluations or []:
+        out += best_of_n_lines(ev)
     for err in r.errors:
         out.append(f"  ERROR      {err.code} [{err.severity}] in {err.layer}: {err.message}")
     for c in llm_calls or []:
@@ -127,6 +130,39 @@ def trail(
         )
         out.append(f"  shadow     {comparison.get('candidate_arm')} candidate: {verdict}")
     return "\n".join(out)
+
+
+def _num(value: Any, spec: str = ".2f") -> str:
+    return "-" if value is None else format(float(value), spec)
+
+
+def best_of_n_lines(ev: dict[str, Any]) -> list[str]:
+    """One Best-of-N run (``features.best_of_n``): N, the candidates' variety, the judge's picks."""
+    what = "text answer" if ev.get("kind") == "text_answer" else "tool results"
+    v = ev.get("variety") or {}
+    est, cost = ev.get("estimated_cost_usd"), ev.get("cost_usd")
+    ratio = f" ({float(est) / float(cost):.2f}x)" if est and cost else ""
+    out = [
+        f"  best-of-n  step {ev.get('step', 0)} {what}: difficulty {ev.get('difficulty')}, "
+        f"N {ev.get('n')} of {ev.get('planned_n')} planned, {ev.get('answered')} answered, judge {ev.get('judge')}",
+        f"  variety    {v.get('distinct_texts', '-')} distinct of {ev.get('answered')}, distinct pairs "
+        f"{_num(v.get('distinct_pair_ratio'))}, edit distance mean {_num(v.get('mean_edit_distance'))} "
+        f"min {_num(v.get('min_edit_distance'))}",
+        f"  picked     candidate {ev.get('chosen') if ev.get('chosen') is not None else 'none (templates)'}"
+        f" score {_num(ev.get('chosen_score'))}, spread {_num(ev.get('spread'))}, judge spread "
+        f"{_num(ev.get('judge_spread'))}, regenerated {'yes' if ev.get('regenerated') else 'no'}, "
+        f"refined {'yes' if ev.get('refined') else 'no'}",
+        f"  bon cost   estimated {_num(est, '.6f')} USD, billed {_num(cost, '.6f')} USD{ratio}",
+    ]
+    for row in ev.get("scores") or []:
+        out.append(
+            f"   {'*' if row.get('chosen') else ' '} #{row.get('index')} t={_num(row.get('temperature'), '.1f')} "
+            f"total {_num(row.get('total'))} judge {_num(row.get('judge'))} length {_num(row.get('length'))} "
+            f"consistency {_num(row.get('consistency'))} persona {_num(row.get('persona'))} "
+            f"rules {_num(row.get('rules'))} {row.get('chars', '-')} chars"
+            + (f" [{', '.join(row['violations'])}]" if row.get("violations") else "")
+        )
+    return out
 
 
 def _agent_lines(r: ObservabilityRecord) -> list[str]:

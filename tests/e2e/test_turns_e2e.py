@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import itertools
+import json
+import os
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -223,3 +227,50 @@ def test_a_task_due_kyoujuu_is_created_for_today_and_the_reply_shows_the_date(lo
     shown = {display_date(before), display_date(after)}
     assert any(day in str(sent.get("body")) for day in shown), sent
     assert "解釈できません" not in str(sent.get("body"))
+
+
+# small talk long enough to be difficulty 2 (seed 001 §4.4: N=2, no judge), which the model answers in text
+LONG_SMALL_TALK = (
+    "今日ほんとに暑いね〜💦 朝から外回りで三件まわってきたんだけど、駅から客先まで歩くだけで汗だくに"
+    "なっちゃって、シャツもびしょびしょ…午後もまだ二件あるし、夕方には社内の打ち合わせもあるから、"
+    "正直ちょっとバテ気味です😵 なにか元気が出るひとこと、もらえないかな？"
+)
+
+
+@pytest.mark.e2e
+def test_a_dev_flags_turn_weighs_n_candidates_and_turns_show_prints_their_variety_and_the_pick(local_stack):
+    # GIVEN the stack on the development flags (Best-of-N for every organisation) and a long message
+    r = room()
+    turn_id = post(local_stack, LONG_SMALL_TALK, room=r)
+    record = local_stack.record(ORG, turn_id)
+    local_stack.wait_for(lambda: replies(local_stack, r))
+    # WHEN an operator shows the turn, as text and as JSON, from the folder the stack runs from
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CHARTER_", "FIRESTORE_", "PUBSUB_", "GOOGLE_", "ANTHROPIC_"))
+    }
+    cli = [sys.executable, "-m", "infra.cli", "turns", "show", turn_id, "--org", ORG]
+    shown = subprocess.run(cli, env=env, cwd=local_stack.workdir, capture_output=True, text=True, timeout=120)
+    as_json = subprocess.run(
+        [*cli, "--json"], env=env, cwd=local_stack.workdir, capture_output=True, text=True, timeout=120
+    )
+    assert shown.returncode == 0 and as_json.returncode == 0, (shown.stderr[-2000:], as_json.stderr[-2000:])
+    data = json.loads(as_json.stdout)
+    # THEN the model's text answer and one other wording were weighed (N=2): two candidates, one pick
+    (run,) = data["best_of_n"]
+    assert (run["kind"], run["difficulty"], run["n"], run["answered"]) == ("text_answer", 2, 2, 2)
+    assert [row["index"] for row in run["scores"]] == [1, 2] and sum(
+        row["chosen"] for row in run["scores"]
+    ) == 1
+    wordings = [c for c in data["llm_calls"] if c["call_type"] == "integration"]
+    assert len(wordings) == 1 and "<draft>" in json.dumps(wordings[0]["prompt_messages"], ensure_ascii=False)
+    assert run["variety"]["pairs"] == 1 and run["variety"]["mean_edit_distance"] is not None
+    # AND turns show prints the run: N, the variety, the pick and each candidate's scores
+    out = shown.stdout
+    assert "best-of-n  step 0 text answer: difficulty 2, N 2 of 2 planned, 2 answered, judge none" in out
+    assert "variety    2 distinct of 2, distinct pairs 1.00, edit distance mean" in out
+    assert f"picked     candidate {run['chosen']} score" in out and "bon cost   estimated" in out
+    assert "* #" in out and " #1 t=- total" in out
+    # AND what the user read is what the guardian allowed
+    assert record["guardian_action"] == "allow" and record["final_response"]

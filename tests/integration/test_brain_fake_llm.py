@@ -59,8 +59,10 @@ def make_runtime(
             "CHARTER_LLM_MAX_RETRIES": "2",
         }
     )
+    # self-critique is sampled by the turn id's hash (a random ULID) and these tests count a turn's
+    # calls: off unless a test asks for it (the self-critique tests set 1.0)
     doc = load_flags_file().model_copy(
-        update={"brain_mode": "llm", "model": MODEL, "fast_model": FAST, **flags}
+        update={"brain_mode": "llm", "model": MODEL, "fast_model": FAST, "self_critique_rate": 0.0, **flags}
     )
     rt.store.set(FLAGS_DOC, flags_store_doc(doc))
     rt.flags = FlagsProvider(rt.store, ttl_seconds=0)

@@ -70,8 +70,12 @@ class BestOfNConfig(_Cfg):
     rule_ceilings: dict[Violation, Score]
     max_workers: Annotated[int, Field(ge=1, le=8)] = 4
     chars_per_token: Annotated[int, Field(ge=1)] = 4
+    # a reply's expected length over the level's ideal one, for the cost estimate (steps_cost)
+    output_margin: Annotated[float, Field(ge=1.0, le=4.0)] = 1.5
     judge: CallConfig
     refine: CallConfig
+    # a text answer's other wordings: the proposal's answer is the first candidate (steps.phrase_text)
+    text_answer: CallConfig
 
     @model_validator(mode="after")
     def _complete(self) -> BestOfNConfig:

@@ -153,8 +153,16 @@ def clarification(question: str = "どちらの佐藤さんウル？", *, overal
 def runtime(llm: Any = None, *, env: dict[str, str] | None = None, **flag_changes: Any) -> Runtime:
     """An in-process runtime (memory store, in-process bus, recording channels) with live flags."""
     rt = build_runtime({"CHARTER_ENV": "test", "CHARTER_CHANNELS": "recording", **(env or {})}, llm=llm)
+    # self-critique is sampled by the turn id's hash (a random ULID): a test that counts a turn's
+    # calls would depend on the draw, so it is off unless a test asks for it (its own tests do)
     doc = load_flags_file().model_copy(
-        update={"brain_mode": "llm", "model": MODEL, "fast_model": FAST, **flag_changes}
+        update={
+            "brain_mode": "llm",
+            "model": MODEL,
+            "fast_model": FAST,
+            "self_critique_rate": 0.0,
+            **flag_changes,
+        }
     )
     rt.store.set(FLAGS_DOC, flags_store_doc(doc))
     rt.flags = FlagsProvider(rt.store, ttl_seconds=0)

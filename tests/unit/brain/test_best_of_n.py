@@ -11,6 +11,7 @@ from brain_fakes import FAST, MODEL, ORG, FakeLLM, runtime, text_answer, turn
 
 from shared_lib.brain.integration import done_text, integrate
 from shared_lib.features.best_of_n import steps as best_of_n
+from shared_lib.features.best_of_n import steps_cost
 from shared_lib.features.best_of_n.state import load_best_of_n_config
 from shared_lib.features.best_of_n.state_difficulty import estimate
 from shared_lib.flags.document import BestOfN
@@ -114,7 +115,18 @@ def test_given_six_scripted_candidates_when_evaluated_then_the_one_that_keeps_pe
         "internal_name"
     ]
     assert by_index[1]["persona"] < by_index[2]["persona"] and doc["spread"] > 0
-    assert t.response.best_of_n == {"difficulty": 4, "n": 6, "chosen": 2, "regenerated": False}
+    summary = dict(t.response.best_of_n or {})
+    assert 0.3 < summary.pop("mean_edit_distance") < 1.0
+    # the two PLAIN candidates (0.1 and 1.0) are the one pair of the fifteen that does not differ
+    assert summary == {
+        "difficulty": 4,
+        "n": 6,
+        "chosen": 2,
+        "regenerated": False,
+        "kind": "results",
+        "judge": "full",
+        "distinct_pair_ratio": round(14 / 15, 4),
+    }
 
 
 def test_the_scores_go_to_each_candidates_call_log_entry_under_the_turn():
@@ -216,14 +228,14 @@ def test_the_cost_cap_lowers_n_and_a_tiny_cap_is_the_plain_call():
         messages=[{"role": "user", "content": "x" * 800}],
     )
     rt = runtime(None)
-    three = best_of_n.estimated_cost(3, level, request, FAST, rt.prices, CFG)
+    three = steps_cost.estimated_cost(3, level, request, FAST, rt.prices, CFG)
     # WHEN the cap fits three candidates and the judge, not four
-    n, cost = best_of_n.plan(level, request, FAST, rt.prices, CFG, cap=three + 1e-9)
-    assert (n, cost) == (3, three) and best_of_n.estimated_cost(
+    n, cost = steps_cost.plan(level, request, FAST, rt.prices, CFG, cap=three + 1e-9)
+    assert (n, cost) == (3, three) and steps_cost.estimated_cost(
         4, level, request, FAST, rt.prices, CFG
     ) > three
     # AND a cap below two candidates is one
-    assert best_of_n.plan(level, request, FAST, rt.prices, CFG, cap=1e-6)[0] == 1
+    assert steps_cost.plan(level, request, FAST, rt.prices, CFG, cap=1e-6)[0] == 1
     # AND in a turn: a tiny cap makes the one plain call
     llm = scripted(BY_TEMPERATURE, judge_json(6, best=2))
     t = turn_of(4)
@@ -233,10 +245,11 @@ def test_the_cost_cap_lowers_n_and_a_tiny_cap_is_the_plain_call():
 
 
 def test_flag_off_is_exactly_the_old_single_call():
-    # GIVEN the same turn with Best-of-N off (the default), on for another organisation, and capped to N=1
+    # GIVEN the same turn with Best-of-N off (the flags model's default; the dev file turns it
+    # on), on for another organisation, and capped to N=1
     requests = []
     for flags in (
-        None,
+        BestOfN(),
         BestOfN(orgs=["other"], max_cost_usd_per_turn=1.0),
         BestOfN(orgs=[ORG], max_cost_usd_per_turn=1e-6),
     ):
@@ -299,7 +312,7 @@ def test_a_failed_candidate_is_skipped_and_all_failing_is_the_templates():
 
 
 def test_candidates_after_the_first_ask_for_another_wording_since_claude_takes_no_temperature():
-    from shared_lib.features.best_of_n.steps import _variant
+    from shared_lib.features.best_of_n.steps_run import _variant
     from shared_lib.ports import LLMRequest
 
     base = LLMRequest(

@@ -87,8 +87,10 @@ def test_turns_show_json_has_the_record_and_its_llm_call_log(rt, capsys, monkeyp
     # THEN its LLM calls come with it, masked prompt and all
     assert code == 0 and data["record"]["record_id"] == turn_id and data["shadow_comparison"] is None
     calls = data["llm_calls"]
-    assert [c["call_type"] for c in calls] == ["routing", "proposal", "integration"]
-    assert [c["layer"] for c in calls] == ["context", "brain", "responder"]
+    # the development flags sample self-critique (seed 000: about 20 %): the draw is the turn id's
+    critique = ["self_critique"] if data["record"]["self_critique_executed"] else []
+    assert [c["call_type"] for c in calls] == ["routing", "proposal", *critique, "integration"]
+    assert [c["layer"] for c in calls] == ["context", "brain", *(["brain"] if critique else []), "responder"]
     assert all(c["prompt_messages"] for c in calls)
 
 
@@ -102,7 +104,9 @@ def test_turns_show_and_cost_count_the_same_calls(rt, capsys):
     data, report = json.loads(shown), json.loads(cost)
     # THEN the call log's entries add up to the turn's usage, and the cost report is that turn's cost
     calls, usage = data["llm_calls"], data["record"]["usage"]
-    assert len(calls) == usage["llm_calls"] == 3  # the router's classifier, the proposal, the phrasing
+    # the router's classifier, the proposal, the phrasing, and the self-critique when sampled
+    critique = 1 if data["record"]["self_critique_executed"] else 0
+    assert len(calls) == usage["llm_calls"] == 3 + critique
     assert sum(c["prompt_tokens"] for c in calls) == usage["input_tokens"] == report["input_tokens"]
     assert sum(c["response_tokens"] for c in calls) == usage["output_tokens"] == report["output_tokens"]
     assert sum(c["cost_usd"] for c in calls) == pytest.approx(data["record"]["cost_usd"])

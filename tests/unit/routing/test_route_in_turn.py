@@ -116,7 +116,12 @@ def test_an_undecided_input_is_classified_once_and_its_route_adopted_and_counted
         None,
     )
     # AND its usage is the turn's: every call the turn made is counted
-    assert record["usage"]["llm_calls"] == len(requests) == 2  # the classifier, the proposal
+    # (the classifier, the proposal and — the development flags run Best-of-N and sample
+    # self-critique — one other wording of its text answer, a routed one being difficulty 2,
+    # N=2, and the critique when its draw fell on this turn)
+    critique = ["self_critique"] if record["self_critique_executed"] else []
+    assert record["usage"]["llm_calls"] == len(requests)
+    assert [r.call_type for r in requests] == ["routing", "proposal", *critique, "integration"]
     # AND the log line and `charter turns show` carry it
     (line,) = [record_entry(r) for r in caplog.records if r.getMessage() == "router.decision"]
     assert (line["classifier_route"], line["classifier_confidence"], line["classifier_error"]) == (
