@@ -164,7 +164,9 @@ class Compaction:
     usage: float
     after: float
     written: bool
-    reason: str  # written, below_threshold, nothing_to_do, conflict, disabled, no_conversation, no_llm
+    reason: (
+        str  # written, below_threshold, nothing_to_do, conflict, disabled, no_conversation, no_llm, no_key
+    )
     calls: int = 0
     detail: dict[str, Any] = field(default_factory=dict)
 
@@ -190,6 +192,10 @@ def compact(store: Store, org_id: str, conversation_key: str, c: Compactor, *, n
         return Compaction("none", 0.0, 0.0, False, "no_conversation")
     levels = Levels.of(unseal(doc, c.cipher)[0])  # the values in clear, sealed again when written
     stored = window_messages(store, org_id, conversation_key, after=levels.window_from)
+    if c.cipher is None and any(d.get(SEALED_FIELD) for d in [doc, *(m for _, m in stored)]):
+        # without the key its summaries would keep placeholders for values that are sealed (and a
+        # merge would leave the old seals on new text): a process holding the key does it
+        return Compaction("none", 0.0, 0.0, False, "no_key")
     raw = list(zip([i for i, _ in stored], opened([d for _, d in stored], c.cipher), strict=True))
     usage = c.usage(levels, [d for _, d in raw])
     level = decide(usage, c.config)

@@ -311,3 +311,16 @@ def test_a_purge_removes_every_indexed_source_of_the_person_facts_and_digests_in
     assert [p for p, d in left.items() if "/memory_sources/" in p] == sources_of(TANAKA)
     totals = left[f"orgs/{ORG}/memory_stats/totals"]
     assert totals["chunks"] == len([p for p in left if p.startswith(chunks_path(ORG) + "/")])
+
+
+def test_a_process_without_the_key_leaves_a_sealed_conversation_to_one_that_has_it():
+    # GIVEN a conversation whose history holds sealed values, past 95 %
+    store = MemoryStore()
+    chat(store)
+    before = store.dump()
+    # WHEN a process without the vault's key (an operator's tool) tries to compact it
+    result = compact(store, ORG, KEY, keeping(window_for(store, "emergency"), cipher=None), now=MONDAY)
+    # THEN it writes nothing (no summary or fact would keep the values), and says why
+    assert (result.written, result.reason) == (False, "no_key") and store.dump() == before
+    # AND a process holding the key compacts it
+    assert compact(store, ORG, KEY, keeping(window_for(store, "emergency")), now=MONDAY).written
