@@ -94,7 +94,8 @@ class Hit:
     def public(self) -> dict[str, Any]:
         when = self.happened_at.isoformat() if self.happened_at else None
         out = {**asdict(self), "tags": list(self.tags), "happened_at": when}
-        out.pop("sealed")  # ciphertext is for the owner's reader, not for a listing
+        for private in ("sealed", "owner"):  # for the tool that opens it for its owner, not a listing
+            out.pop(private)
         return out
 
 
