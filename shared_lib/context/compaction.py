@@ -164,9 +164,8 @@ class Compaction:
     usage: float
     after: float
     written: bool
-    reason: (
-        str  # written, below_threshold, nothing_to_do, conflict, disabled, no_conversation, no_llm, no_key
-    )
+    # written, below_threshold, nothing_to_do, conflict, disabled, no_conversation, no_llm, no_key
+    reason: str
     calls: int = 0
     detail: dict[str, Any] = field(default_factory=dict)
 
