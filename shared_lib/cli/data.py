@@ -7,7 +7,11 @@ What is a person's (found without a collection-group query, so on Firestore's de
   records, for history written before the conversation document existed): every message,
   the conversation document, the session, the agent state, the LLM calls (``session_id``) and dead-lettered
   turns (``conversation_key``) of each;
-* ``memories`` (and their search chunks, ``memory_chunks``, with the keyword statistics), ``goals``, ``vaults``, ``receipts``, ``observability``, ``shadow_candidates``,
+* ``memories`` and every search chunk that is theirs (``memory_chunks`` where ``user_id``: their
+  memories', their event episodes', the facts compaction kept of their conversations), each
+  chunk's whole source removed with its manifest (``memory_sources``) and the keyword statistics
+  that count it; the chunks of the episodes they appear in (a daily digest's, nobody's own) go
+  with those episodes; ``goals``, ``vaults``, ``receipts``, ``observability``, ``shadow_candidates``,
   ``approval_jobs`` (the jobs they requested), ``agent_states`` and the fine-tuning candidates
   and staging ledger (``ft_candidates``, ``ft_ledgers``) where ``user_id`` (and the
   vaults of their recorded turns); the ``episodes`` they appear in (``user_ids``);
@@ -15,9 +19,9 @@ What is a person's (found without a collection-group query, so on Firestore's de
   directory's task account), as ``delete_task`` counts ownership.
 
 What they gave the assistant to keep is sealed in the kept document itself (``sealing``: a
-memory, its chunks, a task, an event episode carry their values encrypted in a ``sealed``
-field), so deleting the document deletes the sealed values with it: no key, map or copy of a
-value is kept anywhere else.
+memory, its chunks, a message of their history, a conversation's summaries, a task, an episode
+carry their values encrypted in a ``sealed`` field), so deleting the document deletes the sealed
+values with it: no key, map or copy of a value is kept anywhere else.
 
 Kept on purpose: the directory entry (``users``: the organisation's roster, not this
 assistant's data), announcements and permission changes (the organisation's record; their
@@ -43,7 +47,8 @@ from shared_lib.cli.operations import store_options
 from shared_lib.cli.runner import fail
 from shared_lib.context.history import conversation_path, history_path
 from shared_lib.delivery.topology import TOPOLOGY
-from shared_lib.memory.index import remove_source
+from shared_lib.memory.episode_index import SOURCE_KIND as EPISODE
+from shared_lib.memory.index import chunk_path, remove_source, source_path
 from shared_lib.ports import Op, Store
 from shared_lib.tools.directory import get_person
 
@@ -55,6 +60,7 @@ PURGED = (
     "agent_states",
     "memories",
     "memory_chunks",
+    "memory_sources",
     "goals",
     "tasks",
     "receipts",
@@ -124,12 +130,25 @@ def person_documents(store: Store, org: str, user: str) -> dict[str, list[str]]:
         f"orgs/{org}/episodes", where=[("user_ids", "array_contains", user)], limit=SCAN_LIMIT
     )
     found["episodes"].update(f"orgs/{org}/episodes/{doc_id}" for doc_id, _ in episodes)
+    for kind, source_id in _sources(store, org, user, [doc_id for doc_id, _ in episodes]):
+        manifest = source_path(org, kind, source_id)
+        found["memory_sources"].add(manifest)
+        chunk_ids = (store.get(manifest) or {}).get("chunk_ids") or []
+        found["memory_chunks"].update(chunk_path(org, str(c)) for c in chunk_ids)
     found["tasks"].update(_where(store, "tasks", org, "created_by", user))
     person = get_person(store, org, user)
     found["tasks"].update(
         _where(store, "tasks", org, "assignee_id", person.task_account_id if person else user)
     )
     return {name: sorted(_existing(store, paths)) for name, paths in found.items()}
+
+
+def _sources(store: Store, org: str, user: str, episode_ids: list[str]) -> set[tuple[str, str]]:
+    """(kind, id) of every indexed source that is the person's: of their chunks (whatever the
+    kind: a memory, an event episode, a fact), and the episodes they appear in."""
+    chunks = store.query(f"orgs/{org}/memory_chunks", where=[("user_id", "==", user)], limit=SCAN_LIMIT)
+    found = {(str(d.get("source_kind")), str(d.get("source_id"))) for _, d in chunks}
+    return found | {(EPISODE, eid) for eid in episode_ids}
 
 
 def bigquery_job(org: str, user: str) -> str:
@@ -147,8 +166,9 @@ def purge(store: Store, org: str, user: str, *, dry_run: bool = False) -> dict[s
     """Delete ``user``'s documents in ``org`` (unless ``dry_run``); the count per collection."""
     found = person_documents(store, org, user)
     if not dry_run:
-        for path in found["memories"]:  # their chunks with the keyword statistics that count them
-            remove_source(store, org, "memory", path.rsplit("/", 1)[1])
+        # each source's chunks (a digest's too), its manifest and the statistics that count them
+        for kind, source_id in _sources(store, org, user, [p.rsplit("/", 1)[1] for p in found["episodes"]]):
+            remove_source(store, org, kind, source_id)
         for paths in found.values():
             for path in paths:
                 store.delete(path)

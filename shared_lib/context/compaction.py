@@ -28,6 +28,14 @@ level 3 or cut, the half of level 3 a cut drops), become memory chunks of the co
 person, each once. The rules are fixed (no LLM, so the emergency level keeps facts too); the
 summary calls carry no extraction of their own: no round trip is added at any level.
 
+Personal values are sealed, never destroyed (``privacy.sealing``). With the vault's key (the
+keeper's ``cipher``) compaction opens the sealed values of the messages and summaries it reads;
+a summary call reads them as numbered placeholders (``summary_prompt``) and gets them back in its
+answer; the summaries are written masked with their values sealed on the conversation document
+(``sealed``: ``summary``, ``summary_levels/level3``, ``summary_levels/level2/N/summary``, the
+whole map replaced with each write), and a kept fact seals its values in its chunk. Without a key
+everything stays masked only, as before.
+
 Nothing is deleted: a message that leaves the window stays in ``messages`` for the
 organisation's retention (its ``expires_at``), findable by ``seq`` (an emergency cut records
 the range it dropped in ``cuts``). The state is written on the conversation document in one
@@ -44,12 +52,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
+from cryptography.fernet import MultiFernet
+
 from shared_lib.context.budget import estimate_tokens
-from shared_lib.context.history import conversation_path, window_cursor, window_messages
+from shared_lib.context.history import conversation_path, opened, window_cursor, window_messages
 from shared_lib.context.memory_config import CompactionConfig
 from shared_lib.context.summary_prompt import Voice, summaries_text, summarise, system_prompt, transcript
 from shared_lib.memory.fact_memory import Departing, Keeper, Kept, keep
-from shared_lib.ports import LLM, Store, Transaction
+from shared_lib.ports import LLM, Doc, Store, Transaction
+from shared_lib.privacy.sealing import SEALED_FIELD, seal, unseal
 
 Level = Literal["none", "light", "aggressive", "emergency"]
 CUTS_KEPT = 20
@@ -139,6 +150,11 @@ class Compactor:
     def usage(self, levels: Levels, raw: list[dict[str, Any]]) -> float:
         return usage_of(levels, raw, self.budget, self.carried)
 
+    @property
+    def cipher(self) -> MultiFernet | None:
+        """The vault's key the summaries and facts are sealed with (``None``: masked only)."""
+        return self.keeper.cipher if self.keeper is not None else None
+
 
 @dataclass(frozen=True)
 class Compaction:
@@ -148,7 +164,8 @@ class Compaction:
     usage: float
     after: float
     written: bool
-    reason: str  # written, below_threshold, nothing_to_do, conflict, disabled, no_conversation, no_llm
+    # written, below_threshold, nothing_to_do, conflict, disabled, no_conversation, no_llm, no_key
+    reason: str
     calls: int = 0
     detail: dict[str, Any] = field(default_factory=dict)
 
@@ -172,8 +189,13 @@ def compact(store: Store, org_id: str, conversation_key: str, c: Compactor, *, n
     doc = store.get(path)
     if doc is None:
         return Compaction("none", 0.0, 0.0, False, "no_conversation")
-    levels = Levels.of(doc)
-    raw = window_messages(store, org_id, conversation_key, after=levels.window_from)
+    levels = Levels.of(unseal(doc, c.cipher)[0])  # the values in clear, sealed again when written
+    stored = window_messages(store, org_id, conversation_key, after=levels.window_from)
+    if c.cipher is None and any(d.get(SEALED_FIELD) for d in [doc, *(m for _, m in stored)]):
+        # without the key its summaries would keep placeholders for values that are sealed (and a
+        # merge would leave the old seals on new text): a process holding the key does it
+        return Compaction("none", 0.0, 0.0, False, "no_key")
+    raw = list(zip([i for i, _ in stored], opened([d for _, d in stored], c.cipher), strict=True))
     usage = c.usage(levels, [d for _, d in raw])
     level = decide(usage, c.config)
     if level == "none":
@@ -189,7 +211,7 @@ def compact(store: Store, org_id: str, conversation_key: str, c: Compactor, *, n
     after = c.usage(new, [d for _, d in raw if str(d.get("seq") or "") > new.window_from])
     kept = _keep_facts(store, org_id, conversation_key, doc, departing(levels, new, raw), c, now=now)
     fields = new.fields(level=level, usage=usage, now=now)
-    written = store.run_transaction(lambda txn: _write(txn, path, levels.version, fields))
+    written = store.run_transaction(lambda txn: _write(txn, path, levels.version, fields, c.cipher))
     detail = {
         "window_from": new.window_from,
         "level2": len(new.level2),
@@ -227,12 +249,45 @@ def _keep_facts(
     return keep(store, org_id, conversation_key, user, leaving, c.keeper, now=now)
 
 
-def _write(txn: Transaction, path: str, version: int, fields: dict[str, Any]) -> bool:
+def _write(
+    txn: Transaction, path: str, version: int, fields: dict[str, Any], cipher: MultiFernet | None
+) -> bool:
     current = txn.get(path) or {}
     if int(current.get("compaction_version") or 0) != version:
         return False  # another compaction wrote since this one read: its state stands
-    txn.set(path, fields, merge=True)
+    if cipher is None:
+        txn.set(path, fields, merge=True)  # the summaries masked only, as the calls gave them
+        return True
+    # the whole document: a merge would keep the sealed entries of summaries no longer there
+    body = {k: v for k, v in current.items() if k != SEALED_FIELD}
+    txn.set(path, {**body, **sealed_summaries(fields, cipher)})
     return True
+
+
+def sealed_summaries(fields: dict[str, Any], cipher: MultiFernet | None) -> Doc:
+    """``fields`` with their summaries masked and the values they held sealed (``sealed``, on the
+    paths of the conversation document); only the summaries' texts are read for values."""
+    levels = fields["summary_levels"]
+    texts = {
+        "summary": fields["summary"],
+        "summary_levels": {
+            "level3": levels["level3"],
+            "level2": [{"summary": str(c.get("summary") or "")} for c in levels["level2"]],
+        },
+    }
+    done = seal(texts, cipher)
+    level2 = [
+        {**c, "summary": m["summary"]}
+        for c, m in zip(levels["level2"], done["summary_levels"]["level2"], strict=True)
+    ]
+    out: Doc = {
+        **fields,
+        "summary": done["summary"],
+        "summary_levels": {**levels, "level3": done["summary_levels"]["level3"], "level2": level2},
+    }
+    if done.get(SEALED_FIELD):
+        out[SEALED_FIELD] = done[SEALED_FIELD]
+    return out
 
 
 def _chunk(summary: str, messages: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
@@ -254,8 +309,10 @@ def _summarised(
     fold the level-2 chunks already there into level 3."""
     assert c.llm is not None
     cfg, calls, new = c.config, 0, levels
+    sealing = c.cipher is not None  # the calls read numbered placeholders and give the values back
     if aggressive and levels.level2:
-        text = summaries_text(levels.level3, [str(ch.get("summary") or "") for ch in levels.level2])
+        vault: dict[str, str] | None = {} if sealing else None
+        text = summaries_text(levels.level3, [str(ch.get("summary") or "") for ch in levels.level2], vault)
         level3 = summarise(
             c.llm,
             model=c.model,
@@ -263,19 +320,22 @@ def _summarised(
             text=text,
             max_tokens=cfg.summary_max_tokens,
             limit=cfg.level3_max_chars,
+            vault=vault,
         )
         calls += 1
         covered = levels.level3_count + sum(int(ch.get("count") or 0) for ch in levels.level2)
         new = replace(new, level3=level3, level3_count=covered, level2=())
     oldest = raw[: max(len(raw) - cfg.min_raw_messages, 0)]
     if oldest:
+        numbered: dict[str, str] | None = {} if sealing else None
         summary = summarise(
             c.llm,
             model=c.model,
             system=system_prompt(c.voice if cfg.use_persona_prompt else None, "level2"),
-            text=transcript([d for _, d in oldest]),
+            text=transcript([d for _, d in oldest], numbered),
             max_tokens=cfg.summary_max_tokens,
             limit=cfg.level2_max_chars,
+            vault=numbered,
         )
         calls += 1
         window_from = str(oldest[-1][1].get("seq") or "")

@@ -13,7 +13,11 @@ names the organisation, and every path is under ``orgs/{org}/``: two organisatio
 share a history.
 
 Text is stored masked (``Sanitizer.mask_stored``): whatever the user typed or the reply
-gave back, the history keeps ``[EMAIL]``, never the address — on a blocked turn too. With
+gave back, the history keeps ``[EMAIL]``, never the address in clear — on a blocked turn too —
+and, with the vault's key (``cipher``), the address itself sealed in the same message
+(``privacy.sealing``): what a person said is kept, not destroyed. Every reader of the history
+(the context, compaction's summaries, the daily digest) reads the masked text; only compaction
+and the digest open the sealed values, to seal them again in what they write. With
 ``expires_at`` (the organisation's retention) both documents expire by the catalogue's
 TTL policy, counted from the last message.
 """
@@ -23,9 +27,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from cryptography.fernet import MultiFernet
+
 from shared_lib.collections import conversation_id
 from shared_lib.ports import Op, Store
-from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.privacy.sealing import seal, unseal
 
 MAX_STORED_CHARS = 8000
 
@@ -55,8 +61,10 @@ def append_message(
     user_id: str,
     room_id: str = "",
     expires_at: datetime | None = None,
+    cipher: MultiFernet | None = None,
 ) -> None:
-    """Idempotent append (``set`` on an id derived from the turn); the text is stored masked."""
+    """Idempotent append (``set`` on an id derived from the turn); the text is stored masked,
+    its values sealed with ``cipher`` (without one, masked only)."""
     expiry = {"expires_at": expires_at} if expires_at is not None else {}
     store.set(
         conversation_path(org_id, conversation_key),
@@ -73,14 +81,20 @@ def append_message(
     store.set(
         f"{history_path(org_id, conversation_key)}/{message_id}",
         {
+            **seal({"text": text[:MAX_STORED_CHARS]}, cipher),
             "role": role,
-            "text": Sanitizer.default().mask_stored(text[:MAX_STORED_CHARS]),
             "at": at,
             "user_id": user_id,
             "seq": _order_key(at, message_id),
             **expiry,
         },
     )
+
+
+def opened(messages: list[dict[str, Any]], cipher: MultiFernet | None) -> list[dict[str, Any]]:
+    """``messages`` as stored, with their sealed values back in clear (``cipher`` ``None``: as
+    stored, masked): for a writer that seals what it derives from them again, never for a reply."""
+    return [unseal(m, cipher)[0] for m in messages]
 
 
 def window_messages(

@@ -97,7 +97,11 @@ def record(section: ContextSection, built: BuiltContext, *, user_id: str, user_n
         for k in kept(built, "knowledge")[: CAPS["knowledge"]]
     ]
     section.episodes = [
-        {"episode_id": e.get("episode_id"), "when": e.get("when"), "content": _clip(e.get("content"), 240)}
+        {
+            **({"fact_id": e["fact_id"]} if e.get("fact_id") else {"episode_id": e.get("episode_id")}),
+            "when": e.get("when"),
+            "content": _clip(e.get("content"), 240),
+        }
         for e in kept(built, "episodes")[: CAPS["episodes"]]
     ]
     section.degraded = list(built.degraded)

@@ -5,7 +5,10 @@ and sentence endings from the immutable core, and what the organisation's extens
 (``persona_ext.learned_block``). Whatever the voice, it keeps decisions, promises, the person's
 preferences and tool results with their values. The messages are stored masked; the transcript
 is masked again before the LLM sees it (a summary never carries what the history does not),
-and the answer is masked before it is stored.
+and the answer is masked before it is stored. With a ``vault`` (compaction holding the vault's
+key, the history's sealed values opened), the call reads each value as a numbered placeholder
+(``[PHONE_1]``) and its answer gets the values back, for compaction to seal them in the summary
+it stores: a summary keeps what was said, never a placeholder with nothing behind it.
 
 >>> from shared_lib.persona.core import load_core
 >>> voice = Voice.of(load_core(), {})
@@ -17,7 +20,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -25,7 +28,7 @@ from typing import Any, Literal
 from shared_lib.persona.core import PersonaCore
 from shared_lib.persona.ext import learned_block
 from shared_lib.ports import LLM, LLMRequest
-from shared_lib.privacy.sanitizer import Sanitizer
+from shared_lib.privacy.sanitizer import Sanitizer, unmask
 from shared_lib.tools.normalize import JST
 
 Target = Literal["level2", "level3"]
@@ -77,9 +80,18 @@ def _when(at: Any) -> str:
     return at.astimezone(JST).strftime("%m/%d %H:%M") if isinstance(at, datetime) else ""
 
 
-def transcript(messages: Sequence[dict[str, Any]]) -> str:
-    """The messages as the call reads them (``会話:`` … ``要約:``), masked."""
-    mask = Sanitizer.default().mask_stored
+def _masker(vault: dict[str, str] | None) -> Callable[[str], str]:
+    """Stored placeholders (``[PHONE]``); with ``vault``, numbered ones whose values it records."""
+    s = Sanitizer.default()
+    if vault is None:
+        return lambda text: str(s.mask_stored(text))
+    return lambda text: s.mask(text, vault)[0]
+
+
+def transcript(messages: Sequence[dict[str, Any]], vault: dict[str, str] | None = None) -> str:
+    """The messages as the call reads them (``会話:`` … ``要約:``), masked (numbered into
+    ``vault`` when given)."""
+    mask = _masker(vault)
     lines = [
         f"{ROLE_LABELS.get(str(m.get('role')), str(m.get('role') or '?'))}（{_when(m.get('at'))}）: "
         f"{' '.join(mask(str(m.get('text') or '')).split())}"
@@ -88,15 +100,27 @@ def transcript(messages: Sequence[dict[str, Any]]) -> str:
     return "\n".join(["会話:", *lines, "", "要約:"])
 
 
-def summaries_text(level3: str, chunks: Sequence[str]) -> str:
-    """Level 3 and the level-2 chunks as the input of a level-3 call, masked."""
-    mask = Sanitizer.default().mask_stored
+def summaries_text(level3: str, chunks: Sequence[str], vault: dict[str, str] | None = None) -> str:
+    """Level 3 and the level-2 chunks as the input of a level-3 call, masked (numbered into
+    ``vault`` when given)."""
+    mask = _masker(vault)
     parts = ([f"これまでの要点: {level3}"] if level3 else []) + [f"- {c}" for c in chunks]
     return "\n".join(["これまでの要約:", *(mask(p) for p in parts), "", "要約:"])
 
 
-def summarise(llm: LLM, *, model: str, system: str, text: str, max_tokens: int, limit: int) -> str:
-    """One summary call (purpose ``summary``); the answer masked, on one line, at most ``limit`` chars."""
+def summarise(
+    llm: LLM,
+    *,
+    model: str,
+    system: str,
+    text: str,
+    max_tokens: int,
+    limit: int,
+    vault: dict[str, str] | None = None,
+) -> str:
+    """One summary call (purpose ``summary``); the answer on one line, at most ``limit`` chars,
+    masked, or with ``vault`` (what ``text`` was numbered into) the values back in it, for a
+    caller that seals what it stores."""
     answer = llm.complete(
         LLMRequest(
             call_type="summary",
@@ -106,5 +130,7 @@ def summarise(llm: LLM, *, model: str, system: str, text: str, max_tokens: int, 
             messages=[{"role": "user", "content": text}],
         )
     )
-    flat = " ".join(Sanitizer.default().mask_stored(answer.text()).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    s = Sanitizer.default()
+    flat = " ".join((answer.text() if vault is not None else s.mask_stored(answer.text())).split())
+    flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return flat if vault is None else str(unmask(flat, vault))

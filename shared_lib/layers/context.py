@@ -57,8 +57,8 @@ __all__ = ["LAYER", "append_history", "classifier", "history_path", "route", "ru
 
 
 def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -> None:
-    """Conversation memory: idempotent append (the id derives from the turn), kept masked
-    for the organisation's retention."""
+    """Conversation memory: idempotent append (the id derives from the turn), kept masked with
+    its values sealed under the vault's key, for the organisation's retention."""
     now = rt.clock()
     append_message(
         scoped(rt.store, turn.org_id),
@@ -71,6 +71,7 @@ def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -
         user_id=turn.user_id,
         room_id=turn.room_id,
         expires_at=now + rt.settings.retention(turn.org_id),
+        cipher=rt.vault,
     )
 
 

@@ -2,8 +2,10 @@
 
 Read without a collection-group query: the organisation's conversations whose last message is
 after the day began (``conversations.at``), then each one's messages of the day (``at`` in
-``[start, end)``), in their order. Texts are as stored (masked); people are shown by their
-directory name, the assistant by the persona's.
+``[start, end)``), in their order. Texts are as stored (masked); with the vault's key
+(``cipher``) their sealed values are opened, so the digest's story can seal them again rather
+than keep a placeholder with nothing behind it (its call masks them before the model reads them).
+People are shown by their directory name, the assistant by the persona's.
 
 >>> [t.isoformat() for t in day_window(date(2026, 11, 25))]
 ['2026-11-24T15:00:00+00:00', '2026-11-25T15:00:00+00:00']
@@ -14,10 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
+from cryptography.fernet import MultiFernet
+
 from shared_lib.adapters.scoped import scoped
 from shared_lib.collections import collection_path
 from shared_lib.dates.model import JST
 from shared_lib.ports import Doc, Store
+from shared_lib.privacy.sealing import unseal
 
 CONVERSATION_LIMIT = 500
 MESSAGE_LIMIT = 500
@@ -60,9 +65,15 @@ def day_messages(store: Store, org_id: str, day: date) -> list[Doc]:
 
 
 def day_log(
-    store: Store, org_id: str, day: date, *, persona_name: str, max_chars: int = MAX_LOG_CHARS
+    store: Store,
+    org_id: str,
+    day: date,
+    *,
+    persona_name: str,
+    max_chars: int = MAX_LOG_CHARS,
+    cipher: MultiFernet | None = None,
 ) -> DayLog:
-    messages = day_messages(store, org_id, day)
+    messages = [unseal(m, cipher)[0] for m in day_messages(store, org_id, day)]
     names: dict[str, str] = {}
     lines, people = [], []
     for doc in messages:

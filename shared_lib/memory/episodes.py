@@ -273,13 +273,15 @@ def daily_digest(
     *,
     retention: timedelta,
     config: StoryConfig | None = None,
+    cipher: MultiFernet | None = None,
 ) -> EpisodeOutcome:
-    """The digest of ``org_id``'s ``day`` (JST), written once."""
+    """The digest of ``org_id``'s ``day`` (JST), written once; with ``cipher`` the values its
+    messages sealed are sealed in it too (``_tell``)."""
     config = config or StoryConfig()
     eid = episode_id(org_id, f"daily:{day.isoformat()}")
     if scoped(store, org_id).get(episode_path(org_id, eid)) is not None:
         return EpisodeOutcome("exists", eid)
-    log = day_log(store, org_id, day, persona_name=persona.name)
+    log = day_log(store, org_id, day, persona_name=persona.name, cipher=cipher)
     if log.events < config.min_events_for_daily:
         return EpisodeOutcome(
             "skipped", eid, f"{log.events} messages, fewer than {config.min_events_for_daily}"
@@ -287,7 +289,9 @@ def daily_digest(
     last = log.last_at.astimezone(JST) if log.last_at else datetime.combine(day, time(23, 59, 59), JST)
     prompt = f"{display_date(day)}の会話ログ:\n{log.text}"
     telling = _Telling(org_id, eid, "daily_digest", last, prompt, log.user_ids, {"trigger": "daily"})
-    return _tell(store, llm, persona, telling, now=now, model=model, retention=retention, config=config)
+    return _tell(
+        store, llm, persona, telling, now=now, model=model, retention=retention, config=config, cipher=cipher
+    )
 
 
 def event_episode(

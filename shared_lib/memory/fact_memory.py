@@ -16,10 +16,16 @@ masked, chunked, embedded, found by ``memory.search`` and ``charter memory searc
   (``facts.normalised``: NFKC, no spaces, punctuation or emoji), so a second compaction, a
   redelivered turn or the same decision said again writes nothing: the source's manifest is
   looked for before embedding and again inside the transaction that would write it.
-* **Personal data.** The history is stored masked (``context.history``): a value it replaced
-  is gone, and a placeholder is never kept as if it were the value. It is kept as the words a
-  reply shows (「（電話番号・非表示）」); a value still in the text (a summary's) is sealed with
-  the vault's key like any kept chunk (``sealing``, ``cipher``).
+* **Personal data.** The history stores its values sealed (``context.history``); compaction
+  opens them with the vault's key, so a fact holds the value and its chunk seals it again like
+  any kept chunk (``sealing``, ``cipher``): shown in clear to its person only. A placeholder with
+  no value behind it (a message stored before sealing, or without a key) is never kept as if
+  it were the value: it is kept as the words a reply shows (「（電話番号・非表示）」). The fact's
+  id hashes its masked text, so no value is derivable from an id and the same fact said with
+  or without its value is kept once.
+* **Whose.** A conversation is one person's (``org/room/user``): a fact is kept for the
+  conversation document's ``user_id``, else the person its key names; a conversation naming
+  nobody keeps nothing (a chunk without a person would be readable by everyone).
 """
 
 from __future__ import annotations
@@ -124,6 +130,12 @@ def text_of(item: _Item) -> str:
     return f"{labels}{when}: {_worded(item.body)}"
 
 
+def person_of(conversation_key: str) -> str:
+    """The person a conversation key (``org/room/user``) names; ``""`` for another shape."""
+    parts = conversation_key.split("/")
+    return parts[-1] if len(parts) >= 3 else ""
+
+
 def keep(
     store: Store,
     org_id: str,
@@ -135,10 +147,13 @@ def keep(
     now: datetime,
 ) -> Kept:
     """Keep the facts of ``departing`` as memory chunks of ``user_id`` in ``org_id``, each once."""
+    user_id = user_id or person_of(conversation_key)
+    if not user_id:
+        return Kept()  # nobody's: never a chunk everyone may read
     written, existing, sources = 0, 0, []
     expires = now + keeper.retention if keeper.retention is not None else None
     for item in items_of(departing):
-        sid = fact_id(user_id, item.body)
+        sid = fact_id(user_id, str(Sanitizer.default().mask_stored(item.body)))
         sources.append(sid)
         if store.get(source_path(org_id, SOURCE_KIND, sid)) is not None:
             existing += 1
@@ -150,10 +165,11 @@ def keep(
             source_id=sid,
             text=text_of(item),
             now=now,
-            user_id=user_id or None,
+            user_id=user_id,
             tags=item.kinds,
             expires_at=expires,
             cipher=keeper.cipher,
+            happened_at=item.at,  # a hit says when it was said, as an episode's says when it happened
         )
         origin = {
             "conversation_id": conversation_id(conversation_key),

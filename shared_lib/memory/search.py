@@ -88,10 +88,15 @@ class Hit:
     tags: tuple[str, ...] = ()
     happened_at: datetime | None = None  # an episode's: when what it tells happened
     tag_rank: int | None = None  # its rank among the chunks carrying a tag the query names
+    owner: str | None = None  # the chunk's person (``user_id``): who alone may read it in clear
+    sealed: dict[str, Any] | None = None  # its values, sealed (``privacy.sealing``): for ``owner`` only
 
     def public(self) -> dict[str, Any]:
         when = self.happened_at.isoformat() if self.happened_at else None
-        return {**asdict(self), "tags": list(self.tags), "happened_at": when}
+        out = {**asdict(self), "tags": list(self.tags), "happened_at": when}
+        for private in ("sealed", "owner"):  # for the tool that opens it for its owner, not a listing
+            out.pop(private)
+        return out
 
 
 def search(
@@ -256,6 +261,8 @@ def fuse(
                 tags=tuple(doc.get("tags") or ()),
                 happened_at=doc.get("happened_at"),
                 tag_rank=tr,
+                owner=doc.get("user_id"),
+                sealed=doc.get("sealed") if isinstance(doc.get("sealed"), dict) else None,
             )
         )
     hits.sort(key=lambda h: (-h.score, h.source_kind, h.source_id))

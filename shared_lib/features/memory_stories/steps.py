@@ -75,6 +75,7 @@ def digest_job(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:
         rt.settings.fast_model,
         retention=rt.settings.retention(org),
         config=cfg.story,
+        cipher=rt.vault,  # what the day's messages sealed stays sealed in its story, not lost
     )
     index_episode(rt, org, out, user_id=None)
     return {"status": out.status, "episode_id": out.episode_id, "reason": out.reason, "day": day.isoformat()}

@@ -13,6 +13,12 @@ as the user's preferences. Memories are stored masked and sealed (``shared_lib.t
 value encrypted under the vault's key in the same document, and given back in clear to its
 author only (a memory is its author's: ``own_memories``), listed as ``_revealed`` so the reply
 restores it after the LLM phrased it with placeholders. Its search chunks hold the masked text.
+
+What was lived is recalled by the same search: episodes (``memory.episode_index``) and the facts
+compaction kept (``memory.fact_memory``), each a hit the asker may read (``search.Reader``: an
+event episode and a fact are their person's, a digest the top level's) with when it happened.
+Their chunks seal their values too; the memory search tool opens them for the chunk's own person
+only (never a digest's: nobody's), the Context Builder's source never (it is for the model).
 """
 
 from __future__ import annotations
@@ -20,16 +26,18 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from cryptography.fernet import MultiFernet
 from pydantic import Field, model_validator
 
 from shared_lib.dates import JST
 from shared_lib.memory import index
 from shared_lib.memory.episode_index import SOURCE_KIND as EPISODE
-from shared_lib.memory.search import Reader, search
+from shared_lib.memory.fact_memory import SOURCE_KIND as FACT
+from shared_lib.memory.search import Hit, Reader, search
 from shared_lib.memory.tag_signal import suggested_tags
 from shared_lib.ports import Embedder, Store, Transaction
 from shared_lib.privacy.sanitizer import Sanitizer
-from shared_lib.privacy.sealing import masked_values, revealed, unseal
+from shared_lib.privacy.sealing import SEALED_FIELD, masked_values, revealed, unseal
 from shared_lib.tools.directory import get_person
 from shared_lib.tools.handlers.base import Params, doc_id, pick_one, preview, require_text, writer
 from shared_lib.tools.normalize import DocId, clean_text
@@ -38,6 +46,7 @@ from shared_lib.tools.registry import ToolContext
 Category = Literal["preference", "fact", "person", "other"]
 MEMORY_SCAN_LIMIT = 300
 MEMORY_HITS = 10
+LIVED = (EPISODE, FACT)  # what happened and what was said: recalled with when
 
 
 def memories_path(org_id: str, memory_id: str = "") -> str:
@@ -127,8 +136,9 @@ class QueryMemoryParams(Params):
 
 
 def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
-    """The asker's memories and the episodes they may read (seed 001 §22.6: what happened is
-    recalled by the same search), best first; an episode says when it happened (``when``)."""
+    """The asker's memories and the episodes and kept facts they may read (seed 001 §22.6: what
+    happened is recalled by the same search), best first; an episode or a fact says when it
+    happened (``when``), its values in clear when it is the asker's own."""
     docs = dict(own_memories(ctx.store, ctx.org_id, ctx.user_id, None if p.category == "all" else p.category))
     hits = search(
         ctx.store,
@@ -136,14 +146,16 @@ def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None
         ctx.org_id,
         p.query,
         reader=_reader(ctx.store, ctx.org_id, ctx.user_id),
-        kinds=("memory", EPISODE) if p.category == "all" else ("memory",),  # an episode has no category
+        kinds=("memory", *LIVED) if p.category == "all" else ("memory",),  # those have no category
         limit=MEMORY_HITS * 5 if p.category != "all" else MEMORY_HITS,  # room for the category filter
     )
     given: list[str] = []
     memories: list[dict[str, Any]] = []
     for h in hits:
-        if h.source_kind == EPISODE:
-            memories.append(_episode_entry(h.source_id, h.happened_at, h.text))
+        if h.source_kind in LIVED:
+            text, values = _opened(h, ctx.user_id, ctx.cipher)
+            given += values
+            memories.append(_lived_entry(h, text))
         elif h.source_id in docs:
             d, values = unseal(
                 docs[h.source_id], ctx.cipher
@@ -170,12 +182,23 @@ def query_memory(p: QueryMemoryParams, ctx: ToolContext, txn: Transaction | None
     }
 
 
-def _episode_entry(episode_id: str, at: datetime | None, story: str) -> dict[str, Any]:
-    """An episode as the memory tools show it: its id (``episode_id``: what tells it from a memory,
-    which has a ``memory_id``), when it happened (JST, read by the display as 「11月25日（水）」) and
-    what happened."""
+def _lived_entry(h: Hit, text: str) -> dict[str, Any]:
+    """An episode or a kept fact as the memory tools show it: its id (``episode_id`` or
+    ``fact_id``: what tells it from a memory, which has a ``memory_id``), when it happened (JST,
+    read by the display as 「11月25日（水）」) and what happened."""
+    at: datetime | None = h.happened_at
     when = at.astimezone(JST).isoformat(timespec="minutes") if at else None
-    return {"episode_id": episode_id, "when": when, "content": story}
+    key = "episode_id" if h.source_kind == EPISODE else "fact_id"
+    return {key: h.source_id, "when": when, "content": text}
+
+
+def _opened(h: Hit, asker: str | None, cipher: MultiFernet | None) -> tuple[str, list[str]]:
+    """The hit's text with its sealed values in clear for its own person (a chunk naming nobody,
+    a digest, is nobody's to open), and those values; masked for anyone else."""
+    if not h.sealed or not asker or h.owner != asker:
+        return h.text, []
+    doc, values = unseal({"text": h.text, SEALED_FIELD: h.sealed}, cipher)
+    return str(doc["text"]), values
 
 
 class DeleteMemoryParams(Params):
@@ -252,19 +275,20 @@ def search_episodes(
     embedder: Embedder | None = None,
     user_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The episodes (seed 001 §22) ``user_id`` may read that are nearest ``query``, best first
-    (the same hybrid search; an event episode is its person's, a digest the top level's:
-    ``memory.episode_index``), each with when it happened (``happened_at``, JST)."""
+    """The episodes (seed 001 §22) and kept facts (seed 001 §19.7) ``user_id`` may read that are
+    nearest ``query``, best first (the same hybrid search; an event episode and a fact are their
+    person's, a digest the top level's: ``memory.episode_index``, ``memory.fact_memory``), each
+    with when it happened (``happened_at``, JST), masked: this is what the model reads."""
     hits = search(
         store,
         embedder,
         org_id,
         query,
         reader=_reader(store, org_id, user_id),
-        kinds=(EPISODE,),
+        kinds=LIVED,
         limit=limit,
     )
-    return [_episode_entry(h.source_id, h.happened_at, h.text[:300]) for h in hits]
+    return [_lived_entry(h, h.text[:300]) for h in hits]
 
 
 class KnowledgeSearchParams(Params):

@@ -43,7 +43,6 @@ CONVERSATION = [
 # Records and logs: masked by design (seed 002 §7), never read back to a person, so a placeholder
 # there has no sealed value behind it. Every other collection that holds one fails the scan.
 LOGS = {
-    "messages": "conversation history (what was said, masked)",
     "observability": "the turn record",
     "llm_calls": "what the cloud LLM was sent",
     "receipts": "a tool call's request and result",
@@ -51,7 +50,7 @@ LOGS = {
     "agent_states": "the conversation's working state",
     "ft_candidates": "fine-tuning data, masked like the brain saw it",
 }
-KEPT = {"memories", "memory_chunks", "tasks"}
+KEPT = {"memories", "memory_chunks", "tasks", "messages"}  # the history keeps what was said too
 ANY_PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_]*(?:_\d+)?\]")
 _events = itertools.count(1)
 
@@ -159,7 +158,7 @@ def test_no_kept_document_lost_a_value_and_only_logs_hold_bare_placeholders(serv
     # GIVEN every document of every collection the conversation wrote
     dump = served.store.dump()
     kept = {p: d for p, d in dump.items() if (e := of_path(p)) is not None and e.name in KEPT}
-    # THEN the kept ones are there, sealed (the memory, its chunk, the task) …
+    # THEN the kept ones are there, sealed (the memory, its chunk, the task, the history) …
     assert {of_path(p).name for p in kept} == KEPT  # type: ignore[union-attr]
     assert all(
         d.get(SEALED_FIELD)
