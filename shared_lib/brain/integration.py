@@ -18,6 +18,7 @@ the tool by its display name, a parameter a failure names by its label (「担�
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 MAX_REPLY_CHARS = 1200
+_ITEM = re.compile(r"(?:[-・*•]|\d+[.)．）、])\s*")  # a list's item line: 「- 資料」「1. 資料」
 
 
 def all_results(turn: Turn) -> list[ToolResult]:
@@ -55,13 +57,13 @@ def integrate(turn: Turn, rt: Runtime) -> str:
 
 
 def once(text: str) -> str:
-    """``text`` with every line said once: a later line equal to an earlier one (spaces aside)
-    is dropped; blank lines stay where they separate what is said."""
+    """``text`` with every sentence line said once: a later line equal to an earlier one
+    (spaces aside) is dropped; blank lines and list items stay (two lists may share an item)."""
     seen: set[str] = set()
     kept = []
     for line in text.split("\n"):
         key = " ".join(line.split())
-        if key and key in seen:
+        if key and key in seen and not _ITEM.match(key):
             continue
         seen.add(key)
         kept.append(line)

@@ -44,6 +44,7 @@ from shared_lib.turn.proposal import ClarificationProposal
 
 CODE_MIN_CONFIDENCE = 0.8
 ROUTES = frozenset({"CHAT", "PLAN", "ANALYZE", "OPS", "RESEARCH", "CODE"})
+CODE_WORKERS = frozenset({"CODE1", "CODE2", "CODE3"})
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,8 @@ def worker_output(turn: Any) -> tuple[WorkerOutput, str]:
             WorkerOutput(result=summary[:500], confidence=confidence),
             f"invalid_worker_output: {where}: {first.get('msg', '')}"[:200],
         )
+    asks = [q.strip() for q in out.questions_for_user if q.strip()]  # a blank question asks nothing
+    out = out.model_copy(update={"questions_for_user": asks})
     failed = next((r for r in results if not r.ok), None)
     if failed is not None:
         out = out.model_copy(update={"needs_next_loop": False})
@@ -186,6 +189,7 @@ def _reroute(turn: Any, worker: WorkerOutput, routing: RoutingConfig | None) -> 
     """``(route, refused)``: the route of the re-route the step asks for when the charter takes
     it, else why it is refused (``ROUTE: reason``); ``(None, None)`` when none was asked for."""
     route = (worker.suggested_route or "").strip().upper()
+    route = "CODE" if route in CODE_WORKERS else route  # seed 002 §3.4: CODE1-3 are CODE's workers
     if worker.fit is not False or not route or route == turn.route.route:
         return None, None  # no re-route asked for (staying on the route is none)
     if route not in ROUTES:

@@ -103,3 +103,11 @@ def test_a_reroute_to_another_route_without_a_command_is_still_taken_once():
     _, turn = chain.say("先月のタスク、部署ごとに傾向見たい")
     assert turn.route.route == "ANALYZE" and turn.loop.reroute_used
     assert turn.loop.reroute_refused == "PLAN: reroute_used"
+
+
+@pytest.mark.parametrize("worker", ["CODE1", "code2", "Code3"])
+def test_a_reroute_to_a_code_worker_is_held_to_codes_bar(worker):
+    refused = _decided_as_classified("ちょっと相談なんやけど、集計のやり方を考えたい", to(worker))
+    assert refused.reroute is None and refused.reroute_refused == "CODE: no_strong_evidence"
+    taken = _decided_as_classified("deploy.sh を書き換えたい", to(worker))
+    assert taken.reroute == "CODE"

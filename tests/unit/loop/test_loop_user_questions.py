@@ -122,3 +122,11 @@ def test_where_no_further_step_could_run_the_question_still_stops_the_loop():
     plain = Chain([tool_call(*SEARCH_MINE, loop={"needs_next_loop": False})])
     _, other = plain.say("タスク確認よろしく")
     assert loop.decide(other, loop.LoopLimits(), now, can_continue=False).reason == "done"
+
+
+def test_a_blank_question_asks_nothing_and_the_step_is_simply_done():
+    chain = Chain(
+        [tool_call(*SEARCH_MINE, loop={"needs_next_loop": False, "questions_for_user": ["  ", "　"]})]
+    )
+    reply, turn = chain.say("タスク一覧ちょうだい")
+    assert turn.loop.stop_reason == "done" and "教えてほしいウル" not in reply
