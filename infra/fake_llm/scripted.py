@@ -404,6 +404,9 @@ PROPOSAL_RULES: tuple[ProposalRule, ...] = (
     ProposalRule("view_all_users", _has(("全社員",), ("一覧",)), _view_all_users),
     ProposalRule("task_create", _is_task_request, _task_create),  # 佐藤 → clarification_needed
     # look first, then act: a search that hands over to a next step (infra.fake_llm.steps)
+    ProposalRule(
+        "task_check_then_ask", steps.is_check_then_ask, lambda t: steps.check_then_ask(t, _task_search(t))
+    ),
     ProposalRule("task_check_then_act", steps.is_first_step, lambda t: steps.first_step(t, _task_search(t))),
     ProposalRule("task_complete", _has(("タスク",), ("完了",)), _task_complete),
     ProposalRule("task_search", _has(("タスク",), ("一覧", "確認", "教えて")), _task_search),
@@ -642,6 +645,7 @@ def answer(request: MessagesRequest) -> Reply:
             proposal = steps.next_step(request)
         else:  # a skill's proposal or call (infra.fake_llm.skills) depends on the tools offered
             proposal = skills.proposal(said, request.tool_names()) or propose(said)
+            proposal = steps.with_route_doubt(said, proposal)
         proposal = with_state_update(said, proposal, later=later)
         return Reply(
             content=[{"type": "tool_use", "name": PROPOSAL_TOOL, "input": proposal}], stop_reason="tool_use"

@@ -10,6 +10,15 @@ message) and the request (the first user message), and proposes what a careful m
 * 「タスクを確認し続けて」 → search again and again (the controller stops it at ``max_loops``);
 * a verdict that did not let the step run, or anything else → a short text that tells what
   the steps found.
+
+Two more behaviours of a real model the loop must survive (issue 37):
+
+* 「タスクを確認して、どれから片付けるか相談したい」 (a check and どれから / 優先) → the search,
+  saying no next step is needed while asking the user which comes first
+  (``questions_for_user``): the question must reach the user;
+* the fault-injection marker ``[[fit:ROUTE]]`` in the user's words → the model's proposal
+  says its route does not fit and suggests ``ROUTE`` (``fit`` false, ``suggested_route``), as a
+  model that misreads 「タスクを見せて」 as code would: the charter decides whether to re-route.
 """
 
 from __future__ import annotations
@@ -23,6 +32,9 @@ from infra.fake_llm.scenario import JSON, MessagesRequest
 _TARGET = re.compile(r"[、,]\s*(?:「([^」]+)」|([^、,「」]+?))の?タスクは?(?:を)?(完了|削除)")
 _CHECK = ("確認", "見て", "チェック")
 _KEEP_GOING = ("確認し続けて", "調べ続けて")  # the second: a delegated job's (infra.fake_llm.jobs)
+_ASK_FIRST = ("どれから", "優先")
+_FIT = re.compile(r"\[\[fit:([A-Za-z]+)\]\]")
+ASK_WHICH_FIRST = "期限が近いものから片付けるのでいいウル？ほかに急ぎのものがあれば教えてほしいウル🐺"
 _REASONING = "検索結果を見てから、どのタスクに次の操作をするかを決めるため、まず検索だけを提案する"
 
 
@@ -33,6 +45,32 @@ def is_first_step(text: str) -> bool:
     return any(k in text for k in _KEEP_GOING) or (
         any(w in text for w in _CHECK) and _TARGET.search(text) is not None
     )
+
+
+def is_check_then_ask(text: str) -> bool:
+    """A check of one's tasks with a question of order for the user (「どれから」「優先」)."""
+    return "タスク" in text and any(w in text for w in _CHECK) and any(w in text for w in _ASK_FIRST)
+
+
+def check_then_ask(text: str, search: JSON) -> JSON:
+    """The search, finished in one step, with the question of order for the user."""
+    loop = {
+        "needs_next_loop": False,
+        "why": "どれから片付けるかは本人が決めることなので、検索結果を見せて聞く",
+        "questions_for_user": [ASK_WHICH_FIRST],
+        "risk": "low",
+    }
+    return {**search, "loop": loop}
+
+
+def with_route_doubt(text: str, proposal: JSON) -> JSON:
+    """The proposal saying its route does not fit, when the words carry ``[[fit:ROUTE]]``."""
+    found = _FIT.search(text)
+    if found is None:
+        return proposal
+    loop = {**(proposal.get("loop") or {}), "fit": False, "suggested_route": found.group(1).upper()}
+    loop.setdefault("needs_next_loop", False)
+    return {**proposal, "loop": loop, "confidence": {**proposal.get("confidence", {}), "overall": 0.95}}
 
 
 def first_step(text: str, search: JSON) -> JSON:

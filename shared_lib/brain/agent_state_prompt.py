@@ -5,8 +5,10 @@ The context layer reads the conversation's agent state into ``turn.context.agent
 ``step``, ``status``, ``decision_log``, ``last_delta``, ``pending_gate``). The brain shows
 it first in Main, every field clipped to the seed's limits (§5.1: a line of 200 characters,
 at most 2 constraints, 3 plan steps and 2 open questions of 100 each), so the block is
-bounded and is never cut by the context's token budget: the budget cuts the rendered
-context (history first, ``context.budget``), never this. An empty state is one line.
+bounded. The context's token budget counts it with the context and, in seed 004 §11's
+order (evidence, summary, then the open questions, then the plan's moves), may have cut its
+open questions and plan before it gets here (``context.budget``); its other fields are never
+cut. An empty state is one line.
 Masking is the caller's (``brain.prompt`` masks Main as a whole).
 
 >>> print(render_agent_state({}))

@@ -7,7 +7,9 @@ the same cached prefix as the proposal call); failures, legacy turns and a faile
 phrasing call use the persona's fixed templates (``done_<tool>``, the error catalogue).
 A delivery (an announcement's ``delivery`` counts) is always told by the fixed templates
 (``done_announcement_<status>``): how many people were reached is a fact, not a phrasing.
-The results of every step of a multi-step turn are told together, in one reply.
+The results of every step of a multi-step turn are told together, in one reply, each once: a
+step that found what an earlier step found (a loop stopped at its limit after searching three
+times) adds nothing, and no line of the reply is said twice (``once``).
 A handler's data never reaches the user unformatted: both ways read the result as a user
 does (``tools.display.shown_result``: 「11月25日（水）」 for a date, 「好み」 for ``preference``),
 the tool by its display name, a parameter a failure names by its label (「担当者」).
@@ -16,6 +18,7 @@ the tool by its display name, a parameter a failure names by its label (「担�
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
 
 MAX_REPLY_CHARS = 1200
+_ITEM = re.compile(r"(?:[-・*•]|\d+[.)．）、])\s*")  # a list's item line: 「- 資料」「1. 資料」
 
 
 def all_results(turn: Turn) -> list[ToolResult]:
@@ -46,10 +50,31 @@ def all_results(turn: Turn) -> list[ToolResult]:
 
 
 def integrate(turn: Turn, rt: Runtime) -> str:
-    text = _integrate(turn, rt)
+    text = once(_integrate(turn, rt))
     if _auto_approved(turn) and rt.persona.has("auto_approved_note"):
         text = f"{text}\n{rt.persona.message('auto_approved_note')}"
     return text
+
+
+def once(text: str) -> str:
+    """``text`` with every sentence line said once: a later line equal to an earlier one
+    (spaces aside) is dropped; blank lines and list items stay (two lists may share an item)."""
+    seen: set[str] = set()
+    kept = []
+    for line in text.split("\n"):
+        key = " ".join(line.split())
+        if key and key in seen and not _ITEM.match(key):
+            continue
+        seen.add(key)
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def _distinct(shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each finding once, in order: a step that found what an earlier one found is not shown
+    again (the model would tell it again)."""
+    keys = [json.dumps(x, ensure_ascii=False, sort_keys=True, default=str) for x in shown]
+    return [x for i, x in enumerate(shown) if keys[i] not in keys[:i]]
 
 
 def _auto_approved(turn: Turn) -> bool:
@@ -76,7 +101,8 @@ def _integrate(turn: Turn, rt: Runtime) -> str:
         if text:
             return text
     today = rt.clock().astimezone(rt.policy.zone).date()
-    return "\n".join(done_text(rt.persona, r, rt.registry, today=today) for r in results)
+    lines = (done_text(rt.persona, r, rt.registry, today=today) for r in results)
+    return "\n".join(dict.fromkeys(lines))  # the same finding of two steps is told once
 
 
 def error_text(persona: Persona, code: str, **values: object) -> str:
@@ -178,7 +204,7 @@ def _llm_phrase(turn: Turn, rt: Runtime) -> str:
         }
         for r in all_results(turn)
     ]
-    results = s.mask_obj(shown, vault)
+    results = s.mask_obj(_distinct(shown), vault)
     prompt = rt.persona.prompt(
         "integration", user_message=user, results=json.dumps(results, ensure_ascii=False, default=str)
     )

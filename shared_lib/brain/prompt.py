@@ -11,7 +11,8 @@ Fixed order, the cache order of the Messages API, stable first:
 4. **Specialised** (``clarify``, ``plan``, ``confirm_gate``, ``summarise`` or none, chosen by
    code: ``specialised.choose_specialised``, the persona's ``[prompts]``); breakpoint 3, so
    turns choosing the same one share the prefix up to it;
-5. **Main**, volatile, no breakpoint: the agent state (``agent_state_prompt``, never cut),
+5. **Main**, volatile, no breakpoint: the agent state (``agent_state_prompt``; the budget may
+   have cut its open questions and plan, seed 004 §11),
    the organisation's learned persona and the context's override (``persona_prompt``), then
    the context in Truth order (``context_prompt``, the builder's budget);
 6. **messages**: the user's message, then at a later step the earlier steps

@@ -1,8 +1,9 @@
 """Validation of the LLM's answer into a ``Proposal`` (seed 000 §5.2.3b).
 
 An answer is valid when it has the shape of one of the three output types, every
-proposed tool is an enabled registry tool, and each tool's parameters pass that tool's
-own parameter model. Anything else raises ``InvalidProposal`` whose message is guidance
+proposed tool is an enabled registry tool, each tool's parameters pass that tool's
+own parameter model, and its ``loop`` hand-over is strictly typed (``shared_lib.loop.hand_over``:
+``needs_next_loop`` a JSON boolean, never 「yes」 or ``1``). Anything else raises ``InvalidProposal`` whose message is guidance
 for the one retry (field names and rules, never the values).
 
 >>> from shared_lib.tools.builtin import builtin_registry
@@ -21,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared_lib.errors import LLMOutputError
+from shared_lib.loop.hand_over import hand_over_problem
 from shared_lib.tools.registry import ToolRegistry
 from shared_lib.turn.proposal import Proposal, ToolCallProposal
 
@@ -51,6 +53,8 @@ def validate_proposal(raw: Any, registry: ToolRegistry) -> Proposal:
         proposal = Proposal.model_validate(_canonical(raw, registry))
     except ValidationError as exc:
         raise InvalidProposal(summarise(exc)) from exc
+    if problem := hand_over_problem(proposal.root.loop):
+        raise InvalidProposal(problem)
     if isinstance(proposal.root, ToolCallProposal):
         names = sorted(s.name for s in registry.enabled())
         for i, call in enumerate(proposal.root.tool_calls):

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from shared_lib.adapters.scoped import scoped
 from shared_lib.context.budget import DEFAULT_DROP_ORDER, DROPPABLE, Fitted, fit
-from shared_lib.context.render import build_sections
+from shared_lib.context.render import agent_state_sections, build_sections
 from shared_lib.context.sources import OnceEmbedder, SourceRequest, SourceSpec, default_sources
 from shared_lib.errors import ConfigError
 from shared_lib.ports import Embedder, Store
@@ -185,7 +185,12 @@ class ContextBuilder:
             degraded=degraded,
             fallback_user={"user_id": inp.user_id, "name": inp.user_name},
         )
-        return BuiltContext(values, records, fit(sections, cfg.token_budget, cfg.drop_order), degraded)
+        sections += agent_state_sections(values.get("agent_state") or {})
+        fitted = fit(sections, cfg.token_budget, cfg.drop_order)
+        if values.get("agent_state"):  # what the budget cut of the state never reaches the prompt
+            kept = {s.name: s.lines for s in fitted.sections if s.name in ("open_questions", "plan_brief")}
+            values["agent_state"] = {**values["agent_state"], **kept}
+        return BuiltContext(values, records, fitted, degraded)
 
     def _fetch(
         self, specs: list[SourceSpec], request: SourceRequest, required: Collection[str] = ()

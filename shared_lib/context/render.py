@@ -31,6 +31,7 @@ class Section:
     lines: list[str] = field(default_factory=list)
     droppable: bool = True
     oldest_first: bool = False  # drop from the front (conversation history keeps the newest)
+    shown: bool = True  # False: counted in the budget, shown by the prompt's agent-state block
 
     def text(self) -> str:
         return "\n".join([self.title, *self.lines]) if self.lines else ""
@@ -188,5 +189,24 @@ def build_sections(
     return sections
 
 
+def agent_state_sections(state: dict[str, Any]) -> list[Section]:
+    """The agent state (seed 004 §5) as the budget counts it: the prompt shows it in its own
+    block (``brain.agent_state_prompt``), never in the context's text, so each section is
+    ``shown=False``. Its open questions and plan are cut in seed 004 §11's order (the last
+    item first: the plan's later moves); the rest of the state is never cut."""
+    if not state:
+        return []
+    kept = [str(state.get(k) or "") for k in ("step", "status", "goal", "why_now", "last_delta")]
+    kept += [str(c) for c in state.get("constraints") or []]
+    return [
+        Section("agent_state", "【エージェント状態】", [x for x in kept if x], droppable=False, shown=False),
+        Section(
+            "open_questions", "未解決の問い", [str(q) for q in state.get("open_questions") or []], shown=False
+        ),
+        Section("plan_brief", "直近の計画", [str(m) for m in state.get("plan_brief") or []], shown=False),
+    ]
+
+
 def render(sections: list[Section]) -> str:
-    return "\n\n".join(t for t in (s.text() for s in sections) if t)
+    """The context's text: the sections it shows, in order."""
+    return "\n\n".join(t for t in (s.text() for s in sections if s.shown) if t)

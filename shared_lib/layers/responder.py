@@ -18,6 +18,7 @@ never reads ``[PHONE_1]``, and values of other turns or other people are never r
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -138,6 +139,8 @@ def take_or_stop(
     decision = loop.decide(turn, limits, now, can_continue=llm and turn.brain_arm == "llm")
     if boundary is not None:
         decision = boundary(turn, rt, decision)
+    if decision.reroute_refused:
+        log_event("loop.reroute_refused", turn=turn, layer="responder", refused=decision.reroute_refused)
     if decision.action == "continue":
         loop.take_step(
             turn, decision, rt.clock(), step_seconds=s.turn_budget_seconds, max_millis=limits.max_millis
@@ -168,14 +171,28 @@ def _stop_note(turn: Turn, rt: Runtime, text: str) -> str:
     if key and rt.persona.has(key):
         lines.append(rt.persona.message(key, steps=len(turn.loop.steps) + 1))
     if reason == "need_user_confirmation" and not detail.startswith(("confirm:", "clarification")):
-        # the model's questions (the controller's checked hand-over); never its internal next actions
-        if asks := (turn.loop.worker.questions_for_user if turn.loop.worker else []):
+        # the model's questions (the controller's checked hand-over); never its internal next actions;
+        # a question the reply already asks in its own words is not asked twice
+        asks = turn.loop.worker.questions_for_user if turn.loop.worker else []
+        if new := [q for q in dict.fromkeys(q.strip() for q in asks) if q and not _says(text, q)]:
             lines.append(
-                rt.persona.message("loop_stop_questions", questions="\n".join(f"・{q}" for q in asks))
+                rt.persona.message("loop_stop_questions", questions="\n".join(f"・{q}" for q in new))
             )
-        else:
+        elif not asks:
             lines.append(rt.persona.message("loop_stop_ask"))
     return "\n".join(x for x in lines if x)
+
+
+def _folded(text: str) -> str:
+    """The text as compared for sameness: NFKC, letters and digits only (no spaces, punctuation
+    or emoji), so 「どのタスクから？🐺」 and 「どのタスクから?」 are the same."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text) if ch.isalnum())
+
+
+def _says(text: str, question: str) -> bool:
+    """Whether ``text`` already holds ``question`` (compared folded)."""
+    q = _folded(question)
+    return bool(q) and q in _folded(text)
 
 
 def run(turn: Turn, rt: Runtime) -> Outcome:

@@ -6,13 +6,23 @@ proposal, verdict, authorization and results) and returns ``continue`` only when
 
 * the step ran tools, all of them succeeded, and nothing is waiting for the user: a
   CONFIRM pauses the turn (the confirmation message is the reply), a BLOCK or a deny ends it;
-* the step's hand-over (``WorkerOutput``, validated here; an invalid one is ``worker.fail``)
-  asks for a next step, with no questions for the user, ``risk`` not ``high`` and, on a
-  consequential branch, a confidence of at least ``limits.min_confidence``;
+* the step's hand-over (``hand_over.HandOver``, strictly typed: an invalid one is
+  ``worker.fail``) asks for a next step, with no questions for the user, ``risk`` not
+  ``high`` and, on a consequential branch, a confidence of at least ``limits.min_confidence``;
 * fewer than ``max_loops`` steps ran and less than ``max_millis`` went by since the first.
 
+What a step says to the user is never lost: questions for the user or ``risk`` high stop the
+loop with ``need_user_confirmation`` whatever else the step said (``needs_next_loop`` false,
+a text answer, a re-route, a tool that failed, a brain that could not take another step), and
+the responder sends the questions.
+
 A re-route (§3.3, §3.4) is taken at most once per input: ``fit`` false with a valid
-``suggested_route``, or the conversation model's ``propose_next_loop`` with a ``route``.
+``suggested_route``, or the conversation model's ``propose_next_loop`` with a ``route``. It
+never overrides the user's explicit command (``/chat …`` stays CHAT), and a re-route to CODE
+needs what the router needs to adopt CODE (seed 003 §3.3, 002 §2.4): a confidence of at least
+``CODE_MIN_CONFIDENCE`` and strong evidence the CODE rules find in the user's own input. A
+re-route refused is recorded (``LoopDecision.reroute_refused``: ``explicit_command``,
+``code_without_evidence``, …).
 Stop reasons: ``done``, ``blocked``, ``denied``, ``worker_failure``, ``need_user_confirmation``
 (``confirm``: the turn pauses; or the step's questions, risk or low confidence),
 ``max_loops``, ``max_millis``.
@@ -26,11 +36,15 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from shared_lib.loop.hand_over import hand_over_problem
+from shared_lib.routing.config import RoutingConfig, load_routing_config
+from shared_lib.routing.rules import code_evidence
 from shared_lib.turn.envelope import WorkerOutput
 from shared_lib.turn.proposal import ClarificationProposal
 
 CODE_MIN_CONFIDENCE = 0.8
 ROUTES = frozenset({"CHAT", "PLAN", "ANALYZE", "OPS", "RESEARCH", "CODE"})
+CODE_WORKERS = frozenset({"CODE1", "CODE2", "CODE3"})
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,7 @@ class LoopDecision:
     detail: str = ""
     error: str = ""  # why the step's hand-over failed (``worker.fail``)
     reroute: str | None = None  # the route the next step takes
+    reroute_refused: str | None = None  # ``ROUTE: why`` when the step asked for a re-route refused
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -63,6 +78,9 @@ def worker_output(turn: Any) -> tuple[WorkerOutput, str]:
     )
     confidence = p.confidence if p is not None else 0.0
     raw = dict(p.root.loop or {}) if p is not None else {}
+    if problem := hand_over_problem(raw):
+        return WorkerOutput(result=summary[:500], confidence=confidence), f"invalid_worker_output: {problem}"
+    raw.pop("result", None)
     if "propose_next_loop" in raw or "route" in raw:  # §3.4, the conversation model's interface
         proposed = raw.pop("propose_next_loop", False)
         route = raw.pop("route", None)
@@ -73,7 +91,7 @@ def worker_output(turn: Any) -> tuple[WorkerOutput, str]:
     raw.pop("reason", None)
     try:
         out = WorkerOutput.model_validate(
-            {**raw, "result": summary[:500], "confidence": confidence}, strict=False
+            {**raw, "result": summary[:500], "confidence": confidence}, strict=True
         )
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -82,6 +100,8 @@ def worker_output(turn: Any) -> tuple[WorkerOutput, str]:
             WorkerOutput(result=summary[:500], confidence=confidence),
             f"invalid_worker_output: {where}: {first.get('msg', '')}"[:200],
         )
+    asks = [q.strip() for q in out.questions_for_user if q.strip()]  # a blank question asks nothing
+    out = out.model_copy(update={"questions_for_user": asks})
     failed = next((r for r in results if not r.ok), None)
     if failed is not None:
         out = out.model_copy(update={"needs_next_loop": False})
@@ -95,19 +115,34 @@ def done(turn: Any, detail: str) -> LoopDecision:
     return LoopDecision("stop", "done", worker, detail=detail, error=error)
 
 
-def decide(turn: Any, limits: LoopLimits, now: datetime, *, can_continue: bool = True) -> LoopDecision:
+def decide(
+    turn: Any,
+    limits: LoopLimits,
+    now: datetime,
+    *,
+    can_continue: bool = True,
+    routing: RoutingConfig | None = None,
+) -> LoopDecision:
     """What follows the step that just ran (see the module docstring). ``can_continue`` false:
-    no brain could take another step (the legacy arm, local-only, the kill switch)."""
+    no brain could take another step (the legacy arm, local-only, the kill switch);
+    ``routing``: the rule dictionary a re-route to CODE is checked with (the configured one)."""
     worker, error = worker_output(turn)
     number = len(turn.loop.steps) + 1  # this step's place in the loop
     p, g, a = turn.proposal.proposal, turn.guardian, turn.authorization
+    reroute, refused = _reroute(turn, worker, routing) if p is not None else (None, None)
 
     def stop(reason: str, detail: str = "") -> LoopDecision:
-        return LoopDecision("stop", reason, worker, detail=detail, error=error)
+        return LoopDecision("stop", reason, worker, detail=detail, error=error, reroute_refused=refused)
 
+    def go(reason: str, detail: str = "") -> LoopDecision:
+        return LoopDecision(
+            "continue", reason, worker, detail=detail, reroute=reroute, reroute_refused=refused
+        )
+
+    asks_user = bool(worker.questions_for_user) or worker.risk == "high"
     if p is None:
         return stop("done", "no proposal")
-    if not can_continue:
+    if not can_continue and not asks_user:
         return stop("done", "single step")
     if g is not None and g.blocked:
         return stop("blocked", g.reason_code)
@@ -119,20 +154,19 @@ def decide(turn: Any, limits: LoopLimits, now: datetime, *, can_continue: bool =
         return stop("need_user_confirmation", "clarification")
     if error.startswith("invalid_worker_output"):
         return stop("worker_failure", error)
-    if not p.tool_calls or not turn.execution.results:
-        reroute = _reroute(turn, worker)
-        if reroute and number < limits.max_loops:
-            return LoopDecision("continue", "reroute", worker, reroute=reroute, detail=f"route {reroute}")
-        return stop("done", p.output_type)
-    if error:
-        return stop("worker_failure", error)
-    reroute = _reroute(turn, worker)
-    if not worker.needs_next_loop and reroute is None:
-        return stop("done", "needs_next_loop=false")
+    # what the step says to the user reaches the user, whatever else it said (seed 002 §3.2)
     if worker.questions_for_user:
         return stop("need_user_confirmation", "questions_for_user")
     if worker.risk == "high":
         return stop("need_user_confirmation", "risk=high")
+    if not p.tool_calls or not turn.execution.results:
+        if reroute and number < limits.max_loops:
+            return go("reroute", f"route {reroute}")
+        return stop("done", p.output_type)
+    if error:
+        return stop("worker_failure", error)
+    if not worker.needs_next_loop and reroute is None:
+        return stop("done", "needs_next_loop=false")
     if worker.confidence < limits.min_confidence:
         return stop("need_user_confirmation", f"confidence {worker.confidence:.2f}")
     if number >= limits.max_loops:
@@ -140,7 +174,7 @@ def decide(turn: Any, limits: LoopLimits, now: datetime, *, can_continue: bool =
     elapsed_ms = (now - started_at(turn)).total_seconds() * 1000
     if elapsed_ms >= limits.max_millis:
         return stop("max_millis", f"{elapsed_ms:.0f} ms")
-    return LoopDecision("continue", "reroute" if reroute else "continue", worker, reroute=reroute)
+    return go("reroute" if reroute else "continue")
 
 
 def started_at(turn: Any) -> datetime:
@@ -151,13 +185,31 @@ def started_at(turn: Any) -> datetime:
     return min(starts) if starts else turn.created_at  # type: ignore[no-any-return]
 
 
-def _reroute(turn: Any, worker: WorkerOutput) -> str | None:
-    """The route of a re-route the step asks for, when one may still be taken."""
-    route = (worker.suggested_route or "").upper()
-    if turn.loop.reroute_used or worker.fit is not False or route not in ROUTES:
-        return None
-    if route == turn.route.route or (route == "CODE" and turn.route.local_only):
-        return None
-    if route == "CODE" and worker.confidence < CODE_MIN_CONFIDENCE:  # seed 003: CODE needs 0.8
-        return None
-    return route
+def _reroute(turn: Any, worker: WorkerOutput, routing: RoutingConfig | None) -> tuple[str | None, str | None]:
+    """``(route, refused)``: the route of the re-route the step asks for when the charter takes
+    it, else why it is refused (``ROUTE: reason``); ``(None, None)`` when none was asked for."""
+    route = (worker.suggested_route or "").strip().upper()
+    route = "CODE" if route in CODE_WORKERS else route  # seed 002 §3.4: CODE1-3 are CODE's workers
+    if worker.fit is not False or not route or route == turn.route.route:
+        return None, None  # no re-route asked for (staying on the route is none)
+    if route not in ROUTES:
+        return None, f"{route[:20]}: unknown_route"
+    if turn.loop.reroute_used:
+        return None, f"{route}: reroute_used"  # seed 003: once per input
+    if turn.route.source == "command":
+        return None, f"{route}: explicit_command"  # the user's command is stronger than the model
+    if route == "CODE":
+        if turn.route.local_only:
+            return None, "CODE: local_only"
+        if worker.confidence < CODE_MIN_CONFIDENCE:
+            return None, f"CODE: low_confidence {worker.confidence:.2f}"
+        if code_evidence(user_text(turn), routing or load_routing_config()) is None:
+            return None, "CODE: no_strong_evidence"
+    return route, None
+
+
+def user_text(turn: Any) -> str:
+    """What the user asked in this loop: the paused request of a resumed loop, else the input
+    after its leading commands (the model's own words are never evidence)."""
+    request = str(getattr(turn.loop, "request", "") or "")
+    return request or str(turn.brain_text())

@@ -37,6 +37,13 @@ def _worker_event(turn: Turn, decision: LoopDecision) -> None:
     )
 
 
+def _refused(turn: Turn, decision: LoopDecision) -> None:
+    """A re-route the step asked for and the controller refused is kept on the loop (the first
+    one: a loop takes or refuses its one re-route) and said on the ``final.route`` event."""
+    if decision.reroute_refused and turn.loop.reroute_refused is None:
+        turn.loop.reroute_refused = decision.reroute_refused
+
+
 def take_step(
     turn: Turn, decision: LoopDecision, now: datetime, *, step_seconds: float, max_millis: int
 ) -> None:
@@ -44,6 +51,7 @@ def take_step(
     loop = turn.loop
     loop.started_at = started_at(turn)
     _worker_event(turn, decision)
+    _refused(turn, decision)
     if decision.reroute:
         _event(turn, "route.override", initial_route=turn.route.route, final_route=decision.reroute)
         loop.reroute_used = True
@@ -68,6 +76,7 @@ def stop(turn: Turn, decision: LoopDecision) -> None:
     """The loop ends with this step: its events and the §7.2 summary."""
     loop = turn.loop
     _worker_event(turn, decision)
+    _refused(turn, decision)
     loop.stop_reason, loop.stop_detail, loop.worker = decision.reason, decision.detail, decision.worker
     initial_route = loop.steps[0].route if loop.steps else turn.route.route
     worker_calls = len(loop.steps) + (1 if turn.execution.results else 0)
@@ -91,6 +100,7 @@ def stop(turn: Turn, decision: LoopDecision) -> None:
         risk=decision.worker.risk,
         fit=decision.worker.fit,
         reroute_used=loop.reroute_used,
+        reroute_refused=loop.reroute_refused,
         stop_reason=decision.reason,
         error_reason=decision.error or None,
     )

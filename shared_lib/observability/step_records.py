@@ -103,6 +103,9 @@ class LoopRow(RecordRow):
     stop_detail: str = Field(default="", description="Detail of the stop (masked).")
     resumed_from: str | None = Field(default=None, description="Paused turn this loop resumed after a yes.")
     reroute_used: bool = Field(default=False, description="The turn took its one re-route.")
+    reroute_refused: str | None = Field(
+        default=None, description="A re-route the step asked for and the controller refused, and why."
+    )
     worker_calls: int = Field(default=0, description="Steps of the turn that ran tools.")
     events: list[EventRow] = Field(default_factory=list, description="The §7.1 events of the turn, in order.")
 
@@ -202,6 +205,7 @@ def loop_row(turn: Turn, steps: list[StepRow], s: Sanitizer) -> LoopRow:
         stop_detail=s.mask_text(loop.stop_detail),
         resumed_from=loop.resumed_from,
         reroute_used=loop.reroute_used,
+        reroute_refused=loop.reroute_refused,
         worker_calls=calls if isinstance(calls, int) else sum(1 for row in steps if row.results),
         events=[_event_row(e, s) for e in events],
     )
@@ -225,7 +229,8 @@ class AgentRow(RecordRow):
     pending_gate: bool = Field(default=False, description="An approval is pending.")
     last_delta: str = Field(default="", description="What the turn changed, one line (masked).")
     transition: list[TransitionRow] = Field(
-        default_factory=list, description="The step transition the turn took (at most one)."
+        default_factory=list,
+        description="The step transitions the turn took (the LLM's at most one, the code's one per step).",
     )
     refused: list[TransitionRow] = Field(
         default_factory=list, description="Transitions refused (not in the table, a second one, ...)."

@@ -203,7 +203,9 @@ def _steps_lines(r: ObservabilityRecord) -> list[str]:
     loop = r.loop
     out.append(
         f"  loop       stop {loop.stop_reason or '-'} after {len(r.steps)} step(s), "
-        f"reroute {'yes' if loop.reroute_used else 'no'}, worker calls {loop.worker_calls}"
+        f"reroute {'yes' if loop.reroute_used else 'no'}"
+        + (f" (refused {loop.reroute_refused})" if loop.reroute_refused else "")
+        + f", worker calls {loop.worker_calls}"
         + (f" ({loop.stop_detail})" if loop.stop_detail else "")
         + (f", resumed from {loop.resumed_from}" if loop.resumed_from else "")
     )

@@ -4,7 +4,8 @@
 state, never one. A ``Transition`` is a change of step, taken by the code (what the charter
 decided this turn) or by the LLM (its proposed ``state_update.step``); a refused one keeps its
 reason. ``AgentSection`` is the turn's record of it, written by the responder: the state after
-the turn, the transition taken (at most one per utterance) and the refused ones.
+the turn, the transitions taken (the LLM's at most one per utterance, the code's one per step)
+and the refused ones.
 
 Part of the ``Turn`` envelope (``shared_lib.turn.envelope``); the rules live in ``shared_lib.features.agent_state.state``.
 """
@@ -48,10 +49,11 @@ class Transition(_Section):
 
 class AgentSection(_Section):
     """The turn's agent state record. ``state`` is the state after the turn as stored (masked);
-    ``transition`` holds the one taken, if any; ``applied`` is false when nothing was written
+    ``transition`` holds those taken, in order (at most one by the LLM; the code's, one per
+    step); ``applied`` is false when nothing was written
     (a shadow turn, or a redelivered turn already applied)."""
 
     state: dict[str, Any] = Field(default_factory=dict)
-    transition: list[Transition] = Field(default_factory=list, max_length=1)
+    transition: list[Transition] = Field(default_factory=list)
     refused: list[Transition] = Field(default_factory=list)
     applied: bool = False

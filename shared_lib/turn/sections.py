@@ -164,6 +164,7 @@ class LoopSection(_Section):
     resumed_from: str | None = None
     request: str = ""  # a resumed loop: the paused turn's request, masked (the brain's user message)
     reroute_used: bool = False
+    reroute_refused: str | None = None  # ``ROUTE: why`` of a re-route the controller refused
     events: list[dict[str, Any]] = Field(default_factory=list)
 
 

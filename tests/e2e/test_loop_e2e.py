@@ -143,3 +143,60 @@ def test_the_loop_stops_at_ninety_seconds_on_an_injected_clock(local_stack):
     assert "時間がかかりすぎた" in reply
     assert "brain#1" not in layers(record)  # stopped after the first step
     assert record["loop"]["stop_reason"] == "max_millis" and len(record["steps"]) == 1
+
+
+# -- issue 37: what a step says to the user, an explicit command, the agent state ---------------
+
+
+@pytest.mark.e2e
+def test_a_steps_question_reaches_the_user_though_it_says_no_next_step_is_needed(local_stack):
+    room = f"room-loop-ask-{uuid.uuid4().hex[:6]}"
+    # GIVEN a request whose search step finishes (needs_next_loop false) with a question for the user
+    turn = post(local_stack, "自分のタスクを確認して、どれから片付けるか相談したい🙏", room)
+    # WHEN it is answered
+    reply = wait_replies(local_stack, room, 1)[0]
+    record = local_stack.record(ORG, turn, local_stack.budgets.steps)
+    # THEN the user receives the question, and the loop stopped to ask, after one step
+    assert "期限が近いものから片付けるのでいいウル？" in reply, reply
+    assert record["loop"]["stop_reason"] == "need_user_confirmation"
+    assert record["loop"]["stop_detail"] == "questions_for_user"
+    assert record["steps"][0]["needs_next_loop"] is False and len(record["steps"]) == 1
+    assert "brain#1" not in layers(record) and len(replies(local_stack, room)) == 1
+
+
+@pytest.mark.e2e
+def test_an_explicit_chat_the_worker_tries_to_reroute_to_code_stays_chat(local_stack):
+    room = f"room-loop-chat-{uuid.uuid4().hex[:6]}"
+    # GIVEN the user's /chat and a model that says the route does not fit and suggests CODE
+    turn = post(local_stack, "/chat 自分のタスク一覧を見せて [[fit:CODE]]", room)
+    reply = wait_replies(local_stack, room, 1)[0]
+    record = local_stack.record(ORG, turn, local_stack.budgets.steps)
+    # THEN the turn stays CHAT: no re-route, no second step, the refusal recorded, no CODE line
+    assert record["route"]["initial_route"] == "CHAT" and record["route"]["source"] == "command"
+    assert record["loop"]["reroute_used"] is False
+    assert record["loop"]["reroute_refused"] == "CODE: explicit_command"
+    final = record["loop"]["events"][-1]
+    assert final["event"] == "final.route" and final["final_route"] == "CHAT"
+    assert [s["route"] for s in record["steps"]] == ["CHAT"] and "brain#1" not in layers(record)
+    assert "コーディング" not in reply and "うまく理解できなかった" not in reply, reply
+
+
+@pytest.mark.e2e
+def test_a_step_two_approval_leaves_the_agent_state_awaiting_approval(local_stack):
+    tag = f"W{uuid.uuid4().hex[:6]}"
+    room = f"room-loop-wait-{tag}"
+    with_task(local_stack, tag, f"{room}-setup")  # the task is made elsewhere: this room starts PLANNING
+    # GIVEN a two-step turn whose first step searches and whose second step (a delete) waits for approval
+    asked = post(local_stack, f"自分のタスクを確認して、資料{tag}のタスクは削除して", room)
+    wait_replies(local_stack, room, 1)
+    record = local_stack.record(ORG, asked, local_stack.budgets.steps)
+    # THEN the store's agent state for the conversation is AWAITING_APPROVAL with the gate pending
+    (state,) = [d for _, d in local_stack.store.query(f"orgs/{ORG}/agent_states") if d.get("room_id") == room]
+    assert state["step"] == "AWAITING_APPROVAL" and state["pending_gate"] is True
+    # AND the record took both of the code's moves, refusing none of them
+    moves = [(t["from_step"], t["to_step"], t["by"]) for t in record["agent"]["transition"]]
+    assert moves == [("PLANNING", "EXECUTION", "code"), ("EXECUTION", "AWAITING_APPROVAL", "code")], record[
+        "agent"
+    ]
+    assert not [t for t in record["agent"]["refused"] if t["by"] == "code"], record["agent"]
+    assert record["agent"]["step"] == "AWAITING_APPROVAL"

@@ -757,3 +757,17 @@ def test_given_no_question_about_a_lived_topic_when_proposing_then_memory_is_not
 ) -> None:
     calls = propose(said).get("tool_calls") or []
     assert not [c for c in calls if c["tool_name"] == "query_memory"]
+
+
+def test_the_scripted_model_asks_which_first_after_a_check_and_doubts_its_route_on_the_marker():
+    from infra.fake_llm import steps
+
+    # GIVEN a check that asks for an order, THEN one search step with a question for the user
+    asked = propose("自分のタスクを確認して、どれから片付けるか相談したい🙏")
+    assert asked["tool_calls"][0]["tool_name"] == "chatwork_task_search"
+    assert asked["loop"]["needs_next_loop"] is False and asked["loop"]["questions_for_user"]
+    # GIVEN the [[fit:CODE]] marker, THEN the proposal suggests CODE; without it nothing changes
+    plain = propose("自分のタスク一覧を見せて")
+    doubted = steps.with_route_doubt("自分のタスク一覧を見せて [[fit:CODE]]", plain)
+    assert doubted["loop"]["fit"] is False and doubted["loop"]["suggested_route"] == "CODE"
+    assert steps.with_route_doubt("自分のタスク一覧を見せて", plain) == plain

@@ -8,8 +8,11 @@ the limit ending in 「…」, a list keeps its first items (the decision log it
 model that wrote a little too much costs no retry and the state never breaks its shape.
 
 The step moves only along the allowed-transition table (``config/agent_state.json``, validated
-at load: an unknown step is refused) and at most once per utterance (one user message, one
-``turn_id``)::
+at load: an unknown step is refused). The LLM moves it at most once per utterance (one user
+message, one ``turn_id``), and never after a move in the same utterance; the code's own
+transitions say what the charter did at each step of the utterance, so a multi-step turn
+follows them as a chain, one per step and each along the table (step 1 ran a search, step 2
+asks for approval: PLANNING → EXECUTION → AWAITING_APPROVAL)::
 
     PLANNING ──► EXECUTION ──► REVIEW ──► DONE ──► PLANNING (ours: a new goal)
        │  └──────► REVIEW        │ ▲          error transitions (the step ends in ERROR):
@@ -18,9 +21,9 @@ at load: an unknown step is refused) and at most once per utterance (one user me
 
 ``apply`` takes what the charter decided this step (``CodeTransition``) and what the LLM
 proposed (``StateUpdate``). The code's transition wins; the LLM's is taken only when the code
-decided none and the table allows it. A transition refused (not in the table, a second one in
-the same utterance, or the LLM's against the code's decision) is recorded with its reason and
-the state keeps its step. Status is not a transition: it changes freely, the code's word over
+decided none, no transition was taken in the utterance yet and the table allows it. A
+transition refused (not in the table, the LLM's second one in the same utterance, or the LLM's
+against the code's decision) is recorded with its reason and the state keeps its step. Status is not a transition: it changes freely, the code's word over
 the LLM's. ``pending_gate`` is the code's alone.
 
 >>> s, out = apply(AgentState(), None, utterance_id="t1", code_transition=CodeTransition(Step.EXECUTION))
@@ -202,9 +205,9 @@ def apply(
     current, error = state.step, status is Status.ERROR
     taken_before = state.transition_utterance == utterance_id
     if code.to is not None and code.to is not current:
-        if taken_before:
-            _refuse(out, current, code.to, "code", "second_transition")
-        elif not table.allows(current, code.to, error=error):
+        # the code's move of an earlier step of this utterance does not hold this one back: each
+        # says what the charter did at its step (a later step's approval asked after a search)
+        if not table.allows(current, code.to, error=error):
             _refuse(out, current, code.to, "code", "not_in_table")
         else:
             out.transition = Transition(from_step=current, to_step=code.to, by="code", reason=code.cause)

@@ -70,10 +70,12 @@ def test_given_a_custom_drop_order_then_it_is_followed():
 
 def test_given_the_default_order_then_it_follows_priority_then_truth_with_evidence_first():
     specs = {s.name: s for s in default_sources()}
-    ranks = [(specs[n].priority, specs[n].truth) for n in DEFAULT_DROP_ORDER]
+    ranks = [(specs[n].priority, specs[n].truth) for n in DEFAULT_DROP_ORDER if n in specs]
     assert ranks == sorted(ranks, reverse=True)  # lower priority, then less trusted, goes first
-    # seed 004: the evidence (recalled episodes, then knowledge), then the summary
-    assert DEFAULT_DROP_ORDER[:3] == ("episodes", "knowledge", "summary")
+    # seed 004 §11 exactly: the evidence (recalled episodes, then knowledge), the summary, the
+    # agent state's open questions, then its plan; only then anything else
+    assert DEFAULT_DROP_ORDER[:5] == ("episodes", "knowledge", "summary", "open_questions", "plan_brief")
+    assert set(DEFAULT_DROP_ORDER) - set(specs) == {"open_questions", "plan_brief"}
 
 
 def test_given_the_environment_then_the_config_is_read_and_checked():

@@ -108,9 +108,8 @@ def test_the_loop_stops_at_max_millis_on_an_injected_clock():
 @pytest.mark.parametrize(
     ("loop", "reason", "shown"),
     [
-        ({**LOOK, "next_actions": ["a", "b", "c", "d"]}, "worker_failure", None),
-        ({**LOOK, "risk": "critical"}, "worker_failure", None),
-        ({**LOOK, "needs_next_loop": "maybe"}, "worker_failure", None),
+        # an invalid hand-over (four next actions, risk "critical", needs_next_loop "maybe") is
+        # invalid LLM output since issue 37: refused before anything runs (test_loop_hand_over.py)
         ({**LOOK, "risk": "high"}, "need_user_confirmation", "loop_stop_ask"),
         (
             {**LOOK, "questions_for_user": ["完了にするのは資料のタスクでいい？"]},
@@ -119,7 +118,7 @@ def test_the_loop_stops_at_max_millis_on_an_injected_clock():
         ),
     ],
 )
-def test_an_invalid_or_cautious_hand_over_stops_the_loop(loop, reason, shown):
+def test_a_cautious_hand_over_stops_the_loop(loop, reason, shown):
     chain = Chain([tool_call("chatwork_task_search", {"assignee_name": "自分"}, loop=loop)])
     reply, turn = chain.say("自分のタスクを確認して、資料のタスクは完了にして")
     assert len(chain.proposals()) == 1 and turn.loop.stop_reason == reason

@@ -1,9 +1,12 @@
-"""Property (issue 17): no sequence of proposals makes the agent state's step machine take a
-transition the table forbids, or two transitions on one utterance — whatever the code decided
-and whatever the LLM proposed (any step names, invalid ones included, several per utterance)."""
+"""Property (issue 17, issue 37): no sequence of proposals makes the agent state's step machine
+take a transition the table forbids, more than one per step, or an LLM's transition after any
+other on the same utterance — whatever the code decided and whatever the LLM proposed (any
+step names, invalid ones included, several per utterance). The code's transitions of one
+utterance's steps form a chain along the table (a search, then a step-2 confirmation)."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import given, settings
@@ -56,7 +59,7 @@ def proposed(raw: dict[str, Any] | None) -> StateUpdate | None:
 
 @settings(max_examples=300, deadline=None)
 @given(start=start_steps, conversation=conversations)
-def test_no_sequence_of_proposals_takes_a_forbidden_transition_or_two_in_one_utterance(start, conversation):
+def test_no_sequence_of_proposals_takes_a_forbidden_transition_or_a_second_llm_one(start, conversation):
     table = load_table()
     state = AgentState(step=start)
     for n, steps in enumerate(conversation):
@@ -74,8 +77,10 @@ def test_no_sequence_of_proposals_takes_a_forbidden_transition_or_two_in_one_utt
             assert (t.from_step, t.to_step) == (before, state.step)
             assert table.allows(t.from_step, t.to_step, error=state.status is Status.ERROR), t
             taken.append(t)
-        # THEN no utterance takes two
-        assert len(taken) <= 1, taken
+        # THEN the LLM moves the step at most once per utterance, and only as its first move
+        assert all(t.by == "code" for t in taken[1:]), taken
+        # AND every later move is the code's, one per step, chained along the table
+        assert all(a.to_step == b.from_step for a, b in itertools.pairwise(taken)), taken
 
 
 @settings(max_examples=100, deadline=None)
