@@ -35,8 +35,13 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
+# Two workers, a file each at a time (the e2e files first): an e2e test mostly waits on its stack
+# while the other worker's unit tests use the CPU. Each worker starts its own emulators and stacks
+# on free ports; TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 2
+
 test: install system-deps lint typecheck
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests
 
 # unit: no I/O, seconds (with the static checks of the repository); functional: in-process runs
 # of whole pipelines, datasets and the real embedder, and real processes (CLI pipes, the sandbox,
