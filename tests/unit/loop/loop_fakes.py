@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "brain"))
 from brain_fakes import ORG, FakeLLM, decision, inbound, runtime, text, text_answer, tool_call
 
 from shared_lib.features.jobs import state as agent_jobs
+from shared_lib.flags.document import BestOfN
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
 from shared_lib.runtime import Runtime
@@ -52,7 +53,9 @@ class Chain:
         self.steps = list(steps)
         self.usages = list(usages or [])
         self.llm = FakeLLM(default=self._answer)
-        self.rt: Runtime = runtime(self.llm, env=env)
+        # the loop's tests count its proposal and phrasing calls: Best-of-N (on in the dev flags
+        # the runtime reads) would add wordings of a text answer; its own tests turn it on
+        self.rt: Runtime = runtime(self.llm, env=env, best_of_n=BestOfN())
         if clock is not None:
             self.rt.clock = clock
         wire_inprocess(self.rt)
