@@ -1,9 +1,11 @@
 """Recall@5 of the memory search: keyword, vector and hybrid, on a labelled Japanese set.
 
-Two labelled sets: ``infra/bench/recall_set.json`` (30 documents, 42 queries: a fictional
-company's CEO teachings, knowledge documents and values) and ``recall_set_office.json`` (112
+Three labelled sets: ``infra/bench/recall_set.json`` (30 documents, 42 queries: a fictional
+company's CEO teachings, knowledge documents and values), ``recall_set_office.json`` (112
 office documents with near-topic distractors, 225 queries, half of them paraphrases sharing no
-content word with their answer); queries name an exact term or paraphrase, each with the ids
+content word with their answer; the set the weights are chosen on) and
+``recall_set_heldout.json`` (38 documents of another company, 70 queries of the same kinds,
+held out: nothing is tuned on it); queries name an exact term or paraphrase, each with the ids
 of the documents that answer it. Every document is indexed with ``shared_lib.memory.index`` (chunks, terms,
 embeddings) into an in-memory store, then each query is searched three ways with
 ``shared_lib.memory.search`` (``mode`` keyword, vector, hybrid). recall@5 of a query is the
@@ -16,7 +18,11 @@ keyword figure is printed. Beside the recall: the model's load time (its first e
 mean time to embed one query, and the process's resident memory (RSS) after the run. Exit 1
 when the hybrid recall is below either side's on a set.
 
-    python -m infra.bench.recall [--embedder local|vertex|none] [--k 5] [--set FILE] [--json]
+``--title-weight`` overrides how far a chunk's vector leans toward its source's title
+(``memory.index.TITLE_WEIGHT``), to compare weights.
+
+    python -m infra.bench.recall [--embedder local|vertex|none] [--k 5] [--set FILE]
+        [--vector-weight W] [--title-weight T] [--json]
 """
 
 from __future__ import annotations
@@ -32,12 +38,17 @@ from typing import Any
 
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.cli.runner import progress
+from shared_lib.memory import index
 from shared_lib.memory.index import index_text
 from shared_lib.memory.search import Reader, fusion_weight, search
 from shared_lib.ports import Embedder
 
 SET = Path(__file__).with_name("recall_set.json")
-SETS = (SET, Path(__file__).with_name("recall_set_office.json"))
+SETS = (
+    SET,
+    Path(__file__).with_name("recall_set_office.json"),
+    Path(__file__).with_name("recall_set_heldout.json"),
+)
 MODES = ("keyword", "vector", "hybrid")
 NOW = datetime(2026, 11, 25, tzinfo=UTC)
 ORG = "bench"
@@ -49,21 +60,31 @@ def load_set(path: Path = SET) -> dict[str, Any]:
 
 
 def measure(
-    labelled: dict[str, Any], embedder: Embedder | None, *, k: int = 5, vector_weight: float | None = None
+    labelled: dict[str, Any],
+    embedder: Embedder | None,
+    *,
+    k: int = 5,
+    vector_weight: float | None = None,
+    title_weight: float | None = None,
 ) -> dict[str, Any]:
     """recall@k per mode (overall and per query type), with each query's misses."""
     store = MemoryStore()
-    for d in labelled["documents"]:
-        index_text(
-            store,
-            embedder,
-            ORG,
-            source_kind=d["kind"],
-            source_id=d["id"],
-            text=d["text"],
-            title=d["title"],
-            now=NOW,
-        )
+    kept = index.TITLE_WEIGHT
+    index.TITLE_WEIGHT = kept if title_weight is None else title_weight
+    try:
+        for d in labelled["documents"]:
+            index_text(
+                store,
+                embedder,
+                ORG,
+                source_kind=d["kind"],
+                source_id=d["id"],
+                text=d["text"],
+                title=d["title"],
+                now=NOW,
+            )
+    finally:
+        index.TITLE_WEIGHT = kept
     reader = Reader(None, 6)
     modes = MODES if embedder is not None else ("keyword",)
     figures: dict[str, Any] = {}
@@ -99,6 +120,7 @@ def measure(
         "k": k,
         "embedder": embedder.name if embedder else None,
         "vector_weight": vector_weight if vector_weight is not None else fusion_weight(embedder),
+        "title_weight": kept if title_weight is None else title_weight,
         "hybrid_not_worse": recalls.get("hybrid", recalls["keyword"]) >= max(recalls.values()),
         "documents": len(labelled["documents"]),
         "queries": len(labelled["queries"]),
@@ -138,7 +160,7 @@ def render(result: dict[str, Any]) -> str:
     lines = [
         f"{result.get('set', 'set')}: recall@{k} over {result['queries']} queries, {result['documents']} documents, "
         f"embedder {result['embedder'] or 'none'} (fusion: vector {result['vector_weight']:.2f}, "
-        f"keyword {1 - result['vector_weight']:.2f})",
+        f"keyword {1 - result['vector_weight']:.2f}; title {result['title_weight']:.2f})",
         f"{'mode':<8} {'all':>6}  by type",
     ]
     for mode, f in result["modes"].items():
@@ -161,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embedder", choices=("local", "vertex", "none"), help="default: the settings'")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--vector-weight", type=float, help="the fusion's vector weight (default: the model's)")
-    ap.add_argument("--set", type=Path, action="append", dest="labelled", help="default: both sets")
+    ap.add_argument("--title-weight", type=float, help="how far a chunk's vector leans to its title")
+    ap.add_argument("--set", type=Path, action="append", dest="labelled", help="default: the three sets")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     from shared_lib.adapters.inproc_bus import InProcessBus
@@ -177,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for path, labelled in sets:
         progress(f"{path.name}: indexing with {rt.embedder.name if rt.embedder else 'no embedder'} …")
-        result = measure(labelled, rt.embedder, k=args.k, vector_weight=args.vector_weight)
+        result = measure(
+            labelled, rt.embedder, k=args.k, vector_weight=args.vector_weight, title_weight=args.title_weight
+        )
         results.append({"set": path.name, **result})
     if cost:
         cost = {**cost, **{k: v for k, v in rss_mb().items() if k == "peak_rss_mb"}}

@@ -17,6 +17,7 @@ writes the same ids.
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -77,6 +78,9 @@ class Prepared:
 _CACHE: OrderedDict[tuple[str, str], Vector] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 CACHE_SIZE = 4096  # vectors of chunks the process embedded lately (seed 001 §18.2's cache)
+# a chunk's vector leans this far toward its source's title, embedded apart (chosen on the office
+# recall set, reported on the others: infra/bench/README.md)
+TITLE_WEIGHT = 0.2
 
 
 def _embedded(embedder: Embedder, pieces: list[str]) -> list[Vector]:
@@ -98,6 +102,43 @@ def _embedded(embedder: Embedder, pieces: list[str]) -> list[Vector]:
         while len(_CACHE) > CACHE_SIZE:
             _CACHE.popitem(last=False)
     return [known.get(k) or fresh[k] for k in keys]
+
+
+def titled_vectors(
+    embedder: Embedder, rows: Sequence[tuple[str, str | None]], *, cached: bool = True
+) -> list[Vector]:
+    """The vector of each ``(chunk text, its source's title)``: the chunk's own, plus
+    ``TITLE_WEIGHT`` times the title's, back to unit length (the chunk's own when it has no
+    title). A title names what the whole source is about in a few words (「昇給・賞与」), which a
+    chunk's sentences may never say: embedded with the text it was drowned (measured worse),
+    embedded apart and added it moves every chunk of the source toward its subject. The texts and
+    titles are embedded in one call, through the process's cache (``_embedded``) unless ``cached``
+    is false."""
+    titles = [t if t and t.strip() and TITLE_WEIGHT else None for _, t in rows]
+    named = sorted({t for t in titles if t})
+    texts = [text for text, _ in rows] + named
+    if not rows:
+        return []
+    vectors = _embedded(embedder, texts) if cached else embedder.embed(texts, kind="document")
+    heads = dict(zip(named, vectors[len(rows) :], strict=True))
+    return [
+        _unit([a + TITLE_WEIGHT * b for a, b in zip(v, heads[t], strict=True)]) if t else v
+        for v, t in zip(vectors[: len(rows)], titles, strict=True)
+    ]
+
+
+def vector_fields(embedder: Embedder, vector: Vector, title: str | None) -> Doc:
+    """What a chunk stores beside its text: the vector, its model and, when the title leans it,
+    the weight (``memory.reembed`` re-embeds a chunk whose weight is not the current one)."""
+    fields: Doc = {"embedding": vector, "model": embedder.name}
+    if title and title.strip() and TITLE_WEIGHT:
+        fields["title_weight"] = TITLE_WEIGHT
+    return fields
+
+
+def _unit(values: list[float]) -> Vector:
+    norm = math.sqrt(sum(x * x for x in values)) or 1.0
+    return Vector(x / norm for x in values)
 
 
 def prepare(
@@ -127,8 +168,8 @@ def prepare(
     pieces = chunk_text(masked)
     if len(pieces) > MAX_CHUNKS:
         raise ArgumentError(f"text too long to index: {len(pieces)} chunks (at most {MAX_CHUNKS})")
-    vectors = _embedded(embedder, pieces) if embedder and pieces else []
     shown, title_values = masked_values(title) if title else (None, [])
+    vectors = titled_vectors(embedder, [(p, shown) for p in pieces]) if embedder and pieces else []
     key = source_key(source_kind, source_id)
     chunks: dict[str, Doc] = {}
     at = 0
@@ -151,7 +192,7 @@ def prepare(
             "created_at": now,
         }
         if vectors and embedder:
-            doc["embedding"], doc["model"] = vectors[seq], embedder.name
+            doc.update(vector_fields(embedder, vectors[seq], shown))
         if expires_at is not None:
             doc["expires_at"] = expires_at
         if happened_at is not None:

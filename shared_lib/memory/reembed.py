@@ -3,8 +3,10 @@
 Every vector lives in a chunk of ``memory_chunks`` beside the name of the model that made it
 (``model``; the search reads only the current model's). After a model change each chunk whose
 ``model`` is not the current one gets a new vector of its own text: the text the index embedded
-(masked, cut), so the vector is the one indexing it again would give, for every kind of source
-(teachings, knowledge, values, memories, episodes) and without touching the keyword statistics.
+(masked, cut) leaning toward its title as the index's ``TITLE_WEIGHT`` says, so the vector is
+the one indexing it again would give, for every kind of source (teachings, knowledge, values,
+memories, episodes) and without touching the keyword statistics. A chunk with a title whose
+vector was made with another weight (or none, before titles leaned vectors) is re-embedded too.
 
 Resumable and idempotent by construction: a chunk already of the current model is skipped, so a
 run that was interrupted (a crash, Ctrl-C, a timeout) is simply run again and does the rest, and
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shared_lib.memory.index import chunk_path, chunks_path
+from shared_lib.memory.index import TITLE_WEIGHT, chunk_path, chunks_path, titled_vectors, vector_fields
 from shared_lib.ports import Doc, Embedder, Store, Transaction, Vector
 
 BATCH = 32  # chunks embedded and written together
@@ -33,7 +35,12 @@ class Reembedded:
 
 
 def stale(doc: Doc, model: str) -> bool:
-    return doc.get("model") != model or not doc.get("embedding")
+    """Not a vector of ``model``, or made with another title weight than the index's now."""
+    titled = bool(str(doc.get("title") or "").strip() and TITLE_WEIGHT)
+    weight = doc.get("title_weight") if titled else None
+    return (
+        doc.get("model") != model or not doc.get("embedding") or weight != (TITLE_WEIGHT if titled else None)
+    )
 
 
 def reembed(
@@ -41,15 +48,17 @@ def reembed(
 ) -> Reembedded:
     """Give every chunk of the organisation not embedded by ``embedder``'s model a vector of it."""
     rows = store.query(chunks_path(org_id))
-    todo = sorted((cid, str(doc.get("text") or "")) for cid, doc in rows if stale(doc, embedder.name))
+    todo = sorted(
+        (cid, str(doc.get("text") or ""), doc.get("title")) for cid, doc in rows if stale(doc, embedder.name)
+    )
     current = len(rows) - len(todo)
     done = changed = 0
     if progress:
         progress(0, len(todo))
     for start in range(0, len(todo), batch):
         part = todo[start : start + batch]
-        vectors = embedder.embed([text for _, text in part], kind="document")
-        changed += store.run_transaction(_writer(org_id, embedder.name, part, vectors))
+        vectors = titled_vectors(embedder, [(text, title) for _, text, title in part], cached=False)
+        changed += store.run_transaction(_writer(org_id, embedder, part, vectors))
         done += len(part)
         if progress:
             progress(done, len(todo))
@@ -57,17 +66,17 @@ def reembed(
 
 
 def _writer(
-    org_id: str, model: str, part: list[tuple[str, str]], vectors: list[Vector]
+    org_id: str, embedder: Embedder, part: list[tuple[str, str, str | None]], vectors: list[Vector]
 ) -> Callable[[Transaction], int]:
     def write(txn: Transaction) -> int:
-        paths = [chunk_path(org_id, cid) for cid, _ in part]
+        paths = [chunk_path(org_id, cid) for cid, _, _ in part]
         docs = [txn.get(p) for p in paths]  # reads first
         skipped = 0
-        for path, doc, (_, text), vector in zip(paths, docs, part, vectors, strict=True):
-            if doc is None or str(doc.get("text") or "") != text:
+        for path, doc, (_, text, title), vector in zip(paths, docs, part, vectors, strict=True):
+            if doc is None or str(doc.get("text") or "") != text or doc.get("title") != title:
                 skipped += 1
                 continue
-            txn.set(path, {"embedding": vector, "model": model}, merge=True)
+            txn.set(path, vector_fields(embedder, vector, title), merge=True)
         return skipped
 
     return write

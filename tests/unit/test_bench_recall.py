@@ -10,6 +10,23 @@ from shared_lib.memory.keyword import terms
 from tests.unit.memory.memory_fakes import NgramEmbedder
 
 OFFICE = load_set(SETS[1])
+HELD_OUT = load_set(SETS[2])
+
+
+def _content(text: str) -> set[str]:
+    """Content terms: kanji, katakana and latin terms of the keyword index (hiragana bigrams are particles)."""
+    return {t for t in terms(text) if not re.fullmatch(r"[\u3041-\u309f]+", t)}
+
+
+def _shared_by_paraphrases(labelled: dict) -> dict[str, list[str]]:
+    docs = {d["id"]: _content(f"{d['title']}\n{d['text']}") for d in labelled["documents"]}
+    return {
+        q["query"]: sorted(_content(q["query"]) & docs[r])
+        for q in labelled["queries"]
+        if q["type"] == "paraphrase"
+        for r in q["relevant"]
+        if _content(q["query"]) & docs[r]
+    }
 
 
 def test_the_labelled_set_is_japanese_and_every_relevant_id_exists():
@@ -50,16 +67,26 @@ def test_the_office_set_is_large_half_paraphrases_with_distractors():
 
 
 def test_a_paraphrase_shares_no_content_word_with_its_answer():
-    # content: kanji, katakana and latin terms of the keyword index (hiragana bigrams are particles)
-    def content(text: str) -> set[str]:
-        return {t for t in terms(text) if not re.fullmatch(r"[\u3041-\u309f]+", t)}
+    assert _shared_by_paraphrases(OFFICE) == {}
+    assert _shared_by_paraphrases(HELD_OUT) == {}
 
-    docs = {d["id"]: content(f"{d['title']}\n{d['text']}") for d in OFFICE["documents"]}
-    shared = {
-        q["query"]: sorted(content(q["query"]) & docs[r])
-        for q in OFFICE["queries"]
-        if q["type"] == "paraphrase"
-        for r in q["relevant"]
-        if content(q["query"]) & docs[r]
-    }
-    assert shared == {}
+
+def test_the_held_out_set_is_of_the_same_kinds():
+    ids = {d["id"] for d in HELD_OUT["documents"]}
+    queries = HELD_OUT["queries"]
+    assert len(ids) == len(HELD_OUT["documents"]) >= 30 and len(queries) >= 40
+    assert all(q["relevant"] and set(q["relevant"]) <= ids for q in queries)
+    assert {q["type"] for q in queries} == {"exact", "paraphrase"}
+    assert sum(q["type"] == "paraphrase" for q in queries) >= 30
+    assert ids == {i for q in queries if q["type"] == "exact" for i in q["relevant"]}  # one exact each
+    assert sum(1 for i in ids if i.startswith("hx")) >= 8  # near-topic distractors
+    assert not ids & {d["id"] for d in OFFICE["documents"]}  # another company's documents
+
+
+def test_the_title_weight_is_reported_and_given_back():
+    from shared_lib.memory import index
+
+    kept = index.TITLE_WEIGHT
+    result = measure(load_set(), NgramEmbedder(), title_weight=0.5)
+    assert result["title_weight"] == 0.5 and kept == index.TITLE_WEIGHT
+    assert "title 0.50" in render(result)
