@@ -12,7 +12,9 @@ proposal, verdict, authorization and results) and returns ``continue`` only when
 * fewer than ``max_loops`` steps ran and less than ``max_millis`` went by since the first.
 
 A re-route (§3.3, §3.4) is taken at most once per input: ``fit`` false with a valid
-``suggested_route``, or the conversation model's ``propose_next_loop`` with a ``route``.
+``suggested_route``, or the conversation model's ``propose_next_loop`` with a ``route``, or,
+on a channel fixed to CHAT (LINE, seed 002 §2.6), a reply's DELEGATE block
+(``routing.delegate``; a broken block is a ``worker.fail``).
 Stop reasons: ``done``, ``blocked``, ``denied``, ``worker_failure``, ``need_user_confirmation``
 (``confirm``: the turn pauses; or the step's questions, risk or low confidence),
 ``max_loops``, ``max_millis``.
@@ -26,8 +28,9 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from shared_lib.routing import delegate
 from shared_lib.turn.envelope import WorkerOutput
-from shared_lib.turn.proposal import ClarificationProposal
+from shared_lib.turn.proposal import ClarificationProposal, TextResponseProposal
 
 CODE_MIN_CONFIDENCE = 0.8
 ROUTES = frozenset({"CHAT", "PLAN", "ANALYZE", "OPS", "RESEARCH", "CODE"})
@@ -71,6 +74,14 @@ def worker_output(turn: Any) -> tuple[WorkerOutput, str]:
             raw.setdefault("fit", False)
             raw.setdefault("suggested_route", route)
     raw.pop("reason", None)
+    delegation = delegation_of(turn)
+    if delegation.error:
+        return (
+            WorkerOutput(result=summary[:500], confidence=confidence),
+            f"invalid_worker_output: delegate: {delegation.error}"[:200],
+        )
+    if delegation.delegation is not None:
+        raw.update(fit=False, suggested_route=delegation.delegation.route.value)
     try:
         out = WorkerOutput.model_validate(
             {**raw, "result": summary[:500], "confidence": confidence}, strict=False
@@ -87,6 +98,17 @@ def worker_output(turn: Any) -> tuple[WorkerOutput, str]:
         out = out.model_copy(update={"needs_next_loop": False})
         return out, f"tool_failed: {failed.tool_name}: {failed.error_code or 'failed'}"
     return out, ""
+
+
+def delegation_of(turn: Any) -> delegate.Reading:
+    """The DELEGATE block of the step's reply, read only where the channel fixed the input to
+    CHAT and the one re-route is still to be taken (elsewhere the lines are plain text)."""
+    root = turn.proposal.proposal.root if turn.proposal.proposal is not None else None
+    if not getattr(turn.route, "forced", None) or turn.loop.reroute_used:
+        return delegate.Reading()
+    if not isinstance(root, TextResponseProposal):
+        return delegate.Reading()
+    return delegate.read(root.text_response)
 
 
 def done(turn: Any, detail: str) -> LoopDecision:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared_lib.loop.controller import LoopDecision, started_at
+from shared_lib.loop.controller import LoopDecision, delegation_of, started_at
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.turn import budgets
 from shared_lib.turn.envelope import Turn
 
@@ -37,6 +38,14 @@ def _worker_event(turn: Turn, decision: LoopDecision) -> None:
     )
 
 
+def _delegated(turn: Turn) -> dict[str, Any]:
+    """The DELEGATE hand-over behind a re-route, if one was (its task masked, seed 002 §7)."""
+    found = delegation_of(turn).delegation
+    if found is None:
+        return {}
+    return {"via": "DELEGATE", "coder": found.coder, "task": Sanitizer.default().mask_text(found.task)}
+
+
 def take_step(
     turn: Turn, decision: LoopDecision, now: datetime, *, step_seconds: float, max_millis: int
 ) -> None:
@@ -45,7 +54,13 @@ def take_step(
     loop.started_at = started_at(turn)
     _worker_event(turn, decision)
     if decision.reroute:
-        _event(turn, "route.override", initial_route=turn.route.route, final_route=decision.reroute)
+        _event(
+            turn,
+            "route.override",
+            initial_route=turn.route.route,
+            final_route=decision.reroute,
+            **_delegated(turn),
+        )
         loop.reroute_used = True
     loop.steps.append(turn.current_step(decision.worker))
     # the verdict and the gate belong to the step that is now in ``loop.steps``: the next step
