@@ -55,7 +55,9 @@ def test_a_message_sent_while_paused_is_acknowledged_held_and_answered_once_on_r
         assert resp.status_code == 200, resp.text
         [turn_id] = resp.json()["turn_ids"]
         # AND the turn is held, not served: no layer claimed it, nobody was answered
-        held = [doc for _, doc in local_stack.store.query(intake.HELD_COLLECTION) if doc["turn_id"] == turn_id]
+        held = [
+            doc for _, doc in local_stack.store.query(intake.HELD_COLLECTION) if doc["turn_id"] == turn_id
+        ]
         assert len(held) == 1 and held[0]["sealed"] is True
         assert local_stack.claims("demo", turn_id) == () and sent_to(local_stack, room) == []
         assert local_stack.store.get(f"orgs/demo/observability/{turn_id}") is None
@@ -67,7 +69,9 @@ def test_a_message_sent_while_paused_is_acknowledged_held_and_answered_once_on_r
     record = local_stack.record("demo", turn_id)
     replies = local_stack.wait_for(lambda: sent_to(local_stack, room), what="the held turn's reply")
     assert len(replies) == 1 and record["final_response"]
-    assert not [doc for _, doc in local_stack.store.query(intake.HELD_COLLECTION) if doc["turn_id"] == turn_id]
+    assert not [
+        doc for _, doc in local_stack.store.query(intake.HELD_COLLECTION) if doc["turn_id"] == turn_id
+    ]
     # AND the next message is served at once, again one reply
     local_stack.send("http", "ありがとうございます🙏", org="demo", room=room, user="u-suzuki")
     local_stack.wait_for(lambda: len(sent_to(local_stack, room)) == 2, what="the next reply")
