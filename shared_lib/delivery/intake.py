@@ -165,11 +165,12 @@ Publish = Callable[[Turn], None]
 def release(store: Store, publish: Publish, *, vault: MultiFernet | None, now: datetime) -> Released:
     """Publish every held turn in its order (``publish`` sends one turn to ``turns.received``)."""
     published = 0
-    while state_of(store.get(INTAKE_DOC)) == "draining":
+    while state_of(doc := store.get(INTAKE_DOC)) == "draining":
+        fence = int((doc or {}).get("seq", 0))  # the last number a hold gave before this read
         rows = store.query(HELD_COLLECTION, order_by="seq", limit=BATCH)
         if not rows:
-            _finish_if_empty(store)
-            break
+            _finish_if_no_new_hold(store, fence)
+            continue
         for doc_id, row in rows:
             turn = _open(row, vault)
             # the pause was the operator's: the turn's budget starts now, with what it was given
@@ -210,12 +211,14 @@ def _count_off(store: Store, path: str) -> bool:
     return bool(store.run_transaction(txn))
 
 
-def _finish_if_empty(store: Store) -> None:
-    """No held turn is left to read: a draining intake whose count says so runs again."""
+def _finish_if_no_new_hold(store: Store, fence: int) -> None:
+    """No held turn was left to read: intake runs again, unless a hold numbered one after
+    ``fence`` meanwhile (the loop reads again). The rows are the truth, not the count: a held
+    turn deleted by other means (a person's data purge) never leaves intake draining."""
 
     def txn(t: Transaction) -> None:
         doc = t.get(INTAKE_DOC) or {}
-        if state_of(doc) == "draining" and int(doc.get("held", 0)) <= 0:
+        if state_of(doc) == "draining" and int(doc.get("seq", 0)) == fence:
             t.set(INTAKE_DOC, {**doc, "state": "running", "held": 0})
 
     store.run_transaction(txn)

@@ -144,3 +144,18 @@ def test_a_redelivered_webhook_while_paused_is_held_once():
     controls.apply(rt, "resume", **BY)
     assert len(replies(rt)) == 1
     assert json.loads(json.dumps(intake.read(rt.store), default=str))["held"] == 0
+
+
+def test_a_held_turn_deleted_by_other_means_never_leaves_intake_draining():
+    # GIVEN two held turns, one of which a data purge deleted behind the intake's back
+    rt = make_runtime()
+    controls.apply(rt, "pause", **BY)
+    gone = send(rt, "退職するので私のデータ消してください", user="u-suzuki")
+    send(rt, "来週のシフト表まだ？", user="u-tanaka")
+    [path] = [p for p, doc in rt.store.query(intake.HELD_COLLECTION) if doc["turn_id"] == gone]
+    rt.store.delete(f"{intake.HELD_COLLECTION}/{path}")
+    # WHEN the operator resumes
+    out = controls.apply(rt, "resume", **BY)
+    # THEN the turn left is answered and intake runs again, whatever the count said
+    assert out["released"] == 1 and out["effective"] == "running"
+    assert [r.user_id for r in rt.channels["http"].sent] == ["u-tanaka"]  # type: ignore[attr-defined]
