@@ -45,8 +45,11 @@ _ITEM = re.compile(r"(?:[-・*•]|\d+[.)．）、])\s*")  # a list's item line:
 
 
 def all_results(turn: Turn) -> list[ToolResult]:
-    """Every step's results, in order (a single-step turn: this step's)."""
-    return [r for step in turn.loop.steps for r in step.results] + list(turn.execution.results)
+    """Every step's results, in order (a single-step turn: this step's). A finished step's failed
+    call was recovered (the loop went on after it, ``loop.controller``): the reply tells what the
+    recovery did, not the refusal it recovered from."""
+    finished = [r for step in turn.loop.steps for r in step.results if r.ok]
+    return finished + list(turn.execution.results)
 
 
 def integrate(turn: Turn, rt: Runtime) -> str:

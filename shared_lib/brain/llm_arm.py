@@ -65,7 +65,11 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     route = route_profile.profile(turn)  # its tools only, its instructions (config/routing.json)
     registry = route_profile.offered(rt.registry, route)
     prompt = assemble(
-        turn, persona=rt.persona, registry=registry, now=rt.clock(), route_prompt=route.instructions()
+        turn,
+        persona=rt.persona,
+        registry=registry,
+        now=rt.clock(),
+        route_prompt=route_profile.instructions(turn),
     )
     if turn.loop.steps:  # a later step: the model sees what its earlier proposals led to
         today = rt.clock().astimezone(rt.policy.zone).date()

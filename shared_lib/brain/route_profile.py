@@ -1,7 +1,8 @@
 """The route's profile in the brain (seed 003: a route selects what the brain works with).
 
 ``profile(turn)`` is the ``RouteProfile`` of the router's decision (``config/routing.json``
-``profiles``); ``offered(registry, profile)`` is the registry the proposal call sees: only the
+``profiles``), ``instructions(turn)`` its instructions (with the DELEGATE protocol's where the
+channel fixed the input to CHAT); ``offered(registry, profile)`` is the registry the proposal call sees: only the
 profile's tools, so only they are offered to the model, and a proposal naming any other is
 refused by validation like an unknown tool (``invalid_tool_call``, then the one retry).
 
@@ -27,6 +28,16 @@ def profile_of(route: RouteSection) -> RouteProfile:
 
 def profile(turn: Turn) -> RouteProfile:
     return profile_of(turn.route)
+
+
+def instructions(turn: Turn) -> str:
+    """The route's instructions; on a channel fixed to CHAT, before the turn's one re-route, with
+    the DELEGATE protocol's (``config/routing.json`` ``delegation``, seed 002 §2.6)."""
+    own = profile(turn).instructions()
+    if not turn.route.forced or turn.loop.reroute_used:
+        return own
+    protocol = load_routing_config().delegation.instructions()
+    return "\n\n".join(x for x in (own, protocol) if x)
 
 
 def offered(registry: ToolRegistry, route_profile: RouteProfile) -> ToolRegistry:

@@ -12,7 +12,8 @@ built context is recorded on ``turn.context``. After the core, a person's words 
 to the conversation history (conversation memory; the responder appends the reply).
 
 Then the router (seed 003, ``shared_lib.routing``) decides the input's route with the
-conversation's ``local_only`` (the session document's) and records it on ``turn.route``. An
+conversation's ``local_only`` (the session document's) and the channel (LINE starts in CHAT,
+``line_forced_chat``) and records it on ``turn.route``. An
 input neither a command nor a rule decides goes to the classifier, once, on the flags' fast
 model, its usage counted on the turn; while local-only only when a local peer classifies, not for the
 kill switch, the legacy arm, a shadow copy or a later step (nothing would use the route), nor
@@ -185,7 +186,11 @@ def route(turn: Turn, rt: Runtime, *, stored: bool) -> None:
     turn.route.local_only = local
     with call_context(turn, "context"):
         decision = decide(
-            text, local_only=stored, classify=classifier(turn, rt), local_classifier=local_classifier
+            text,
+            local_only=stored,
+            classify=classifier(turn, rt),
+            local_classifier=local_classifier,
+            channel=turn.channel,
         )
     said = decision.flags
     turn.route = RouteSection(
@@ -196,6 +201,7 @@ def route(turn: Turn, rt: Runtime, *, stored: bool) -> None:
         rule_id=decision.rule_id,
         local_only=decision.flags.local_only,
         refused=decision.flags.refused,
+        forced=decision.flags.forced,
         guidance=decision.guidance,
         commands=list(decision.commands),
         text=commands.rest if commands.tokens else None,
@@ -214,6 +220,7 @@ def route(turn: Turn, rt: Runtime, *, stored: bool) -> None:
         confidence=turn.route.confidence,
         local_only=turn.route.local_only,
         refused=turn.route.refused,
+        forced=turn.route.forced,
         rule_id=turn.route.rule_id,
         classifier_route=turn.route.classifier_route,
         classifier_confidence=turn.route.classifier_confidence,

@@ -23,6 +23,10 @@ a burst into one turn. A text that reads as a yes or a no to a confirmation pend
 conversation (the policy's reader first, then one read of the session only for such a text) is
 written as a barrier instead, never gathered. Plain HTTP has no window by default: its callers are programs, one
 request is one turn (and the burst bench measures the chain, not a wait).
+
+While the admin's Pause holds intake (``shared_lib.delivery.intake``, one uncached read per
+message) an accepted message is stored as a held turn instead of published, never buffered:
+the webhook gets its 200 and the turn is answered, in order, once Resume releases it.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared_lib import tracing
 from shared_lib.channels import DEDUPE_WINDOW
+from shared_lib.delivery import intake
 from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import CharterError
 from shared_lib.observability.logs import log_event
@@ -91,6 +96,15 @@ def _accept(rt: Runtime, msg: InboundMessage, *, smoke: bool) -> str | None:
     if not rt.store.create(path, {"turn_id": turn.turn_id, "at": now, "expires_at": now + DEDUPE_RETENTION}):
         log_event("webhook_duplicate", layer="ingress", channel=msg.channel, event_id=msg.event_id)
         return None
+    # the admin's Pause: the turn is stored behind the held ones, answered on Resume (a smoke turn,
+    # a deployment's check, is never held)
+    if not smoke and intake.holding(rt.store):
+        try:
+            if intake.hold(rt.store, turn, vault=rt.vault, now=now) is not None:
+                return turn.turn_id
+        except Exception:
+            rt.store.delete(path)
+            raise
     buffer, held = None, rt.hooks.inbound_buffer
     try:
         if held is not None and not smoke:  # a smoke turn is never gathered with a person's

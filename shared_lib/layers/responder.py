@@ -32,7 +32,7 @@ from shared_lib.layers.context import append_history
 from shared_lib.observability.logs import log_event
 from shared_lib.ports import OutboundReply
 from shared_lib.privacy.sanitizer import Sanitizer
-from shared_lib.routing import announcement_line
+from shared_lib.routing import Route, announcement_line, delegate
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.proposal import ClarificationProposal, TextResponseProposal
 
@@ -57,7 +57,7 @@ def _compose(turn: Turn, rt: Runtime) -> tuple[str, str]:
         return "deny", persona.message(key)
     root = p.root
     if isinstance(root, TextResponseProposal):
-        return "reply", root.text_response
+        return "reply", _without_protocol(turn, rt, root.text_response)
     if isinstance(root, ClarificationProposal):
         options = "\n".join(f"{i}. {o}" for i, o in enumerate(root.options, 1))
         return "clarify", persona.message("clarify", question=root.clarification_question) + (
@@ -66,6 +66,21 @@ def _compose(turn: Turn, rt: Runtime) -> tuple[str, str]:
     if g is not None and g.action == "confirm":  # the question is asked by the approvals step
         return "confirm", ""
     return "reply", ""  # the results, phrased by the step ``phrase`` (unless a step said it already)
+
+
+def _without_protocol(turn: Turn, rt: Runtime, text: str) -> str:
+    """A reply on a channel fixed to CHAT never shows the DELEGATE protocol's lines (seed 002
+    §2.6): a delegation the controller did not take leaves what the model said around it, or,
+    when nothing is left, the catalogue's word on why the work was not taken."""
+    if not turn.route.forced:
+        return text
+    kept = delegate.without_protocol(text)
+    if kept:
+        return kept
+    found = delegate.read(text).delegation
+    if found is not None and found.route is Route.CODE and turn.route.local_only:
+        return rt.persona.message("route.code_local_only")
+    return rt.persona.message("route.delegation_not_taken")
 
 
 # Longer than any redelivery of the turn (its layer claims live three days).

@@ -23,7 +23,20 @@ needs what the router needs to adopt CODE (seed 003 §3.3, 002 §2.4): a confide
 ``CODE_MIN_CONFIDENCE`` and strong evidence the CODE rules find in the user's own input. A
 re-route refused is recorded (``LoopDecision.reroute_refused``: ``explicit_command``,
 ``code_without_evidence``, …).
-Stop reasons: ``done``, ``blocked``, ``denied``, ``worker_failure``, ``need_user_confirmation``
+On a channel fixed to CHAT (LINE, seed 002 §2.6) a reply's DELEGATE block is the
+step's re-route request (``routing.delegate``; a broken block is a ``worker.fail``).
+
+Error recovery (seed 004 §6.3: a step that ends in ERROR goes back to planning; seed 002 §10.1
+``retry_max = 2`` 連続リトライ回数制限): a step whose failed calls were all the model's own
+mistakes, refused by the charter's checks before any effect (``RECOVERABLE``,
+``MODEL_MISTAKES``: malformed parameters, an id that does not exist), is followed by a recovery
+step, in which the model sees the failure and
+plans again, within the loop's limits. At most ``limits.retry_max`` recovery steps in a row:
+the next failure stops the loop with ``worker_failure`` (``retry_max 2``). A failure whose
+effect may have happened (a timeout, a provider's error) is never retried by the loop.
+
+Stop reasons: ``done``, ``blocked``, ``denied``, ``worker_failure`` (also: the retry limit),
+``need_user_confirmation``
 (``confirm``: the turn pauses; or the step's questions, risk or low confidence),
 ``max_loops``, ``max_millis``.
 """
@@ -37,12 +50,19 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from shared_lib.loop.hand_over import hand_over_problem
+from shared_lib.routing import delegate
 from shared_lib.routing.config import RoutingConfig, load_routing_config
 from shared_lib.routing.rules import code_evidence
 from shared_lib.turn.envelope import WorkerOutput
-from shared_lib.turn.proposal import ClarificationProposal
+from shared_lib.turn.proposal import ClarificationProposal, TextResponseProposal
 
 CODE_MIN_CONFIDENCE = 0.8
+# A failed call the loop recovers from: the charter's checks refused the model's own parameters
+# before anything ran (``validation_error`` of the schema, ``fields``; or an id the model made up),
+# so planning again is safe and may succeed. What the person said that cannot be found or read
+# (「山田さん」 not in the directory, a date that does not exist) is theirs to fix: no retry.
+RECOVERABLE = frozenset({"validation_error"})
+MODEL_MISTAKES = frozenset({"item_unknown", "item_index", "person_unknown_id", "person_id_mismatch"})
 ROUTES = frozenset({"CHAT", "PLAN", "ANALYZE", "OPS", "RESEARCH", "CODE"})
 CODE_WORKERS = frozenset({"CODE1", "CODE2", "CODE3"})
 
@@ -52,6 +72,7 @@ class LoopLimits:
     max_loops: int = 3
     max_millis: int = 90_000
     min_confidence: float = 0.7  # below it, a step that acts again asks the user first
+    retry_max: int = 2  # recovery steps in a row after a failed step (seed 002 §10.1)
 
 
 @dataclass(frozen=True)
@@ -89,6 +110,14 @@ def worker_output(turn: Any) -> tuple[WorkerOutput, str]:
             raw.setdefault("fit", False)
             raw.setdefault("suggested_route", route)
     raw.pop("reason", None)
+    delegation = delegation_of(turn)
+    if delegation.error:
+        return (
+            WorkerOutput(result=summary[:500], confidence=confidence),
+            f"invalid_worker_output: delegate: {delegation.error}"[:200],
+        )
+    if delegation.delegation is not None:
+        raw.update(fit=False, suggested_route=delegation.delegation.route.value)
     try:
         out = WorkerOutput.model_validate(
             {**raw, "result": summary[:500], "confidence": confidence}, strict=True
@@ -107,6 +136,17 @@ def worker_output(turn: Any) -> tuple[WorkerOutput, str]:
         out = out.model_copy(update={"needs_next_loop": False})
         return out, f"tool_failed: {failed.tool_name}: {failed.error_code or 'failed'}"
     return out, ""
+
+
+def delegation_of(turn: Any) -> delegate.Reading:
+    """The DELEGATE block of the step's reply, read only where the channel fixed the input to
+    CHAT and the one re-route is still to be taken (elsewhere the lines are plain text)."""
+    root = turn.proposal.proposal.root if turn.proposal.proposal is not None else None
+    if not getattr(turn.route, "forced", None) or turn.loop.reroute_used:
+        return delegate.Reading()
+    if not isinstance(root, TextResponseProposal):
+        return delegate.Reading()
+    return delegate.read(root.text_response)
 
 
 def done(turn: Any, detail: str) -> LoopDecision:
@@ -164,7 +204,7 @@ def decide(
             return go("reroute", f"route {reroute}")
         return stop("done", p.output_type)
     if error:
-        return stop("worker_failure", error)
+        return _recover(turn, limits, now, worker, error, number)
     if not worker.needs_next_loop and reroute is None:
         return stop("done", "needs_next_loop=false")
     if worker.confidence < limits.min_confidence:
@@ -175,6 +215,48 @@ def decide(
     if elapsed_ms >= limits.max_millis:
         return stop("max_millis", f"{elapsed_ms:.0f} ms")
     return go("reroute" if reroute else "continue")
+
+
+def _recover(
+    turn: Any, limits: LoopLimits, now: datetime, worker: WorkerOutput, error: str, number: int
+) -> LoopDecision:
+    """After a failed step: a recovery step while the seed's retry limit allows, else the stop."""
+
+    def stop(reason: str, detail: str) -> LoopDecision:
+        return LoopDecision("stop", reason, worker, detail=detail, error=error)
+
+    if not recoverable(turn):
+        return stop("worker_failure", error)
+    if (retries := failed_in_a_row(turn)) >= limits.retry_max:
+        return stop("worker_failure", f"retry_max {limits.retry_max}: {error}")
+    if number >= limits.max_loops:
+        return stop("max_loops", f"{number} steps")
+    elapsed_ms = (now - started_at(turn)).total_seconds() * 1000
+    if elapsed_ms >= limits.max_millis:
+        return stop("max_millis", f"{elapsed_ms:.0f} ms")
+    return LoopDecision("continue", "recover", worker, detail=f"retry {retries + 1}", error=error)
+
+
+def recoverable(turn: Any) -> bool:
+    """Every failed call of the step ran nothing and asks no one to clarify (see the docstring)."""
+    failed = [r for r in turn.execution.results if not r.ok]
+    return bool(failed) and all(_models_mistake(r) for r in failed)
+
+
+def _models_mistake(r: Any) -> bool:
+    if r.error_code not in RECOVERABLE or r.result.get("clarification"):  # a choice is the person's
+        return False
+    return bool(r.result.get("fields")) or r.result.get("error_key") in MODEL_MISTAKES
+
+
+def failed_in_a_row(turn: Any) -> int:
+    """How many of the finished steps, counted back from the last, failed (each was recovered)."""
+    count = 0
+    for step in reversed(turn.loop.steps):
+        if not any(not r.ok for r in step.results):
+            break
+        count += 1
+    return count
 
 
 def started_at(turn: Any) -> datetime:

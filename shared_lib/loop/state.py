@@ -3,7 +3,8 @@
 The responder calls these (it is the controller's layer): ``take_step`` moves the step that
 just ran into ``turn.loop.steps`` and readies the envelope for the brain (``step + 1``, a
 fresh per-step budget inside the loop's), ``stop`` records why the loop ended. Each writes
-the seed 002 §7.1 events with the §7.2 fields on ``turn.loop.events``; the observer keeps
+the seed 002 §7.1 events with the §7.2 fields on ``turn.loop.events`` (a CODE step's plan and
+diff: ``coder.plan_generated``); the observer keeps
 them in the record and ``charter turns show`` prints them.
 """
 
@@ -12,7 +13,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared_lib.loop.controller import LoopDecision, started_at
+from shared_lib.ids import short_id_for
+from shared_lib.loop.controller import LoopDecision, delegation_of, started_at
+from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.turn import budgets
 from shared_lib.turn.envelope import Turn
 
@@ -44,6 +47,35 @@ def _refused(turn: Turn, decision: LoopDecision) -> None:
         turn.loop.reroute_refused = decision.reroute_refused
 
 
+def _coder_event(turn: Turn) -> None:
+    """The Coder's plan and diff of a CODE step (seed 002 §5.1, §7.1 ``coder.plan_generated``), with
+    the approval job it belongs to (the charter's id of this step's job, §6.2, §7.3), masked."""
+    p = turn.proposal.proposal
+    plan = p.root.coder if p is not None else None
+    if plan is None or turn.route.route != "CODE":
+        return
+    masker = Sanitizer.default()
+    _event(
+        turn,
+        "coder.plan_generated",
+        route=turn.route.route,
+        job_id=short_id_for("J", f"{turn.turn_id}:{turn.step}"),
+        risk=plan.risk,
+        need_approval=plan.need_approval,
+        patch_lines=len(plan.patch.splitlines()),
+        cost_hint=masker.mask_text(plan.cost_hint) if plan.cost_hint else None,
+        coder_output=masker.mask_text(plan.summary()),
+    )
+
+
+def _delegated(turn: Turn) -> dict[str, Any]:
+    """The DELEGATE hand-over behind a re-route, if one was (its task masked, seed 002 §7)."""
+    found = delegation_of(turn).delegation
+    if found is None:
+        return {}
+    return {"via": "DELEGATE", "coder": found.coder, "task": Sanitizer.default().mask_text(found.task)}
+
+
 def take_step(
     turn: Turn, decision: LoopDecision, now: datetime, *, step_seconds: float, max_millis: int
 ) -> None:
@@ -52,8 +84,15 @@ def take_step(
     loop.started_at = started_at(turn)
     _worker_event(turn, decision)
     _refused(turn, decision)
+    _coder_event(turn)
     if decision.reroute:
-        _event(turn, "route.override", initial_route=turn.route.route, final_route=decision.reroute)
+        _event(
+            turn,
+            "route.override",
+            initial_route=turn.route.route,
+            final_route=decision.reroute,
+            **_delegated(turn),
+        )
         loop.reroute_used = True
     loop.steps.append(turn.current_step(decision.worker))
     # the verdict and the gate belong to the step that is now in ``loop.steps``: the next step
@@ -77,6 +116,7 @@ def stop(turn: Turn, decision: LoopDecision) -> None:
     loop = turn.loop
     _worker_event(turn, decision)
     _refused(turn, decision)
+    _coder_event(turn)
     loop.stop_reason, loop.stop_detail, loop.worker = decision.reason, decision.detail, decision.worker
     initial_route = loop.steps[0].route if loop.steps else turn.route.route
     worker_calls = len(loop.steps) + (1 if turn.execution.results else 0)

@@ -7,7 +7,9 @@ the loop stopped and the §7.1 events with their §7.2 fields. The loop controll
 ``worker.*``, ``route.override``, ``loop.stop`` and ``final.route`` events; the record adds the
 router's own, ``router.decision`` (every turn a router decided) and ``classifier.error``,
 from ``turn.route``. ``AgentRow`` is the seed 004 agent state after the turn, with the transition
-taken and the refused ones (``turn.agent``). Every text is masked.
+taken and the refused ones (``turn.agent``). A step row keeps the seed 004 §7 checks the step
+gave (``goal_consistency``, ``constraint_check``, ``next_step``, ``prompt_pattern``). Every text is
+masked.
 """
 
 from __future__ import annotations
@@ -59,6 +61,20 @@ class StepRow(RecordRow):
     fit: bool | None = Field(default=None, description="Whether the step judged its route fit.")
     confidence: float = Field(default=0.0, description="Overall confidence of the step's proposal.")
     why: str = Field(default="", description="Why the step asked for another (masked).")
+    goal_consistency: str | None = Field(
+        default=None, description="Seed 004 §7: does the step serve the goal, yes/no and why (masked)."
+    )
+    constraint_check: str | None = Field(
+        default=None, description="Seed 004 §7: does it keep the constraints, yes/no and why (masked)."
+    )
+    next_step: str | None = Field(
+        default=None,
+        description="Seed 004 §7: what the step said follows: done, pending_user, defer, continue.",
+    )
+    prompt_pattern: str | None = Field(
+        default=None,
+        description="Seed 004 §7: the prompt pattern it asked for (base_main, base_main_specialized).",
+    )
     input_tokens: int = Field(default=0, description="Uncached input tokens of the step's brain calls.")
     output_tokens: int = Field(default=0, description="Output tokens of the step's brain calls.")
     cache_read_input_tokens: int = Field(default=0, description="Prompt-cache reads of the step.")
@@ -132,6 +148,7 @@ def _step_row(s: Sanitizer, r: StepRecord, worker: dict[str, Any]) -> StepRow:
         fit=worker.get("fit"),
         confidence=float(worker.get("confidence") or 0.0),
         why=s.mask_text(str(worker.get("why") or "")),
+        **_checks(s, r),
         **r.usage.model_dump(
             include={
                 "input_tokens",
@@ -141,6 +158,19 @@ def _step_row(s: Sanitizer, r: StepRecord, worker: dict[str, Any]) -> StepRow:
             }
         ),
     )
+
+
+def _checks(s: Sanitizer, r: StepRecord) -> dict[str, Any]:
+    """The step's seed 004 §7 fields as it gave them (already validated), the texts masked."""
+    root = r.proposal.root if r.proposal is not None else None
+    if root is None:
+        return {}
+    texts = {k: getattr(root, k) for k in ("goal_consistency", "constraint_check")}
+    return {
+        **{k: s.mask_text(v) if v is not None else None for k, v in texts.items()},
+        "next_step": root.next_step,
+        "prompt_pattern": root.prompt_pattern,
+    }
 
 
 def step_rows(turn: Turn, s: Sanitizer) -> list[StepRow]:

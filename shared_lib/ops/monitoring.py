@@ -20,8 +20,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from shared_lib.delivery import intake
 from shared_lib.observability.logs import log_event
-from shared_lib.ops import due_tasks, queries
+from shared_lib.ops import controls, due_tasks, queries
 from shared_lib.ops.cost import cost_report
 from shared_lib.ops.metrics import Thresholds, WindowStats, breaches, bucket_stats, window_stats
 from shared_lib.state import rollups
@@ -137,8 +138,6 @@ def check_thresholds(
 
 def cost_check(rt: Runtime, *, hard_limit_usd: float | None = None) -> dict[str, Any]:
     """Yesterday's and today's cost against the budget (alerts; kill switch over the hard limit)."""
-    from shared_lib.ops import controls
-
     now = rt.clock()
     th = queries.thresholds(rt.store)
     today = queries.local_day(now, th.timezone)
@@ -177,8 +176,9 @@ def cost_check(rt: Runtime, *, hard_limit_usd: float | None = None) -> dict[str,
 
 
 def heartbeat(rt: Runtime) -> dict[str, Any]:
-    """Liveness of the event path, delivery of pending alerts, the threshold check, and the
-    tick's due tasks (``due_tasks``: reminders, goal check-ins, the memory count)."""
+    """Liveness of the event path, delivery of pending alerts, the threshold check, the
+    tick's due tasks (``due_tasks``: reminders, goal check-ins, the memory count), and the held
+    turns of a resumed intake that a release left behind."""
     previous = rt.store.get(HEARTBEAT_DOC)
     arrived = None
     if previous is not None:
@@ -199,7 +199,21 @@ def heartbeat(rt: Runtime) -> dict[str, Any]:
         "alerts": alerts.sweep(rt),
         "breaches": check_thresholds(rt),
         "due": _due(rt),
+        "released": _release_held(rt),
     }
+
+
+def _release_held(rt: Runtime) -> int | None:
+    """A resumed intake whose release died part-way goes on here (``None``: nothing was held)."""
+    if intake.read(rt.store)["state"] != "draining":
+        return None
+    try:
+        return controls.release_held(rt).published
+    except Exception as exc:
+        log_event(
+            "intake_release_failed", layer="admin", severity="ERROR", error=f"{type(exc).__name__}: {exc}"
+        )
+        return None
 
 
 def _due(rt: Runtime) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 The file holds what may change without a code change (seed 003 拡張性: the dictionary grows
 from the logs; the classifier prompt is one fixed page): the rules of strong evidence, the
 classifier's prompt and adoption thresholds, the one-line announcements of a route change,
-and each route's profile (``RouteProfile``: its instructions, tools, model and whether a cloud
-model may serve it). ``CHARTER_ROUTING`` names another file. A rule is
+each route's profile (``RouteProfile``: its instructions, tools, model and whether a cloud
+model may serve it), and the channels fixed to CHAT with the DELEGATE protocol's instructions
+(``DelegationConfig``). ``CHARTER_ROUTING`` names another file. A rule is
 
     {"id": "code.diff", "route": "CODE", "priority": 100, "description": "…",
      "when": [{"regex": "^diff --git ", "at_least": 1}, …],
@@ -138,6 +139,17 @@ class RouteProfile(_Cfg):
         return self.tools == "all" or tool in self.tools
 
 
+class DelegationConfig(_Cfg):
+    """The channels whose input starts in CHAT (seed 002 §2.6 ``line_forced_chat``), and what the
+    conversation model is told of the DELEGATE protocol there (``shared_lib.routing.delegate``)."""
+
+    channels: list[NonEmpty] = Field(default_factory=lambda: ["line"])
+    prompt: list[str] = Field(default_factory=list)
+
+    def instructions(self) -> str:
+        return "\n".join(self.prompt).strip()
+
+
 class RoutingConfig(_Cfg):
     version: int
     description: str = ""
@@ -146,6 +158,7 @@ class RoutingConfig(_Cfg):
     classifier: ClassifierConfig
     announcements: dict[Route, NonEmpty] = Field(default_factory=dict)
     profiles: dict[Route, RouteProfile]
+    delegation: DelegationConfig = Field(default_factory=DelegationConfig)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> RoutingConfig:

@@ -26,7 +26,7 @@ class Route(StrEnum):
     CODE = "CODE"  # code generation/fixes, diffs, implementation (the only cloud route)
 
 
-Source = Literal["command", "rules", "classifier", "fallback"]
+Source = Literal["command", "rules", "classifier", "fallback", "channel"]
 Refusal = Literal["code_needs_cloud"]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -50,6 +50,8 @@ class RoutingFlags(BaseModel):
     classifier_confidence: float | None = None
     classifier_error: str | None = None
     refused: Refusal | None = None
+    # the channel fixed the route to CHAT (seed 002 §2.6): other routes only by the DELEGATE protocol
+    forced: str | None = None
 
 
 class RoutingDecision(BaseModel):

@@ -13,6 +13,12 @@ called either, unless the caller says it runs locally (``local_classifier=True``
 only LLM of the product is a cloud model, and ``/local`` forbids the cloud (seed 003
 セキュリティ).
 
+A channel of ``config/routing.json`` ``delegation.channels`` (LINE) starts every input in CHAT
+(``source="channel"``, ``flags.forced="line_forced_chat"``, seed 002 §2.6): no route command,
+rule or classifier sends it to another route; ``/local`` and ``/cloud`` still hold, and the
+conversation model hands work on by the DELEGATE protocol (``shared_lib.routing.delegate``),
+which the loop controller takes as its one re-route.
+
 Evidence and reasons are masked by the sanitizer: a decision is logged and printed.
 
 >>> decide("/code ログイン画面を作って").primary_route.value
@@ -20,6 +26,9 @@ Evidence and reasons are masked by the sanitizer: a decision is logged and print
 >>> d = decide("/local /code ログイン画面を作って")
 >>> d.primary_route.value, d.flags.refused, d.guidance
 ('CHAT', 'code_needs_cloud', 'route.code_local_only')
+>>> d = decide("/code main.py を直して", channel="line")
+>>> d.primary_route.value, d.source, d.flags.forced
+('CHAT', 'channel', 'line_forced_chat')
 >>> announcement(Route.CHAT, Route.PLAN)
 '段取りを組むウル🐺'
 >>> announcement_line(RouteSection(route="ANALYZE", source="rules", previous_route="CHAT"), arm="llm", kind="reply")
@@ -52,13 +61,26 @@ def decide(
     classify: Classify | None = None,
     config: RoutingConfig | None = None,
     local_classifier: bool = False,
+    channel: str | None = None,
 ) -> RoutingDecision:
-    """The route of ``text``; ``local_only`` is the conversation's state before this input."""
+    """The route of ``text``; ``local_only`` is the conversation's state before this input,
+    ``channel`` the channel it came from (a channel fixed to CHAT starts it there)."""
     cfg = config or load_routing_config()
     commands = split_commands(text)
     local = local_only if commands.local_only is None else commands.local_only
     flags = RoutingFlags(local_only=local)
-    if commands.route is not None:
+    forced = channel is not None and channel in cfg.delegation.channels
+    if forced and commands.rest.strip():
+        said = f" ({' '.join(commands.tokens)} is no route here)" if commands.route is not None else ""
+        reason = f"{channel}_forced_chat: work for another route is delegated{said}"
+        decision = _decided(
+            commands,
+            Route.CHAT,
+            "channel",
+            reason,
+            flags.model_copy(update={"forced": f"{channel}_forced_chat"}),
+        )
+    elif commands.route is not None and not forced:
         decision = _decided(
             commands, commands.route, "command", f"command /{commands.route.value.lower()}", flags
         )

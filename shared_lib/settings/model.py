@@ -44,7 +44,8 @@ Env = Literal["demo", "local", "test", "dev", "stg", "prod"]
 CLOUD_ENVS: frozenset[str] = frozenset({"dev", "stg", "prod"})
 LOCAL_ENVS: frozenset[str] = frozenset({"demo", "local", "test"})
 LLM_TARGETS = ("brain", "brain_shadow", "responder", "memory")
-VAULT_TARGETS = ("ingress", "context", "brain", "brain_shadow", "executor")  # ingress, context: debounce
+# ingress, context: the debounce buffer; ingress, admin: the turns a paused intake holds (sealed)
+VAULT_TARGETS = ("ingress", "context", "brain", "brain_shadow", "executor", "admin")
 
 
 class Settings(OperatorSettings):

@@ -18,6 +18,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from shared_lib.turn.agent_record import Status, Step
+from shared_lib.turn.step_output import (
+    CoderPlan,
+    NextStep,
+    PromptPattern,
+    YesNoReason,
+    checks_schema,
+    coder_schema,
+)
 
 ParameterSource = Literal["user_message", "context", "inferred", "default"]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -59,6 +67,12 @@ class _Output(_Model):
     loop: dict[str, Any] | None = None
     state_update: StateUpdate | None = None
     persona_update: Annotated[list[PersonaUpdate], Field(max_length=3)] | None = None
+    # seed 004 §7: strict when given (``step_output``); a bad one is a bad proposal (the retry)
+    goal_consistency: YesNoReason | None = None
+    constraint_check: YesNoReason | None = None
+    next_step: NextStep | None = None
+    prompt_pattern: PromptPattern | None = None
+    coder: CoderPlan | None = None  # seed 002 §5.1, the CODE route's plan and diff
 
 
 class Confidence(_Model):
@@ -217,6 +231,8 @@ def proposal_json_schema() -> dict[str, Any]:
             },
             "state_update": state_update_schema(),
             "persona_update": persona_update_schema(),
+            **checks_schema(),
+            "coder": coder_schema(),
         },
         "required": ["output_type", "reasoning", "confidence"],
     }

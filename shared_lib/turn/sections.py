@@ -76,7 +76,8 @@ class RouteSection(_Section):
     input); ``previous_route`` is the route of the conversation's previous reply (the
     session's ``last_route``; ``None``: none), against which a route change is announced.
     ``peers`` names the LLM peers that answered the turn's calls, in order (a local-only turn:
-    only local ones).
+    only local ones). ``forced`` says the channel fixed the input to CHAT (``line_forced_chat``,
+    seed 002 §2.6): another route only through the DELEGATE protocol.
     """
 
     route: str = "CHAT"
@@ -95,6 +96,7 @@ class RouteSection(_Section):
     classifier_error: str | None = None
     previous_route: str | None = None
     peers: list[str] = Field(default_factory=list)  # the LLM peers that answered this turn's calls
+    forced: str | None = None
 
 
 class ConstitutionViolation(_Section):

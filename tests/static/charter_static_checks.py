@@ -61,8 +61,9 @@ WARM_IN_PROD = ("ingress", "brain", "responder")
 SEED_DAILY_BUDGET_USD = 33
 
 # The design's output topics per target (DESIGN.md §3; issue #8). Every layer of the turn also
-# publishes events; the observer consumes events and publishes nothing; admin emits events and
-# the background memory jobs (POST /tasks/memory/<job>); the memory target only emits events.
+# publishes events; the observer consumes events and publishes nothing; admin emits events,
+# the background memory jobs (POST /tasks/memory/<job>) and the turns a paused intake held
+# (Resume publishes them to received); the memory target only emits events.
 EXPECTED_PUBLISHES: dict[str, set[str]] = {
     "ingress": {"received", "events"},
     "context": {"contextualized", "completed", "events"},  # completed: a turn the debounce absorbed
@@ -74,7 +75,7 @@ EXPECTED_PUBLISHES: dict[str, set[str]] = {
     "responder": {"completed", "contextualized", "events"},
     "observer": set(),
     "memory": {"events"},
-    "admin": {"events", "memory"},
+    "admin": {"events", "memory", "received"},
 }
 
 # Env var => secret id each target mounts (issue #8; "One composition root, one settings model").

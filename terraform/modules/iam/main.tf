@@ -12,7 +12,8 @@ locals {
   #   absorbed into a later one (seed 001 §7.3); brain -> proposed; guardian -> guarded;
   #   authorizer -> authorized; executor -> executed; responder -> completed, and contextualized
   #   for the multi-step loop; brain_shadow -> shadow; every layer also -> events. memory (the
-  #   background memory target) -> events; admin -> memory (POST /tasks/memory/<job>: the jobs).
+  #   background memory target) -> events; admin -> memory (POST /tasks/memory/<job>: the jobs)
+  #   and received (Resume publishes the turns the Pause held, shared_lib.delivery.intake).
   # The observer consumes events and publishes nothing (a grant would allow a feedback loop).
   # Nobody publishes to deadletter: only the Pub/Sub service agent does (modules/pubsub).
   publishes = {
@@ -26,7 +27,7 @@ locals {
     responder    = ["completed", "contextualized", "events"]
     observer     = []
     memory       = ["events"]
-    admin        = ["events", "memory"]
+    admin        = ["events", "memory", "received"]
   }
 
   # A smoke turn (topology.json "smoke") travels the twins of the topics: each target may also

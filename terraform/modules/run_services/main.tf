@@ -179,7 +179,8 @@ locals {
   # shared_lib.runtime). No operator token: operators act by identity (shared_lib.admin.identity:
   # their credentials live hashed in Firestore, or their Google identity). brain_shadow runs the candidate
   # arm, which calls the same LLM and masks into the same vault as brain. ingress and context hold
-  # the vault key for the debounce buffer's texts (shared_lib.features.debounce.state).
+  # the vault key for the debounce buffer's texts (shared_lib.features.debounce.state); ingress
+  # seals and admin opens the turns a paused intake holds (shared_lib.delivery.intake).
   service_secrets = {
     ingress = {
       CHATWORK_WEBHOOK_TOKEN = "chatwork-webhook-token"
@@ -228,6 +229,7 @@ locals {
     admin = {
       CHATWORK_API_TOKEN           = "chatwork-api-token"
       CHARTER_ALERT_WEBHOOK_SECRET = "alert-webhook-secret"
+      CHARTER_VAULT_KEY            = "charter-vault-key"
     }
   }
 }

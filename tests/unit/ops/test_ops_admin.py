@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from admin_fakes import SCHEDULER, FakeVerifier, as_, credential
 from admin_fakes import client as admin_client
-from ops_fakes import ORG, TASK_CREATE, make_runtime, replies, send
+from ops_fakes import ORG, TASK_CREATE, USER, make_runtime, replies, send
 from werkzeug.test import EnvironBuilder
 
 from shared_lib.admin.app import STATIC_DIR, create_app, dispatch
@@ -194,15 +194,33 @@ def test_stop_writes_an_audited_kill_switch_override_and_the_next_turn_gets_the_
     assert rec is not None and rec.kill_switch and rec.arm == "kill_switch" and rec.tool_calls_executed == 0
 
 
-def test_pause_serves_the_legacy_brain_and_resume_restores_the_llm(rt):
+def test_pause_holds_what_people_send_and_resume_answers_it_in_order_once(rt, notifier):
     c = client(rt)
-    assert c.post("/api/controls/pause", json=STOP, headers=auth(rt)).get_json()["effective"] == "paused"
-    paused = queries.find_record(rt.store, send(rt, TASK_CREATE), org=ORG)
-    assert paused is not None and paused.flags_arm == "legacy" and paused.flags_reason == "OVERRIDE"
+    # GIVEN an operator pressed Pause
+    r = c.post("/api/controls/pause", json=STOP, headers=auth(rt)).get_json()
+    assert r["effective"] == "paused" and r["intake"]["state"] == "paused"
+    assert rt.store.get(OVERRIDE_DOC) is None  # the brain is not switched: intake is paused
+    # WHEN two people write while it is paused
+    first = send(rt, "明日の会議の資料、どこにあるか分かる？")
+    second = send(rt, TASK_CREATE, user="u-tanaka")
+    # THEN both are accepted and held, nobody is answered and no record exists yet
+    assert replies(rt) == [] and queries.find_record(rt.store, first, org=ORG) is None
+    assert c.get("/api/flags", headers=auth(rt)).get_json()["intake"]["held"] == 2
+    # WHEN the operator resumes
     r = c.post("/api/controls/resume", json=STOP, headers=auth(rt)).get_json()
-    assert r["effective"] == "running" and r["changed"] and rt.store.get(OVERRIDE_DOC) is None
-    resumed = queries.find_record(rt.store, send(rt, TASK_CREATE), org=ORG)
-    assert resumed is not None and resumed.arm == "llm"
+    # THEN intake runs again and each held turn was served once, in the order they came, by the LLM
+    assert r["effective"] == "running" and r["changed"] and r["released"] == 2
+    records = [queries.find_record(rt.store, t, org=ORG) for t in (first, second)]
+    assert all(rec is not None and rec.arm == "llm" for rec in records)
+    sent = rt.channels["http"].sent  # type: ignore[attr-defined]
+    assert [r.user_id for r in sent] == [USER, "u-tanaka"]
+    assert [r.text for r in sent] == [rec.final_response for rec in records]
+    assert [a.code for a in notifier.sent] == ["emergency.pause", "emergency.resume"]
+    # AND a second resume releases nothing again, and the next message is served at once
+    again = c.post("/api/controls/resume", json=STOP, headers=auth(rt)).get_json()
+    assert again["changed"] is False and again["released"] == 0 and len(replies(rt)) == 2
+    send(rt, "ありがとう！")
+    assert len(replies(rt)) == 3
 
 
 @pytest.mark.parametrize(
