@@ -22,6 +22,7 @@ from cryptography.fernet import MultiFernet
 from shared_lib.channels.base import IngressConfig
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.context.builder import ContextBuilder
+from shared_lib.delivery.intake import IntakeGate
 from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import ConfigError
 from shared_lib.flags import FlagsProvider
@@ -134,6 +135,8 @@ class Runtime:
     embedder: Embedder | None = None
     # the ingress's directory lookups (a person found is remembered briefly: fast acknowledgements)
     people: PersonCache = field(default_factory=PersonCache)
+    # whether the admin's Pause holds intake (``config/intake``, trusted while running for a lifetime)
+    intake: IntakeGate = field(default_factory=IntakeGate)
     clock: Callable[[], datetime] = utc_now
     # how a layer waits (the debounce's window); tests give one that moves their clock
     sleep: Callable[[float], None] = time.sleep

@@ -133,6 +133,7 @@ def count(turns: int = 0) -> dict[str, Any]:
         virtual = VirtualClock()
         rt.flags.monotonic = virtual
         rt.people.monotonic = virtual
+        rt.intake.monotonic = virtual
         skills_store.cache_clock, real_clock = virtual, skills_store.cache_clock
         bus = rt.bus
         publish = bus.publish

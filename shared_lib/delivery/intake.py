@@ -21,9 +21,13 @@ id make that second message a redelivery, answered once. Release runs when Resum
 (again, if an earlier run died) and on each scheduler heartbeat while the document says
 ``draining``.
 
-The ingress reads the document once per accepted message, uncached: a pause must hold the
-very next message, in every instance. Held envelopes carry what the person wrote; they are
-sealed with the vault's key when the runtime has one, and live until released.
+The ingress reads the document at most once per ``ttl`` (the flags cache's lifetime,
+``CHARTER_FLAGS_TTL``) while it says ``running``, and on every accepted message while it says
+anything else: a Pause holds every message from at most one flags lifetime after it was pressed,
+in every instance (as a flags change takes effect), and a running ingress pays no read per
+message. Once paused, every message reads it again, so Resume's ``draining`` is seen at once and
+nothing overtakes a held turn. Held envelopes carry what the person wrote; they are sealed with
+the vault's key when the runtime has one, and live until released.
 
 >>> from datetime import UTC, datetime
 >>> from shared_lib.adapters.memory_store import MemoryStore
@@ -34,6 +38,7 @@ sealed with the vault's key when the runtime has one, and live until released.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -74,6 +79,24 @@ def read(store: Store) -> dict[str, Any]:
 def holding(store: Store) -> bool:
     """Whether the ingress holds a message now (one read, uncached)."""
     return state_of(store.get(INTAKE_DOC)) != "running"
+
+
+class IntakeGate:
+    """The ingress's view of ``config/intake`` (``Runtime.intake``): a ``running`` read is trusted
+    for ``ttl`` seconds (the flags cache's lifetime), any other state is read again on every
+    message. ``monotonic`` is the clock of that lifetime (the hops bench gives a virtual one)."""
+
+    def __init__(self, ttl: float = 0.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.ttl, self.monotonic = ttl, monotonic
+        self._running_seen: float | None = None
+
+    def holding(self, store: Store) -> bool:
+        seen = self._running_seen
+        if self.ttl > 0 and seen is not None and self.monotonic() - seen < self.ttl:
+            return False
+        held = holding(store)
+        self._running_seen = None if held else self.monotonic()
+        return held
 
 
 def pause(store: Store, *, author: str, reason: str, now: datetime) -> bool:

@@ -24,8 +24,8 @@ conversation (the policy's reader first, then one read of the session only for s
 written as a barrier instead, never gathered. Plain HTTP has no window by default: its callers are programs, one
 request is one turn (and the burst bench measures the chain, not a wait).
 
-While the admin's Pause holds intake (``shared_lib.delivery.intake``, one uncached read per
-message) an accepted message is stored as a held turn instead of published, never buffered:
+While the admin's Pause holds intake (``shared_lib.delivery.intake``: read at most once per flags
+lifetime while running, on every message once paused) an accepted message is stored as a held turn instead of published, never buffered:
 the webhook gets its 200 and the turn is answered, in order, once Resume releases it.
 """
 
@@ -98,7 +98,7 @@ def _accept(rt: Runtime, msg: InboundMessage, *, smoke: bool) -> str | None:
         return None
     # the admin's Pause: the turn is stored behind the held ones, answered on Resume (a smoke turn,
     # a deployment's check, is never held)
-    if not smoke and intake.holding(rt.store):
+    if not smoke and rt.intake.holding(rt.store):
         try:
             if intake.hold(rt.store, turn, vault=rt.vault, now=now) is not None:
                 return turn.turn_id

@@ -27,6 +27,7 @@ from shared_lib.channels.base import IngressConfig
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.context.builder import ContextBuilder, ContextConfig
 from shared_lib.context.memory_config import load_memory_config
+from shared_lib.delivery.intake import IntakeGate
 from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.errors import ConfigError
 from shared_lib.flags import REPO_FLAGS_FILE, FlagsProvider
@@ -114,6 +115,7 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         "context_builder": ContextBuilder(ContextConfig.from_settings(settings)),
         "ingress": IngressConfig.load(settings.ingress_config),
         "rollback_guard": RollbackGuard(),
+        "intake": IntakeGate(ttl=settings.flags_ttl_seconds),
         "vault": vault_cipher(settings.env, settings.secret("vault_key")),
         "notifiers": build_notifiers(settings, channels),
         "embedder": overrides.pop("embedder") if "embedder" in overrides else _embedder(settings),

@@ -36,11 +36,26 @@ def sent_to(stack: Any, room: str) -> list[dict[str, Any]]:
     ]
 
 
+def held_ids(stack: Any) -> set[str]:
+    return {str(doc["turn_id"]) for _, doc in stack.store.query(intake.HELD_COLLECTION)}
+
+
+def pause_seen_by_the_ingress(stack: Any) -> bool:
+    """A probe of another room is held: the ingress read the pause (it trusts a ``running`` read
+    for one flags lifetime, so a message just after the press may still be served)."""
+    resp = stack.send(
+        "http", "テストです、無視してください🙇", org="demo", room="room-probe", user="u-suzuki"
+    )
+    assert resp.status == 200, resp.body
+    return str(resp.body["turn_ids"][0]) in held_ids(stack)
+
+
 def test_a_message_sent_while_paused_is_acknowledged_held_and_answered_once_on_resume(local_stack):
     room = f"room-{uuid.uuid4().hex[:8]}"
-    # GIVEN an operator pressed Pause on the dashboard
+    # GIVEN an operator pressed Pause on the dashboard, and the ingress has seen it
     assert control(local_stack, "pause")["effective"] == "paused"
     try:
+        local_stack.wait_for(lambda: pause_seen_by_the_ingress(local_stack), what="the ingress holding")
         # WHEN a person writes
         path, headers, body = build_request(
             "http",

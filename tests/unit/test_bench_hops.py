@@ -23,12 +23,18 @@ def test_a_deciding_layer_costs_its_claim_and_its_completion_only(report):
 
 
 def test_accepting_a_webhook_costs_its_dedupe_record_and_its_publish(report):
-    # the directory lookup before it is remembered (Runtime.people; not counted in-process)
-    assert report["per_turn"]["ingress"] == {
+    # the directory lookup before it is remembered (Runtime.people; not counted in-process); the
+    # admin's Pause state is read once per flags lifetime while intake runs (Runtime.intake), not
+    # once per message: at the bench's pace that is a fraction of a read a turn
+    ingress = report["per_turn"]["ingress"]
+    intake_reads = ingress.get("get", 0.0)
+    assert intake_reads <= 0.15, ingress
+    assert ingress == {
         "create": 1.0,
-        "firestore_rpcs": 1.0,
+        **({"get": intake_reads} if intake_reads else {}),
+        "firestore_rpcs": round(1.0 + intake_reads, 2),
         "publishes": 1.0,
-        "published_bytes": report["per_turn"]["ingress"]["published_bytes"],
+        "published_bytes": ingress["published_bytes"],
     }
 
 

@@ -159,3 +159,41 @@ def test_a_held_turn_deleted_by_other_means_never_leaves_intake_draining():
     # THEN the turn left is answered and intake runs again, whatever the count said
     assert out["released"] == 1 and out["effective"] == "running"
     assert [r.user_id for r in rt.channels["http"].sent] == ["u-tanaka"]  # type: ignore[attr-defined]
+
+
+class _Reads:
+    """A memory store that counts reads of the intake document."""
+
+    def __init__(self) -> None:
+        from shared_lib.adapters.memory_store import MemoryStore
+
+        self.store, self.reads = MemoryStore(), 0
+
+    def get(self, path: str):  # type: ignore[no-untyped-def]
+        self.reads += path == intake.INTAKE_DOC
+        return self.store.get(path)
+
+
+def test_a_running_ingress_reads_the_pause_once_a_flags_lifetime_and_a_paused_one_every_message():
+    from datetime import UTC, datetime
+
+    counted, now = _Reads(), [0.0]
+    gate = intake.IntakeGate(ttl=10.0, monotonic=lambda: now[0])
+    # GIVEN intake running: forty messages over nineteen and a half seconds cost two reads
+    for i in range(40):
+        now[0] = i * 0.5
+        assert gate.holding(counted) is False  # type: ignore[arg-type]
+    assert counted.reads == 2
+    # WHEN the operator presses Pause (another process) THEN it holds from the next read on,
+    # at most one lifetime later, and every held message reads the document again
+    intake.pause(
+        counted.store, author="u-kazu", reason="障害対応", now=datetime(2026, 11, 30, 22, 0, tzinfo=UTC)
+    )
+    held = []
+    for i in range(40, 80):
+        now[0] = i * 0.5
+        held.append(gate.holding(counted))  # type: ignore[arg-type]
+    first = held.index(True)
+    assert first * 0.5 <= 10.0 and all(held[first:])
+    reads_while_paused = counted.reads - 2
+    assert reads_while_paused == len(held) - first
