@@ -92,13 +92,10 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
     prices = overrides.pop("prices", None) or PriceTable.load()
     # an injected LLM is used as given, behind the local-only guard like a built one; a peer
     # router guards each of its cloud peers itself (a local peer may serve a local-only turn)
-    llm = (
-        overrides.pop("llm")
-        if "llm" in overrides
-        else _llm(settings, store, prices)
-        if uses_llm(settings)
-        else None
-    )
+    if "llm" in overrides:
+        llm = overrides.pop("llm")
+    else:  # a target whose stages never call a model builds none (and imports no SDK)
+        llm = _llm(settings, store, prices) if uses_llm(settings) else None
     if llm is not None and not isinstance(llm, LocalOnlyGuard | PeerRouter):
         llm = LocalOnlyGuard(llm)  # every outbound request is checked against /local
     persona = overrides.pop("persona", None) or load_persona()
