@@ -54,12 +54,20 @@ from shared_lib.rollout.guard import RollbackGuard
 from shared_lib.routing.guard import LocalOnlyGuard
 from shared_lib.runtime import Runtime
 from shared_lib.settings import Settings, config_files
+from shared_lib.settings.memory import EMBED_TARGETS
 from shared_lib.telemetry.notify import build_notifiers
 from shared_lib.tools.task_backend import build_task_backend
 from shared_lib.wiring import features
 from shared_lib.wiring.stages import STAGES
 
 ENV_FILE = "charter.env"
+
+# The targets whose stages read ``Runtime.llm``: the context's classifier, the brain and its
+# shadow, the responder's phrasing, the memory target's compaction and episodes. The guardian,
+# authorizer, executor, observer, ingress and admin never call a model: they get no LLM (the
+# deploy contract's ``LLM_TARGETS`` says which services get the key; context is here as well
+# because it classifies wherever a key is given to it, as on the local stack).
+LLM_STAGES = frozenset({"context", "brain", "brain_shadow", "responder", "memory"})
 
 # functions-framework target -> layer (ingress and admin are HTTP targets with their own handlers)
 LAYERS: dict[str, Layer] = {
@@ -85,7 +93,10 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
     prices = overrides.pop("prices", None) or PriceTable.load()
     # an injected LLM is used as given, behind the local-only guard like a built one; a peer
     # router guards each of its cloud peers itself (a local peer may serve a local-only turn)
-    llm = overrides.pop("llm") if "llm" in overrides else _llm(settings, store, prices)
+    if "llm" in overrides:
+        llm = overrides.pop("llm")
+    else:  # a target whose stages never call a model builds none (and imports no SDK)
+        llm = _llm(settings, store, prices) if uses_llm(settings) else None
     if llm is not None and not isinstance(llm, LocalOnlyGuard | PeerRouter):
         llm = LocalOnlyGuard(llm)  # every outbound request is checked against /local
     persona = overrides.pop("persona", None) or load_persona()
@@ -118,7 +129,7 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         "intake": IntakeGate(ttl=settings.flags_ttl_seconds),
         "vault": vault_cipher(settings.env, settings.secret("vault_key")),
         "notifiers": build_notifiers(settings, channels),
-        "embedder": overrides.pop("embedder") if "embedder" in overrides else _embedder(settings),
+        "embedder": overrides.pop("embedder") if "embedder" in overrides else _target_embedder(settings),
     }
     if "task_backend" not in overrides:
         services["task_backend"] = build_task_backend(settings, store, *([clock] if clock else []))
@@ -142,12 +153,29 @@ def check_startup(environ: Mapping[str, str] | None = None) -> Settings:
     tracing.TraceConfig.of(settings)
     apply_process_settings(settings)
     verify_persona(load_persona(), settings.persona_core_sha256)
-    if settings.embedder == "local":
-        from shared_lib.adapters.embedder_local import model_dir
+    if embeds(settings):
+        if settings.embedder == "local":
+            from shared_lib.adapters.embedder_local import model_dir
 
-        model_dir()  # the model package is installed (the model itself loads on the first embed)
-    _embedder(settings)
+            model_dir()  # the model package is installed (the model itself loads on the first embed)
+        _embedder(settings)
     return settings
+
+
+def uses_llm(settings: Settings) -> bool:
+    """Whether this process's stages call a model: one process of every stage (``target`` unset:
+    the CLI, the demo, tests) or a target of ``LLM_STAGES``. Any other builds no LLM, so it never
+    imports an SDK (``tests/static/test_target_imports.py``)."""
+    return settings.target is None or settings.target in LLM_STAGES
+
+
+def embeds(settings: Settings) -> bool:
+    """Whether this process's stages embed text: every stage, or a target of ``EMBED_TARGETS``."""
+    return settings.target is None or settings.target in EMBED_TARGETS
+
+
+def _target_embedder(settings: Settings) -> Embedder | None:
+    return _embedder(settings) if embeds(settings) else None
 
 
 def apply_process_settings(settings: Settings) -> None:
