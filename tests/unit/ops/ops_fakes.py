@@ -20,6 +20,7 @@ from typing import Any
 from infra.fake_llm.scenario import MessagesRequest
 from infra.fake_llm.scripted import answer
 from shared_lib.demo_data import DEMO_ORG, DEMO_ROOM, DEMO_USER, seed_demo_directory
+from shared_lib.flags import FLAGS_DOC, flags_store_doc, load_flags_file
 from shared_lib.layers.ingress import accept
 from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
 from shared_lib.runtime import Runtime
@@ -98,6 +99,13 @@ def make_runtime(
     )
     wire_inprocess(rt)
     seed_demo_directory(rt.store)
+    # the flags file's self-critique is sampled by the turn id's hash (a random ULID): a turn it
+    # critiques makes another call and is staged only when the critique passes, so the operators'
+    # tests, which count calls and staged turns, run without it (its own tests turn it on)
+    if rt.store.get(FLAGS_DOC) is None:
+        rt.store.set(
+            FLAGS_DOC, flags_store_doc(load_flags_file().model_copy(update={"self_critique_rate": 0.0}))
+        )
     return rt
 
 
