@@ -43,7 +43,8 @@ RetentionDays = Annotated[int, Field(ge=1, le=3650)]
 Env = Literal["demo", "local", "test", "dev", "stg", "prod"]
 CLOUD_ENVS: frozenset[str] = frozenset({"dev", "stg", "prod"})
 LOCAL_ENVS: frozenset[str] = frozenset({"demo", "local", "test"})
-LLM_TARGETS = ("brain", "brain_shadow", "responder", "memory")
+# context: the router's classifier (seed 003) calls the fast model on what no rule decides
+LLM_TARGETS = ("context", "brain", "brain_shadow", "responder", "memory")
 # ingress, context: the debounce buffer; ingress, admin: the turns a paused intake holds (sealed)
 VAULT_TARGETS = ("ingress", "context", "brain", "brain_shadow", "executor", "admin")
 

@@ -65,8 +65,7 @@ ENV_FILE = "charter.env"
 # The targets whose stages read ``Runtime.llm``: the context's classifier, the brain and its
 # shadow, the responder's phrasing, the memory target's compaction and episodes. The guardian,
 # authorizer, executor, observer, ingress and admin never call a model: they get no LLM (the
-# deploy contract's ``LLM_TARGETS`` says which services get the key; context is here as well
-# because it classifies wherever a key is given to it, as on the local stack).
+# deploy contract's ``LLM_TARGETS``, the same set, says which services get the key).
 LLM_STAGES = frozenset({"context", "brain", "brain_shadow", "responder", "memory"})
 
 # functions-framework target -> layer (ingress and admin are HTTP targets with their own handlers)

@@ -123,8 +123,12 @@ def test_timeouts_nest_inside_the_ack_deadline(repo_root: Path, env: str) -> Non
     assert push and {"ingress", "admin"}.isdisjoint(push)
     for target in push:
         assert sizing[target]["timeout_seconds"] < ack, target
+    from shared_lib.settings.model import LLM_TARGETS
+
+    # every service that calls the model (the settings' contract, the router's classifier in
+    # context among them) has the key, and no other
     llm_targets = {t for t, s in found["service_secrets"].items() if "ANTHROPIC_API_KEY" in s}
-    assert llm_targets == {"brain", "brain_shadow", "responder", "memory"}
+    assert llm_targets == set(LLM_TARGETS) and "context" in llm_targets
     for target in llm_targets:
         budget = resolve_number(found["service_env"][target]["CHARTER_LLM_RETRY_BUDGET"], found, sizing)
         assert budget is not None and 0 < budget < sizing[target]["timeout_seconds"] < ack, target

@@ -122,10 +122,14 @@ locals {
     ingress = {
       THREADS = tostring(local.sizing.ingress.concurrency)
     }
+    # context classifies what no routing rule decides (seed 003) with the fast model
     context = {
-      THREADS              = tostring(local.sizing.context.concurrency)
-      CHARTER_TASK_BACKEND = "chatwork"
-      CHARTER_EMBEDDER     = "vertex"
+      THREADS                     = tostring(local.sizing.context.concurrency)
+      CHARTER_TASK_BACKEND        = "chatwork"
+      CHARTER_EMBEDDER            = "vertex"
+      CHARTER_LLM_RETRY_BUDGET    = tostring(local.llm_retry_budget_seconds)
+      CHARTER_PEERS               = local.peers_json
+      CHARTER_PEER_HEALTH_SECONDS = "30"
     }
     brain = {
       THREADS                     = tostring(local.sizing.brain.concurrency)
@@ -191,6 +195,7 @@ locals {
       CHARTER_VAULT_KEY      = "charter-vault-key"
     }
     context = {
+      ANTHROPIC_API_KEY  = "anthropic-api-key"
       CHARTER_VAULT_KEY  = "charter-vault-key"
       CHATWORK_API_TOKEN = "chatwork-api-token"
     }
