@@ -40,10 +40,11 @@ def kind_of(span: Doc) -> str:
         return "layer"
     if name.startswith("ingress"):
         return "hop"
+    # a tool's span carries GenAI attributes too (``gen_ai.operation.name`` execute_tool)
+    if name.startswith("execute_tool ") or attributes.get("gen_ai.operation.name") == "execute_tool":
+        return "tool"
     if name.startswith("chat ") or any(str(k).startswith("gen_ai.") for k in attributes):
         return "llm"
-    if name.startswith("execute_tool "):
-        return "tool"
     if "db.system" in attributes or "db.system.name" in attributes or name.endswith(" transaction"):
         return "store"
     return "other"

@@ -88,6 +88,15 @@ def rows_of(driver: WebDriver) -> set[str]:
     return {str(r.get_attribute("data-turn-id")) for r in rows}
 
 
+def spans_through_observer(stack: Any, record: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The record's stored spans once the observer's (and its LLM calls', if it made any) are in."""
+    where = [("trace_id", "==", str(record["trace_id"]))]
+    spans = [doc for _, doc in stack.store.query("trace_spans", where=where)]
+    names = {str(sp["name"]) for sp in spans}
+    called = not record["usage"]["llm_calls"] or any(n.startswith("chat ") for n in names)
+    return spans if "layer observer" in names and called else None
+
+
 # --------------------------------------------------------------------------- the test
 
 
@@ -141,15 +150,20 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     multi_line = "確認です。\n明日の会議は何時からですか？"
     turn_ids = [webhook(stack, text, speaker) for speaker, text in CONVERSATION]
     turn_ids.append(webhook(stack, multi_line, CONVERSATION[0][0]))
-    for turn_id in turn_ids:
-        stack.record(DEMO_ORG, turn_id)
+    records = [stack.record(DEMO_ORG, turn_id) for turn_id in turn_ids]
+    # AND the first turn's spans exported by every layer it crossed (each process in batches)
+    first_spans = stack.wait_for(lambda: spans_through_observer(stack, records[0]))
     wait = WebDriverWait(browser, WAIT)
 
     # WHEN the operator opens the dashboard
     browser.get(stack.admin_url + "/")
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == "1")
     # THEN the overview counts the demo turns from the roll-ups, draws the charts in Tokyo time
-    wait.until(lambda d: int(d.find_element(By.ID, "stat-conversations").text or 0) >= len(turn_ids))
+    # (a conversation is a person in a room: the demo's speakers, at least; each message a turn)
+    speakers = {speaker for speaker, _ in CONVERSATION}
+    wait.until(lambda d: int(d.find_element(By.ID, "stat-turns").text or 0) >= len(turn_ids))
+    conversations = int(browser.find_element(By.ID, "stat-conversations").text)
+    assert len(speakers) <= conversations < int(browser.find_element(By.ID, "stat-turns").text)
     assert len(browser.find_elements(By.CSS_SELECTOR, "#chart-grid svg.chart")) == 7
     assert "JST" in browser.find_element(By.CSS_SELECTOR, "#chart-grid svg.chart").text
     assert browser.find_element(By.ID, "tz-badge").text == "times in Asia/Tokyo"
@@ -172,6 +186,23 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     ]
     assert trail_layers[:6] == ["context", "brain", "guardian", "authorizer", "executor", "responder"]
     shot(browser, "3-trail")
+    # AND its waterfall has a bar for every recorded span, each layer's and the LLM's among them,
+    # placed on the turn's time axis
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#waterfall .wf-row"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#waterfall .wf-row")
+    shown = {str(r.get_attribute("data-span-id")) for r in rows if r.get_attribute("data-kind") != "queue"}
+    assert {str(sp["span_id"]) for sp in first_spans} <= shown
+    kinds = [r.get_attribute("data-kind") for r in rows]
+    assert kinds[0] == "hop" and kinds.count("layer") >= 7, kinds
+    assert ("llm" in kinds) == bool(records[0]["usage"]["llm_calls"]), kinds
+    assert ("tool" in kinds) == bool(records[0]["tool_calls_executed"]), kinds
+    for bar in browser.find_elements(By.CSS_SELECTOR, "#waterfall .wf-bar"):
+        left = float(bar.value_of_css_property("left").removesuffix("px"))
+        track = bar.find_element(By.XPATH, "..").size["width"]
+        assert 0 <= left <= track and bar.size["width"] >= 1
+    assert "待ち queue" in browser.find_element(By.CSS_SELECTOR, "#waterfall .wf-summary").text
+    browser.execute_script("document.getElementById('waterfall').scrollIntoView()")
+    shot(browser, "3c-waterfall")
 
     # WHEN the two-line message's trail is opened THEN its input keeps its line break
     view(browser, wait, "turns")

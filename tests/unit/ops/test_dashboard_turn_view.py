@@ -56,7 +56,15 @@ def cold_turn() -> list[dict[str, Any]]:
         ),
         span("ingress accept", "a", "i", 2, 8, kind="PRODUCER", service="ingress"),
         span("layer context", "c", "a", 40, 10, kind="CONSUMER"),
-        span("execute_tool chatwork_task_create", "t", "x", 61_990, 4, service="executor"),
+        span(
+            "execute_tool chatwork_task_create",
+            "t",
+            "x",
+            61_990,
+            4,
+            service="executor",
+            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "chatwork_task_create"},
+        ),
         # the executor's delivery began before the brain's span ended: no queue before it
         span("layer executor", "x", "b", 61_940, 60, kind="CONSUMER"),
         span("firestore transaction", "s", "x", 61_995, 3, attributes={"db.system": "firestore"}),
