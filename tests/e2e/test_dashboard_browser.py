@@ -34,6 +34,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM
+from shared_lib.ops.error_guide import GUIDE
 from shared_lib.persona.catalogue import load_persona
 from shared_lib.rollout.overrides import clear_override
 
@@ -203,6 +204,31 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     assert "待ち queue" in browser.find_element(By.CSS_SELECTOR, "#waterfall .wf-summary").text
     browser.execute_script("document.getElementById('waterfall').scrollIntoView()")
     shot(browser, "3c-waterfall")
+
+    # WHEN a turn that failed is opened by its link (the first turn's record again, its LLM call
+    # rate-limited and its tool refused by ChatWork)
+    failed = {**records[0], "record_id": f"{turn_ids[0]}-failed", "turn_id": f"{turn_ids[0]}-failed"}
+    failed["errors"] = [
+        {
+            "code": "rate_limit",
+            "layer": "brain",
+            "category": "llm_error",
+            "severity": "high",
+            "message": "429",
+        }
+    ]
+    failed["execution_result"] = [
+        {**x, "ok": False, "error_code": "external_api_error"} for x in records[0]["execution_result"]
+    ]
+    stack.store.set(f"orgs/{DEMO_ORG}/observability/{failed['record_id']}", failed)
+    browser.get(f"{stack.admin_url}/?org={DEMO_ORG}&turn={failed['record_id']}")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "trail-id"), failed["record_id"]))
+    # THEN each error shows what it means and the runbook's line, not a bare code
+    codes = ["rate_limit"] + (["external_api_error"] if failed["execution_result"] else [])
+    for code in codes:
+        item = browser.find_element(By.CSS_SELECTOR, f'#trail-body .errors-explained li[data-code="{code}"]')
+        assert GUIDE[code][0] in item.text and f"runbook: {GUIDE[code][1]}" in item.text, item.text
+    shot(browser, "3d-trail-errors")
 
     # WHEN the two-line message's trail is opened THEN its input keeps its line break
     view(browser, wait, "turns")
