@@ -25,7 +25,10 @@ from shared_lib.admin.identity import Gate, Operator, Refused, deployment_contro
 from shared_lib.errors import ConfigError
 from shared_lib.observability.logs import log_event
 from shared_lib.ops import controls, monitoring, queries
+from shared_lib.ops.error_guide import explain
 from shared_lib.ops.replay import ReplayError, replay
+from shared_lib.ops.spans import cloud_trace_url, in_cloud_trace, spans_of
+from shared_lib.ops.waterfall import waterfall
 from shared_lib.rollout.guard import guard_status
 from shared_lib.rollout.report import build_report, load_comparisons
 
@@ -132,8 +135,21 @@ def build_api(rt: Runtime, gate: Gate) -> Blueprint:
                 "record": rec.model_dump(mode="json"),
                 "llm_calls": queries.llm_calls_for(rt.store, rec.organization_id, rec.record_id),
                 "shadow_comparison": queries.comparison_for(rt.store, rec.organization_id, rec.record_id),
+                "error_guide": {code: explain(code) for code in error_codes(rec)},
             }
         )
+
+    @api.get("/turns/<turn_id>/waterfall")
+    def turn_waterfall(turn_id: str) -> Response:
+        rec = queries.find_record(rt.store, turn_id, org=_arg("org"), shadow=_arg("shadow") == "1")
+        if rec is None:
+            return error("not_found", f"no record for turn {turn_id}", 404)
+        out: dict[str, Any] = {"trace_id": rec.trace_id, "cloud_trace_url": None}
+        if rec.trace_id and in_cloud_trace(rt.settings):
+            out["cloud_trace_url"] = cloud_trace_url(rt.settings.project, rec.trace_id)
+            return json_response({**out, **waterfall([])})
+        spans = spans_of(rt.store, rec.trace_id) if rec.trace_id else []
+        return json_response({**out, **waterfall(spans)})
 
     @api.get("/turns/<turn_id>/replay")
     def turn_replay(turn_id: str) -> Response:
@@ -225,6 +241,14 @@ def summary(r: Any) -> dict[str, Any]:
     }
 
 
+def error_codes(r: Any) -> list[str]:
+    """The codes of a record's errors and its failed tool results, each once, in order."""
+    codes = [e.code for e in r.errors] + [
+        str(x["error_code"]) for x in r.execution_result if x.get("error_code")
+    ]
+    return list(dict.fromkeys(codes))
+
+
 def tokens(s: Any) -> int:
     return int(s.input_tokens + s.output_tokens + s.cache_read_input_tokens + s.cache_creation_input_tokens)
 
@@ -252,6 +276,6 @@ def charts(rows: list[Any], th: Any) -> dict[str, str]:
         ),
         "block_rate": line_chart("block rate", pts("block_rate"), threshold=th.block_rate, percent=True),
         "cost": line_chart("LLM cost per window (USD)", pts("cost_usd")),
-        "turns": line_chart("conversations", [(label(s), float(s.turns)) for s in rows]),
+        "turns": line_chart("turns", [(label(s), float(s.turns)) for s in rows]),
         "tokens": line_chart("tokens (input, output, cache)", [(label(s), float(tokens(s))) for s in rows]),
     }

@@ -1,6 +1,7 @@
 """Monitoring jobs and the dashboard's numbers (seed 000 §15).
 
-* ``today_panel`` — the §15.2 panel: conversations, average response time, mean
+* ``today_panel`` — the §15.2 panel: conversations (distinct org/room/user, not turns),
+  turns, average response time, mean
   confidence, confirmations and blocks (count and share), cost today, this month and the
   month's projection; ``chart_series`` — the §15.1 metrics hour by hour. Both read the
   observer's roll-ups (``state.rollups``), never the records: a dashboard refresh reads a
@@ -44,14 +45,15 @@ def today_panel(rt: Runtime, *, org: str | None = None) -> dict[str, Any]:
     today = queries.local_day(now, th.timezone)
     start, end = queries.day_bounds(today, th.timezone)
     month = rollups.read_days(rt.store, queries.month_start(today), today, org=org)
-    stats = bucket_stats(
-        rollups.total(d["totals"] for d in month if d.get("day") == today.isoformat()), start, end
-    )
+    day_totals = rollups.total(d["totals"] for d in month if d.get("day") == today.isoformat())
+    stats = bucket_stats(day_totals, start, end)
     cost = cost_report(rt.store, now=now, org=org, th=th, month=month)
     return {
         "day": cost.day.isoformat(),
         "timezone": th.timezone,
-        "conversations": stats.turns,
+        # distinct conversations (org/room/user) with a served turn today; ``turns`` counts turns
+        "conversations": day_totals["conversations"],
+        "turns": stats.turns,
         "avg_response_ms": stats.avg_response_ms,
         "mean_confidence": stats.mean_confidence,
         "confirmations": stats.confirmations,

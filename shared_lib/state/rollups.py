@@ -5,14 +5,19 @@ One document per organisation and calendar day of the organisation's timezone (t
 ``orgs/{org}/daily_stats/{YYYY-MM-DD}``::
 
     {"org_id": "acme", "day": "2026-11-24", "timezone": "Asia/Tokyo",
-     "totals": BUCKET, "hours": {"0": BUCKET, …, "23": BUCKET}, "expires_at": …}
+     "totals": BUCKET, "hours": {"0": BUCKET, …, "23": BUCKET},
+     "conversation_ids": {"3f9c…": 1, …}, "expires_at": …}
 
 ``hours`` is keyed by the hour's index since local midnight (so a day with a DST change has
 23 or 25 of them and none is ambiguous). A ``BUCKET`` holds counts (turns, per arm, per reply
 kind, confirmations, blocks, denials, errors, tool calls and errors), sums (cost, tokens by
 kind, response and LLM time, confidence; cost per model and per purpose of call) and a fixed histogram of LLM latency per call
 (``LATENCY_BOUNDS_MS``), so a p95 can be read from it; shadow candidates count apart
-(``shadow_turns``, ``shadow_cost_usd``: real money, never a conversation).
+(``shadow_turns``, ``shadow_cost_usd``: real money, never a conversation). ``conversations``
+counts the day's distinct conversations (org/room/user, the turn's ``conversation_key``), not
+its turns: ``conversation_ids`` holds a 16-hex hash of each key seen that day (never the ids),
+so a turn of a conversation already counted that day adds nothing; an hour's bucket counts
+the conversations first seen in that hour.
 
 Exactly once: the observer adds a record's contribution in the same transaction as the
 record's first write (``count_in``), and when a later step supersedes a record it takes the
@@ -26,6 +31,7 @@ expire ``ROLLUP_DAYS`` after their day.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -47,6 +53,7 @@ LATENCY_BOUNDS_MS: tuple[int, ...] = (
 )
 COUNTERS = (
     "turns",
+    "conversations",
     "llm_turns",
     "llm_calls",
     "llm_duration_ms",
@@ -180,6 +187,25 @@ def latency_p95(hist: list[int]) -> float | None:
 # --------------------------------------------------------------------------- writing
 
 
+def conversation_id(r: ObservabilityRecord) -> str:
+    """A conversation's key in a day's roll-up: a short hash of org/room/user, never the ids."""
+    key = r.conversation_key or f"{r.organization_id}/{r.room_id}/{r.user_id}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _count_conversation(doc: Doc, rec: ObservabilityRecord, hour: int) -> None:
+    """A served turn's conversation counted once a day: in the day's totals and in the hour
+    it was first seen (so the hours of a day add up to the day's distinct conversations)."""
+    seen = doc.setdefault("conversation_ids", {})
+    cid = conversation_id(rec)
+    if rec.shadow or cid in seen:
+        return
+    seen[cid] = 1
+    doc["totals"]["conversations"] = doc["totals"].get("conversations", 0) + 1
+    bucket = doc["hours"][str(hour)]
+    bucket["conversations"] = bucket.get("conversations", 0) + 1
+
+
 def count_in(
     txn: Transaction,
     org: str,
@@ -198,6 +224,8 @@ def count_in(
         doc, part = docs[day], contribution(rec)
         doc["totals"] = merge(doc["totals"], part, sign)
         doc["hours"][str(hour)] = merge(doc["hours"].get(str(hour), empty()), part, sign)
+        if sign > 0:
+            _count_conversation(doc, rec, hour)
     for day, doc in docs.items():
         txn.set(path(org, day), doc)
 

@@ -34,6 +34,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM
+from shared_lib.ops.error_guide import GUIDE
 from shared_lib.persona.catalogue import load_persona
 from shared_lib.rollout.overrides import clear_override
 
@@ -86,6 +87,15 @@ def webhook(stack: Any, text: str, user: str, room: str = DEMO_ROOM) -> str:
 def rows_of(driver: WebDriver) -> set[str]:
     rows = driver.find_elements(By.CSS_SELECTOR, "#turns-table tbody tr[data-turn-id]")
     return {str(r.get_attribute("data-turn-id")) for r in rows}
+
+
+def spans_through_observer(stack: Any, record: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The record's stored spans once the observer's (and its LLM calls', if it made any) are in."""
+    where = [("trace_id", "==", str(record["trace_id"]))]
+    spans = [doc for _, doc in stack.store.query("trace_spans", where=where)]
+    names = {str(sp["name"]) for sp in spans}
+    called = not record["usage"]["llm_calls"] or any(n.startswith("chat ") for n in names)
+    return spans if "layer observer" in names and called else None
 
 
 # --------------------------------------------------------------------------- the test
@@ -141,15 +151,20 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     multi_line = "確認です。\n明日の会議は何時からですか？"
     turn_ids = [webhook(stack, text, speaker) for speaker, text in CONVERSATION]
     turn_ids.append(webhook(stack, multi_line, CONVERSATION[0][0]))
-    for turn_id in turn_ids:
-        stack.record(DEMO_ORG, turn_id)
+    records = [stack.record(DEMO_ORG, turn_id) for turn_id in turn_ids]
+    # AND the first turn's spans exported by every layer it crossed (each process in batches)
+    first_spans = stack.wait_for(lambda: spans_through_observer(stack, records[0]))
     wait = WebDriverWait(browser, WAIT)
 
     # WHEN the operator opens the dashboard
     browser.get(stack.admin_url + "/")
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == "1")
     # THEN the overview counts the demo turns from the roll-ups, draws the charts in Tokyo time
-    wait.until(lambda d: int(d.find_element(By.ID, "stat-conversations").text or 0) >= len(turn_ids))
+    # (a conversation is a person in a room: the demo's speakers, at least; each message a turn)
+    speakers = {speaker for speaker, _ in CONVERSATION}
+    wait.until(lambda d: int(d.find_element(By.ID, "stat-turns").text or 0) >= len(turn_ids))
+    conversations = int(browser.find_element(By.ID, "stat-conversations").text)
+    assert len(speakers) <= conversations < int(browser.find_element(By.ID, "stat-turns").text)
     assert len(browser.find_elements(By.CSS_SELECTOR, "#chart-grid svg.chart")) == 7
     assert "JST" in browser.find_element(By.CSS_SELECTOR, "#chart-grid svg.chart").text
     assert browser.find_element(By.ID, "tz-badge").text == "times in Asia/Tokyo"
@@ -172,6 +187,48 @@ def test_the_dashboard_shows_the_demo_opens_a_trail_and_its_stop_button_stops_th
     ]
     assert trail_layers[:6] == ["context", "brain", "guardian", "authorizer", "executor", "responder"]
     shot(browser, "3-trail")
+    # AND its waterfall has a bar for every recorded span, each layer's and the LLM's among them,
+    # placed on the turn's time axis
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#waterfall .wf-row"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#waterfall .wf-row")
+    shown = {str(r.get_attribute("data-span-id")) for r in rows if r.get_attribute("data-kind") != "queue"}
+    assert {str(sp["span_id"]) for sp in first_spans} <= shown
+    kinds = [r.get_attribute("data-kind") for r in rows]
+    assert kinds[0] == "hop" and kinds.count("layer") >= 7, kinds
+    assert ("llm" in kinds) == bool(records[0]["usage"]["llm_calls"]), kinds
+    assert ("tool" in kinds) == bool(records[0]["tool_calls_executed"]), kinds
+    for bar in browser.find_elements(By.CSS_SELECTOR, "#waterfall .wf-bar"):
+        left = float(bar.value_of_css_property("left").removesuffix("px"))
+        track = bar.find_element(By.XPATH, "..").size["width"]
+        assert 0 <= left <= track and bar.size["width"] >= 1
+    assert "待ち queue" in browser.find_element(By.CSS_SELECTOR, "#waterfall .wf-summary").text
+    browser.execute_script("document.getElementById('waterfall').scrollIntoView()")
+    shot(browser, "3c-waterfall")
+
+    # WHEN a turn that failed is opened by its link (the first turn's record again, its LLM call
+    # rate-limited and its tool refused by ChatWork)
+    failed = {**records[0], "record_id": f"{turn_ids[0]}-failed", "turn_id": f"{turn_ids[0]}-failed"}
+    failed["errors"] = [
+        {
+            "code": "rate_limit",
+            "layer": "brain",
+            "category": "llm_error",
+            "severity": "high",
+            "message": "429",
+        }
+    ]
+    failed["execution_result"] = [
+        {**x, "ok": False, "error_code": "external_api_error"} for x in records[0]["execution_result"]
+    ]
+    stack.store.set(f"orgs/{DEMO_ORG}/observability/{failed['record_id']}", failed)
+    browser.get(f"{stack.admin_url}/?org={DEMO_ORG}&turn={failed['record_id']}")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "trail-id"), failed["record_id"]))
+    # THEN each error shows what it means and the runbook's line, not a bare code
+    codes = ["rate_limit"] + (["external_api_error"] if failed["execution_result"] else [])
+    for code in codes:
+        item = browser.find_element(By.CSS_SELECTOR, f'#trail-body .errors-explained li[data-code="{code}"]')
+        assert GUIDE[code][0] in item.text and f"runbook: {GUIDE[code][1]}" in item.text, item.text
+    shot(browser, "3d-trail-errors")
 
     # WHEN the two-line message's trail is opened THEN its input keeps its line break
     view(browser, wait, "turns")

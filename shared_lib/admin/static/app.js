@@ -89,6 +89,7 @@ async function loadStats() {
   $("today-day").textContent = `${s.day} (${s.timezone})`;
   $("charts-tz").textContent = s.timezone;
   $("stat-conversations").textContent = s.conversations;
+  $("stat-turns").textContent = s.turns;
   $("stat-avg-response").textContent = fmt.ms(s.avg_response_ms);
   $("stat-confidence").textContent = fmt.num(s.mean_confidence, 2);
   $("stat-confirm").textContent = `${s.confirmations} (${fmt.pct(s.confirmation_rate)})`;
@@ -169,7 +170,7 @@ function renderTrail(data) {
     kv("time", `total ${fmt.ms(r.total_duration_ms)} · LLM ${fmt.ms(r.llm_duration_ms)} · tools ${fmt.ms(r.tool_duration_ms)}`),
     kv("usage", `${r.usage.llm_calls} LLM call(s) · in ${r.usage.input_tokens} · out ${r.usage.output_tokens} · cache read ${r.usage.cache_read_input_tokens} · ${fmt.usd(r.cost_usd)}`),
     kv("LLM calls", calls.length ? el("div", {}, ...calls) : "–"),
-    kv("errors", r.errors.length ? r.errors.map((e) => `${e.code} (${e.layer})`).join(", ") : "–"),
+    kv("errors", explainedErrors(data)),
     kv("shadow", cmp ? (cmp.all_agree ? `${cmp.candidate_arm} candidate agrees` : `${cmp.candidate_arm} candidate differs: ${(cmp.mismatches || []).join(", ")}`) : "–"));
 }
 
@@ -181,6 +182,7 @@ async function openTrail(turnId, org) {
   $("trail-empty").hidden = true;
   $("trail-body").replaceChildren(renderTrail(data));
   $("replay-result").replaceChildren();
+  loadWaterfall(turnId, org);
   if (location.hash !== "#trail") history.pushState(null, "", "#trail");
   show("trail");
 }

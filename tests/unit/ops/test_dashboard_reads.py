@@ -58,14 +58,21 @@ class CountingStore:
 
 
 def seeded(per_day: int) -> tuple[Any, CountingStore]:
-    """A runtime whose store holds ``per_day`` records on every day of the month so far, each
-    stored and counted as the observer does it."""
+    """A runtime whose store holds ``per_day`` records on every day of the month so far (four
+    people in turn, so at most four conversations a day), each stored and counted as the
+    observer does it."""
     store = CountingStore(MemoryStore())
     rt = make_runtime(store=store, clock=Clock(NOW))
     for day in range(23):
         for i in range(per_day):
             at = datetime(2026, 10, 31, 16, tzinfo=UTC) + timedelta(days=day, minutes=20 * i)
-            rec = make_record(at, guardian_action="block" if i % 5 == 0 else "allow")
+            user = f"u-{i % 4}"  # four people talk in the room, each a conversation
+            rec = make_record(
+                at,
+                guardian_action="block" if i % 5 == 0 else "allow",
+                user_id=user,
+                conversation_key=f"{ORG}/room-1/{user}",
+            )
             store.inner.set(f"orgs/{ORG}/observability/{rec.record_id}", rec.store_doc())
             rollups.add(store.inner, rec, "Asia/Tokyo")
     return rt, store
@@ -92,8 +99,9 @@ def test_a_refresh_reads_as_many_documents_for_600_turns_as_for_46():
     many, many_answers = reads_of_a_refresh(many_rt, many_store)
     # THEN both read the same number of documents, under the bound, and the numbers are right
     assert few == many <= READ_BOUND, (few, many)
-    assert few_answers["/api/stats"]["conversations"] == 2
-    assert many_answers["/api/stats"]["conversations"] == 26 and many_answers["/api/stats"]["blocks"] == 6
+    assert few_answers["/api/stats"]["conversations"] == 2 and few_answers["/api/stats"]["turns"] == 2
+    assert many_answers["/api/stats"]["conversations"] == 4 and many_answers["/api/stats"]["turns"] == 26
+    assert many_answers["/api/stats"]["blocks"] == 6
     assert many_answers["/api/stats"]["cost"]["cost_month_usd"] == pytest.approx(23 * 26 * 0.01)
     # the last 24 hours end with this hour; yesterday's turns were between 01:00 and 09:20
     series = many_answers["/api/metrics?hours=24&step=60"]["series"]

@@ -13,6 +13,7 @@ from werkzeug.test import EnvironBuilder
 
 from shared_lib.admin.app import STATIC_DIR, create_app, dispatch
 from shared_lib.admin.charts import line_chart
+from shared_lib.demo_data import CONVERSATION
 from shared_lib.flags import OVERRIDE_DOC
 from shared_lib.ops import queries
 
@@ -66,7 +67,9 @@ def test_dispatch_runs_another_apps_request_through_the_admin_app():
 
 def test_todays_panel_has_the_seed_statistics(rt, demo_turns):
     s = client(rt).get("/api/stats").get_json()
-    assert s["conversations"] == len(demo_turns)
+    # the demo is one room where two people talk: two conversations, a turn each message
+    assert s["conversations"] == len({speaker for speaker, _ in CONVERSATION}) == 2
+    assert s["turns"] == len(demo_turns)
     assert s["avg_response_ms"] > 0 and 0 < s["mean_confidence"] <= 1
     assert s["confirmations"] >= 1 and 0 <= s["confirmation_rate"] <= 1 and s["blocks"] >= 0
     cost = s["cost"]
