@@ -1,0 +1,81 @@
+"""The heartbeat tick runs the periodic tasks come due (seed 001 §17.2: タスク実行).
+
+Lent to the tick as ``Hooks.heartbeat_tasks`` and called by ``ops.due_tasks.run`` outside the
+quiet hours, after the tick's own claim. Each task whose ``next_due_at`` has come has its slot
+taken once (``store.claim_slot``: a transaction that records the run and moves the task past
+it), then runs as a turn of the assistant: its creator's message (``Turn.user_id`` is the
+creator, so the guardian and the gate judge it as for that person, never more) in the room it
+was given in, published to ``turns.received`` as a delegated job's turn is. Its turn id names
+the run, so a publish repeated by the next tick (the run's record still unpublished) is the
+same turn, which the layers take once. The brain reads the instruction after
+``HEARTBEAT_MARKER``: a task the person set earlier, not words said now.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from shared_lib.delivery.topology import TOPOLOGY
+from shared_lib.features.heartbeat_tasks import store
+from shared_lib.observability.logs import log_event
+from shared_lib.turn.envelope import Turn
+from shared_lib.turn.inbound import InboundMessage
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from shared_lib.runtime import Runtime
+
+HEARTBEAT_MARKER = "【定期タスク】"
+
+
+def turn_id_for(run_id: str) -> str:
+    return f"t-hb-{run_id}"
+
+
+def run_turn(task: dict[str, Any], run_id: str, now: datetime) -> Turn:
+    """The run's turn: the creator's (masked) instruction in the room the task was given in."""
+    inbound = InboundMessage(
+        channel=task["channel"],
+        org_id=task["org_id"],
+        room_id=task["room_id"],
+        user_id=task["user_id"],
+        text=HEARTBEAT_MARKER + str(task.get("instruction") or ""),
+        message_id=run_id,
+        event_id=run_id,
+        received_at=now,
+    )
+    turn = Turn.from_inbound(inbound)
+    turn.turn_id = turn_id_for(run_id)
+    turn.conversation_key = str(task.get("conversation_key") or inbound.conversation_key)
+    return turn
+
+
+def _publish(rt: Runtime, task: dict[str, Any], run_id: str) -> str:
+    turn = run_turn(task, run_id, rt.clock())
+    data, attrs = turn.to_message("heartbeat", rt.store, blob_ttl_days=rt.settings.blob_ttl_days)
+    rt.bus.publish(TOPOLOGY.route("received", smoke=False), data, attrs, ordering_key=turn.conversation_key)
+    store.mark_published(rt.store, str(task["org_id"]), run_id, turn.turn_id)
+    log_event("heartbeat_task.run", turn=turn, layer="admin", task_id=str(task["task_id"]), run_id=run_id)
+    return turn.turn_id
+
+
+def run_due(rt: Runtime) -> dict[str, int]:
+    """Run each task come due once per due slot; what happened, counted."""
+    now = rt.clock()
+    counts: dict[str, int] = {}
+    for run in store.unpublished(rt.store):  # claimed by a tick that died before its publish
+        task = rt.store.get(store.task_path(str(run["org_id"]), str(run["task_id"])))
+        if task is None:  # removed since: nothing to run
+            store.abandon(rt.store, str(run["org_id"]), str(run["run_id"]), "task_removed")
+            continue
+        _publish(rt, task, str(run["run_id"]))
+        counts["republished"] = counts.get("republished", 0) + 1
+    for task in store.due(rt.store, now):
+        taken = store.claim_slot(rt.store, task, now)
+        if taken is None:
+            counts["already"] = counts.get("already", 0) + 1
+            continue
+        _publish(rt, taken["task"], str(taken["run_id"]))
+        counts["started"] = counts.get("started", 0) + 1
+    return counts
