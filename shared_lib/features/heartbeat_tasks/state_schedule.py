@@ -46,7 +46,10 @@ _MONTH_END = re.compile(r"月末|末日")
 _MONTH_DAY = re.compile(r"毎月\s*(\d{1,2})\s*日")
 _EVENING = re.compile(r"晩|夜|夕")
 _DAY = f"[{WEEKDAYS}]"
-# a day of the week as said: 月曜, 月曜日, 月よう, or a bare 月 in a list after 毎週 (毎週月・木)
+# a day of the week as said: 月曜, 月曜日, 月よう (すいよう, read as 水よう), or a bare 月 in a list
+# after 毎週 (毎週月・木)
+_KANA_DAYS = {"げつ": "月", "か": "火", "すい": "水", "もく": "木", "きん": "金", "ど": "土", "にち": "日"}
+_KANA = re.compile(rf"({'|'.join(_KANA_DAYS)})(?=よう)")
 _WEEKDAY = re.compile(rf"({_DAY})(?:曜日?|よう(?:び)?)")
 _WEEKLY_LIST = re.compile(rf"毎週\s*(?:の\s*)?({_DAY}(?:\s*[・、,/と]\s*{_DAY})*)(?![日])")
 _EVERY = re.compile(rf"毎週|毎{_DAY}曜|{_DAY}曜日?(?:ごと|毎)")
@@ -159,7 +162,7 @@ def _kind(text: str) -> tuple[Kind, tuple[int, ...], int | None]:
 
 def read(said: str) -> Schedule:
     """The schedule ``said`` names; ``ScheduleError`` when it names none this heartbeat keeps."""
-    text = fold(said).strip()
+    text = _KANA.sub(lambda m: _KANA_DAYS[m[1]], fold(said).strip())  # すいよう: 水よう
     if _UNSUPPORTED.search(text):
         raise ScheduleError("schedule.unsupported", f"{said!r} is not daily, weekly or monthly")
     kind, weekdays, day = _kind(text)
