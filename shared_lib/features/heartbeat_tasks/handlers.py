@@ -20,6 +20,7 @@ from shared_lib.tools.handlers.base import Params, doc_id, preview, require_text
 from shared_lib.tools.registry import ToolContext, ToolInputError
 
 TOOL = "schedule_heartbeat_task"
+RUN_TURN_PREFIX = "t-hb-"  # a run's turn (``steps_tick.turn_id_for``; this floor does not import it)
 
 
 class ScheduleHeartbeatTaskParams(Params):
@@ -50,6 +51,10 @@ def schedule_heartbeat_task(
 ) -> dict[str, Any]:
     if ctx.job_id:
         raise ToolInputError("a delegated job sets no periodic task", key="job_nested", field="schedule")
+    if ctx.turn_id.startswith(RUN_TURN_PREFIX):  # a run sets no task of its own: no task breeds tasks
+        raise ToolInputError(
+            "a heartbeat run sets no periodic task", key="heartbeat_nested", field="schedule"
+        )
     instruction = require_text(p.instruction, "instruction")
     schedule = read_schedule(require_text(p.schedule, "schedule"))
     next_due = schedule.next_due(ctx.now)

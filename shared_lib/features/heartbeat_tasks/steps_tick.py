@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from shared_lib.delivery.topology import TOPOLOGY
 from shared_lib.features.heartbeat_tasks import store
+from shared_lib.features.heartbeat_tasks.handlers import RUN_TURN_PREFIX
 from shared_lib.observability.logs import log_event
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.inbound import InboundMessage
@@ -30,7 +33,7 @@ HEARTBEAT_MARKER = "【定期タスク】"
 
 
 def turn_id_for(run_id: str) -> str:
-    return f"t-hb-{run_id}"
+    return f"{RUN_TURN_PREFIX}{run_id}"
 
 
 def run_turn(task: dict[str, Any], run_id: str, now: datetime) -> Turn:
@@ -60,22 +63,46 @@ def _publish(rt: Runtime, task: dict[str, Any], run_id: str) -> str:
     return turn.turn_id
 
 
+def _try_publish(rt: Runtime, task: dict[str, Any], run_id: str) -> str:
+    """Publish one run; one task that cannot never holds up the others. A task whose turn cannot
+    be built (written without its conversation's channel) is given up; a bus that failed leaves
+    the run unpublished for the next tick."""
+    try:
+        _publish(rt, task, run_id)
+    except ValidationError as exc:
+        store.abandon(rt.store, str(task["org_id"]), run_id, "unreachable")
+        log_event(
+            "heartbeat_task.unreachable", layer="admin", severity="WARNING", run_id=run_id, error=str(exc)
+        )
+        return "unreachable"
+    except Exception as exc:  # the bus's own failure: the next tick publishes the run again
+        log_event(
+            "heartbeat_task.publish_failed", layer="admin", severity="WARNING", run_id=run_id, error=repr(exc)
+        )
+        return "failed"
+    return "ok"
+
+
 def run_due(rt: Runtime) -> dict[str, int]:
     """Run each task come due once per due slot; what happened, counted."""
     now = rt.clock()
     counts: dict[str, int] = {}
+
+    def count(what: str) -> None:
+        counts[what] = counts.get(what, 0) + 1
+
     for run in store.unpublished(rt.store):  # claimed by a tick that died before its publish
         task = rt.store.get(store.task_path(str(run["org_id"]), str(run["task_id"])))
         if task is None:  # removed since: nothing to run
             store.abandon(rt.store, str(run["org_id"]), str(run["run_id"]), "task_removed")
             continue
-        _publish(rt, task, str(run["run_id"]))
-        counts["republished"] = counts.get("republished", 0) + 1
+        outcome = _try_publish(rt, task, str(run["run_id"]))
+        count("republished" if outcome == "ok" else outcome)
     for task in store.due(rt.store, now):
         taken = store.claim_slot(rt.store, task, now)
         if taken is None:
-            counts["already"] = counts.get("already", 0) + 1
+            count("already")
             continue
-        _publish(rt, taken["task"], str(taken["run_id"]))
-        counts["started"] = counts.get("started", 0) + 1
+        outcome = _try_publish(rt, taken["task"], str(taken["run_id"]))
+        count("started" if outcome == "ok" else outcome)
     return counts

@@ -205,3 +205,28 @@ def test_a_slot_is_named_in_utc_whatever_the_clock_zone() -> None:
         == hb_store.run_id_for("hb-1", slot.astimezone(UTC))
         == "hb-1-20261231T0000"
     )
+
+
+def test_a_task_whose_turn_cannot_be_built_is_given_up_and_the_others_still_run() -> None:
+    # GIVEN two tasks come due, one written without its conversation's channel
+    rt, clock = runtime()
+    a_task(rt, task_id="hb-broken")
+    rt.store.set(hb_store.task_path(ORG, "hb-broken"), {"channel": ""}, merge=True)
+    a_task(rt, task_id="hb-good")
+    clock.now = datetime(2026, 11, 30, 9, 0, tzinfo=JST)
+    # WHEN the tick runs, and runs again
+    first, again = steps_tick.run_due(rt), steps_tick.run_due(rt)
+    # THEN the good one runs, the broken one is given up once (not retried every tick)
+    assert first == {"started": 1, "unreachable": 1} and again == {}
+    assert [t.turn_id for t in received(rt)] == ["t-hb-hb-good-20261130T0000"]
+    assert hb_store.unpublished(rt.store) == []
+
+
+def test_a_runs_own_turn_sets_no_task() -> None:
+    # GIVEN a heartbeat run's turn whose model proposes another periodic task
+    rt, _ = runtime()
+    with pytest.raises(ToolInputError) as err:
+        call(rt, "毎日17時", "日報を催促して", call="t-hb-hb-1-20261130T0000-0-0")
+    # THEN it is refused in the persona's words, and nothing is set
+    assert err.value.key == "heartbeat_nested"
+    assert hb_store.list_tasks(rt.store, ORG) == []
