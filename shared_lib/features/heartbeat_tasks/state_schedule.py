@@ -11,7 +11,8 @@ work. Kinds, each in one form:
 * ``monthly`` — 毎月N日 (a day the month lacks is its last day) or 月末 (the month's last day).
 
 Refused with a ``ScheduleError`` whose ``code`` says why: nothing read (``schedule.unreadable``),
-more often than daily or an interval (毎時, 隔週, N時間ごと: ``schedule.unsupported``), a time in
+more often than daily, an interval, an nth weekday or two times (毎時, 隔週, N時間ごと, 第2金曜,
+9時と17時: ``schedule.unsupported``), a time in
 the quiet hours (23:00–08:00, when the heartbeat sends nothing: ``schedule.quiet_hours``).
 
 >>> read("毎週月曜9時").describe()
@@ -29,7 +30,7 @@ from typing import Any, Literal
 
 from shared_lib.dates.days import month_end
 from shared_lib.dates.model import JST, WEEKDAYS, DateError, fold
-from shared_lib.dates.times import TIME_ATOMS, read_time
+from shared_lib.dates.times import TIME_ATOMS, WORD, read_time
 from shared_lib.errors import CharterError
 
 Kind = Literal["daily", "weekly", "monthly"]
@@ -39,7 +40,7 @@ MONTH_END = 0  # ``Schedule.day`` of 月末
 WORKDAYS = (0, 1, 2, 3, 4)
 _SEARCH_DAYS = 62  # two months: every kind recurs within it
 
-_UNSUPPORTED = re.compile(r"毎時|隔週|隔月|\d+\s*(?:時間|分)(?:ごと|おき|毎)|1時間に1回|毎分|毎年")
+_UNSUPPORTED = re.compile(r"毎時|隔週|隔月|第\s*\d|\d+\s*(?:時間|分)(?:ごと|おき|毎)|1時間に1回|毎分|毎年")
 _WORKDAY = re.compile(r"平日|営業日|ウィークデー|月[〜~\-ー～]金")
 _DAILY = re.compile(r"毎日|毎朝|毎晩|毎夕|毎夜|日次|デイリー")
 _MONTH_END = re.compile(r"月末|末日")
@@ -49,7 +50,7 @@ _DAY = f"[{WEEKDAYS}]"
 # a day of the week as said: 月曜, 月曜日, 月よう (すいよう, read as 水よう), or a bare 月 in a list
 # after 毎週 (毎週月・木)
 _KANA_DAYS = {"げつ": "月", "か": "火", "すい": "水", "もく": "木", "きん": "金", "ど": "土", "にち": "日"}
-_KANA = re.compile(rf"({'|'.join(_KANA_DAYS)})(?=よう)")
+_KANA = re.compile(rf"(?<![ぁ-ん])({'|'.join(_KANA_DAYS)})(?=よう)")  # not など|ようやく
 _WEEKDAY = re.compile(rf"({_DAY})(?:曜日?|よう(?:び)?)")
 _WEEKLY_LIST = re.compile(rf"毎週\s*(?:の\s*)?({_DAY}(?:\s*[・、,/と]\s*{_DAY})*)(?![日])")
 _EVERY = re.compile(rf"毎週|毎{_DAY}曜|{_DAY}曜日?(?:ごと|毎)")
@@ -118,18 +119,32 @@ class Schedule:
 
 
 def _time_of(text: str) -> time:
-    """The time of day said in ``text`` (the earliest, the longest where two start together);
-    an evening word (毎晩8時, 夕方6時) puts an hour before noon in the evening."""
+    """The one time of day said in ``text``: a time inside a longer one is part of it (朝 of
+    朝8:30), an approximate word gives way to a time said exactly (毎朝、8時半 is 8:30), two
+    times are two schedules (``schedule.unsupported``); an evening word (毎晩8時, 夕方6時) puts an
+    hour before noon in the evening."""
     evening = _EVENING.search(text)
     found = [m for atom in TIME_ATOMS for m in atom.finditer(text)]
+    found = [m for m in found if not any(_inside(m, o) for o in found)]
     if not found:
         return time(19, 0) if evening and evening[0] != "夕" else time(17, 0) if evening else DEFAULT_TIME
-    first = min(found, key=lambda m: (m.start(), -len(m[0])))
     try:
-        at = read_time(first).time
+        parts = [(m, read_time(m)) for m in found]
     except DateError as exc:
         raise ScheduleError("schedule.unreadable", str(exc)) from exc
+    exact = [p.time for m, p in parts if not (m.re is WORD and p.note)]
+    times = set(exact or [p.time for _, p in parts])
+    if len(times) > 1:
+        raise ScheduleError("schedule.unsupported", f"more than one time: {sorted(times)}")
+    at = times.pop()
     return at.replace(hour=at.hour + 12) if evening and at.hour < 12 else at
+
+
+def _inside(m: re.Match[str], other: re.Match[str]) -> bool:
+    """Whether match ``m`` lies within a longer match ``other``."""
+    return (
+        other is not m and other.start() <= m.start() and m.end() <= other.end() and len(other[0]) > len(m[0])
+    )
 
 
 def _weekdays(text: str) -> tuple[int, ...]:

@@ -30,6 +30,7 @@ JST = timezone(timedelta(hours=9))
         ("毎朝8:30", "daily", time(8, 30), (), None),
         ("毎朝８：３０", "daily", time(8, 30), (), None),
         ("毎朝", "daily", time(9), (), None),  # 朝 alone is nine, the start of work
+        ("毎朝、8時半", "daily", time(8, 30), (), None),  # the exact time over the approximate word
         ("毎日 午後3時", "daily", time(15), (), None),
         ("毎晩8時", "daily", time(20), (), None),
         ("毎日夕方", "daily", time(17), (), None),
@@ -57,6 +58,8 @@ def test_a_schedule_as_people_say_it(said, kind, at, weekdays, day) -> None:
     [
         ("隔週月曜9時", "schedule.unsupported"),
         ("毎時", "schedule.unsupported"),
+        ("毎月第2金曜の10時", "schedule.unsupported"),
+        ("毎週月曜9時と17時", "schedule.unsupported"),  # two times are two tasks
         ("2時間ごとに", "schedule.unsupported"),
         ("３０分おき", "schedule.unsupported"),
         ("毎朝7時", "schedule.quiet_hours"),
