@@ -22,7 +22,6 @@ from shared_lib.dates.model import JST
 from shared_lib.errors import ConfigError
 from shared_lib.features.heartbeat_tasks import state_schedule, store
 from shared_lib.ids import new_short_id
-from shared_lib.privacy.sanitizer import Sanitizer
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
@@ -59,11 +58,12 @@ def _add(args: argparse.Namespace) -> int:
         task_id=task_id,
         org_id=args.org,
         creator=args.user,
-        instruction=Sanitizer.default().mask_stored(text),
+        instruction=text,
         schedule=schedule,
         where={"channel": args.channel, "room_id": args.room},
         now=rt.clock(),
         created_by=args.by,
+        cipher=rt.vault,
     )
     rt.store.set(store.task_path(args.org, task_id), doc)
     print(

@@ -5,6 +5,8 @@ The LLM proposes the schedule as said and the instruction; the schedule is read 
 logic (``state_schedule.read``), never taken from the model's opinion of it, and a schedule
 this heartbeat cannot keep is refused with its reason. The task is written inside the
 executor's effect transaction, owned by the person who gave it: each run is that person's turn.
+The instruction is kept as a person's kept text is (``privacy.sealing``: masked, its values
+sealed with the vault's key), opened again only for its creator's own run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from pydantic import Field
 
 from shared_lib.features.heartbeat_tasks import state_schedule, store
 from shared_lib.ports import Transaction
-from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.handlers.base import Params, doc_id, preview, require_text, writer
 from shared_lib.tools.registry import ToolContext, ToolInputError
 
@@ -70,11 +71,12 @@ def schedule_heartbeat_task(
             task_id=task_id,
             org_id=ctx.org_id,
             creator=ctx.user_id,
-            instruction=Sanitizer.default().mask_stored(instruction),
+            instruction=instruction,
             schedule=schedule,
             where={"channel": ctx.channel, "room_id": ctx.room_id, "conversation_key": ctx.conversation_key},
             now=ctx.now,
             created_by=ctx.user_id,
+            cipher=ctx.cipher,
         )
         out.set(store.task_path(ctx.org_id, task_id), doc)
     return {"task_id": task_id, **shown}

@@ -27,6 +27,8 @@ from shared_lib.turn.inbound import InboundMessage
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from cryptography.fernet import MultiFernet
+
     from shared_lib.runtime import Runtime
 
 HEARTBEAT_MARKER = "【定期タスク】"
@@ -36,14 +38,15 @@ def turn_id_for(run_id: str) -> str:
     return f"{RUN_TURN_PREFIX}{run_id}"
 
 
-def run_turn(task: dict[str, Any], run_id: str, now: datetime) -> Turn:
-    """The run's turn: the creator's (masked) instruction in the room the task was given in."""
+def run_turn(task: dict[str, Any], run_id: str, now: datetime, cipher: MultiFernet | None = None) -> Turn:
+    """The run's turn: the creator's instruction (its sealed values opened for them with the
+    vault's key ``cipher``) in the room the task was given in."""
     inbound = InboundMessage(
         channel=task["channel"],
         org_id=task["org_id"],
         room_id=task["room_id"],
         user_id=task["user_id"],
-        text=HEARTBEAT_MARKER + str(task.get("instruction") or ""),
+        text=HEARTBEAT_MARKER + store.instruction_for_run(task, cipher),
         message_id=run_id,
         event_id=run_id,
         received_at=now,
@@ -55,7 +58,7 @@ def run_turn(task: dict[str, Any], run_id: str, now: datetime) -> Turn:
 
 
 def _publish(rt: Runtime, task: dict[str, Any], run_id: str) -> str:
-    turn = run_turn(task, run_id, rt.clock())
+    turn = run_turn(task, run_id, rt.clock(), rt.vault)
     data, attrs = turn.to_message("heartbeat", rt.store, blob_ttl_days=rt.settings.blob_ttl_days)
     rt.bus.publish(TOPOLOGY.route("received", smoke=False), data, attrs, ordering_key=turn.conversation_key)
     store.mark_published(rt.store, str(task["org_id"]), run_id, turn.turn_id)

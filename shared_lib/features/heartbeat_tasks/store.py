@@ -1,8 +1,8 @@
 """Heartbeat tasks' documents (seed 001 §17: HEARTBEAT.md's periodic tasks, one document each).
 
 ``orgs/{org}/heartbeat_tasks/{task_id}``: the schedule (``state_schedule.Schedule.to_doc``) and
-its words, the creator (whose authorization each run has), the instruction masked as every
-stored person's text is (``Sanitizer.mask_stored``), where it was given (channel, room,
+its words, the creator (whose authorization each run has), the instruction kept as a person's
+kept text is (``privacy.sealing``: masked, its values sealed for its creator), where it was given (channel, room,
 conversation: where each run answers) and ``next_due_at``, the one due slot still to run.
 
 ``orgs/{org}/heartbeat_runs/{task_id}-{slot}``: one record per run, written in the same
@@ -17,9 +17,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from cryptography.fernet import MultiFernet
+
 from shared_lib.collections import collection_path, path
 from shared_lib.features.heartbeat_tasks.state_schedule import Schedule
 from shared_lib.ports import Store, Transaction
+from shared_lib.privacy.sealing import SEALED_FIELD, seal, unseal
 
 MAX_PER_ORG = 20
 SCAN_LIMIT = 500  # due tasks read per tick (all organisations)
@@ -49,25 +52,39 @@ def new_task(
     where: dict[str, str],
     now: datetime,
     created_by: str,
+    cipher: MultiFernet | None,
 ) -> dict[str, Any]:
-    """A task's document; ``instruction`` already masked; ``where``: channel, room_id,
-    conversation_key of the conversation it was given in (where its runs answer)."""
+    """A task's document, its ``instruction`` sealed (masked; its values under the vault's key
+    ``cipher``, masked only without one); ``where``: channel, room_id, conversation_key of the
+    conversation it was given in (where its runs answer)."""
+    kept = seal({"instruction": instruction}, cipher)
     return {
-        "task_id": task_id,
-        "org_id": org_id,
-        "user_id": creator,
-        "instruction": instruction,
-        "schedule": schedule.to_doc(),
-        "schedule_text": schedule.describe(),
-        "channel": where["channel"],
-        "room_id": where["room_id"],
-        "conversation_key": where.get("conversation_key") or f"{org_id}/{where['room_id']}/{creator}",
-        "created_at": now,
-        "created_by": created_by,  # the creator, or the operator who added it
-        "next_due_at": schedule.next_due(now),
-        "last_run_at": None,
-        "runs": 0,
+        **kept,
+        **{
+            "task_id": task_id,
+            "org_id": org_id,
+            "user_id": creator,
+            "schedule": schedule.to_doc(),
+            "schedule_text": schedule.describe(),
+            "channel": where["channel"],
+            "room_id": where["room_id"],
+            "conversation_key": where.get("conversation_key") or f"{org_id}/{where['room_id']}/{creator}",
+            "created_at": now,
+            "created_by": created_by,  # the creator, or the operator who added it
+            "next_due_at": schedule.next_due(now),
+            "last_run_at": None,
+            "runs": 0,
+        },
     }
+
+
+def instruction_for_run(task: dict[str, Any], cipher: MultiFernet | None) -> str:
+    """The instruction as its creator gave it, for the creator's own run (their sealed values
+    opened; the masked text without the key)."""
+    opened, _ = unseal(
+        {"instruction": task.get("instruction") or "", SEALED_FIELD: task.get(SEALED_FIELD)}, cipher
+    )
+    return str(opened["instruction"])
 
 
 def count(store: Store, org_id: str) -> int:

@@ -112,3 +112,25 @@ def test_a_task_due_while_the_heartbeat_was_quiet_runs_once_when_it_may_speak(ch
     assert len(heartbeat_turns(chain)) == 1
     (task,) = hb_store.list_tasks(chain.rt.store, ORG)
     assert task["next_due_at"] == datetime(2026, 11, 26, 22, 30, tzinfo=JST)
+
+
+def test_a_phone_number_in_the_task_is_kept_sealed_and_its_run_reads_it_as_said() -> None:
+    # GIVEN a task whose instruction names a phone number, given in conversation (the model reads
+    # the number as the turn's placeholder, as it always does)
+    said = "経費精算の締めを090-1234-5678の佐藤さんにも知らせて"
+    proposed = {"schedule": "毎月末の17時", "instruction": "経費精算の締めを[PHONE_1]の佐藤さんにも知らせて"}
+    # the turn's vault of what the person said expires by the wall clock: the chain keeps real time here
+    chain = Chain(
+        [tool_call("schedule_heartbeat_task", proposed), text(SHARED)], clock=Clock(datetime.now(JST))
+    )
+    ask, paused = chain.say("毎月末の17時に、" + said)
+    assert paused.response.kind == "confirm", ask
+    chain.say("はい")
+    (task,) = hb_store.list_tasks(chain.rt.store, ORG)
+    # THEN the store keeps it masked, the number sealed beside it
+    assert "090-1234-5678" not in str(task) and task["sealed"]
+    # WHEN it comes due THEN its run is its creator's turn with the instruction as they said it
+    chain.rt.clock.now = task["next_due_at"] + timedelta(minutes=1)  # type: ignore[attr-defined]
+    assert due_tasks.run(chain.rt)["tasks"] == {"started": 1}
+    (run,) = heartbeat_turns(chain)
+    assert run.inbound.text == HEARTBEAT_MARKER + said

@@ -54,6 +54,7 @@ def a_task(
         where={"channel": "chatwork", "room_id": "room-eigyo"},
         now=rt.clock(),
         created_by="u-sato",
+        cipher=rt.vault,
     )
     rt.store.set(hb_store.task_path(ORG, task_id), doc)
     return doc
@@ -133,6 +134,7 @@ def ctx(rt, *, dry_run: bool = False, call: str = "t-01-0-0") -> ToolContext:
         dry_run=dry_run,
         conversation_key=f"{ORG}/room-eigyo/u-sato",
         channel="chatwork",
+        cipher=rt.vault,
     )
 
 
@@ -156,8 +158,24 @@ def test_the_tool_keeps_the_instruction_masked_and_a_redelivered_call_sets_one_t
     assert preview["dry_run"] and preview["schedule"] == "毎月末 17:00"
     assert out["task_id"] == again["task_id"]
     (task,) = hb_store.list_tasks(rt.store, ORG)
-    assert "090-1234-5678" not in task["instruction"] and "経費精算" in task["instruction"]
+    assert "090-1234-5678" not in json.dumps(task, ensure_ascii=False, default=str)
+    assert "経費精算" in task["instruction"] and task["sealed"]
     assert task["next_due_at"] == datetime(2026, 11, 30, 17, 0, tzinfo=JST)
+
+
+def test_the_creators_run_has_the_instruction_as_they_gave_it_and_without_the_key_masked() -> None:
+    # GIVEN a task whose instruction holds a phone number, kept sealed
+    rt, _ = runtime()
+    said = "毎月末の17時に、経費精算の締めを090-1234-5678の佐藤さんにも知らせて"
+    call(rt, "毎月末の17時", said)
+    (task,) = hb_store.list_tasks(rt.store, ORG)
+    # WHEN its run's turn is made with the vault's key, and without
+    run_at = datetime(2026, 11, 30, 17, 0, tzinfo=JST)
+    opened = steps_tick.run_turn(task, "hb-x-20261130T0800", run_at, rt.vault)
+    closed = steps_tick.run_turn(task, "hb-x-20261130T0800", run_at, None)
+    # THEN the creator's own turn reads what they said; without the key it stays masked
+    assert opened.inbound.text == "【定期タスク】" + said
+    assert "090-1234-5678" not in closed.inbound.text and "経費精算" in closed.inbound.text
 
 
 @pytest.mark.parametrize(
