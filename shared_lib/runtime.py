@@ -94,6 +94,8 @@ class Hooks:
     phrasing: Phrasing | None = None
     # an organisation's own tools added to the registry (``features.skills``: its approved skills)
     org_tools: Callable[[ToolRegistry, Store, str], ToolRegistry] | None = None
+    # the heartbeat tick runs the periodic tasks come due (``features.heartbeat_tasks``)
+    heartbeat_tasks: Callable[[Runtime], dict[str, int]] | None = None
 
     def merged(self, other: Hooks, *, owner: str) -> Hooks:
         """These and ``other``'s; a hook both lend is a ``ConfigError`` naming ``owner``."""

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from infra.fake_llm import jobs, judge, memory_jobs, recall, skills, steps, summary
+from infra.fake_llm import heartbeat, jobs, judge, memory_jobs, recall, skills, steps, summary
 from infra.fake_llm.agent_state import with_state_update
 from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
 
@@ -395,6 +395,9 @@ PROPOSAL_RULES: tuple[ProposalRule, ...] = (
     # delegated jobs (infra.fake_llm.jobs): a job's own first step, and a person's delegation
     ProposalRule("job_step", jobs.is_job_turn, jobs.job_step),
     ProposalRule("delegate_task", jobs.is_delegation, jobs.delegate),
+    # heartbeat tasks (infra.fake_llm.heartbeat): a run's turn, and a person setting one
+    ProposalRule("heartbeat_run", heartbeat.is_run, heartbeat.run),
+    ProposalRule("schedule_heartbeat_task", heartbeat.is_request, heartbeat.schedule),
     ProposalRule(
         "recall", _has(("なんだっけ", "何だっけ", "なんやったっけ", "覚えてる？", "覚えてる?")), _recall
     ),

@@ -13,7 +13,7 @@ files (``static/``); nothing is fetched from elsewhere.
                                        LLM calls — see ``shared_lib.admin.api``
 ``POST /api/controls/<action>``        stop, pause, resume (a platform operator: ``identity``)
 ``POST /tasks/heartbeat``              liveness, pending alert delivery, threshold check, due tasks
-                                       (reminders, goal check-ins: ``shared_lib.ops.due_tasks``)
+                                       (reminders, goal check-ins, periodic tasks: ``shared_lib.ops.due_tasks``)
 ``POST /tasks/cost-check``             daily cost against the budget (kill switch over the hard limit)
 ``POST /tasks/maintenance``            threshold check and yesterday's constitution audit
 ``POST /tasks/memory/<job>``           one background memory job per organisation (``layers.memory.jobs``)

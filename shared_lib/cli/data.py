@@ -13,7 +13,8 @@ What is a person's (found without a collection-group query, so on Firestore's de
   that count it; the chunks of the episodes they appear in (a daily digest's, nobody's own) go
   with those episodes; ``goals``, ``vaults``, ``receipts``, ``observability``, ``shadow_candidates``,
   ``approval_jobs`` (the jobs they requested), ``agent_states`` and the fine-tuning candidates
-  and staging ledger (``ft_candidates``, ``ft_ledgers``) where ``user_id`` (and the
+  and staging ledger (``ft_candidates``, ``ft_ledgers``) and the periodic tasks they gave the
+  heartbeat (``heartbeat_tasks``: each run would be their turn) where ``user_id`` (and the
   vaults of their recorded turns); the ``episodes`` they appear in (``user_ids``);
 * the store backend's ``tasks`` they own: created by them or assigned to them (the
   directory's task account), as ``delete_task`` counts ownership.
@@ -74,6 +75,7 @@ PURGED = (
     "episodes",
     "ft_candidates",
     "ft_ledgers",
+    "heartbeat_tasks",
 )
 
 
@@ -120,6 +122,7 @@ def person_documents(store: Store, org: str, user: str) -> dict[str, list[str]]:
         "agent_states",
         "ft_candidates",
         "ft_ledgers",
+        "heartbeat_tasks",
     ):
         found[name].update(_where(store, name, org, "user_id", user))
     found["vaults"].update(

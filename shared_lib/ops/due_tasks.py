@@ -9,7 +9,10 @@ does nothing. Then, outside the quiet hours of the organisation's timezone:
   job, unless the chat already reminded the person (the session's ``reminded``); after it the
   session counts the job as reminded (seed 000 §5.1.7: reminded once);
 * a check-in of each active goal whose deadline is near or whose progress is stale, once per
-  goal per day of the organisation.
+  goal per day of the organisation;
+* the periodic tasks people gave it (``Hooks.heartbeat_tasks``, ``features.heartbeat_tasks``),
+  each come due run once per due slot as a turn of its creator; one due in the quiet hours runs
+  at the first tick after.
 
 Each is one send through the conversation's channel, in the persona's Japanese (dates as
 「11月25日（水）」), behind its own claim (``orgs/{org}/heartbeat_sends/{key}``) taken before and
@@ -63,6 +66,8 @@ def run(rt: Runtime, cfg: HeartbeatConfig | None = None) -> dict[str, Any]:
     else:
         result["reminders"] = _reminders(rt, claims, now, tz, cfg)
         result["checkins"] = _checkins(rt, claims, now, tz, cfg)
+        if rt.hooks.heartbeat_tasks is not None:  # the periodic tasks people gave it
+            result["tasks"] = rt.hooks.heartbeat_tasks(rt)
     if now.astimezone(ZoneInfo("UTC")).minute < cfg.tick_minutes:
         result["memory"] = memory_check(rt)
     claims.complete(path, now=rt.clock(), result={"done": True}, holder=claim.holder)

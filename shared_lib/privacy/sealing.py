@@ -1,6 +1,6 @@
 """Sealing: what a person gives the assistant to keep is stored encrypted, never destroyed.
 
-A kept document (a memory, its search chunks, a task, a goal) is written as ``mask_stored``
+A kept document (a memory, its search chunks, a task, a goal, a heartbeat task) is written as ``mask_stored``
 text — unnumbered placeholders (``[PHONE]``), the same text search, keywords, embeddings and
 every LLM read — plus one ``sealed`` field: for each string holding placeholders, its path in
 the document ("content", "steps/0/text") -> one entry per placeholder, in the order they
@@ -42,7 +42,7 @@ SEALED_FIELD = "sealed"
 REVEALED = "_revealed"
 # What a person gives the assistant to keep (the collections whose writers seal): the rest of
 # the store is a log or the organisation's record, masked only.
-KEPT_COLLECTIONS = frozenset({"memories", "memory_chunks", "tasks", "goals"})
+KEPT_COLLECTIONS = frozenset({"memories", "memory_chunks", "tasks", "goals", "heartbeat_tasks"})
 Entries = list[str | None]
 _ANY = re.compile(rf"{PLACEHOLDER.pattern}|{STORED_PLACEHOLDER.pattern}")
 

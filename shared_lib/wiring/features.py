@@ -19,6 +19,7 @@ from shared_lib.features.auto_approve.manifest import MANIFEST as AUTO_APPROVE
 from shared_lib.features.best_of_n.manifest import MANIFEST as BEST_OF_N
 from shared_lib.features.debounce.manifest import MANIFEST as DEBOUNCE
 from shared_lib.features.finetune.manifest import MANIFEST as FINETUNE
+from shared_lib.features.heartbeat_tasks.manifest import MANIFEST as HEARTBEAT_TASKS
 from shared_lib.features.jobs.manifest import MANIFEST as JOBS
 from shared_lib.features.manifest import Manifest
 from shared_lib.features.memory_stories.manifest import MANIFEST as MEMORY_STORIES
@@ -45,6 +46,7 @@ FEATURES: tuple[Manifest, ...] = (
     FINETUNE,
     BEST_OF_N,
     SKILLS,
+    HEARTBEAT_TASKS,
 )
 
 

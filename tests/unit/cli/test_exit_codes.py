@@ -35,6 +35,7 @@ class Row:
 
 
 S = ["--store", "{store}"]
+HB = ["heartbeat", "add", "--org", "demo", "--user", "u-suzuki", "--room", "r1"]
 COMMANDS: dict[str, Row] = {
     "demo": Row(
         bad=["demo", "--keep", "{bad}"],
@@ -343,6 +344,20 @@ COMMANDS: dict[str, Row] = {
         no_store=["jobs", "cancel", "--org", "demo", "job-1"],
         finding=["jobs", "cancel", "--org", "demo", "job-none", *S],
         why="ok and a job already over: tests/unit/cli/test_jobs_cli.py (the demo has no job)",
+    ),
+    "heartbeat add": Row(
+        no_store=[*HB, "--schedule", "毎週月曜9時", "今週の締め切りを共有して"],
+        bad=[*HB, "--schedule", "隔週の月曜", "今週の締め切りを共有して", *S],
+        ok=[*HB, "--schedule", "平日の朝８時半", "今日の期限のタスクを教えて", *S],
+    ),
+    "heartbeat list": Row(
+        no_store=["heartbeat", "list", "--org", "demo"],
+        ok=["heartbeat", "list", "--org", "demo", "--json", *S],
+    ),
+    "heartbeat remove": Row(
+        no_store=["heartbeat", "remove", "--org", "demo", "hb-1"],
+        finding=["heartbeat", "remove", "--org", "demo", "hb-none", *S],
+        why="ok: tests/unit/heartbeat/test_heartbeat_tasks_store.py (the demo has no task)",
     ),
 }
 

@@ -13,6 +13,8 @@ from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.cli import main as charter
 from shared_lib.cli.data import PURGED, person_documents, purge
 from shared_lib.collections import of_path
+from shared_lib.features.heartbeat_tasks import store as hb_store
+from shared_lib.features.heartbeat_tasks.state_schedule import read
 from shared_lib.privacy.sealing import SEALED_FIELD
 from shared_lib.runtime import Runtime
 from shared_lib.telemetry.llm_calls import LLMCallLog
@@ -157,3 +159,25 @@ def test_a_purge_takes_the_sealed_values_with_the_person(rt):
     purge(rt.store, ORG, USER)
     # THEN no sealed value of theirs is left anywhere (it lived in the documents purged)
     assert sealed_of(USER) == set()
+
+
+def test_a_purge_stops_the_periodic_tasks_the_person_gave_and_keeps_the_others(rt):
+    # GIVEN a weekly task each person gave the heartbeat
+    for task_id, user in (("hb-suzuki", USER), ("hb-tanaka", OTHER)):
+        doc = hb_store.new_task(
+            task_id=task_id,
+            org_id=ORG,
+            creator=user,
+            instruction="毎週の締め切りをチームに共有して",
+            schedule=read("毎週月曜9時"),
+            where={"channel": "http", "room_id": f"room-{user}"},
+            now=rt.clock(),
+            created_by=user,
+            cipher=rt.vault,
+        )
+        rt.store.set(hb_store.task_path(ORG, task_id), doc)
+    # WHEN Suzuki's data is purged
+    counts = purge(rt.store, ORG, USER)
+    # THEN Suzuki's task is gone (its runs would be Suzuki's turns), Tanaka's stays
+    assert counts["heartbeat_tasks"] == 1
+    assert [t["task_id"] for t in hb_store.list_tasks(rt.store, ORG)] == ["hb-tanaka"]

@@ -9,6 +9,7 @@ from admin_fakes import client
 from shared_lib.cli import build_parser
 from shared_lib.errors import ConfigError
 from shared_lib.features.debounce.steps_ingress import BUFFER
+from shared_lib.features.heartbeat_tasks import handlers as heartbeat_handlers
 from shared_lib.features.jobs import handlers as jobs_handlers
 from shared_lib.features.manifest import Manifest
 from shared_lib.features.skills import handlers as skills_handlers
@@ -110,9 +111,11 @@ def test_the_features_tools_complete_the_catalogue_in_the_products_registry() ->
     assert {s.name for s in registry} == names
     assert registry.get("delegate_task").handler is jobs_handlers.delegate_task
     assert registry.get("propose_skill").handler is skills_handlers.propose_skill
-    assert {"delegate_task", "propose_skill"} <= set(tool_bindings())
+    assert registry.get("schedule_heartbeat_task").handler is heartbeat_handlers.schedule_heartbeat_task
+    features_tools = {"delegate_task", "propose_skill", "schedule_heartbeat_task"}
+    assert features_tools <= set(tool_bindings())
     # and the built-ins alone leave exactly the features' tools out
-    assert names - {s.name for s in builtin_registry()} == {"delegate_task", "propose_skill"}
+    assert names - {s.name for s in builtin_registry()} == features_tools
 
 
 def test_a_feature_removed_from_the_registry_leaves_its_catalogue_entry_unbound() -> None:

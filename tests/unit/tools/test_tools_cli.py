@@ -36,7 +36,7 @@ def test_given_the_registry_when_listed_as_text_then_each_tool_shows_its_facts_a
 
 def test_given_the_builtin_registry_when_checked_then_the_exit_code_is_zero(capsys):
     assert main(["tools", "check"]) == 0
-    assert "20 tools, 0 problem(s)" in capsys.readouterr().out
+    assert "21 tools, 0 problem(s)" in capsys.readouterr().out
 
 
 def test_given_no_subcommand_when_run_then_usage_and_exit_code_two(capsys):

@@ -42,6 +42,7 @@ ISSUE_TOOLS = {
     "view_salary_info",  # seed 000 §6.4.4 (level 6), added by issue 18
     "propose_skill",  # seed 001 §23.4 (a draft only), added by issue 22
     "delegate_task",  # seed 001 §15 (sub-agents), added by issue 22
+    "schedule_heartbeat_task",  # seed 001 §17 (HEARTBEAT.md periodic tasks), added by issue 38
 }
 
 
