@@ -47,19 +47,19 @@ test: install system-deps lint typecheck
 # of whole pipelines, datasets and the real embedder, and real processes (CLI pipes, the sandbox,
 # servers); `make test` runs every folder under tests.
 unit: install
-	$(PY) -m pytest tests/unit tests/static
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests/unit tests/static
 
 functional: install
-	$(PY) -m pytest tests/functional
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests/functional
 
 static: install
-	$(PY) -m pytest tests/static
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests/static
 
 integration: install
-	$(PY) -m pytest tests/integration
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests/integration
 
 e2e: install system-deps
-	$(PY) -m pytest tests/e2e
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests/e2e
 
 bench: install
 	$(PY) -m infra.bench.run
