@@ -7,7 +7,8 @@ Routes (base URLs for the clients in brackets)::
     POST /line/v2/bot/message/push
     POST /slack/api/chat.postMessage          [SLACK_API_BASE    = {url}/slack/api]
     POST /http/reply                          [CHARTER_HTTP_REPLY_URL = {url}/http/reply]
-    GET  /_admin/sent[?channel=line&accepted=1]   every call: channel, path, headers, body, text, status
+    GET  /_admin/sent[?channel=line&accepted=1]   every call: channel, path, headers, body, text, status,
+                                              duplicate (accepted=1: delivered ones, no repeats)
     POST /_admin/reset                        forget calls and faults
     GET  /_admin/health
     POST /_admin/faults  {"channel": "slack", "status": 429, "times": 2, "retry_after": 0}
@@ -18,6 +19,9 @@ Routes (base URLs for the clients in brackets)::
 The fakes check what the real APIs check and the clients could get wrong: a token is
 present, LINE gets at most 5 messages of at most 5,000 characters and a reply token,
 a LINE push retry key is not reused (409 like LINE), Slack's ``text`` is at most 40,000.
+Our HTTP channel's receiver honours ``Idempotency-Key`` as its contract says: a key it already
+accepted is answered with the first answer and recorded ``duplicate: true`` (delivered once; a
+responder that died between the send and its receipt sends again under the same key).
 """
 
 from __future__ import annotations
@@ -63,6 +67,8 @@ class _State:
     calls: list[JSON] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     retry_keys: set[str] = field(default_factory=set)
+    # the HTTP channel's accepted Idempotency-Keys and what each was first answered
+    accepted_keys: dict[str, JSON] = field(default_factory=dict)
     ids: count[int] = field(default_factory=lambda: count(1))
 
     def take_fault(self, channel: str, path: str) -> Fault | None:
@@ -166,7 +172,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._record(channel, path, headers, body, 0)
             return
+        key = headers.get("idempotency-key", "") if channel == "http" and fault is None else ""
+        with state.lock:
+            first = state.accepted_keys.get(key) if key else None
+        if first is not None:
+            self._record(channel, path, headers, body, 200, duplicate=True)
+            self._answer(200, first)
+            return
         status, answer, extra = self._outcome(channel, path, headers, body, fault)
+        if key and 200 <= status < 300 and isinstance(answer, dict):
+            with state.lock:
+                state.accepted_keys.setdefault(key, answer)
         self._record(channel, path, headers, body, status)
         self._answer(status, answer, extra)
 
@@ -210,9 +226,18 @@ class _Handler(BaseHTTPRequestHandler):
         }
         return 200, answers[channel], {}
 
-    def _record(self, channel: str, path: str, headers: dict[str, str], body: Any, status: int) -> None:
+    def _record(
+        self,
+        channel: str,
+        path: str,
+        headers: dict[str, str],
+        body: Any,
+        status: int,
+        duplicate: bool = False,
+    ) -> None:
         texts = _texts(channel, body)
         call = {
+            "duplicate": duplicate,
             "channel": channel,
             "method": "POST",
             "path": path,
@@ -300,7 +325,7 @@ class FakeChannelServer:
             c
             for c in calls
             if (channel is None or c["channel"] == channel)
-            and (not accepted_only or 200 <= c["status"] < 300)
+            and (not accepted_only or (200 <= c["status"] < 300 and not c.get("duplicate")))
         ]
 
     def reset(self) -> None:
@@ -308,6 +333,7 @@ class FakeChannelServer:
             self.state.calls.clear()
             self.state.faults.clear()
             self.state.retry_keys.clear()
+            self.state.accepted_keys.clear()
 
     def add_fault(
         self,

@@ -96,8 +96,10 @@ class LocalStack:
         return send(self.ingress_url, channel, text, timeout=waits.scaled(self.budgets.stall), **options)
 
     def fake_channel_sent(self) -> list[dict[str, Any]]:
+        """Every call the fake channels got, but an HTTP reply repeated under an Idempotency-Key the
+        receiver already accepted (``duplicate``: delivered once, as the channel's contract says)."""
         with urllib.request.urlopen(self.url("fake_channels") + "/_admin/sent", timeout=10) as resp:
-            return list(json.loads(resp.read()))
+            return [c for c in json.loads(resp.read()) if not c.get("duplicate")]
 
     def fake_llm_requests(self, component: str = "fake_llm") -> list[dict[str, Any]]:
         """What a fake LLM received: ``fake_llm`` (the first peer) or ``fake_llm_fallback``."""

@@ -60,6 +60,23 @@ def test_faults_are_set_over_http_and_used_up(fake):
         assert client.get("/_admin/sent", params={"accepted": "1"}).json()[0]["status"] == 200
 
 
+def test_an_http_reply_repeated_under_its_idempotency_key_is_delivered_once(fake):
+    with httpx.Client(base_url=fake.url) as client:
+        # GIVEN a reply the receiver accepted, and another reply under its own key
+        reply = {"text": "タスクを作成したウル！", "room_id": "r1"}
+        first = client.post("/http/reply", json=reply, headers={"Idempotency-Key": "t1-0"}).json()
+        client.post("/http/reply", json={"text": "別の返事ウル"}, headers={"Idempotency-Key": "t2-0"})
+        # WHEN a responder that died before its receipt sends the first again, under the same key
+        again = client.post("/http/reply", json=reply, headers={"Idempotency-Key": "t1-0"})
+        # THEN it gets the first answer, and is recorded as a repeat, not delivered twice
+        assert again.status_code == 200 and again.json() == first
+        assert [c["duplicate"] for c in fake.sent()] == [False, False, True]
+        assert [c["text"] for c in fake.sent(accepted_only=True)] == [
+            "タスクを作成したウル！",
+            "別の返事ウル",
+        ]
+
+
 @pytest.mark.parametrize(
     "fault", [{"channel": "teams"}, {"channel": "line", "mode": "explode"}, {"nope": 1}, []]
 )
