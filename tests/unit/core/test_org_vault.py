@@ -107,9 +107,9 @@ def test_without_a_key_nothing_is_sealed_and_a_bad_key_refuses_to_start() -> Non
     # GIVEN production without CHARTER_VAULT_KEY: no vault, so nothing can be sealed (fail closed)
     assert org_vault("prod", None) is None and vault_cipher("prod", None) is None
     # AND demo/test/local have the development key, the same for every process
-    dev = org_vault("local", None)
-    assert dev is not None
-    assert org_vault("test", None).for_org(ACME).decrypt(dev.for_org(ACME).encrypt(b"v")) == b"v"  # type: ignore[union-attr]
+    dev, test = org_vault("local", None), org_vault("test", None)
+    assert dev is not None and test is not None
+    assert test.for_org(ACME).decrypt(dev.for_org(ACME).encrypt(b"v")) == b"v"
     # AND a key that is not a Fernet key is a configuration error
     with pytest.raises(ConfigError):
         org_vault("prod", "not-a-key")
