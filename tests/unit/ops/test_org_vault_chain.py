@@ -1,8 +1,8 @@
 """The organisation's vault key through the whole in-process chain (issue 36): with the deployment's
 ``CHARTER_VAULT_KEY`` (rotated: a new key in front of the old), a turn that keeps a phone number
 and an address leaves every sealed value of the store — the turn's vault, the history, the memory,
-its chunks and its event episode — under the organisation's derived key: its cipher opens each, neither deployment
-key alone nor another organisation's cipher opens any."""
+its chunks and its event episode — under the organisation's derived key: its cipher opens each,
+neither deployment key alone nor another organisation's cipher opens any."""
 
 from __future__ import annotations
 
