@@ -32,6 +32,7 @@ from shared_lib.persona.catalogue import Persona
 from shared_lib.policy.config import PolicyConfig
 from shared_lib.ports import LLM, Bus, Channel, Embedder, LLMRequest, Store
 from shared_lib.prices import PriceTable
+from shared_lib.privacy.org_vault import OrgVault
 from shared_lib.rollout.guard import RollbackGuard
 from shared_lib.settings import Settings
 from shared_lib.telemetry.notify import Notifier
@@ -125,7 +126,8 @@ class Runtime:
     ingress: IngressConfig
     channel_secrets: ChannelSecrets
     rollback_guard: RollbackGuard
-    vault: MultiFernet | None
+    # the deployment's vault keys: ``cipher(org)`` is an organisation's (None: no key, nothing sealed)
+    vault: OrgVault | None
     # the stage table of the composition root (``shared_lib.wiring.stages``): each turn stage's steps
     stages: Mapping[str, Stage]
     # what the feature rooms lend outside the stage table (``shared_lib.wiring.features``)
@@ -148,6 +150,11 @@ class Runtime:
         (seed 001 §23.5) besides the built-ins, for every layer (brain, guardian, gate, executor)."""
         registry = self.registry_of(turn.org_id)
         return self if registry is self.registry else dataclasses.replace(self, registry=registry)
+
+    def cipher(self, org_id: str) -> MultiFernet | None:
+        """The vault cipher of ``org_id``: what its people keep is sealed and opened with it alone
+        (``shared_lib.privacy.org_vault``); ``None`` without a vault key."""
+        return self.vault.for_org(org_id) if self.vault is not None else None
 
     def registry_of(self, org_id: str) -> ToolRegistry:
         """The tools of one organisation: the registry, and what a room adds for it (the skills)."""

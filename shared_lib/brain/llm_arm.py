@@ -155,7 +155,7 @@ def _store_vault(turn: Turn, rt: Runtime, entries: dict[str, str], cfg: BrainCon
             entries,
             now=rt.clock(),
             ttl_minutes=cfg.vault.ttl_minutes,
-            cipher=rt.vault,
+            cipher=rt.cipher(turn.org_id),
         )
     except Exception as exc:  # the store is down: tool calls will be answered in degraded mode
         turn.add_error(

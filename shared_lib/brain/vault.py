@@ -8,11 +8,13 @@ shadow copy) with an ``expires_at`` for the store's TTL policy. The executor cal
 decrypts a vault. An approved confirmation also restores from the vault of the turn
 that asked for it (its ``turn_id`` is in the pending action).
 
-The key is ``CHARTER_VAULT_KEY`` (Fernet keys, comma-separated, newest first: a rotation adds
-the new key in front and keeps the old one until every vault written under it has expired;
-from Secret Manager in the cloud, where a service refuses to start without it). Without it,
-``demo``/``test``/``local`` use a fixed development key; a cipher of ``None`` stores no vault
-and placeholders stay masked (fail closed).
+The deployment's keys are ``CHARTER_VAULT_KEY`` (Fernet keys, comma-separated, newest first: a
+rotation adds the new key in front and keeps the old one until every vault written under it has
+expired; from Secret Manager in the cloud, where a service refuses to start without it). Without
+it, ``demo``/``test``/``local`` use a fixed development key. What is sealed is sealed with the
+organisation's key derived from them (``org_vault``: ``shared_lib.privacy.org_vault``), so a vault
+is encrypted with ``rt.cipher(turn.org_id)``; a cipher of ``None`` stores no vault and
+placeholders stay masked (fail closed).
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from cryptography.fernet import InvalidToken, MultiFernet
 
 from shared_lib import collections
 from shared_lib.errors import ConfigError
 from shared_lib.ids import utc_now
 from shared_lib.ports import Store, Transaction
+from shared_lib.privacy.org_vault import OrgVault
 from shared_lib.privacy.sanitizer import unmask
 from shared_lib.turn.envelope import Turn
 
@@ -38,19 +41,39 @@ DEV_ENVS = frozenset({"demo", "test", "local"})
 _DEV_SEED = b"charter development vault key - not a secret, never used outside demo/test/local"
 
 
-def vault_cipher(env_name: str, keys: str | None) -> MultiFernet | None:
-    """The cipher of ``keys`` (``CHARTER_VAULT_KEY``); the development key in demo/test/local.
+def vault_keys(env_name: str, keys: str | None) -> list[bytes] | None:
+    """The deployment's vault keys of ``keys`` (``CHARTER_VAULT_KEY``, newest first); the
+    development key in demo/test/local; ``None`` without a key elsewhere."""
+    if keys:
+        return [k.strip().encode() for k in keys.split(",") if k.strip()]
+    if env_name in DEV_ENVS:
+        return [base64.urlsafe_b64encode(hashlib.sha256(_DEV_SEED).digest())]
+    return None
+
+
+def org_vault(env_name: str, keys: str | None) -> OrgVault | None:
+    """The vault of ``keys``: each organisation's cipher derived from them (``OrgVault.for_org``);
+    ``None`` without a key (nothing is sealed, placeholders stay masked).
 
     ``ConfigError`` when a key is not a Fernet key.
     """
-    if keys:
-        try:
-            return MultiFernet([Fernet(k.strip().encode()) for k in keys.split(",") if k.strip()])
-        except ValueError as exc:
-            raise ConfigError(f"CHARTER_VAULT_KEY: not a Fernet key ({exc})") from exc
-    if env_name in DEV_ENVS:
-        return MultiFernet([Fernet(base64.urlsafe_b64encode(hashlib.sha256(_DEV_SEED).digest()))])
-    return None
+    found = vault_keys(env_name, keys)
+    if not found:
+        return None
+    try:
+        return OrgVault(found)
+    except ValueError as exc:
+        raise ConfigError(f"CHARTER_VAULT_KEY: not a Fernet key ({exc})") from exc
+
+
+def vault_cipher(env_name: str, keys: str | None) -> MultiFernet | None:
+    """The deployment keys' own cipher: it opens what was sealed before keys were per
+    organisation, never what an organisation's cipher seals (``org_vault`` for those).
+
+    ``ConfigError`` when a key is not a Fernet key.
+    """
+    vault = org_vault(env_name, keys)
+    return vault.deployment if vault is not None else None
 
 
 def vault_path(org_id: str, turn_id: str, *, shadow: bool = False) -> str:

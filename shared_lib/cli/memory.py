@@ -229,7 +229,9 @@ def run_reindex(args: argparse.Namespace) -> int:
     if rt is None:
         return fail(NO_STORE, EXIT_USAGE)
     try:
-        counts = reindex(rt.store, rt.embedder, args.org, now=rt.clock(), cipher=rt.vault, every=args.all)
+        counts = reindex(
+            rt.store, rt.embedder, args.org, now=rt.clock(), cipher=rt.cipher(args.org), every=args.all
+        )
     except ArgumentError as exc:
         return fail(f"memory: {exc}", EXIT_USAGE)
     print(", ".join(f"{kind} {n}" for kind, n in counts.items()) + " indexed")

@@ -27,7 +27,7 @@ anything else: a Pause holds every message from at most one flags lifetime after
 in every instance (as a flags change takes effect), and a running ingress pays no read per
 message. Once paused, every message reads it again, so Resume's ``draining`` is seen at once and
 nothing overtakes a held turn. Held envelopes carry what the person wrote; they are sealed with
-the vault's key when the runtime has one, and live until released.
+their organisation's vault key when the runtime has one, and live until released.
 
 >>> from datetime import UTC, datetime
 >>> from shared_lib.adapters.memory_store import MemoryStore
@@ -48,6 +48,7 @@ from cryptography.fernet import MultiFernet
 
 from shared_lib.observability.logs import log_event
 from shared_lib.ports import Bus, Store, Transaction
+from shared_lib.privacy.org_vault import OrgVault
 from shared_lib.turn.envelope import Turn
 
 INTAKE_DOC = "config/intake"
@@ -185,8 +186,9 @@ def held_path(seq: int) -> str:
 Publish = Callable[[Turn], None]
 
 
-def release(store: Store, publish: Publish, *, vault: MultiFernet | None, now: datetime) -> Released:
-    """Publish every held turn in its order (``publish`` sends one turn to ``turns.received``)."""
+def release(store: Store, publish: Publish, *, vault: OrgVault | None, now: datetime) -> Released:
+    """Publish every held turn in its order (``publish`` sends one turn to ``turns.received``);
+    a sealed one is opened with its organisation's cipher of ``vault``."""
     published = 0
     while state_of(doc := store.get(INTAKE_DOC)) == "draining":
         fence = int((doc or {}).get("seq", 0))  # the last number a hold gave before this read
@@ -207,12 +209,12 @@ def release(store: Store, publish: Publish, *, vault: MultiFernet | None, now: d
     return Released(published, state_of(store.get(INTAKE_DOC)))
 
 
-def _open(row: dict[str, Any], vault: MultiFernet | None) -> Turn:
+def _open(row: dict[str, Any], vault: OrgVault | None) -> Turn:
     body = str(row["body"])
     if row.get("sealed"):
         if vault is None:
             raise RuntimeError("a held turn is sealed and this process has no vault key")
-        body = vault.decrypt(body.encode()).decode()
+        body = vault.for_org(str(row.get("org_id") or "")).decrypt(body.encode()).decode()
     return Turn.model_validate_json(body)
 
 

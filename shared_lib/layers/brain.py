@@ -123,7 +123,7 @@ def _keep_own_values(turn: Turn, rt: Runtime) -> None:
     entries = Sanitizer.default().mask(turn.brain_text())[1]
     try:
         ttl = load_brain_config().vault.ttl_minutes
-        store_vault(rt.store, turn, entries, now=rt.clock(), ttl_minutes=ttl, cipher=rt.vault)
+        store_vault(rt.store, turn, entries, now=rt.clock(), ttl_minutes=ttl, cipher=rt.cipher(turn.org_id))
     except Exception as exc:  # the action still runs now; only a later approval loses the values
         turn.add_error(
             BrainError.of(

@@ -72,7 +72,7 @@ def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -
         user_id=turn.user_id,
         room_id=turn.room_id,
         expires_at=now + rt.settings.retention(turn.org_id),
-        cipher=rt.vault,
+        cipher=rt.cipher(turn.org_id),
     )
 
 

@@ -64,7 +64,7 @@ def executor_for(rt: Runtime) -> ToolExecutor:
         clock=rt.clock,
         retention=rt.settings.retention,
         embedder=rt.embedder,
-        cipher=rt.vault,
+        vault=rt.vault,
     )
 
 
@@ -92,7 +92,7 @@ def core(turn: Turn, rt: Runtime) -> Outcome:
     engine = executor_for(rt)
     for index, call in enumerate(turn.proposal.proposal.tool_calls):
         # masked values the user really gave are restored here, and only here
-        params = restore_parameters(turn, dict(call.parameters), rt.store, cipher=rt.vault)
+        params = restore_parameters(turn, dict(call.parameters), rt.store, cipher=rt.cipher(turn.org_id))
         if turn.guardian and turn.guardian.action == "modify" and turn.guardian.modified_parameters:
             params.update(turn.guardian.modified_parameters)
         t0, cid = time.perf_counter(), call_id(turn, index)

@@ -100,7 +100,7 @@ def _accept(rt: Runtime, msg: InboundMessage, *, smoke: bool) -> str | None:
     # a deployment's check, is never held)
     if not smoke and rt.intake.holding(rt.store):
         try:
-            if intake.hold(rt.store, turn, vault=rt.vault, now=now) is not None:
+            if intake.hold(rt.store, turn, vault=rt.cipher(turn.org_id), now=now) is not None:
                 return turn.turn_id
         except Exception:
             rt.store.delete(path)

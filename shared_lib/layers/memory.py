@@ -105,7 +105,7 @@ def compactor(
         model=rt.settings.fast_model,
         voice=voice,
         carried=carried,
-        keeper=Keeper(rt.embedder, rt.vault, rt.settings.retention(org_id)),
+        keeper=Keeper(rt.embedder, rt.cipher(org_id), rt.settings.retention(org_id)),
     )
 
 

@@ -52,6 +52,7 @@ from shared_lib.delivery.idempotency import Claims, ClaimState
 from shared_lib.errors import LayerRetry, StoreUnavailable
 from shared_lib.observability.logs import log_event
 from shared_lib.ports import Embedder, Store, Transaction
+from shared_lib.privacy.org_vault import OrgVault
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.tools.at_rest import AtRestTransaction
 from shared_lib.tools.call_wait import HandlerClock, HandlerTimeout, run_on_store, store_patience
@@ -154,15 +155,19 @@ class ToolExecutor:
         clock: Callable[[], datetime],
         retention: Callable[[str], timedelta] | None = None,
         embedder: Embedder | None = None,
-        cipher: MultiFernet | None = None,
+        vault: OrgVault | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
-        self.cipher = cipher  # the vault's key: what a person gave to keep is sealed with it
+        self.vault = vault  # the vault: what a person gave to keep is sealed with their organisation's key
         self.registry = registry
         self.tasks = tasks
         self.clock = clock
         self.retention = retention  # org -> how long its personal data is kept
+
+    def cipher(self, org_id: str) -> MultiFernet | None:
+        """The vault cipher of ``org_id``: a call seals and opens with its organisation's key."""
+        return self.vault.for_org(org_id) if self.vault is not None else None
 
     def execute(self, req: CallRequest) -> CallOutcome:
         spec = self.registry.get(req.tool_name)
@@ -239,7 +244,7 @@ class ToolExecutor:
             channel=req.channel,
             embedder=self.embedder,
             job_id=req.job_id,
-            cipher=self.cipher,
+            cipher=self.cipher(req.org_id),
         )
 
     def _run(self, spec: ToolSpec, params: BaseModel, req: CallRequest) -> CallOutcome:
@@ -271,7 +276,7 @@ class ToolExecutor:
         def effect(txn: Transaction) -> dict[str, Any]:
             if abandoned.is_set():  # the caller gave up while the store held the call: run nothing
                 raise ToolTimeout("abandoned")
-            at_rest = AtRestTransaction(txn, now=ctx.now, retention=retention, cipher=self.cipher)
+            at_rest = AtRestTransaction(txn, now=ctx.now, retention=retention, cipher=self.cipher(req.org_id))
             data = handler.run(lambda: spec.handler(params, ctx, at_rest))
             if abandoned.is_set():  # the caller gave up: commit nothing
                 raise ToolTimeout("abandoned")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from shared_lib import tracing
-from shared_lib.brain.vault import vault_cipher
+from shared_lib.brain.vault import org_vault
 from shared_lib.channels.base import IngressConfig
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.context.builder import ContextBuilder, ContextConfig
@@ -126,7 +126,7 @@ def build_runtime(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         "ingress": IngressConfig.load(settings.ingress_config),
         "rollback_guard": RollbackGuard(),
         "intake": IntakeGate(ttl=settings.flags_ttl_seconds),
-        "vault": vault_cipher(settings.env, settings.secret("vault_key")),
+        "vault": org_vault(settings.env, settings.secret("vault_key")),
         "notifiers": build_notifiers(settings, channels),
         "embedder": overrides.pop("embedder") if "embedder" in overrides else _target_embedder(settings),
     }
@@ -145,7 +145,7 @@ def check_startup(environ: Mapping[str, str] | None = None) -> Settings:
     """
     settings = Settings.from_env(environ).served()  # a service says its CHARTER_ENV
     IngressConfig.load(settings.ingress_config)
-    vault_cipher(settings.env, settings.secret("vault_key"))
+    org_vault(settings.env, settings.secret("vault_key"))
     ContextConfig.from_settings(settings)
     load_peers(settings.peers)
     load_memory_config(settings.memory_file)

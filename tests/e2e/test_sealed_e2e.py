@@ -3,7 +3,9 @@ mobile number and an e-mail address, a task whose body holds an address, the eve
 memory, a conversation summarised by compaction — then every collection of the organisation read
 on the emulator: no value in clear anywhere, and no placeholder stored as a value outside the
 records and logs (masked by design, never read back to a person). The author reads the number back
-in clear; a member of the same room asking the same gets neither value."""
+in clear; a member of the same room asking the same gets neither value. Every sealed value on the
+emulator is sealed under the organisation's key derived from the deployment's: the organisation's
+cipher opens it, the bare deployment key does not."""
 
 from __future__ import annotations
 
@@ -17,9 +19,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from cryptography.fernet import InvalidToken
 
 from infra.local_stack import FAKE_CONTEXT_WINDOW
-from shared_lib.brain.vault import vault_cipher
+from shared_lib.brain.vault import org_vault, vault_cipher
 from shared_lib.collections import collection_path
 from shared_lib.context.history import append_message, conversation_path
 from shared_lib.layers.memory import carried_tokens
@@ -104,8 +107,8 @@ def carried() -> int:
 def seed_history(stack, room: str) -> None:
     """The author's conversation in ``room`` at 75 % of the serving model's window, the office
     number said early enough to leave the window with the next compaction (sealed as the stack
-    seals: its key is the local stack's development key)."""
-    cipher = vault_cipher("local", None)
+    seals: the organisation's key derived from the local stack's development key)."""
+    cipher = org_cipher()
     start = datetime.now(UTC) - timedelta(hours=2)
     count = math.ceil((0.75 * FAKE_CONTEXT_WINDOW - carried()) / 500)
     said = count - 10 if (count - 10) % 2 == 0 else count - 11  # a person's line, summarised next
@@ -127,6 +130,28 @@ def seed_history(stack, room: str) -> None:
         )
 
 
+def org_cipher():
+    vault = org_vault("local", None)
+    assert vault is not None
+    return vault.for_org(ORG)
+
+
+def sealed_tokens(doc: dict[str, Any]) -> list[str]:
+    """The Fernet tokens a document holds: its sealed values and a vault's ciphertext."""
+    sealed = doc.get(SEALED_FIELD)
+    entries = sealed.values() if isinstance(sealed, dict) else []
+    found = [t for each in entries if isinstance(each, list) for t in each if isinstance(t, str)]
+    return [*found, *([doc["ciphertext"]] if isinstance(doc.get("ciphertext"), str) else [])]
+
+
+def opens(cipher: Any, token: str) -> bool:
+    try:
+        cipher.decrypt(token.encode())
+    except InvalidToken:
+        return False
+    return True
+
+
 def indexed_episode(stack, turn_id: str) -> dict[str, Any] | None:
     for eid, doc in stack.store.query(collection_path("episodes", org=ORG), limit=None):
         if doc.get("source_turn_id") == turn_id and stack.store.get(source_path(ORG, "episode", eid)):
@@ -137,7 +162,7 @@ def indexed_episode(stack, turn_id: str) -> dict[str, Any] | None:
 @pytest.mark.e2e
 def test_after_a_mix_of_turns_no_collection_holds_a_value_in_clear_or_a_destroyed_one(local_stack):
     room = f"room-seal-{uuid.uuid4().hex[:6]}"
-    cipher = vault_cipher("local", None)
+    cipher = org_cipher()
     # GIVEN the author's conversation in a group room, long enough to be summarised after a turn
     seed_history(local_stack, room)
     # WHEN they ask the assistant to keep a mobile number and an address, then to create a task
@@ -193,3 +218,11 @@ def test_after_a_mix_of_turns_no_collection_holds_a_value_in_clear_or_a_destroye
     # … and no placeholder stored as a value, outside the records and logs
     lost = {p: destroyed(d) for p, d in documents.items() if collection_of(p) not in LOGS and destroyed(d)}
     assert lost == {}
+    # AND every sealed value is under the organisation's derived key: the organisation's cipher
+    # opens it, the bare deployment key (what sealed everything before) does not
+    deployment = vault_cipher("local", None)
+    assert deployment is not None
+    tokens = {p: sealed_tokens(d) for p, d in documents.items() if sealed_tokens(d)}
+    assert {"memories", "memory_chunks", "tasks", "vaults"} <= {collection_of(p) for p in tokens}
+    assert [p for p, found in tokens.items() if not all(opens(cipher, t) for t in found)] == []
+    assert [p for p, found in tokens.items() if any(opens(deployment, t) for t in found)] == []

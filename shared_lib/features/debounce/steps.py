@@ -45,7 +45,7 @@ def gather(turn: Turn, rt: Runtime) -> Outcome | None:
         window_seconds=rhythm,
         clock=rt.clock,
         sleep=rt.sleep,
-        cipher=rt.vault,
+        cipher=rt.vault.for_org(turn.org_id),
         pace=pace,
     )
     turn.context.debounce = settled.section()

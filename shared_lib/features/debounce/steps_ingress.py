@@ -37,7 +37,7 @@ class Buffer:
             message_id=msg.message_id,
             text=msg.text,
             now=now,
-            cipher=rt.vault,
+            cipher=rt.vault.for_org(msg.org_id),
             sent=msg.sent_at,
             prompt=prompt,
         )

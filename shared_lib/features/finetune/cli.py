@@ -225,7 +225,7 @@ def run_export(args: argparse.Namespace) -> int:
         return fail(f"ft: {args.out} is a folder, not a file", EXIT_USAGE)
     flt = ExportFilter(since=args.since, until=args.until, limit=args.limit)
     result = export(
-        rt.store, args.org, fmt=args.format, out=args.out, now=rt.clock(), cipher=rt.vault, flt=flt
+        rt.store, args.org, fmt=args.format, out=args.out, now=rt.clock(), cipher=rt.cipher(args.org), flt=flt
     )
     if result.reason == "staging_off":
         return fail(

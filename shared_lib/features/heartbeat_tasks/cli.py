@@ -63,7 +63,7 @@ def _add(args: argparse.Namespace) -> int:
         where={"channel": args.channel, "room_id": args.room},
         now=rt.clock(),
         created_by=args.by,
-        cipher=rt.vault,
+        cipher=rt.cipher(args.org),
     )
     rt.store.set(store.task_path(args.org, task_id), doc)
     print(

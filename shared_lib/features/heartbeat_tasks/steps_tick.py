@@ -58,7 +58,7 @@ def run_turn(task: dict[str, Any], run_id: str, now: datetime, cipher: MultiFern
 
 
 def _publish(rt: Runtime, task: dict[str, Any], run_id: str) -> str:
-    turn = run_turn(task, run_id, rt.clock(), rt.vault)
+    turn = run_turn(task, run_id, rt.clock(), rt.cipher(str(task["org_id"])))
     data, attrs = turn.to_message("heartbeat", rt.store, blob_ttl_days=rt.settings.blob_ttl_days)
     rt.bus.publish(TOPOLOGY.route("received", smoke=False), data, attrs, ordering_key=turn.conversation_key)
     store.mark_published(rt.store, str(task["org_id"]), run_id, turn.turn_id)

@@ -106,7 +106,7 @@ def publish_delegated(turn: Turn, rt: Runtime) -> None:
             job = agent_jobs.get(rt.store, turn.org_id, str(r.result["job_id"]))
             if job is not None and job.get("status") == "queued":
                 if "reply_handle" not in job:  # the report goes where this reply goes (its thread)
-                    kept = agent_jobs.keep_handle(turn.inbound.reply_handle, rt.vault)
+                    kept = agent_jobs.keep_handle(turn.inbound.reply_handle, rt.cipher(turn.org_id))
                     kept |= {"thread_id": turn.inbound.thread_id} if turn.inbound.thread_id else {}
                     job |= kept
                     rt.store.set(agent_jobs.job_path(turn.org_id, job["job_id"]), kept, merge=True)
@@ -221,7 +221,7 @@ def report_once(rt: Runtime, job: dict[str, Any], text: str) -> bool:
             rt.store.set(agent_jobs.job_path(org, job_id), {"report_pending": False}, merge=True)
         return True
     channel = rt.channels.get(str(job.get("channel")))
-    handle = agent_jobs.reply_handle(job, rt.vault)
+    handle = agent_jobs.reply_handle(job, rt.cipher(org))
     if channel is None or handle is None:  # still due: the sweep's process has both
         error = "no channel" if channel is None else "no vault key to open the reply handle"
         receipts.fail(path, error=error)

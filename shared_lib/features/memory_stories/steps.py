@@ -48,7 +48,7 @@ def index_episode(rt: Runtime, org_id: str, out: EpisodeOutcome, *, user_id: str
         doc = get_episode(rt.store, org_id, out.episode_id)
     if doc is not None:
         episode_index.index_episode(
-            rt.store, rt.embedder, org_id, out.episode_id, doc, now=rt.clock(), cipher=rt.vault
+            rt.store, rt.embedder, org_id, out.episode_id, doc, now=rt.clock(), cipher=rt.cipher(org_id)
         )
 
 
@@ -75,7 +75,7 @@ def digest_job(rt: Runtime, job: dict[str, Any]) -> dict[str, Any]:
         rt.settings.fast_model,
         retention=rt.settings.retention(org),
         config=cfg.story,
-        cipher=rt.vault,  # what the day's messages sealed stays sealed in its story, not lost
+        cipher=rt.cipher(org),  # what the day's messages sealed stays sealed in its story, not lost
     )
     index_episode(rt, org, out, user_id=None)
     return {"status": out.status, "episode_id": out.episode_id, "reason": out.reason, "day": day.isoformat()}
@@ -134,7 +134,7 @@ def on_turn_episode(rt: Runtime, turn: Turn) -> EpisodeOutcome | None:
         rt.settings.fast_model,
         retention=rt.settings.retention(turn.org_id),
         config=cfg.story,
-        cipher=rt.vault,  # what the person said to keep is sealed in the story, not lost
+        cipher=rt.cipher(turn.org_id),  # what the person said to keep is sealed in the story, not lost
     )
     index_episode(rt, turn.org_id, out, user_id=turn.user_id)
     return out

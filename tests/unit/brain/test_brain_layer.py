@@ -204,7 +204,10 @@ def test_given_a_masked_message_when_proposing_then_the_vault_is_stored_encrypte
     doc = rt.store.get(vault.vault_path(t.org_id, t.turn_id))
     assert doc is not None and "taro@example.com" not in str(doc)
     params = t.proposal.proposal.tool_calls[0].parameters
-    assert vault.restore_parameters(t, params, rt.store, cipher=rt.vault)["body"] == "taro@example.com に連絡"
+    assert (
+        vault.restore_parameters(t, params, rt.store, cipher=rt.cipher(t.org_id))["body"]
+        == "taro@example.com に連絡"
+    )
 
 
 def test_given_a_clarification_when_proposed_then_it_is_the_proposal():

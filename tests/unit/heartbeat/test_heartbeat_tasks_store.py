@@ -54,7 +54,7 @@ def a_task(
         where={"channel": "chatwork", "room_id": "room-eigyo"},
         now=rt.clock(),
         created_by="u-sato",
-        cipher=rt.vault,
+        cipher=rt.cipher(ORG),
     )
     rt.store.set(hb_store.task_path(ORG, task_id), doc)
     return doc
@@ -134,7 +134,7 @@ def ctx(rt, *, dry_run: bool = False, call: str = "t-01-0-0") -> ToolContext:
         dry_run=dry_run,
         conversation_key=f"{ORG}/room-eigyo/u-sato",
         channel="chatwork",
-        cipher=rt.vault,
+        cipher=rt.cipher(ORG),
     )
 
 
@@ -171,7 +171,7 @@ def test_the_creators_run_has_the_instruction_as_they_gave_it_and_without_the_ke
     (task,) = hb_store.list_tasks(rt.store, ORG)
     # WHEN its run's turn is made with the vault's key, and without
     run_at = datetime(2026, 11, 30, 17, 0, tzinfo=JST)
-    opened = steps_tick.run_turn(task, "hb-x-20261130T0800", run_at, rt.vault)
+    opened = steps_tick.run_turn(task, "hb-x-20261130T0800", run_at, rt.cipher(ORG))
     closed = steps_tick.run_turn(task, "hb-x-20261130T0800", run_at, None)
     # THEN the creator's own turn reads what they said; without the key it stays masked
     assert opened.inbound.text == "【定期タスク】" + said

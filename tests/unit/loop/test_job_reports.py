@@ -172,7 +172,7 @@ def test_a_cancel_from_a_process_without_the_vault_key_leaves_the_report_to_the_
     # GIVEN a running job delegated over plain HTTP with a callback (kept sealed)
     chain = Chain([], clock=Clock(NOW))
     provider = real_channels(chain)
-    kept = agent_jobs.keep_handle({"callback_url": CALLBACK}, chain.rt.vault)
+    kept = agent_jobs.keep_handle({"callback_url": CALLBACK}, chain.rt.cipher(ORG))
     store_job(chain.rt, "job-cb", "集めて", status="running", heartbeat_at=NOW, **kept)
     # WHEN an operator's process that has no vault key cancels it
     key, chain.rt.vault = chain.rt.vault, None

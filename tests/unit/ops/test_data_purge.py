@@ -173,7 +173,7 @@ def test_a_purge_stops_the_periodic_tasks_the_person_gave_and_keeps_the_others(r
             where={"channel": "http", "room_id": f"room-{user}"},
             now=rt.clock(),
             created_by=user,
-            cipher=rt.vault,
+            cipher=rt.cipher(ORG),
         )
         rt.store.set(hb_store.task_path(ORG, task_id), doc)
     # WHEN Suzuki's data is purged

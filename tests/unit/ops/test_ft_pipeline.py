@@ -41,7 +41,7 @@ def test_real_turns_are_staged_reviewed_and_exported(rt, tmp_path: Path, monkeyp
     fixed = {**first["target"]["proposal"], "confidence": {"overall": 0.95}}
     review.edit(rt.store, ORG, created, proposal=fixed, now=rt.clock(), by="u-kazu")
     out = tmp_path / "demo.jsonl"
-    result = export(rt.store, ORG, fmt="openai", out=out, now=rt.clock(), cipher=rt.vault)
+    result = export(rt.store, ORG, fmt="openai", out=out, now=rt.clock(), cipher=rt.cipher(ORG))
     # THEN both lines are the provider's format whose assistant content is a proposal of the schema
     assert result.ok and result.card["count"] == 2
     assert result.card["counts"]["kind"] == {"corrected": 1, "good": 1}

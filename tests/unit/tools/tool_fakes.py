@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared_lib.ports import Store
+from shared_lib.privacy.org_vault import OrgVault
 from shared_lib.tools.execution import CallOutcome, CallRequest, ToolExecutor
 from shared_lib.tools.registry import ToolContext, ToolRegistry, ToolSpec
 from shared_lib.tools.task_backend import StoreTaskBackend, TaskBackend
@@ -84,6 +85,7 @@ def make_executor(
     clock: Clock | None = None,
     registry: ToolRegistry | None = None,
     retention: timedelta | None = None,
+    vault: OrgVault | None = None,
 ) -> ToolExecutor:
     clk = clock or Clock()
     return ToolExecutor(
@@ -92,6 +94,7 @@ def make_executor(
         tasks=tasks or StoreTaskBackend(store, clock=clk),
         clock=clk,
         retention=(lambda org: retention) if retention is not None else None,
+        vault=vault,
     )
 
 

@@ -1,0 +1,146 @@
+"""Kept values under the organisation's vault key (issue 36), through the tools: a memory or a
+task body is sealed with its organisation's derived key, read back in clear only by the people
+its rule allows (a memory its author; a task its creator and its assignee), masked for a leader
+of another department or anyone else, never opened by another organisation's cipher, and a
+purge in one organisation leaves another's sealed values as they were."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+
+import pytest
+from cryptography.fernet import Fernet, InvalidToken
+from tool_fakes import ORG, OTHER_ORG, call, docs, make_executor, seed
+
+from shared_lib.cli.data import purge
+from shared_lib.privacy.org_vault import OrgVault
+from shared_lib.privacy.sealing import SEALED_FIELD, destroyed
+
+SUZUKI, TANAKA, HANAKO, YAMADA, BOSS = "u-suzuki", "u-tanaka1", "u-tanaka2", "u-yamada", "u-boss"
+MOBILE, MAIL = "080-2222-3333", "sato@torihiki.co.jp"
+MEMO = f"取引先の佐藤さん、携帯は {MOBILE}、メールは {MAIL} です！来週アポ📅"
+TASK_MAIL = "kaneko.m@example.jp"
+
+
+@pytest.fixture
+def vault() -> OrgVault:
+    return OrgVault([Fernet.generate_key()])
+
+
+@pytest.fixture
+def ex(store, clock, vault):
+    seed(store, OTHER_ORG)  # the same people (same user ids) in another organisation
+    return make_executor(store, clock=clock, vault=vault)
+
+
+def as_stored(text: str) -> str:
+    """``text`` as the tools keep it (width folded: 「！」 is kept as "!")."""
+    return unicodedata.normalize("NFKC", text)
+
+
+def as_text(doc: dict) -> str:
+    return json.dumps(doc, ensure_ascii=False, default=str)
+
+
+def tokens(doc: dict) -> list[str]:
+    return [t for entries in doc.get(SEALED_FIELD, {}).values() for t in entries if t]
+
+
+def remember(ex, text: str, *, user: str = SUZUKI, org: str = ORG, n: int = 1):
+    out = call(
+        ex,
+        "save_memory",
+        {"content": text, "category": "person", "subject": "佐藤"},
+        user=user,
+        org=org,
+        call_id=f"m{n}",
+    )
+    assert out.ok, out
+    return out
+
+
+def recall(ex, query: str, *, user: str = SUZUKI, org: str = ORG, n: int = 1):
+    out = call(ex, "query_memory", {"query": query}, user=user, org=org, call_id=f"q{n}")
+    assert out.ok, out
+    return out.result
+
+
+def test_a_memory_is_sealed_under_its_organisations_key_and_opens_for_its_author_only(ex, store, vault):
+    # GIVEN 鈴木 asks the assistant to keep a client's mobile and address
+    remember(ex, MEMO)
+    (doc,) = docs(store, "memories").values()
+    # THEN neither value is stored in clear, and no placeholder lost its value
+    assert MOBILE not in as_text(doc) and MAIL not in as_text(doc)
+    assert destroyed(doc) == [] and len(tokens(doc)) == 2
+    # AND every sealed value opens with the organisation's cipher, never with the bare deployment
+    # key nor another organisation's cipher
+    for token in tokens(doc):
+        assert vault.for_org(ORG).decrypt(token.encode()).decode() in (MOBILE, MAIL)
+        for other in (vault.deployment, vault.for_org(OTHER_ORG)):
+            with pytest.raises(InvalidToken):
+                other.decrypt(token.encode())
+    # WHEN 鈴木 asks for it again, THEN the values come back in clear
+    mine = recall(ex, "佐藤さんの連絡先")
+    assert [m["content"] for m in mine["memories"]] == [as_stored(MEMO)]
+    assert sorted(mine["_revealed"]) == sorted([MOBILE, MAIL])
+    # AND 田中花子 (another department) asking the same gets no memory and no value
+    theirs = recall(ex, "佐藤さんの連絡先", user=HANAKO, n=2)
+    assert theirs["memories"] == [] and "_revealed" not in theirs
+
+
+def test_a_task_body_is_clear_for_its_creator_and_assignee_and_masked_for_leaders_of_other_departments(
+    ex, store
+):
+    # GIVEN 鈴木 gives 田中太郎 a task naming an address
+    made = call(
+        ex,
+        "chatwork_task_create",
+        {"body": f"金子さん（{TASK_MAIL}）に見積書を送付", "assignee_name": "田中太郎", "limit_date": "明日"},
+        call_id="t1",
+    )
+    assert made.ok, made
+    (stored,) = docs(store, "tasks").values()
+    assert TASK_MAIL not in as_text(stored) and destroyed(stored) == []
+    # WHEN its creator and its assignee list it, THEN they read the address
+    by_creator = call(ex, "chatwork_task_search", {"assignee_name": "田中太郎"}, call_id="s1").result
+    by_assignee = call(
+        ex, "chatwork_task_search", {"assignee_name": "自分"}, user=TANAKA, call_id="s2"
+    ).result
+    for seen in (by_creator, by_assignee):
+        assert [t["body"] for t in seen["tasks"]] == [as_stored(f"金子さん（{TASK_MAIL}）に見積書を送付")]
+        assert seen["_revealed"] == [TASK_MAIL]
+    # AND a leader of another department and the CEO viewing the sales team read it masked
+    for leader, n in ((YAMADA, 3), (BOSS, 4)):
+        team = call(ex, "view_team_tasks", {"target_department_id": "d-sales"}, user=leader, call_id=f"s{n}")
+        assert team.ok, team
+        (task,) = team.result["tasks"]
+        assert TASK_MAIL not in task["body"] and "[EMAIL]" in task["body"]
+        assert "_revealed" not in team.result
+
+
+def test_the_same_person_in_two_organisations_reads_only_the_value_kept_in_each(ex, store):
+    # GIVEN 鈴木 (the same user id in acme and globex) keeps a different number in each
+    remember(ex, MEMO)
+    remember(ex, "佐藤さんの携帯は 070-9999-0000 に変わったらしい", org=OTHER_ORG, n=2)
+    # WHEN 鈴木 asks in each organisation
+    here = recall(ex, "佐藤さんの携帯")
+    there = recall(ex, "佐藤さんの携帯", org=OTHER_ORG, n=2)
+    # THEN each reads its own organisation's value only
+    assert MOBILE in here["_revealed"] and "070-9999-0000" not in here["_revealed"]
+    assert there["_revealed"] == ["070-9999-0000"]
+
+
+def test_a_purge_in_one_organisation_leaves_another_organisations_sealed_values(ex, store, vault):
+    # GIVEN 鈴木 keeps a number in acme and in globex
+    remember(ex, MEMO)
+    remember(ex, "佐藤さんの携帯は 070-9999-0000 に変わったらしい", org=OTHER_ORG, n=2)
+    globex_before = dict(docs(store, "memories", OTHER_ORG))
+    # WHEN acme purges 鈴木's data
+    counts = purge(store, ORG, SUZUKI)
+    # THEN acme holds none of it, and globex's memory is as it was, still opening for its author
+    assert counts["memories"] == 1 and docs(store, "memories") == {}
+    assert docs(store, "memories", OTHER_ORG) == globex_before
+    (doc,) = globex_before.values()
+    assert vault.for_org(OTHER_ORG).decrypt(tokens(doc)[0].encode()) == b"070-9999-0000"
+    assert recall(ex, "佐藤さんの携帯", org=OTHER_ORG)["_revealed"] == ["070-9999-0000"]
