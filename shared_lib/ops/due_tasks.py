@@ -110,7 +110,8 @@ def _paged(
     ``cfg.pages_per_tick`` pages this tick, from where the last tick stopped; the next tick goes
     on from here, and after the last page starts again from the first."""
     path = SCAN_CURSOR.format(name=name)
-    cursor = paging.Cursor.from_doc(rt.store.get(path))
+    saved = rt.store.get(path)
+    cursor = paging.Cursor.from_doc(saved)
     if cursor.done:
         cursor = paging.Cursor.start()
     rows: list[tuple[str, dict[str, Any]]] = []
@@ -121,7 +122,8 @@ def _paged(
         rows.extend(got)
         if cursor.done:
             break
-    rt.store.set(path, cursor.as_doc())
+    if cursor.as_doc() != saved:  # a scan that fits one tick writes nothing after its first
+        rt.store.set(path, cursor.as_doc())
     return rows
 
 

@@ -12,7 +12,7 @@ heartbeat triggers; it never calls the model itself.
 
 Cost: on the first tick of a JST day outside the quiet hours, one claim, one query of the
 conversations active since yesterday (``ORGS_SCANNED`` at most), one read per organisation (its
-episode) and one publish per organisation missing it; every other tick one read of the claim.
+episode) and one publish per organisation missing it; every later tick of the day one read.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ def run(rt: Runtime, now: datetime) -> dict[str, Any]:
     day = yesterday.isoformat()
     claims = Claims(rt.store, ttl=TTL)
     path = collections.path("heartbeat_ticks", id=f"curation-{day}")
+    if (rt.store.get(path) or {}).get("status") == claims.completed:  # every later tick of the day
+        return {"day": day, "skipped": "done"}
     claim = claims.claim(path, now=now, lease=LEASE)
     if claim.state is not ClaimState.ACQUIRED:
         return {"day": day, "skipped": "done" if claim.state is ClaimState.COMPLETED else "running"}
