@@ -252,3 +252,23 @@ def test_the_tick_records_its_self_checks_and_leaves_curation_to_the_waking_hour
     assert set(result["checks"]) == {"peers", "config", "memory", "curation"}
     claim = day.store.get(f"heartbeat_ticks/{result['tick']}")
     assert set(claim["result"]["checks"]) == set(result["checks"])
+
+
+def test_memories_the_ttl_took_are_recorded_but_not_alerted():
+    rt, clock = runtime()
+    append_message(
+        rt.store, ORG, f"{ORG}/{ROOM}/{USER}", "m0-in", role="user", text="了解です👍",
+        at=clock() - timedelta(hours=1), user_id=USER, room_id=ROOM,
+    )  # fmt: skip
+    for n in range(3):
+        rt.store.set(f"orgs/{ORG}/memories/m-{n}", {"content": f"来月の出張は大阪{n}", "user_id": USER})
+        index_text(rt.store, rt.embedder, ORG, source_kind="memory", source_id=f"m-{n}",
+                   text=f"来月の出張は大阪{n}", now=clock(), user_id=USER)  # fmt: skip
+    # GIVEN Firestore's TTL deleted one memory and its chunks (their manifest and counts stay)
+    for cid in rt.store.get(source_path(ORG, "memory", "m-1"))["chunk_ids"]:
+        rt.store.delete(chunk_path(ORG, cid))
+    rt.store.delete(f"orgs/{ORG}/memories/m-1")
+    # WHEN a pass runs THEN it records the expired source and the counts it leaves off, no alert
+    result = self_check_memory.run(rt, clock(), page_size=10)
+    assert result["found"] == {"expired": 1, "totals": 1}
+    assert alerts_of(rt, "heartbeat.memory_index") == []
