@@ -225,6 +225,9 @@ def repair(
         by_source.setdefault((f.source_kind, f.source_id), set()).add(f.problem)
     for (kind, sid), problems in sorted(by_source.items()):
         if problems & {"source_gone", "expired"}:
+            origin = origin_path(org_id, kind, sid)
+            if origin is not None and store.get(origin) is not None:
+                continue  # written again since the check: the index already follows it
             remove_source(store, org_id, kind, sid)
             done.removed_sources += 1
         elif "chunk_missing" in problems:

@@ -193,3 +193,16 @@ def test_an_expired_memory_whose_chunks_went_with_it_is_quietly_removed(store: M
     consistency.repair(store, EMBEDDER, ORG, report, now=NOW + timedelta(days=1))
     assert store.get(source_path(ORG, "memory", "m-1")) is None
     assert problems(store) == {}
+
+
+def test_a_source_written_again_after_the_check_is_not_removed_by_its_repair(store: MemoryStore) -> None:
+    tid = item_id(store, "teaching", "一次回答")
+    kept = store.get(f"orgs/{ORG}/teachings/{tid}")
+    # GIVEN a check that found the teaching's document gone
+    store.delete(f"orgs/{ORG}/teachings/{tid}")
+    report = consistency.check(store, EMBEDDER, ORG)
+    # WHEN the CEO adds the same teaching again before the repair runs
+    store.set(f"orgs/{ORG}/teachings/{tid}", kept)
+    # THEN the repair leaves it indexed, and it is found
+    assert consistency.repair(store, EMBEDDER, ORG, report, now=NOW).removed_sources == 0
+    assert tid in found(store, "問い合わせ 当日中") and problems(store) == {}
