@@ -7,6 +7,7 @@ charter memory list --org ORG [--kind KIND] [--json]
 charter memory delete --org ORG [--by USER] ID
 charter memory search --org ORG [--as USER] [--kind K ...] [--limit N] [--json] "QUERY"
 charter memory reindex --org ORG     every item, memory and episode again (hand-written ones, another model)
+charter memory check --org ORG [--repair] [--json]   the index against its sources (``cli.memory_check``)
 
 Who may add (seed 000's levels, ``shared_lib.memory.ingest``): a teaching or a value level 6,
 knowledge level 4; deleting, the author or that level. ``--by`` names the person the check is
@@ -29,6 +30,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from shared_lib.cli import memory_check
 from shared_lib.cli.console import NO_STORE, json_text
 from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import EXIT_FINDING, EXIT_OK, EXIT_USAGE, ProgressBar, fail
@@ -95,6 +97,7 @@ def register(subparsers: Any) -> None:
     _org(again)
     again.add_argument("--all", action="store_true", help="index every item, memory and episode again")
     again.set_defaults(func=run_reindex)
+    memory_check.register(sub)
 
 
 def _org(p: argparse.ArgumentParser) -> None:

@@ -206,9 +206,13 @@ def jobs(rt: Runtime) -> Mapping[str, JobHandler]:
     return {**JOBS, **rt.memory_jobs}
 
 
-def job_message(job: str, org_id: str, job_id: str) -> tuple[bytes, dict[str, str]]:
-    """The bus message of one job (what the admin task publishes to ``memory.jobs``)."""
-    data = json.dumps({"job": job, "org_id": org_id, "job_id": job_id}, ensure_ascii=False).encode()
+def job_message(
+    job: str, org_id: str, job_id: str, *, day: str | None = None
+) -> tuple[bytes, dict[str, str]]:
+    """The bus message of one job (what the admin task publishes to ``memory.jobs``); ``day``
+    (ISO, JST) names the day a daily job is for (the heartbeat's curation of yesterday)."""
+    payload = {"job": job, "org_id": org_id, "job_id": job_id, **({"day": day} if day else {})}
+    data = json.dumps(payload, ensure_ascii=False).encode()
     return data, {"kind": JOB_KIND, "job": job, "org_id": org_id, "job_id": job_id}
 
 

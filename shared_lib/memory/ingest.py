@@ -32,7 +32,7 @@ from cryptography.fernet import MultiFernet
 
 from shared_lib import collections
 from shared_lib.errors import ArgumentError, CharterError
-from shared_lib.memory.episode_index import reindex_episodes
+from shared_lib.memory.episode_index import index_episode, reindex_episodes
 from shared_lib.memory.index import index_text, remove_source, source_path
 from shared_lib.ports import Doc, Embedder, Store
 from shared_lib.privacy.sanitizer import Sanitizer
@@ -178,27 +178,81 @@ def reindex(
                 counts[kind] += 1
     memories = collections.collection_path("memories", org=org_id)
     for mid, sealed in store.query(memories, limit=None):
-        if not wanted("memory", mid):
-            continue
-        doc = unseal(sealed, cipher)[0]
-        if str(doc.get("content") or "").strip() and doc.get("user_id"):
-            index_text(
-                store,
-                embedder,
-                org_id,
-                source_kind="memory",
-                source_id=mid,
-                text=str(doc["content"]),
-                now=now,
-                user_id=str(doc["user_id"]),
-                title=doc.get("subject"),
-                tags=(str(doc.get("category") or "other"),),
-                expires_at=doc.get("expires_at"),
-                cipher=cipher,
-            )
+        if wanted("memory", mid) and index_memory(
+            store, embedder, org_id, mid, sealed, now=now, cipher=cipher
+        ):
             counts["memory"] += 1
     counts["episode"] = reindex_episodes(store, embedder, org_id, now=now, cipher=cipher, every=every)
     return counts
+
+
+def index_memory(
+    store: Store,
+    embedder: Embedder | None,
+    org_id: str,
+    mid: str,
+    sealed: Doc,
+    *,
+    now: datetime,
+    cipher: MultiFernet | None = None,
+) -> bool:
+    """Index a person's stored memory (its sealed values opened with ``cipher`` and sealed again
+    in its chunks); ``False`` when it has no text or no person."""
+    doc = unseal(sealed, cipher)[0]
+    if not (str(doc.get("content") or "").strip() and doc.get("user_id")):
+        return False
+    index_text(
+        store,
+        embedder,
+        org_id,
+        source_kind="memory",
+        source_id=mid,
+        text=str(doc["content"]),
+        now=now,
+        user_id=str(doc["user_id"]),
+        title=doc.get("subject"),
+        tags=(str(doc.get("category") or "other"),),
+        expires_at=doc.get("expires_at"),
+        cipher=cipher,
+    )
+    return True
+
+
+def index_source(
+    store: Store,
+    embedder: Embedder | None,
+    org_id: str,
+    kind: str,
+    iid: str,
+    *,
+    now: datetime,
+    cipher: MultiFernet | None = None,
+) -> bool | None:
+    """Index one source again from the document it comes from; ``None`` when that document is
+    gone (or the kind has none: a fact's chunks are its only copy), ``False`` when it tells
+    nothing to index (the index then keeps no chunks of it)."""
+    origin = origin_path(org_id, kind, iid)
+    doc = store.get(origin) if origin else None
+    if doc is None:
+        return None
+    if kind in KINDS:
+        if not str(doc.get("content") or "").strip() or doc.get("active") is False:
+            remove_source(store, org_id, kind, iid)
+            return False
+        _index_item(store, embedder, org_id, kind, iid, doc, now)
+        return True
+    if kind == "memory":
+        return index_memory(store, embedder, org_id, iid, doc, now=now, cipher=cipher)
+    return index_episode(store, embedder, org_id, iid, doc, now=now, cipher=cipher)
+
+
+def origin_path(org_id: str, kind: str, iid: str) -> str | None:
+    """The document a source of ``kind`` is indexed from (``None``: a fact, kept only as chunks)."""
+    if kind in KINDS:
+        return _path(org_id, kind, iid)
+    if kind in ("memory", "episode"):
+        return collections.path("memories" if kind == "memory" else "episodes", org=org_id, id=iid)
+    return None
 
 
 def read_import(path: Path) -> list[dict[str, Any]]:

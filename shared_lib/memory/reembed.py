@@ -34,12 +34,17 @@ class Reembedded:
     changed: int  # chunks re-indexed or removed during the run (left as they were written)
 
 
-def stale(doc: Doc, model: str) -> bool:
-    """Not a vector of ``model``, or made with another title weight than the index's now."""
+def stale(doc: Doc, model: str, dimensions: int | None = None) -> bool:
+    """Not a vector of ``model`` (of ``dimensions`` when given), or made with another title
+    weight than the index's now."""
     titled = bool(str(doc.get("title") or "").strip() and TITLE_WEIGHT)
     weight = doc.get("title_weight") if titled else None
+    vector = doc.get("embedding")
     return (
-        doc.get("model") != model or not doc.get("embedding") or weight != (TITLE_WEIGHT if titled else None)
+        doc.get("model") != model
+        or not vector
+        or (dimensions is not None and len(vector) != dimensions)
+        or weight != (TITLE_WEIGHT if titled else None)
     )
 
 
@@ -49,7 +54,9 @@ def reembed(
     """Give every chunk of the organisation not embedded by ``embedder``'s model a vector of it."""
     rows = store.query(chunks_path(org_id))
     todo = sorted(
-        (cid, str(doc.get("text") or ""), doc.get("title")) for cid, doc in rows if stale(doc, embedder.name)
+        (cid, str(doc.get("text") or ""), doc.get("title"))
+        for cid, doc in rows
+        if stale(doc, embedder.name, embedder.dimensions)
     )
     current = len(rows) - len(todo)
     done = changed = 0

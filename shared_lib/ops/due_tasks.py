@@ -20,8 +20,13 @@ completed after the send, under one idempotency key: a doubled call or a later t
 nothing twice, and a process killed mid-send sends again under the same key (the channels'
 receivers drop it). Stored texts are masked: a placeholder reaches the person as words.
 
-The self-check of the memory index (§17.3) is a count, on the first tick of each hour: the
-chunks without a vector, and those embedded by another model than the runtime's embedder.
+Waiting jobs and active goals of every organisation are read a page at a time
+(``state.paging``, ``HeartbeatConfig.page_size``), at most ``pages_per_tick`` pages each per
+tick, the rest from the same place at the next tick (``ops_state/heartbeat-scan-{name}``).
+
+Then, every tick, quiet or not, the self-checks of §17.3 (``self_checks``: peer health,
+configuration changes, a page of the memory index; the daily curation outside the quiet hours),
+whose results go in the tick's record (its claim's result and the ``heartbeat_due`` log line).
 """
 
 from __future__ import annotations
@@ -34,10 +39,10 @@ from shared_lib import collections
 from shared_lib.dates import display_date, display_time
 from shared_lib.delivery.idempotency import Claims, ClaimState
 from shared_lib.observability.logs import log_event
-from shared_lib.ops import queries
+from shared_lib.ops import queries, self_checks
 from shared_lib.ports import OutboundReply
 from shared_lib.privacy.sanitizer import Sanitizer
-from shared_lib.state import due, session
+from shared_lib.state import due, paging, session
 from shared_lib.state.due import HeartbeatConfig
 
 if TYPE_CHECKING:
@@ -45,8 +50,7 @@ if TYPE_CHECKING:
 
 SEND_LEASE = timedelta(minutes=2)
 CLAIM_TTL = timedelta(days=3)
-SCAN_LIMIT = 500  # waiting jobs and active goals read per tick (all organisations)
-MEMORY_SAMPLE = 500
+SCAN_CURSOR = "ops_state/heartbeat-scan-{name}"  # where a scan that a tick did not finish resumes
 
 
 def run(rt: Runtime, cfg: HeartbeatConfig | None = None) -> dict[str, Any]:
@@ -61,17 +65,18 @@ def run(rt: Runtime, cfg: HeartbeatConfig | None = None) -> dict[str, Any]:
         return {"tick": tick, "skipped": "done" if claim.state is ClaimState.COMPLETED else "running"}
     tz = queries.thresholds(rt.store).timezone
     result: dict[str, Any] = {"tick": tick, "timezone": tz}
-    if due.quiet(now, tz, cfg):
+    quiet = due.quiet(now, tz, cfg)
+    if quiet:
         result["quiet"] = True
     else:
         result["reminders"] = _reminders(rt, claims, now, tz, cfg)
         result["checkins"] = _checkins(rt, claims, now, tz, cfg)
         if rt.hooks.heartbeat_tasks is not None:  # the periodic tasks people gave it
             result["tasks"] = rt.hooks.heartbeat_tasks(rt)
-    if now.astimezone(ZoneInfo("UTC")).minute < cfg.tick_minutes:
-        result["memory"] = memory_check(rt)
-    claims.complete(path, now=rt.clock(), result={"done": True}, holder=claim.holder)
-    log_event("heartbeat_due", layer="admin", **{k: v for k, v in result.items() if k != "timezone"})
+    result["checks"] = self_checks.run(rt, now, quiet=quiet)  # §17.3: alerts, never messages to people
+    done = {k: v for k, v in result.items() if k != "timezone"}
+    claims.complete(path, now=rt.clock(), result={"done": True, **done}, holder=claim.holder)
+    log_event("heartbeat_due", layer="admin", **done)
     return result
 
 
@@ -79,7 +84,7 @@ def _reminders(rt: Runtime, claims: Claims, now: datetime, tz: str, cfg: Heartbe
     counts: dict[str, int] = {}
     # the jobs that can still be answered: a pending job past its deadline stays "pending" in the
     # store until someone acts on it, so status alone would read every stale job of the retention
-    rows = rt.store.query("approval_jobs", where=[("decide_by", ">", now)], group=True, limit=SCAN_LIMIT)
+    rows = _paged(rt, "approval_jobs", where=[("decide_by", ">", now)], order_by="decide_by", cfg=cfg)
     for _, job in rows:
         if not due.due_reminder(job, now, cfg) or _reminded_in_chat(rt, job, now):
             continue
@@ -98,6 +103,30 @@ def _reminders(rt: Runtime, claims: Claims, now: datetime, tz: str, cfg: Heartbe
     return counts
 
 
+def _paged(
+    rt: Runtime, name: str, *, where: list[tuple[str, Any, Any]], order_by: str, cfg: HeartbeatConfig
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every organisation's ``name`` documents a page at a time (``state.paging``): at most
+    ``cfg.pages_per_tick`` pages this tick, from where the last tick stopped; the next tick goes
+    on from here, and after the last page starts again from the first."""
+    path = SCAN_CURSOR.format(name=name)
+    saved = rt.store.get(path)
+    cursor = paging.Cursor.from_doc(saved)
+    if cursor.done:
+        cursor = paging.Cursor.start()
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for _ in range(cfg.pages_per_tick):
+        got, cursor = paging.page(
+            rt.store, name, where=where, order_by=order_by, size=cfg.page_size, cursor=cursor, group=True
+        )
+        rows.extend(got)
+        if cursor.done:
+            break
+    if cursor.as_doc() != saved:  # a scan that fits one tick writes nothing after its first
+        rt.store.set(path, cursor.as_doc())
+    return rows
+
+
 def _reminded_in_chat(rt: Runtime, job: dict[str, Any], now: datetime) -> bool:
     key = job.get("conversation_key")
     if not key:
@@ -112,7 +141,7 @@ def _reminded_in_chat(rt: Runtime, job: dict[str, Any], now: datetime) -> bool:
 def _checkins(rt: Runtime, claims: Claims, now: datetime, tz: str, cfg: HeartbeatConfig) -> dict[str, int]:
     counts: dict[str, int] = {}
     today = now.astimezone(ZoneInfo(tz)).date()
-    rows = rt.store.query("goals", where=[("status", "==", "active")], group=True, limit=SCAN_LIMIT)
+    rows = _paged(rt, "goals", where=[("status", "==", "active")], order_by="created_at", cfg=cfg)
     for goal_id, goal in rows:
         reason = due.checkin_reason(goal, today, now, cfg)
         if reason is None:
@@ -155,14 +184,3 @@ def _send(rt: Runtime, claims: Claims, doc: dict[str, Any], key: str, text: str,
         return "failed"
     claims.complete(path, now=rt.clock(), result={"sent": True}, holder=claim.holder)
     return "sent"
-
-
-def memory_check(rt: Runtime) -> dict[str, int]:
-    """§17.3's memory index check as counts over a sample of the chunks."""
-    rows = rt.store.query("memory_chunks", group=True, limit=MEMORY_SAMPLE)
-    model = rt.embedder.name if rt.embedder is not None else None
-    return {
-        "chunks": len(rows),
-        "without_vector": sum(1 for _, d in rows if not d.get("embedding")),
-        "other_model": sum(1 for _, d in rows if model is not None and d.get("model") != model),
-    }

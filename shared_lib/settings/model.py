@@ -150,8 +150,9 @@ class Settings(OperatorSettings):
     )
     llm_call_log: bool = _f(True, "CHARTER_LLM_CALL_LOG", targets=LLM_TARGETS)
     # the LLM peers and their routing (shared_lib.peers): a JSON file, or inline JSON starting with {
+    # admin: the heartbeat's self-check names each configured peer (``ops.self_checks``)
     peers: str | None = _f(
-        None, "CHARTER_PEERS", targets=LLM_TARGETS, deploy="env", doc="default config/peers.json"
+        None, "CHARTER_PEERS", targets=(*LLM_TARGETS, "admin"), deploy="env", doc="default config/peers.json"
     )
     peer_health_seconds: float = _f(
         30.0, "CHARTER_PEER_HEALTH_SECONDS", targets=LLM_TARGETS, deploy="env", gt=0, le=3600

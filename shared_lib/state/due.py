@@ -39,6 +39,10 @@ class HeartbeatConfig:
     stale_after_days: int = 7
     quiet_start: int = 23
     quiet_end: int = 8
+    # every organisation's waiting jobs, goals and tasks are read a page at a time
+    # (``state.paging``); a tick reads at most ``pages_per_tick`` pages of each and resumes after
+    page_size: int = 200
+    pages_per_tick: int = 25
 
 
 CheckinReason = Literal["deadline", "stale"]

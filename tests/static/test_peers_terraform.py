@@ -59,7 +59,10 @@ def test_the_cloud_peers_are_anthropic_then_claude_on_vertex(repo_root: Path) ->
 def test_exactly_the_llm_services_get_the_peers(repo_root: Path) -> None:
     env = module_locals(repo_root / RUN_SERVICES)["service_env"]
     given = {t for t in TOPOLOGY.targets if "CHARTER_PEERS" in env.get(t, {})}
-    assert given == set(LLM_TARGETS)
+    # admin too: the heartbeat's peer health self-check names each peer (it reads their health
+    # records and never calls one, so it has no probe interval of its own)
+    assert given == {*LLM_TARGETS, "admin"}
+    assert "CHARTER_PEER_HEALTH_SECONDS" not in env["admin"]
     assert all(env[t]["CHARTER_PEER_HEALTH_SECONDS"] == "30" for t in LLM_TARGETS)
 
 

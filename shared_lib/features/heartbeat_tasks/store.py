@@ -14,6 +14,7 @@ under the same turn id (the layers' claims take a turn once).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,9 +24,12 @@ from shared_lib.collections import collection_path, path
 from shared_lib.features.heartbeat_tasks.state_schedule import Schedule
 from shared_lib.ports import Store, Transaction
 from shared_lib.privacy.sealing import SEALED_FIELD, seal, unseal
+from shared_lib.state import paging
 
 MAX_PER_ORG = 20
-SCAN_LIMIT = 500  # due tasks read per tick (all organisations)
+SCAN_LIMIT = 500  # run records read at once (the unpublished ones, an organisation's)
+PAGE_SIZE = 200  # due tasks read a page at a time (all organisations)
+PAGES = 25  # pages of due tasks one tick reads at most
 RUN_TTL = timedelta(days=90)
 
 
@@ -104,10 +108,22 @@ def remove(store: Store, org_id: str, task_id: str) -> dict[str, Any] | None:
     return doc
 
 
-def due(store: Store, now: datetime, limit: int = SCAN_LIMIT) -> list[dict[str, Any]]:
-    """The tasks whose ``next_due_at`` has come, across organisations."""
-    rows = store.query("heartbeat_tasks", where=[("next_due_at", "<=", now)], group=True, limit=limit)
-    return [doc for _, doc in rows]
+def due(
+    store: Store, now: datetime, *, page_size: int = PAGE_SIZE, pages: int = PAGES
+) -> Iterator[dict[str, Any]]:
+    """The tasks whose ``next_due_at`` has come, across organisations, a page at a time, oldest
+    due first. No cursor is kept between ticks: a task run leaves the query (its ``next_due_at``
+    moves past now), so what one tick's ``pages`` did not reach is still due at the next."""
+    rows = paging.scan(
+        store,
+        "heartbeat_tasks",
+        where=[("next_due_at", "<=", now)],
+        order_by="next_due_at",
+        size=page_size,
+        group=True,
+        max_pages=pages,
+    )
+    return (doc for _, doc in rows)
 
 
 def claim_slot(store: Store, task: dict[str, Any], now: datetime) -> dict[str, Any] | None:

@@ -12,6 +12,15 @@ locals {
         { field_path = "occurred_at", order = "DESCENDING" },
       ]
     }
+    # Every organisation's active goals, oldest first, a page at a time (the heartbeat's check-ins,
+    # shared_lib.ops.due_tasks with shared_lib.state.paging).
+    active_goals_by_created = {
+      collection = "goals"
+      fields = [
+        { field_path = "status", order = "ASCENDING" },
+        { field_path = "created_at", order = "ASCENDING" },
+      ]
+    }
     # Turns served by one brain arm over time (shadow and canary reports).
     turns_by_arm = {
       collection = "turns"
@@ -88,8 +97,9 @@ resource "google_firestore_index" "memory_chunks_vector" {
 
 # Single-field indexes in collection-group scope, for the all-organisations reads of the
 # dashboard: the roll-ups of a range of days (daily_stats.day) and the newest shadow
-# comparisons of a window (shadow_comparisons.at), the newest Best-of-N runs (evaluations.at)
-# and the recently active conversations of every organisation (conversations.at).
+# comparisons of a window (shadow_comparisons.at), the newest Best-of-N runs (evaluations.at),
+# the recently active conversations of every organisation (conversations.at), and the heartbeat's
+# pages of waiting confirmations (approval_jobs.decide_by) and due tasks (heartbeat_tasks.next_due_at).
 # Collection scope has them by default.
 resource "google_firestore_field" "group_range" {
   for_each = {
@@ -97,6 +107,10 @@ resource "google_firestore_field" "group_range" {
     shadow_comparisons = { field = "at" }
     evaluations        = { field = "at" }
     conversations      = { field = "at" } # the organisations with recent conversations (POST /tasks/memory/<job>)
+    # the heartbeat pages through every organisation's waiting confirmations and due periodic
+    # tasks by these (shared_lib.ops.due_tasks, shared_lib.state.paging)
+    approval_jobs   = { field = "decide_by" }
+    heartbeat_tasks = { field = "next_due_at" }
   }
 
   project    = var.project_id

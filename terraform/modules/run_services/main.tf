@@ -173,6 +173,8 @@ locals {
     admin = {
       THREADS          = tostring(local.sizing.admin.concurrency)
       CHARTER_EMBEDDER = "vertex"
+      # the heartbeat's peer health self-check names each configured peer (reads peer_health only)
+      CHARTER_PEERS = local.peers_json
       # /tasks/* checks the scheduler's OIDC identity in the app too (shared_lib.admin.identity)
       CHARTER_SCHEDULER_SA = var.scheduler_email
     }

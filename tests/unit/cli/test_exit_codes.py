@@ -227,6 +227,12 @@ COMMANDS: dict[str, Row] = {
         bad=["memory", "reindex", "--org", "demo", "--store", "{bad}"],
         why="ok writes into the demo's store: tests/unit/cli/test_memory_cli.py reindexes a store of its own",
     ),
+    "memory check": Row(
+        no_store=["memory", "check", "--org", "demo"],
+        bad=["memory", "check", "--org", "demo", "--store", "{bad}"],
+        ok=["memory", "check", "--org", "demo", "--json", *S],
+        why="finding: tests/unit/cli/test_memory_check_cli.py breaks a store of its own (--repair writes)",
+    ),
     "memory search": Row(
         no_store=["memory", "search", "--org", "demo", "経費"],
         bad=["memory", "search", "--org", "demo", "--as", "u-nobody", "経費", *S],
