@@ -11,6 +11,7 @@ its request carries (``infra.fake_llm.handover``), never from the store.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,10 +58,10 @@ def records(local_stack: Any, result: recall_gate.GateResult) -> dict[str, dict[
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("candidates", [{}], indirect=True)
-def test_a_candidate_that_remembers_the_conversation_passes(local_stack, candidates, tmp_path):
+def test_a_candidate_that_remembers_the_conversation_passes(local_stack, candidates):
     # GIVEN candidates of every layer beside the stable processes, built like them
     # WHEN the gate seeds a conversation through the stable ingress and asks the candidate about it
-    result = gate(local_stack, candidates, f"e2e-pass-{tmp_path.name[-6:]}")
+    result = gate(local_stack, candidates, f"e2e-pass-{uuid.uuid4().hex[:8]}")
 
     # THEN the seed turns ran on the stable processes and the question on the candidates only, on the LLM arm
     assert result.problems == [], result.problems
@@ -70,7 +71,9 @@ def test_a_candidate_that_remembers_the_conversation_passes(local_stack, candida
         seen["recall"]["revisions"] == dict.fromkeys(LAYERS, "candidate") and seen["recall"]["smoke"] is True
     )
     assert seen["recall"]["arm"] == "llm"
-    assert "recent_messages:skipped" not in json.dumps(seen["recall"]["trail"], ensure_ascii=False)
+    assert "recent_messages:skipped" not in json.dumps(
+        seen["recall"]["trail"], ensure_ascii=False, default=str
+    )
     # AND the candidate's reply names what only the seeded conversation said: the gate passes
     assert result.verdict is not None and result.verdict.code is RecallCode.RECALLED, result.verdict
     reply = normalise(seen["recall"]["final_response"])
@@ -90,7 +93,7 @@ def test_a_candidate_whose_context_lost_the_conversation_is_refused(
     # AND the step's environment names the local stack (its webhook secrets sign the turns)
     monkeypatch.setenv("CHARTER_ENV", "local")
     report_file = tmp_path / "recall_gate.json"
-    run_id = f"e2e-refuse-{tmp_path.name[-6:]}"
+    run_id = f"e2e-refuse-{uuid.uuid4().hex[:8]}"
 
     # WHEN the pipeline's step runs the gate against them
     code = recall_gate.main(
@@ -127,6 +130,6 @@ def test_a_candidate_whose_context_lost_the_conversation_is_refused(
     recall = local_stack.store.get(f"orgs/{SMOKE_ORG}/observability/{shown['turns']['recall']}")
     assert recall["revisions"] == dict.fromkeys(LAYERS, "candidate") and recall["arm"] == "llm"
     # AND what the candidate lacked was the conversation: its context read no history
-    assert "recent_messages:skipped" in json.dumps(recall["trail"], ensure_ascii=False)
+    assert "recent_messages:skipped" in json.dumps(recall["trail"], ensure_ascii=False, default=str)
     seed = local_stack.store.get(f"orgs/{SMOKE_ORG}/observability/{shown['turns']['seed1']}")
     assert seed["revisions"] == dict.fromkeys(LAYERS, "stable")
