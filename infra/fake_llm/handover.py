@@ -34,7 +34,9 @@ _OPENERS = re.compile(
 )
 _SECTIONS = ("【直近の会話】", "【会話の要約】")
 _LINE = re.compile(r"^-?\s*(user|assistant)?:?\s*(.*)$")
-_CHUNKS = re.compile(r"[一-龥々ァ-ヴー]{1,5}さん|[一-龥々]{2,}|[ァ-ヴー]{2,}|[A-Za-z0-9]{2,}")  # names and nouns, not particles
+_CHUNKS = re.compile(
+    r"[一-龥々ァ-ヴー]{1,5}さん|[一-龥々]{2,}|[ァ-ヴー]{2,}|[A-Za-z0-9]{2,}"
+)  # names and nouns, not particles
 
 
 def is_question(text: str) -> bool:
