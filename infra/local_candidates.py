@@ -7,7 +7,8 @@ record; then it creates the smoke twins' subscriptions (``topology.json`` ``smok
 the candidate of their target (to the stable process where a target has no candidate). A
 normal webhook at the stable ingress is served by the stable processes only; a smoke webhook
 (``infra.webhook_sender`` ``smoke=True``) at the candidate ingress (``candidate_ingress_url``)
-by the candidates only. ``stop()`` deletes those subscriptions and stops the candidates by pid;
+by the candidates only; ``env`` starts candidates that differ from the stable processes by a
+setting. ``stop()`` deletes those subscriptions and stops the candidates by pid;
 ``local_stack.down()`` stops them with everything else.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,17 @@ def component(target: str) -> str:
 
 
 def start(
-    *, root: Path | None = None, targets: Iterable[str] | None = None, timeout: float = 120.0
+    *,
+    root: Path | None = None,
+    targets: Iterable[str] | None = None,
+    timeout: float = 120.0,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Start the candidates of ``targets`` (default: all but admin) and their smoke subscriptions."""
+    """Start the candidates of ``targets`` (default: all but admin) and their smoke subscriptions.
+
+    ``env`` is what the candidates' environment has besides the stable processes' (a candidate
+    built with another setting, e.g. ``CHARTER_CONTEXT_SOURCES_OFF`` for one whose context has
+    lost the conversation); the settings model validates it as the process starts."""
     paths = local_stack._paths(root)
     state = local_stack.load_state(root)
     if not state.get("ready"):
@@ -46,7 +55,7 @@ def start(
     if unknown:
         raise ValueError(f"unknown targets {unknown}")
     _emulator_env(state)
-    env = local_stack.function_env(state, {"CHARTER_REVISION": REVISION})
+    env = local_stack.function_env(state, {**(env or {}), "CHARTER_REVISION": REVISION})
     try:
         for target in chosen:
             local_stack.spawn_function(paths, state, component(target), target, kinds[target], env)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from infra.fake_llm import heartbeat, jobs, judge, memory_jobs, recall, skills, steps, summary
+from infra.fake_llm import handover, heartbeat, jobs, judge, memory_jobs, recall, skills, steps, summary
 from infra.fake_llm.agent_state import with_state_update
 from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
 
@@ -647,7 +647,12 @@ def answer(request: MessagesRequest) -> Reply:
         if later:
             proposal = steps.next_step(request)
         else:  # a skill's proposal or call (infra.fake_llm.skills) depends on the tools offered
-            proposal = skills.proposal(said, request.tool_names()) or propose(said)
+            # a hand-over check is answered from the conversation the request carries (handover)
+            proposal = (
+                handover.proposal(said, request)
+                or skills.proposal(said, request.tool_names())
+                or propose(said)
+            )
             proposal = steps.with_route_doubt(said, proposal)
         proposal = with_state_update(said, proposal, later=later)
         return Reply(

@@ -66,11 +66,18 @@ class ContextConfig:
     knowledge_limit: int = 5
     knowledge_triggers: tuple[str, ...] = KNOWLEDGE_TRIGGERS
     episodes_limit: int = 3
+    sources_off: tuple[str, ...] = ()  # not read at all (``CHARTER_CONTEXT_SOURCES_OFF``, local only)
 
     def __post_init__(self) -> None:
         unknown = set(self.drop_order) - DROPPABLE
         if unknown:
             raise ConfigError(f"context drop order names unknown sections: {sorted(unknown)}")
+        names = {s.name for s in default_sources()}
+        if set(self.sources_off) - names:
+            raise ConfigError(
+                f"CHARTER_CONTEXT_SOURCES_OFF names unknown sources: {sorted(set(self.sources_off) - names)}"
+                f" (sources: {', '.join(sorted(names))})"
+            )
         if self.token_budget < 100 or self.source_timeout_seconds <= 0:
             raise ConfigError("context token budget must be >= 100 and the source timeout positive")
 
@@ -87,6 +94,8 @@ class ContextConfig:
         }
         if settings.context_drop_order:
             kw["drop_order"] = tuple(x.strip() for x in settings.context_drop_order.split(",") if x.strip())
+        if settings.context_sources_off:
+            kw["sources_off"] = tuple(x.strip() for x in settings.context_sources_off.split(",") if x.strip())
         return cls(**kw)
 
 
@@ -176,7 +185,13 @@ class ContextBuilder:
             episodes_limit=cfg.episodes_limit,
         )
         specs = self.sources or default_sources(tasks_truth=1 if inp.tasks.external else 2)
+        off = [s for s in specs if s.name in cfg.sources_off]
+        specs = [s for s in specs if s.name not in cfg.sources_off]
         values, records = self._fetch(specs, request, required)
+        for spec in off:  # a lost source, not a failing one: nothing tells the model it is missing
+            records[spec.name] = SourceRecord(
+                spec.name, "skipped", spec.truth, spec.priority, error="switched off"
+            )
         degraded = [r.name for r in records.values() if r.status in ("failed", "timeout")]
         sections = build_sections(
             values,
@@ -196,7 +211,7 @@ class ContextBuilder:
         self, specs: list[SourceSpec], request: SourceRequest, required: Collection[str] = ()
     ) -> tuple[dict[str, Any], dict[str, SourceRecord]]:
         timeout = self.config.source_timeout_seconds
-        pool = ThreadPoolExecutor(max_workers=len(specs), thread_name_prefix="context")
+        pool = ThreadPoolExecutor(max_workers=max(len(specs), 1), thread_name_prefix="context")
         started = time.monotonic()
         futures: dict[str, Future[tuple[Any, float]]] = {
             # each source sees the turn's call context (log lines, budget) like the layer itself

@@ -175,6 +175,14 @@ class Settings(OperatorSettings):
     context_token_budget: int = _f(2000, "CHARTER_CONTEXT_TOKEN_BUDGET", targets=("context",), ge=100)
     context_source_timeout: float = _f(2.0, "CHARTER_CONTEXT_SOURCE_TIMEOUT", targets=("context",), gt=0)
     context_drop_order: str | None = _f(None, "CHARTER_CONTEXT_DROP_ORDER", targets=("context",))
+    # Sources the Context Builder does not read (comma-separated names, shared_lib.context.sources):
+    # a context that has lost a source, recorded as skipped and shown to no one. The local stack's
+    # candidates take it to show the promotion's recall gate refusing a candidate that forgot the
+    # conversation (infra.recall_gate); a cloud environment refuses it, since a service that
+    # silently forgets is what that gate exists to keep from users.
+    context_sources_off: str | None = _f(
+        None, "CHARTER_CONTEXT_SOURCES_OFF", targets=("context",), doc="local stack only"
+    )
 
     # -- operators: revision rollback through the Cloud Run Admin API (shared_lib.rollout.revisions)
     region: str | None = _f(None, "CHARTER_REGION", targets=(), doc="the Cloud Run region")
@@ -250,9 +258,10 @@ class Settings(OperatorSettings):
         problems = []
         if self.store != "firestore" or self.bus != "pubsub":
             problems.append("a cloud environment runs on CHARTER_STORE=firestore and CHARTER_BUS=pubsub")
-        if self.fault_injection or self.deadletter_fallback:
+        if self.fault_injection or self.deadletter_fallback or self.context_sources_off:
             problems.append(
-                "CHARTER_FAULT_INJECTION / CHARTER_DEADLETTER_FALLBACK are for the local stack only"
+                "CHARTER_FAULT_INJECTION / CHARTER_DEADLETTER_FALLBACK / CHARTER_CONTEXT_SOURCES_OFF"
+                " are for the local stack only"
             )
         if self.firestore_emulator_host or self.pubsub_emulator_host:
             problems.append("emulator hosts are set in a cloud environment")

@@ -144,7 +144,7 @@ SEED_ALERTS: dict[str, float | str] = {
     "ingress_5xx": 0.01,
 }
 
-PIPELINE_ORDER = ("lint", "test", "build", "push", "deploy-0pct", "smoke", "traffic")
+PIPELINE_ORDER = ("lint", "test", "build", "push", "deploy-0pct", "smoke", "recall-gate", "traffic")
 
 
 _SENSITIVE_NAME = re.compile(r"TOKEN|SECRET|KEY", re.IGNORECASE)

@@ -11,9 +11,11 @@ Same shape as ``charter_static_checks``: ``check_xxx(root) -> list[str]`` over t
   ``https://<candidate_tag>---<service host>``.
 * ``check_smoke_publishers``: every target may publish to the twins of exactly its own topics.
 * ``check_previous_revision_kept``: after promotion the stable revision keeps its tag at 0 %.
-* ``check_revision_pipeline``: the smoke step runs the smoke runner against the candidate; after
-  ``traffic`` a rollback step runs ``charter rollout rollback``, and on a rollback Terraform is
-  brought back to the pre-promotion traffic and the build fails.
+* ``check_revision_pipeline``: the smoke step runs the smoke runner against the candidate; the
+  recall gate (``infra.recall_gate``) seeds through the stable service URL and asks the candidate's
+  tag URL, and the traffic shift waits for it; after ``traffic`` a rollback step runs ``charter
+  rollout rollback``, and on a rollback Terraform is brought back to the pre-promotion traffic and
+  the build fails.
 """
 
 from __future__ import annotations
@@ -218,17 +220,30 @@ def _script(step: dict[str, Any]) -> str:
 
 
 def check_revision_pipeline(root: Path) -> list[str]:
-    """Smoke through every candidate, then promotion, then the rollback check and its Terraform sync."""
+    """Smoke through every candidate, the recall gate, then promotion, then the rollback check and its
+    Terraform sync."""
     steps = yaml.safe_load((root / "cloudbuild.yaml").read_text(encoding="utf-8")).get("steps") or []
     ids = [s.get("id") for s in steps]
     by_id = {s.get("id"): s for s in steps}
-    violations = [
-        f"missing step {i!r}" for i in ("smoke", "traffic", "rollback", "rollback-sync") if i not in ids
-    ]
+    order = ("smoke", "recall-gate", "traffic", "rollback", "rollback-sync")
+    violations = [f"missing step {i!r}" for i in order if i not in ids]
     if violations:
         return violations
-    if not ids.index("smoke") < ids.index("traffic") < ids.index("rollback") < ids.index("rollback-sync"):
-        violations.append(f"expected smoke < traffic < rollback < rollback-sync, got {ids}")
+    if [ids.index(i) for i in order] != sorted(ids.index(i) for i in order):
+        violations.append(f"expected {' < '.join(order)}, got {ids}")
+    recall = _script(by_id["recall-gate"])
+    if "infra.recall_gate" not in recall:
+        violations.append("recall-gate must run infra.recall_gate (the candidate recalls what stable heard)")
+    elif "service_urls.json" not in recall or "candidate_urls.json" not in recall:
+        violations.append(
+            "recall-gate must seed through the stable service URL and ask the candidate's tag URL"
+        )
+    elif "--expect-revision" not in recall:
+        violations.append("recall-gate must check that the candidate revisions answered the recall question")
+    if by_id["recall-gate"].get("waitFor") != ["smoke"] or by_id["traffic"].get("waitFor") != ["recall-gate"]:
+        violations.append("traffic must wait for recall-gate, which waits for smoke")
+    if by_id["recall-gate"].get("allowExitCodes"):
+        violations.append("recall-gate's failure must fail the build before the traffic shift")
     smoke = _script(by_id["smoke"])
     if "infra.smoke_runner" not in smoke or "candidate_urls.json" not in smoke:
         violations.append("smoke must run infra.smoke_runner against the candidate's tag URL")

@@ -141,3 +141,38 @@ def test_a_missing_rollback_step_is_reported(repo_copy: Path) -> None:
 def test_a_sync_that_does_not_fail_the_build_is_reported(repo_copy: Path) -> None:
     old = '      echo "rolled back to the previous revisions (see above); failing the build" >&2\n      exit 1\n'
     assert_detects(check_revision_pipeline, repo_copy, "cloudbuild.yaml", old, "", "rollback-sync must apply")
+
+
+def test_a_traffic_shift_that_does_not_wait_for_the_recall_gate_is_reported(repo_copy: Path) -> None:
+    # GIVEN the pipeline WHEN the traffic shift waits only for the smoke step again
+    old = "    name: ${_TF_IMAGE}\n    waitFor: [recall-gate]\n"
+    new = "    name: ${_TF_IMAGE}\n    waitFor: [smoke]\n"
+    assert_detects(
+        check_revision_pipeline, repo_copy, "cloudbuild.yaml", old, new, "traffic must wait for recall-gate"
+    )
+
+
+def test_a_missing_recall_gate_is_reported(repo_copy: Path) -> None:
+    assert_detects(
+        check_revision_pipeline,
+        repo_copy,
+        "cloudbuild.yaml",
+        "  - id: recall-gate\n",
+        "  - id: recall-later\n",
+        "missing step 'recall-gate'",
+    )
+
+
+def test_a_recall_gate_that_asks_the_stable_revisions_is_reported(repo_copy: Path) -> None:
+    # GIVEN the recall gate WHEN it asks the service URL (the stable revisions) instead of the tag URL
+    old = 'candidate="$(python3 -c \'import json; print(json.load(open("/workspace/candidate_urls.json"))'
+    new = 'candidate="$(python3 -c \'import json; print(json.load(open("/workspace/service_urls.json"))'
+    assert_detects(
+        check_revision_pipeline, repo_copy, "cloudbuild.yaml", old, new, "ask the candidate's tag URL"
+    )
+
+
+def test_a_recall_gate_whose_failure_is_allowed_is_reported(repo_copy: Path) -> None:
+    old = "  - id: recall-gate\n    name: ${_CLI_IMAGE}\n"
+    new = "  - id: recall-gate\n    name: ${_CLI_IMAGE}\n    allowExitCodes: [1]\n"
+    assert_detects(check_revision_pipeline, repo_copy, "cloudbuild.yaml", old, new, "must fail the build")
