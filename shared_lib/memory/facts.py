@@ -7,21 +7,30 @@ sentence by sentence (masked, as the history stores it) and keep a sentence that
 kind            what it looks like
 ==============  ==============================================================================
 ``remember``    an explicit 「覚えておいて」「これ重要」「忘れないで」 (the seed's first priority)
-``decision``    a choice made: 決定・決まり・確定・方針・採用・合意, 「〜にする/します/しよう」,
-                「〜ことになった」, 「〜で行こう」, 「〜でお願いします」 (dialect 「〜にしよか」
-                「〜で決まりや」 too)
-``commitment``  a promise or a deadline: 約束・期限・締切・納期・厳守, 「〜までに」, 「やっておきます」
-``preference``  a liking or a wish: 好き・苦手・好み・希望, 「〜してほしい」「〜がいい」「〜はやめて」
+``decision``    a choice made: 決定・決まり・確定・方針・採用・合意・見送り・保留で, 「〜にする/します/しよう」,
+                「〜ことになった」, 「〜ってことで」, 「〜で行こう」, 「〜でお願いします」, 「〜に一本化」
+                (dialect 「〜にしよか」「〜で決まりや」, kana 「けってい」 too)
+``commitment``  a promise or a deadline: 約束・期限・締切・納期・厳守, 「〜までに」, an action taken on
+                (「やっときます」「送ります」「出すわ」「お送りします」), an action bound to soon
+                (「朝イチで…ます」「後ほど…ます」), a day the writer holds to (「週明けになります」)
+``preference``  a liking or a wish: 好き・苦手・好み・希望, 「〜してほしい」「〜がいい」「〜はやめて」,
+                what would help (「午前中がありがたい」「〜だとうれしい」「〜のが助かる」「控えてもらえると」)
 ``date``        a date or time the reader (``shared_lib.dates``) reads, beside a word of the office
-                calendar (会議・打ち合わせ・面談・出張・休み・リリース …)
+                calendar (会議・定例・面談・出張・休み・リリース …), a clock time or a written date
+``error_fix``   an error and its fix or cause (「VPN繋がらん→再起動で直った」); a fix alone
+                (「再起動したらいけた！」) keeps the message before it that said the trouble
 ``tool_result`` the assistant reporting what it did (「登録したウル」「送信しました」)
 ==============  ==============================================================================
 
 A question (「水曜にする？」「締切いつだっけ」) decides nothing and is not kept, except a
-「覚えておいて」. A short decision that points back (「それで決定で！」「じゃあそれで」) keeps the
-message before it, which says what was decided. A date is kept as said and as the day it meant
-when it was said (「木曜の15時」 said on 11月25日（火） is 「11月27日（木）15時」), so the fact still
-means it after the conversation moved on.
+「覚えておいて」; nor is what is not settled (「〜にしようかな…どうしよ」「もし〜たら」「まだ決まって
+ない」) or another person's idea in quotes (部長が「〜したら？」って言ってた). A 「重要！」 or
+「覚えておいてね。」 on its own keeps the rest of its message. A short decision or promise that
+points back or names nothing (「それで決定で！」「ほな明日までにやっとくわ」) keeps the message
+before it, which says what it is about; a decision reversed later is superseded in
+``fact_merge``. A date is kept as said and as the day it meant when it was said (「木曜の15時」
+said on 11月25日（火） is 「11月27日（木）15時」), so the fact still means it after the
+conversation moved on.
 
 >>> from datetime import datetime, timezone
 >>> at = datetime(2025, 11, 25, 1, 0, tzinfo=timezone.utc)
@@ -39,47 +48,85 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from shared_lib.dates import display_reading, read
+from shared_lib.dates import Reading, display_reading, read
 
 REMEMBER = re.compile(
-    r"覚えて(?:おいて|おいてね|おいてください|といて|て)|これ(?:は)?(?:重要|大事)|重要なので|大事なこと"
-    r"|忘れないで|忘れんといて|記憶しておいて|メモしておいて|メモっといて"
+    r"覚えて(?:おいて|おいてね|おいてください|といて|て)|覚えと(?:いて|け)|これ(?:は)?(?:重要|大事)|重要なので"
+    r"|大事なこと|^[【\[(（]?(?:重要|要注意|大事)[】\])）]?[:：!！、]|忘れないで|忘れんといて|忘れんとって"
+    r"|記憶しておいて|メモしておいて|メモっといて|メモっておいて|メモしといて"
 )
 DECISION = re.compile(
-    r"決定|決まり|決まった|決まりました|決めた|決めました|決めよう|確定|合意|方針|採用|正式に"
+    r"決定|決まり|決まった|決まりました|決めた|決めました|決めよう|確定|合意|方針|採用|正式に|けってい|きまり"
     r"|(?:こと|事)に(?:する|した|します|しました|なった|なりました|なりまし|しよう)"
-    r"|に(?:します|しました|しよう|しよか|しよっか|しましょう|するわ|するね|するよ|する[。！!]|決め)"
-    r"|で(?:いきます|行きます|いこう|行こう|いこか|行こか|いきましょう|行きましょう|進めます|進めましょう"
-    r"|進めよう|お願いします|おねがいします|お願い[。！!]|よろしく|OK|ok|Ok|オッケー|ええよ|いいよ)"
-    r"|に変更|へ変更|に切り替え|へ切り替え|を廃止|をやめる|やめます"
+    r"|(?:って|という|っていう)(?:こと|事)で[。！!〜~ー\s]*$"
+    r"|に(?:します|しました|しよう|しよ[かっう]|しましょ|するわ|するね|するよ|する[。！!]|決め)"
+    r"|で(?:いき|行き)(?:ます|ましょ)|で(?:いこ|行こ)[うか]?|で進め(?:ます|ましょ|よう)"
+    r"|で(?:お願いします|おねがいします|お願い[。！!]|よろしく|OK|ok|Ok|オッケー|ええよ|いいよ)"
+    r"|に変更|へ変更|に切り替え|へ切り替え|を廃止|をやめる|やめます|見送り|見送る|見合わせ"
+    r"|に(?:一本化|統一|移行|集約)(?:し|する|します|しよう|で|な)"
+    r"|(?:は|も)(?:パス|なし|無し|中止|延期|保留)(?:で|に|と)"
 )
+# a promise: a deadline word, or an action the writer takes on (「〜しときます」「送ります」「出すわ」)
 COMMITMENT = re.compile(
     r"約束|期限|締切|締め切り|〆切|〆切り|しめきり|納期|厳守|までに|までには|までにお願い"
     r"|やっておきます|やっときます|やります|対応します|担当します|送ります|提出します|出します"
     r"|お任せください|任せて|引き受け|必ず"
+    r"|(?:ておき|とき)ま(?:す|ーす)|(?:ておく|とく)(?:わ|ね|よ|[。！!〜~ー]|$)"
+    r"|(?:共有|送付|提出|連絡|報告|確認|作成|対応|準備|手配|予約|修正|調整|用意|返信|展開)(?:します|するわ|するね)"
+    r"|(?:送り|出し|上げ|まとめ|作り|書き|入れ|戻し|返し|投げ|伺い|持って行き|持っていき)ます"
+    r"|(?:出す|送る|やる|書く|上げる|まとめる|持ってく|行く)わ"
+    r"|(?:送付|提出|連絡|確認|対応|準備|手配|共有|報告|用意|修正|調整|返信|作成)(?:いた|致)します"
+    r"|(?:朝イチ|朝一|午後イチ|午後一|今日中|本日中|明日中|週内|今週中|来週中|月内|後ほど|のちほど|あとで|後で"
+    r"|至急|すぐ|今から|いまから).{0,40}(?:ます|[るすくう]わ)(?:ね|よ)?[ー〜~]*[^\w]*$"
+    r"|お(?:送り|渡し|届け|返し|持ち|伝え|知らせ|出し|返事|電話|伺い)(?:します|しま[ーす])"
 )
+# a wish: said outright, or as what would help (「〜だとうれしい」「〜のが助かる」, not 「ありがと〜助かるわ」)
 PREFERENCE = re.compile(
-    r"好き|嫌い|苦手|好み|希望|(?:し|やっ|送っ|入れ|書い|連絡し|教え)て(?:ほしい|欲しい|ほし|もらえると)"
-    r"|ほしい|欲しい|がいい|が良い|がええ|がいいな|ほうがいい|方がいい|ほうが助かる|方が助かる"
-    r"|はやめて|はやめてほしい|しないで(?:ほしい|ください|な)|避けて"
+    r"好き|嫌い|苦手|好み|希望|て(?:ほしい|欲しい|ほし|もらえると|もらえたら|いただけると|いただけたら)"
+    r"|ほしい|欲しい|がいい|が良い|がええ|がいいな|ほうがいい|方がいい|のがいい"
+    r"|(?:と|ば|たら|ほうが|方が|のが|が|なら)(?:助か|ありがた|うれし|嬉し)"
+    r"|はやめて|はやめてほしい|しないで(?:ほしい|ください|な)|避けて|控えて|お願いしたい|がベター"
 )
 OFFICE_WORDS = re.compile(
     r"会議|打ち合わせ|打合せ|ミーティング|MTG|mtg|面談|面接|出張|休み|休暇|有給|リリース|納品|提出"
     r"|訪問|来社|説明会|研修|締切|締め切り|〆切|期限|納期|発表|イベント|飲み会|懇親会|公開|開始|から"
+    r"|定例|総会|キックオフ|棚卸|健診|健康診断|不在|外出|往訪|セミナー|勉強会|朝礼|決算|締め|会[がはをにで]"
 )
 DONE = re.compile(
     r"(?:登録|作成|送信|追加|更新|変更|削除|完了|予約|保存|設定|記録|共有|投稿|依頼)(?:した|しました|済み|しておいた)"
 )
+# an error and how it went away (seed 001 §19.7 エラーと解決策): a trouble, then a fix or its cause
+TROUBLE = re.compile(
+    r"繋がら|つながら|エラー|error|落ちる|落ちた|落ちて|できない|できん|出来ない|動かない|動かん|固ま|詰まっ"
+    r"|不具合|障害|バグ|切れ|こない|来ない|届かない|出ない|開かない|表示されない|重い|遅い|失敗"
+    r"|[れえけきせ]なかった|られない|[れえけ]ない(?:件|問題|の|って|→|[、,])"
+)
+FIXED = re.compile(
+    r"直っ|なおっ|直り|なおり|治っ|解決|復旧|解消|いけました|いけた|入れた|できた|できました|通った|戻った"
+    r"|原因|のせい|せいでした|回避|対処|で直|したら(?:ok|OK|大丈夫)"
+)
 QUESTION_END = re.compile(r"(?:[?？]|かな|かね|っけ|ですか|ますか|ますかね|か)[\s。・…〜~ー!！w笑]*$")
 # 「いこか」「しよか」「やろか」「しましょうか」: a proposal taken up (Kansai and standard), not a question
 VOLITIONAL_END = re.compile(r"(?:[こよろ]っ?|しょう?|ましょう?)か[\s。・…〜~ー!！w笑]*$")
-POINTS_BACK = re.compile(
-    r"^(?:じゃあ|じゃ|では|ほな|なら|よし|うん|はい|了解|OK|ok|おけ)?[、,\s]*(?:それ|これ|そっち|こっち|その案|この案|その方向|そちら|こちら)"
+# not settled: wavering, a hypothetical, 「まだ決まってない」 (a fact only when 「覚えておいて」)
+UNSETTLED = re.compile(
+    r"かな(?:[あぁー〜~…、。,\s!！?？]|$)|どうしよ|どないしよ|迷う|迷って|迷い中|悩む|悩んで|悩み中|かもしれ|かもね"
+    r"|かも[。…\s]*$|もし.{0,30}(?:たら|れば)|たら(?:どう|いい)|未定|決まってな|決まっていな|決まってませ"
+    r"|決めてな|決めていな|検討中|考え中|案として|とか(?:どう|いい)"
 )
+# what another person said in quotes (「…」って言ってた) is theirs, not a decision of the writer
+QUOTED = re.compile(r"「[^」\n]*」(?=\s*(?:って|と|て)\s*(?:言|い[うっわ]|ゆ|話|聞|おっしゃ|提案|案))")
+POINTS_BACK = re.compile(
+    r"^(?:じゃあ|じゃ|では|ほな|なら|よし|うん|はい|了解|OK|ok|おけ|せやな|そやな)?[、,\s]*"
+    r"(?:それ|これ|そっち|こっち|その案|この案|その方向|そちら|こちら|その件|この件|例の件|あれ)"
+)
+DUE = re.compile(r"になります|になりそう|予定です|の予定|見込み|目処|めど|メド")
+TOPIC = re.compile(r"[はをがの]|[一-龯々]{2,}|[ァ-ヴー]{3,}")  # a short promise naming no topic points back
 ABSOLUTE = re.compile(r"\d+\s*[/月]\s*\d+")
-SENTENCE = re.compile(r"[^。！!？?\n]+[。！!？?]*")
+SENTENCE = re.compile(r"(?:「[^」\n]*」|「|[^。！!？?\n「])+[。！!？?]*")  # a quote is one piece
 MAX_FACT_CHARS = 300
 POINTING_CHARS = 20  # a decision this short that points back keeps the message before it
+KINDS = ("remember", "decision", "commitment", "preference", "date", "error_fix", "tool_result")
 
 
 @dataclass(frozen=True)
@@ -106,22 +153,44 @@ def _is_question(sentence: str) -> bool:
 
 def kinds_of(sentence: str, role: str, at: datetime | None) -> tuple[str, ...]:
     """Why ``sentence`` is worth keeping (empty: it is not)."""
-    s = _folded(sentence)
+    s = QUOTED.sub("「」", _folded(sentence))  # another person's words decide nothing of the writer's
     if REMEMBER.search(s):
         kept = ["remember"]
-    elif _is_question(sentence):
+    elif _is_question(s):
         return ()
     else:
         kept = []
+    if UNSETTLED.search(s):
+        return tuple(kept)  # wavering or hypothetical: kept only when asked to be
     if role == "assistant":  # the assistant reports what it did; it decides nothing itself
         return (*kept, "tool_result") if DONE.search(s) else tuple(kept)
     for kind, rule in (("decision", DECISION), ("commitment", COMMITMENT), ("preference", PREFERENCE)):
         if rule.search(s):
             kept.append(kind)
+    if "commitment" not in kept and reading_due(s, at):
+        kept.append("commitment")  # 「返信は週明けになります」: a day the writer holds to
+    if TROUBLE.search(s) and FIXED.search(s):
+        kept.append("error_fix")
     reading = read(s, at) if at is not None else None
-    if reading is not None and (OFFICE_WORDS.search(s) or (kept and reading.date is not None)):
+    if reading is not None and _dated(s, reading, bool(kept)):
         kept.append("date")
     return tuple(kept)
+
+
+def _dated(s: str, reading: Reading, kept: bool) -> bool:
+    """A day (or a written clock time) beside a word of the calendar, another reason to keep the
+    sentence, a clock time or a written date: 「今日は暑い」 is not an appointment."""
+    if reading.date is None and not re.search(r"\d", reading.expression):
+        return False
+    return bool(OFFICE_WORDS.search(s)) or kept or reading.time is not None or reading.kind == "absolute"
+
+
+def reading_due(s: str, at: datetime | None) -> bool:
+    """A day or time the writer sets for their own work (「週明けになります」「15時の予定です」)."""
+    if at is None or not DUE.search(s):
+        return False
+    reading = read(s, at)
+    return reading is not None and (reading.date is not None or reading.time is not None)
 
 
 def _date_note(text: str, at: datetime | None) -> str:
@@ -136,6 +205,19 @@ def _date_note(text: str, at: datetime | None) -> str:
     return f"［{reading.expression}＝{display_reading(reading)}］"
 
 
+def _points_back(body: str, kinds: list[str], at: datetime | None) -> bool:
+    """A short decision or promise that names nothing itself (「それで決定で！」「ほな明日までにやっとくわ」)
+    keeps the message before it, which says what it is about."""
+    if len(body) > POINTING_CHARS or not {"decision", "commitment"} & set(kinds):
+        return False
+    s = _folded(body)
+    if POINTS_BACK.search(s):
+        return True
+    reading = read(s, at) if at is not None else None
+    bare = s.replace(reading.expression, "") if reading is not None else s
+    return not TOPIC.search(POINTS_BACK.sub("", bare))
+
+
 def extract(messages: Sequence[dict[str, Any]]) -> list[Fact]:
     """The facts of ``messages`` (history documents: ``role``, ``text``, ``at``, ``seq``), oldest
     first, at most one per message (its kept sentences together)."""
@@ -146,21 +228,34 @@ def extract(messages: Sequence[dict[str, Any]]) -> list[Fact]:
         at = m.get("at") if isinstance(m.get("at"), datetime) else None
         kept: list[str] = []
         kinds: list[str] = []
+        asked = False  # 「重要！」「覚えておいてね。」 alone: what follows in the message is what to keep
         for sentence in (x.strip() for x in SENTENCE.findall(text)):
             found = kinds_of(sentence, role, at)
+            if not found and role == "user" and _fixes_previous(sentence, previous):
+                found = ("error_fix",)  # 「再起動したら直った！」 after 「VPN繋がらない…」
+            if asked and "remember" not in found:
+                found = ("remember", *found)
+            bare = not TOPIC.search(REMEMBER.sub("", _folded(sentence)))
+            asked = asked or (found == ("remember",) and bare)
             if found:
                 kept.append(sentence)
                 kinds.extend(k for k in found if k not in kinds)
         if kept:
             body = "".join(kept)
-            if "decision" in kinds and len(body) <= POINTING_CHARS and POINTS_BACK.search(_folded(body)):
-                body = f"{previous}→{body}" if previous else body
+            if previous and (
+                _points_back(body, kinds, at) or ("error_fix" in kinds and not TROUBLE.search(_folded(body)))
+            ):
+                body = f"{previous}→{body}"
             body = (body + _date_note(body, at))[:MAX_FACT_CHARS]
-            order = ("remember", "decision", "commitment", "preference", "date", "tool_result")
-            facts.append(Fact(tuple(k for k in order if k in kinds), body, str(m.get("seq") or ""), at, role))
+            facts.append(Fact(tuple(k for k in KINDS if k in kinds), body, str(m.get("seq") or ""), at, role))
         if text:
             previous = text[:MAX_FACT_CHARS]
     return facts
+
+
+def _fixes_previous(sentence: str, previous: str) -> bool:
+    s = _folded(sentence)
+    return bool(FIXED.search(s)) and not _is_question(s) and bool(TROUBLE.search(_folded(previous)))
 
 
 def normalised(text: str) -> str:

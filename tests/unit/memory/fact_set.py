@@ -80,9 +80,9 @@ def report(part: str, keeper: Keeper) -> str:
 
 
 def rules(msgs: list[dict[str, Any]]) -> list[tuple[Sequence[str], str]]:
-    from shared_lib.memory.facts import extract
+    from shared_lib.memory.fact_merge import kept_facts
 
-    return [(f.kinds, f.text) for f in extract(msgs)]
+    return [(f.kinds, f.text) for f in kept_facts(msgs)]
 
 
 if __name__ == "__main__":
