@@ -14,10 +14,13 @@ kind            what it looks like
                 (「やっときます」「送ります」「出すわ」「お送りします」), an action bound to soon
                 (「朝イチで…ます」「後ほど…ます」), a day the writer holds to (「週明けになります」)
 ``preference``  a liking or a wish: 好き・苦手・好み・希望, 「〜してほしい」「〜がいい」「〜はやめて」,
-                what would help (「午前中がありがたい」「〜だとうれしい」「〜のが助かる」「控えてもらえると」)
+                what would help (「午前中がありがたい」「〜だとうれしい」「〜のが助かる」「控えてもらえると」),
+                a request (「メールだけにしてもらえますか」: asked, but not a question)
 ``date``        a date or time the reader (``shared_lib.dates``) reads, beside a word of the office
-                calendar (会議・定例・面談・出張・休み・リリース …), a clock time or a written date
-``error_fix``   an error and its fix or cause (「VPN繋がらん→再起動で直った」); a fix alone
+                calendar (会議・定例・面談・出張・休み・リリース …), a clock time or a written date;
+                a short answer to 「締切いつだっけ？」 keeps the question with it
+``error_fix``   an error and its fix or cause (「VPN繋がらん→再起動で直った」「送れなかったのは
+                添付が25MB超えてたからでした」); a fix alone
                 (「再起動したらいけた！」) keeps the message before it that said the trouble
 ``tool_result`` the assistant reporting what it did (「登録したウル」「送信しました」)
 ==============  ==============================================================================
@@ -65,6 +68,7 @@ DECISION = re.compile(
     r"|に変更|へ変更|に切り替え|へ切り替え|を廃止|をやめる|やめます|見送り|見送る|見合わせ"
     r"|に(?:一本化|統一|移行|集約)(?:し|する|します|しよう|で|な)"
     r"|(?:は|も)(?:パス|なし|無し|中止|延期|保留)(?:で|に|と)"
+    r"|で(?:大丈夫|問題ない|問題ありません|頼む|頼みます|たのむ)|進めてください|進めてok|進めていい"
 )
 # a promise: a deadline word, or an action the writer takes on (「〜しときます」「送ります」「出すわ」)
 COMMITMENT = re.compile(
@@ -86,11 +90,12 @@ PREFERENCE = re.compile(
     r"|ほしい|欲しい|がいい|が良い|がええ|がいいな|ほうがいい|方がいい|のがいい"
     r"|(?:と|ば|たら|ほうが|方が|のが|が|なら)(?:助か|ありがた|うれし|嬉し)"
     r"|はやめて|はやめてほしい|しないで(?:ほしい|ください|な)|避けて|控えて|お願いしたい|がベター"
+    r"|て(?:もらえ|いただけ|くれ)(?:ます|ません)?か"
 )
 OFFICE_WORDS = re.compile(
     r"会議|打ち合わせ|打合せ|ミーティング|MTG|mtg|面談|面接|出張|休み|休暇|有給|リリース|納品|提出"
     r"|訪問|来社|説明会|研修|締切|締め切り|〆切|期限|納期|発表|イベント|飲み会|懇親会|公開|開始|から"
-    r"|定例|総会|キックオフ|棚卸|健診|健康診断|不在|外出|往訪|セミナー|勉強会|朝礼|決算|締め|会[がはをにで]"
+    r"|定例|総会|キックオフ|棚卸|健診|健康診断|不在|外出|在宅|直行|直帰|往訪|セミナー|勉強会|朝礼|決算|締め|会[がはをにで]"
 )
 DONE = re.compile(
     r"(?:登録|作成|送信|追加|更新|変更|削除|完了|予約|保存|設定|記録|共有|投稿|依頼)(?:した|しました|済み|しておいた)"
@@ -99,11 +104,13 @@ DONE = re.compile(
 TROUBLE = re.compile(
     r"繋がら|つながら|エラー|error|落ちる|落ちた|落ちて|できない|できん|出来ない|動かない|動かん|固ま|詰まっ"
     r"|不具合|障害|バグ|切れ|こない|来ない|届かない|出ない|開かない|表示されない|重い|遅い|失敗"
-    r"|[れえけきせ]なかった|られない|[れえけ]ない(?:件|問題|の|って|→|[、,])"
+    r"|[れえけきせ]なかった|られない|[れえけ]ない(?:件|問題|の|って|→|[、,])|重すぎ|遅すぎ"
+    r"|(?:反応|認識|起動|接続|同期|印刷|表示|動作|保存|送信|受信)(?:しない|しなく|せず|できない|されない)"
 )
 FIXED = re.compile(
     r"直っ|なおっ|直り|なおり|治っ|解決|復旧|解消|いけました|いけた|入れた|できた|できました|通った|戻った"
-    r"|原因|のせい|せいでした|回避|対処|で直|したら(?:ok|OK|大丈夫)"
+    r"|原因|のせい|せいでした|からでした|ためでした|回避|対処|で直|したら(?:ok|OK|大丈夫)"
+    r"|たら.{0,15}(?:した|ました|なった|なりました|た)[^\w]*$"
 )
 QUESTION_END = re.compile(r"(?:[?？]|かな|かね|っけ|ですか|ますか|ますかね|か)[\s。・…〜~ー!！w笑]*$")
 # 「いこか」「しよか」「やろか」「しましょうか」: a proposal taken up (Kansai and standard), not a question
@@ -112,7 +119,7 @@ VOLITIONAL_END = re.compile(r"(?:[こよろ]っ?|しょう?|ましょう?)か[\s
 UNSETTLED = re.compile(
     r"かな(?:[あぁー〜~…、。,\s!！?？]|$)|どうしよ|どないしよ|迷う|迷って|迷い中|悩む|悩んで|悩み中|かもしれ|かもね"
     r"|かも[。…\s]*$|もし.{0,30}(?:たら|れば)|たら(?:どう|いい)|未定|決まってな|決まっていな|決まってませ"
-    r"|決めてな|決めていな|検討中|考え中|案として|とか(?:どう|いい)"
+    r"|決めてな|決めていな|検討中|考え中|案として|とか(?:どう|いい)|考えと[きく]|考えておき|様子見"
 )
 # what another person said in quotes (「…」って言ってた) is theirs, not a decision of the writer
 QUOTED = re.compile(r"「[^」\n]*」(?=\s*(?:って|と|て)\s*(?:言|い[うっわ]|ゆ|話|聞|おっしゃ|提案|案))")
@@ -120,6 +127,8 @@ POINTS_BACK = re.compile(
     r"^(?:じゃあ|じゃ|では|ほな|なら|よし|うん|はい|了解|OK|ok|おけ|せやな|そやな)?[、,\s]*"
     r"(?:それ|これ|そっち|こっち|その案|この案|その方向|そちら|こちら|その件|この件|例の件|あれ)"
 )
+REQUEST = re.compile(r"て(?:もらえ|いただけ|くれ)(?:ます|ません)?か[\s。・…〜~ー!！?？w笑🙏]*$")
+ASKS_WHEN = re.compile(r"いつ|何時|何日|何曜|なんじ|なんにち|日程|締切|締め切り|期限|納期")
 DUE = re.compile(r"になります|になりそう|予定です|の予定|見込み|目処|めど|メド")
 TOPIC = re.compile(r"[はをがの]|[一-龯々]{2,}|[ァ-ヴー]{3,}")  # a short promise naming no topic points back
 ABSOLUTE = re.compile(r"\d+\s*[/月]\s*\d+")
@@ -146,6 +155,8 @@ def _folded(text: str) -> str:
 
 def _is_question(sentence: str) -> bool:
     s = _folded(sentence).strip()
+    if REQUEST.search(s):
+        return False  # 「〜してもらえますか」 asks for something: a wish, not a question
     if re.search(r"[?？][\s!！w笑]*$", s):
         return True
     return bool(QUESTION_END.search(s)) and not VOLITIONAL_END.search(s)
@@ -233,6 +244,8 @@ def extract(messages: Sequence[dict[str, Any]]) -> list[Fact]:
             found = kinds_of(sentence, role, at)
             if not found and role == "user" and _fixes_previous(sentence, previous):
                 found = ("error_fix",)  # 「再起動したら直った！」 after 「VPN繋がらない…」
+            if not found and _answers_when(sentence, previous, at):
+                found = ("date",)  # 「金曜です！」 after 「締切いつだっけ？」
             if asked and "remember" not in found:
                 found = ("remember", *found)
             bare = not TOPIC.search(REMEMBER.sub("", _folded(sentence)))
@@ -243,7 +256,9 @@ def extract(messages: Sequence[dict[str, Any]]) -> list[Fact]:
         if kept:
             body = "".join(kept)
             if previous and (
-                _points_back(body, kinds, at) or ("error_fix" in kinds and not TROUBLE.search(_folded(body)))
+                _points_back(body, kinds, at)
+                or ("error_fix" in kinds and not TROUBLE.search(_folded(body)))
+                or (kinds == ["date"] and _answers_when(body, previous, at))
             ):
                 body = f"{previous}→{body}"
             body = (body + _date_note(body, at))[:MAX_FACT_CHARS]
@@ -251,6 +266,15 @@ def extract(messages: Sequence[dict[str, Any]]) -> list[Fact]:
         if text:
             previous = text[:MAX_FACT_CHARS]
     return facts
+
+
+def _answers_when(sentence: str, previous: str, at: datetime | None) -> bool:
+    """A short day or time given after a question asking when (「締切いつだっけ？」→「金曜です！」)."""
+    s = _folded(sentence)
+    if at is None or len(s) > POINTING_CHARS or _is_question(s) or not _is_question(_folded(previous)):
+        return False
+    reading = read(s, at)
+    return reading is not None and bool(ASKS_WHEN.search(_folded(previous)))
 
 
 def _fixes_previous(sentence: str, previous: str) -> bool:
