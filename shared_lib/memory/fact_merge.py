@@ -4,9 +4,10 @@ The summary call of the messages leaving the window (``context.summary_prompt``)
 the important facts it read (``proposed``: a kind and a text, strict schema); nothing else
 is asked of the model and no round trip is added. What is kept:
 
-1. every fact the rules found, oldest first, except a decision a later one reversed: a later
+1. every fact the rules found, oldest first, except what a later decision reversed: a later
    decision that says it changes something (「やっぱ」「変更」「なしで」「取り消し」…) and shares
-   a subject word with an earlier decision (「納品」「焼肉」) supersedes it — the later one wins;
+   a subject word (「納品」「焼肉」「搬入」) with an earlier decision, day or promise supersedes
+   it — the later one wins;
 2. then each fact the model proposed that says something the rules did not: not the same
    normalised text, not contained in a rule's fact or containing one, not alike by its
    character pairs, and not a restatement of a superseded decision.
@@ -80,7 +81,9 @@ def subjects(text: str) -> set[str]:
 
 
 def _reverses(later: Fact, earlier: Fact) -> bool:
-    if "decision" not in later.kinds or "decision" not in earlier.kinds or "remember" in earlier.kinds:
+    """``later`` changes what ``earlier`` settled (a decision, a day, a promise) on one subject."""
+    settled = {"decision", "date", "commitment"} & set(earlier.kinds)
+    if "decision" not in later.kinds or not settled or "remember" in earlier.kinds:
         return False
     return bool(REVERSAL.search(later.text)) and bool(subjects(later.text) & subjects(earlier.text))
 

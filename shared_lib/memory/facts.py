@@ -28,7 +28,8 @@ kind            what it looks like
 A question (「水曜にする？」「締切いつだっけ」) decides nothing and is not kept, except a
 「覚えておいて」; nor is what is not settled (「〜にしようかな…どうしよ」「もし〜たら」「まだ決まって
 ない」) or another person's idea in quotes (部長が「〜したら？」って言ってた). A 「重要！」 or
-「覚えておいてね。」 on its own keeps the rest of its message. A short decision or promise that
+「覚えておいてね。」 on its own keeps the rest of its message, or the person's next message when
+it is all they wrote (the message before when it points back: 「↑これ覚えといて」). A short decision or promise that
 points back or names nothing (「それで決定で！」「ほな明日までにやっとくわ」) keeps the message
 before it, which says what it is about; a decision reversed later is superseded in
 ``fact_merge``. A date is kept as said and as the day it meant when it was said (「木曜の15時」
@@ -56,7 +57,8 @@ from shared_lib.dates import Reading, display_reading, read
 REMEMBER = re.compile(
     r"覚えて(?:おいて|おいてね|おいてください|といて|て)|覚えと(?:いて|け)|これ(?:は)?(?:重要|大事)|重要なので"
     r"|大事なこと|^[【\[(（]?(?:重要|要注意|大事)[】\])）]?[:：!！、]|忘れないで|忘れんといて|忘れんとって"
-    r"|記憶しておいて|メモしておいて|メモっといて|メモっておいて|メモしといて"
+    r"|記憶しておいて|メモしておいて|メモっといて|メモっておいて|メモしといて|備忘|忘れないように|忘れんように"
+    r"|念のため(?:共有|メモ|お伝え)"
 )
 DECISION = re.compile(
     r"決定|決まり|決まった|決まりました|決めた|決めました|決めよう|確定|合意|方針|採用|正式に|けってい|きまり"
@@ -68,17 +70,21 @@ DECISION = re.compile(
     r"|に変更|へ変更|に切り替え|へ切り替え|を廃止|をやめる|やめます|見送り|見送る|見合わせ"
     r"|に(?:一本化|統一|移行|集約)(?:し|する|します|しよう|で|な)"
     r"|(?:は|も)(?:パス|なし|無し|中止|延期|保留)(?:で|に|と)"
-    r"|で(?:大丈夫|問題ない|問題ありません|頼む|頼みます|たのむ)|進めてください|進めてok|進めていい"
+    r"|で(?:大丈夫|問題ない|問題ありません|頼む|頼みます|たのむ|了解|承知|おk|おけ)|進めてください|進めてok|進めていい"
+    r"|(?:fix|FIX|Fix|フィックス)(?:で|しました|です|!|！|$)|承認|ゴーサイン|GOサイン|goサイン|稟議(?:が|も|は)?通"
+    r"|(?:中止|キャンセル|取りやめ|とりやめ|白紙|延期)(?:で|に|と|します|しました|です)"
+    r"|(?:やっぱ|やはり).{0,20}(?:なし|無し|やめ|中止|キャンセル)"
 )
 # a promise: a deadline word, or an action the writer takes on (「〜しときます」「送ります」「出すわ」)
 COMMITMENT = re.compile(
-    r"約束|期限|締切|締め切り|〆切|〆切り|しめきり|納期|厳守|までに|までには|までにお願い"
+    r"約束|期限|締切|締め切り|〆|しめきり|納期|厳守|までに|までには|までにお願い"
     r"|やっておきます|やっときます|やります|対応します|担当します|送ります|提出します|出します"
     r"|お任せください|任せて|引き受け|必ず"
     r"|(?:ておき|とき)ま(?:す|ーす)|(?:ておく|とく)(?:わ|ね|よ|[。！!〜~ー]|$)"
     r"|(?:共有|送付|提出|連絡|報告|確認|作成|対応|準備|手配|予約|修正|調整|用意|返信|展開)(?:します|するわ|するね)"
     r"|(?:送り|出し|上げ|まとめ|作り|書き|入れ|戻し|返し|投げ|伺い|持って行き|持っていき)ます"
     r"|(?:出す|送る|やる|書く|上げる|まとめる|持ってく|行く)わ"
+    r"|(?!失礼|感謝|期待|安心|納得|心配|勉強|失敗)[一-龯]{2}(?:します|しときます|しておきます)(?:ね|よ|ー|〜)?[^\w]*$"
     r"|(?:送付|提出|連絡|確認|対応|準備|手配|共有|報告|用意|修正|調整|返信|作成)(?:いた|致)します"
     r"|(?:朝イチ|朝一|午後イチ|午後一|今日中|本日中|明日中|週内|今週中|来週中|月内|後ほど|のちほど|あとで|後で"
     r"|至急|すぐ|今から|いまから).{0,40}(?:ます|[るすくう]わ)(?:ね|よ)?[ー〜~]*[^\w]*$"
@@ -90,10 +96,11 @@ PREFERENCE = re.compile(
     r"|ほしい|欲しい|がいい|が良い|がええ|がいいな|ほうがいい|方がいい|のがいい"
     r"|(?:と|ば|たら|ほうが|方が|のが|が|なら)(?:助か|ありがた|うれし|嬉し)"
     r"|はやめて|はやめてほしい|しないで(?:ほしい|ください|な)|避けて|控えて|お願いしたい|がベター"
-    r"|て(?:もらえ|いただけ|くれ)(?:ます|ません)?か"
+    r"|て(?:もらえ|いただけ|くれ)(?:ます|ません)?か|派です|派なんです|派やねん|たくない(?:です|ん)|勘弁"
+    r"|(?:だと|と)困"
 )
 OFFICE_WORDS = re.compile(
-    r"会議|打ち合わせ|打合せ|ミーティング|MTG|mtg|面談|面接|出張|休み|休暇|有給|リリース|納品|提出"
+    r"会議|打ち合わせ|打合せ|ミーティング|MTG|mtg|〆|面談|面接|出張|休み|休暇|有給|リリース|納品|提出"
     r"|訪問|来社|説明会|研修|締切|締め切り|〆切|期限|納期|発表|イベント|飲み会|懇親会|公開|開始|から"
     r"|定例|総会|キックオフ|棚卸|健診|健康診断|不在|外出|在宅|直行|直帰|往訪|セミナー|勉強会|朝礼|決算|締め|会[がはをにで]"
 )
@@ -102,7 +109,7 @@ DONE = re.compile(
 )
 # an error and how it went away (seed 001 §19.7 エラーと解決策): a trouble, then a fix or its cause
 TROUBLE = re.compile(
-    r"繋がら|つながら|エラー|error|落ちる|落ちた|落ちて|できない|できん|出来ない|動かない|動かん|固ま|詰まっ"
+    r"繋がら|つながら|エラー|error|落ちる|落ちた|落ちて|できない|できん|出来ない|動かない|動かん|固ま|詰ま[っり]"
     r"|不具合|障害|バグ|切れ|こない|来ない|届かない|出ない|開かない|表示されない|重い|遅い|失敗"
     r"|[れえけきせ]なかった|られない|[れえけ]ない(?:件|問題|の|って|→|[、,])|重すぎ|遅すぎ"
     r"|(?:反応|認識|起動|接続|同期|印刷|表示|動作|保存|送信|受信)(?:しない|しなく|せず|できない|されない)"
@@ -129,6 +136,7 @@ POINTS_BACK = re.compile(
 )
 REQUEST = re.compile(r"て(?:もらえ|いただけ|くれ)(?:ます|ません)?か[\s。・…〜~ー!！?？w笑🙏]*$")
 ASKS_WHEN = re.compile(r"いつ|何時|何日|何曜|なんじ|なんにち|日程|締切|締め切り|期限|納期")
+LOOKS_BACK = re.compile(r"これ|それ|↑|上の|今の|さっきの|前の|この件|その件")
 DUE = re.compile(r"になります|になりそう|予定です|の予定|見込み|目処|めど|メド")
 TOPIC = re.compile(r"[はをがの]|[一-龯々]{2,}|[ァ-ヴー]{3,}")  # a short promise naming no topic points back
 ABSOLUTE = re.compile(r"\d+\s*[/月]\s*\d+")
@@ -233,13 +241,13 @@ def extract(messages: Sequence[dict[str, Any]]) -> list[Fact]:
     """The facts of ``messages`` (history documents: ``role``, ``text``, ``at``, ``seq``), oldest
     first, at most one per message (its kept sentences together)."""
     facts: list[Fact] = []
-    previous = ""
-    for m in messages:
+    previous = carried = ""  # the message before; a lone 「覚えておいて！」 waiting for what it asks
+    for i, m in enumerate(messages):
         text, role = " ".join(str(m.get("text") or "").split()), str(m.get("role") or "")
         at = m.get("at") if isinstance(m.get("at"), datetime) else None
         kept: list[str] = []
-        kinds: list[str] = []
-        asked = False  # 「重要！」「覚えておいてね。」 alone: what follows in the message is what to keep
+        kinds: list[str] = ["remember"] if carried and role == "user" else []
+        asked = bool(kinds)  # 「重要！」「覚えておいてね。」 alone: what follows is what to keep
         for sentence in (x.strip() for x in SENTENCE.findall(text)):
             found = kinds_of(sentence, role, at)
             if not found and role == "user" and _fixes_previous(sentence, previous):
@@ -248,14 +256,20 @@ def extract(messages: Sequence[dict[str, Any]]) -> list[Fact]:
                 found = ("date",)  # 「金曜です！」 after 「締切いつだっけ？」
             if asked and "remember" not in found:
                 found = ("remember", *found)
-            bare = not TOPIC.search(REMEMBER.sub("", _folded(sentence)))
-            asked = asked or (found == ("remember",) and bare)
+            asked = asked or (found == ("remember",) and _bare(sentence))
             if found:
                 kept.append(sentence)
                 kinds.extend(k for k in found if k not in kinds)
         if kept:
             body = "".join(kept)
-            if previous and (
+            if kinds == ["remember"] and _bare(body) and not carried:
+                if i + 1 < len(messages) and not LOOKS_BACK.search(_folded(body)):
+                    carried, previous = body, text[:MAX_FACT_CHARS]
+                    continue  # the person says what to keep in their next message
+                body = f"{previous}→{body}" if previous else body
+            elif carried and role == "user":
+                body = f"{carried}→{body}"
+            elif previous and (
                 _points_back(body, kinds, at)
                 or ("error_fix" in kinds and not TROUBLE.search(_folded(body)))
                 or (kinds == ["date"] and _answers_when(body, previous, at))
@@ -263,9 +277,15 @@ def extract(messages: Sequence[dict[str, Any]]) -> list[Fact]:
                 body = f"{previous}→{body}"
             body = (body + _date_note(body, at))[:MAX_FACT_CHARS]
             facts.append(Fact(tuple(k for k in KINDS if k in kinds), body, str(m.get("seq") or ""), at, role))
+        carried = "" if role == "user" else carried
         if text:
             previous = text[:MAX_FACT_CHARS]
     return facts
+
+
+def _bare(text: str) -> bool:
+    """「覚えておいて！」 saying nothing else."""
+    return not TOPIC.search(REMEMBER.sub("", _folded(text)))
 
 
 def _answers_when(sentence: str, previous: str, at: datetime | None) -> bool:
