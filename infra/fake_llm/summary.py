@@ -43,7 +43,7 @@ FACT_WORDS = (
     ("preference", re.compile(r"好き|苦手|ほしい|欲しい|がいい|助か|ありがたい|うれしい")),
     ("date", re.compile(r"\d+\s*[/月]\s*\d+|\d+時|[月火水木金土日]曜|来週|明日|月末")),
 )
-UNSURE = re.compile(r"[?？]\s*$|かな|どうしよ|迷|もし|未定")
+UNSURE = re.compile(r"[?？]\s*$|かな|どうしよ|迷|もし|未定|決まってな|決まっていな")
 
 
 def summary_input(request: MessagesRequest) -> str | None:

@@ -29,12 +29,12 @@ A question (「水曜にする？」「締切いつだっけ」) decides nothing
 「覚えておいて」; nor is what is not settled (「〜にしようかな…どうしよ」「もし〜たら」「まだ決まって
 ない」) or another person's idea in quotes (部長が「〜したら？」って言ってた). A 「重要！」 or
 「覚えておいてね。」 on its own keeps the rest of its message, or the person's next message when
-it is all they wrote (the message before when it points back: 「↑これ覚えといて」). A short decision or promise that
-points back or names nothing (「それで決定で！」「ほな明日までにやっとくわ」) keeps the message
-before it, which says what it is about; a decision reversed later is superseded in
-``fact_merge``. A date is kept as said and as the day it meant when it was said (「木曜の15時」
-said on 11月25日（火） is 「11月27日（木）15時」), so the fact still means it after the
-conversation moved on.
+it is all they wrote (the message before when it points back: 「↑これ覚えといて」). A short
+decision or promise that points back or names nothing (「それで決定で！」「ほな明日までにやっとくわ」)
+keeps the message before it, which says what it is about; a decision reversed later is
+superseded in ``fact_merge``. A date is kept as said and as the day it meant when it was said
+(「木曜の15時」 said on 11月25日（火） is 「11月27日（木）15時」), so the fact still means it after
+the conversation moved on.
 
 >>> from datetime import datetime, timezone
 >>> at = datetime(2025, 11, 25, 1, 0, tzinfo=timezone.utc)

@@ -31,6 +31,7 @@ SLOW_SUMMARIES = {
     "rules": [{"match": {"system_regex": "要約してください"}, "fault": {"kind": "delay", "seconds": 8}}],
 }
 CLEAR = {"name": "clear", "rules": []}
+MODEL_ONLY = "来週は大阪の実家にいます🏠"
 
 
 def scenario(stack, body: dict[str, Any]) -> None:
@@ -64,6 +65,18 @@ def test_a_slow_summary_never_holds_the_reply_and_the_summary_appears_after(loca
     key = f"{ORG}/{room}/{USER}"
     start = datetime.now(UTC) - timedelta(hours=1)
     count = math.ceil((0.75 * FAKE_CONTEXT_WINDOW - carried()) / 500)
+    # (and first, a line no rule keeps, which the summary call lists as a fact: a plan of the week)
+    append_message(
+        local_stack.store,
+        ORG,
+        key,
+        "seed-plan-0-in",
+        role="user",
+        text=MODEL_ONLY,
+        at=start - timedelta(seconds=1),
+        user_id=USER,
+        room_id=room,
+    )
     for i in range(count):
         append_message(
             local_stack.store,
@@ -96,6 +109,16 @@ def test_a_slow_summary_never_holds_the_reply_and_the_summary_appears_after(loca
             if "要約してください" in json.dumps(r, ensure_ascii=False)
         ]
         assert summaries and len(replies(local_stack, room)) == 1
+        # AND the facts the summary call listed in the same answer are in memory, the summary free of them
+        # (one call read the plan: the summary's, no call of its own for the facts)
+        read_plan = [
+            json.dumps(r, ensure_ascii=False)
+            for r in summaries
+            if MODEL_ONLY in json.dumps(r, ensure_ascii=False)
+        ]
+        assert len(read_plan) == 1 and "<facts>" in read_plan[0] and "<facts>" not in doc["summary"]
+        hits = memory_search(local_stack, "大阪の実家")
+        assert any("大阪の実家" in h["text"] for h in hits), hits
     finally:
         scenario(local_stack, CLEAR)
 
