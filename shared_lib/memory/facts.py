@@ -31,8 +31,9 @@ A question (「水曜にする？」「締切いつだっけ」) decides nothing
 「覚えておいてね。」 on its own keeps the rest of its message, or the person's next message when
 it is all they wrote (the message before when it points back: 「↑これ覚えといて」). A short
 decision or promise that points back or names nothing (「それで決定で！」「ほな明日までにやっとくわ」)
-keeps the message before it, which says what it is about; a decision reversed later is
-superseded in ``fact_merge``. A date is kept as said and as the day it meant when it was said
+keeps the message before it, which says what it is about. A later decision that says it
+changes something (「やっぱ」「変更」「なしで」「取り消し」) and shares a subject word (「納品」
+「搬入」) with an earlier decision, day or promise supersedes it: the later one wins. A date is kept as said and as the day it meant when it was said
 (「木曜の15時」 said on 11月25日（火） is 「11月27日（木）15時」), so the fact still means it after
 the conversation moved on.
 
@@ -140,6 +141,35 @@ LOOKS_BACK = re.compile(r"これ|それ|↑|上の|今の|さっきの|前の|�
 DUE = re.compile(r"になります|になりそう|予定です|の予定|見込み|目処|めど|メド")
 TOPIC = re.compile(r"[はをがの]|[一-龯々]{2,}|[ァ-ヴー]{3,}")  # a short promise naming no topic points back
 ABSOLUTE = re.compile(r"\d+\s*[/月]\s*\d+")
+REVERSAL = re.compile(
+    r"やっぱ|やはり|変更|撤回|取り消|取りやめ|とりやめ|キャンセル|中止|白紙|なしで|無しで|なしに|に変わ"
+    r"|差し替え|じゃなくて|ではなく|やめて|見送り|延期|訂正|間違い"
+)
+# words that say when or how, not what: two decisions sharing only these are not about one thing
+_NOT_SUBJECTS = frozenset(
+    [
+        "今日",
+        "明日",
+        "昨日",
+        "今週",
+        "来週",
+        "先週",
+        "今月",
+        "来月",
+        "先月",
+        "今回",
+        "次回",
+        "前回",
+        "先方",
+        "変更",
+        "決定",
+        "確定",
+        "都合",
+        "予定",
+        "みなさん",
+    ]
+)
+_SUBJECT = re.compile(r"[一-龯々]{2,}|[ァ-ヴー]{2,}|[a-z0-9]{2,}")
 SENTENCE = re.compile(r"(?:「[^」\n]*」|「|[^。！!？?\n「])+[。！!？?]*")  # a quote is one piece
 MAX_FACT_CHARS = 300
 POINTING_CHARS = 20  # a decision this short that points back keeps the message before it
@@ -239,7 +269,18 @@ def _points_back(body: str, kinds: list[str], at: datetime | None) -> bool:
 
 def extract(messages: Sequence[dict[str, Any]]) -> list[Fact]:
     """The facts of ``messages`` (history documents: ``role``, ``text``, ``at``, ``seq``), oldest
-    first, at most one per message (its kept sentences together)."""
+    first, at most one per message (its kept sentences together), without what a later decision
+    reversed."""
+    return extract_superseded(messages)[0]
+
+
+def extract_superseded(messages: Sequence[dict[str, Any]]) -> tuple[list[Fact], list[Fact]]:
+    """``extract``, and the facts a later decision superseded (``supersede``)."""
+    return supersede(_each(messages))
+
+
+def _each(messages: Sequence[dict[str, Any]]) -> list[Fact]:
+    """Every message's fact, oldest first."""
     facts: list[Fact] = []
     previous = carried = ""  # the message before; a lone 「覚えておいて！」 waiting for what it asks
     for i, m in enumerate(messages):
@@ -281,6 +322,29 @@ def extract(messages: Sequence[dict[str, Any]]) -> list[Fact]:
         if text:
             previous = text[:MAX_FACT_CHARS]
     return facts
+
+
+def subjects(text: str) -> set[str]:
+    """The subject words of a statement (kanji and katakana runs, Latin words), folded."""
+    return {w for w in _SUBJECT.findall(normalised(text)) if w not in _NOT_SUBJECTS}
+
+
+def _reverses(later: Fact, earlier: Fact) -> bool:
+    """``later`` changes what ``earlier`` settled (a decision, a day, a promise) on one subject."""
+    settled = {"decision", "date", "commitment"} & set(earlier.kinds)
+    if "decision" not in later.kinds or not settled or "remember" in earlier.kinds:
+        return False
+    return bool(REVERSAL.search(later.text)) and bool(subjects(later.text) & subjects(earlier.text))
+
+
+def supersede(facts: Sequence[Fact]) -> tuple[list[Fact], list[Fact]]:
+    """``facts`` (oldest first) without the decisions a later one reversed, and those."""
+    kept: list[Fact] = []
+    gone: list[Fact] = []
+    for f in facts:
+        gone += [g for g in kept if _reverses(f, g)]
+        kept = [g for g in kept if not _reverses(f, g)] + [f]
+    return kept, gone
 
 
 def _bare(text: str) -> bool:
