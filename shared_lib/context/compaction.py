@@ -26,7 +26,9 @@ the state is written, the decisions, commitments, preferences, dates, 「覚え�
 results of the departing messages, and every summary that departs (level-2 chunks folded into
 level 3 or cut, the half of level 3 a cut drops), become memory chunks of the conversation's
 person, each once. The rules are fixed (no LLM, so the emergency level keeps facts too); the
-summary calls carry no extraction of their own: no round trip is added at any level.
+level-2 summary call lists the facts it read in the same answer (``summary_facts``), merged with
+the rules' (``fact_merge``): no round trip is added at any level, and an answer whose list is not
+the schema leaves the rules' facts as they are.
 
 Personal values are sealed, never destroyed (``privacy.sealing``). With the vault's key (the
 keeper's ``cipher``) compaction opens the sealed values of the messages and summaries it reads;
@@ -57,8 +59,16 @@ from cryptography.fernet import MultiFernet
 from shared_lib.context.budget import estimate_tokens
 from shared_lib.context.history import conversation_path, opened, window_cursor, window_messages
 from shared_lib.context.memory_config import CompactionConfig
-from shared_lib.context.summary_prompt import Voice, summaries_text, summarise, system_prompt, transcript
+from shared_lib.context.summary_prompt import (
+    Voice,
+    summaries_text,
+    summarise,
+    summarise_with_facts,
+    system_prompt,
+    transcript,
+)
 from shared_lib.memory.fact_memory import Departing, Keeper, Kept, keep
+from shared_lib.memory.fact_merge import Proposed
 from shared_lib.ports import LLM, Doc, Store, Transaction
 from shared_lib.privacy.sealing import SEALED_FIELD, seal, unseal
 
@@ -200,16 +210,18 @@ def compact(store: Store, org_id: str, conversation_key: str, c: Compactor, *, n
     level = decide(usage, c.config)
     if level == "none":
         return Compaction(level, usage, usage, False, "below_threshold")
+    proposed: tuple[Proposed, ...] = ()  # what the summary call read as facts (an emergency has none)
     if level == "emergency":
         new, calls = cut(levels, raw, c, now=now), 0
     elif c.llm is None:
         return Compaction(level, usage, usage, False, "no_llm")
     else:
-        new, calls = _summarised(levels, raw, c, aggressive=level == "aggressive")
+        new, calls, proposed = _summarised(levels, raw, c, aggressive=level == "aggressive")
     if new == levels:
         return Compaction(level, usage, usage, False, "nothing_to_do", calls)
     after = c.usage(new, [d for _, d in raw if str(d.get("seq") or "") > new.window_from])
-    kept = _keep_facts(store, org_id, conversation_key, doc, departing(levels, new, raw), c, now=now)
+    leaving = replace(departing(levels, new, raw), proposed=proposed)
+    kept = _keep_facts(store, org_id, conversation_key, doc, leaving, c, now=now)
     fields = new.fields(level=level, usage=usage, now=now)
     written = store.run_transaction(lambda txn: _write(txn, path, levels.version, fields, c.cipher))
     detail = {
@@ -218,6 +230,7 @@ def compact(store: Store, org_id: str, conversation_key: str, c: Compactor, *, n
         "version": levels.version + 1,
         "facts_written": kept.written,
         "facts_existing": kept.existing,
+        "facts_proposed": len(proposed),
     }
     return Compaction(level, usage, after, written, "written" if written else "conflict", calls, detail)
 
@@ -304,9 +317,9 @@ def _chunk(summary: str, messages: list[tuple[str, dict[str, Any]]]) -> dict[str
 
 def _summarised(
     levels: Levels, raw: list[tuple[str, dict[str, Any]]], c: Compactor, *, aggressive: bool
-) -> tuple[Levels, int]:
-    """Light: the oldest raw messages beyond the minimum become a level-2 chunk. Aggressive: also
-    fold the level-2 chunks already there into level 3."""
+) -> tuple[Levels, int, tuple[Proposed, ...]]:
+    """Light: the oldest raw messages beyond the minimum become a level-2 chunk (its call lists
+    their facts too). Aggressive: also fold the level-2 chunks already there into level 3."""
     assert c.llm is not None
     cfg, calls, new = c.config, 0, levels
     sealing = c.cipher is not None  # the calls read numbered placeholders and give the values back
@@ -326,9 +339,10 @@ def _summarised(
         covered = levels.level3_count + sum(int(ch.get("count") or 0) for ch in levels.level2)
         new = replace(new, level3=level3, level3_count=covered, level2=())
     oldest = raw[: max(len(raw) - cfg.min_raw_messages, 0)]
+    proposed: tuple[Proposed, ...] | None = None
     if oldest:
         numbered: dict[str, str] | None = {} if sealing else None
-        summary = summarise(
+        summary, proposed = summarise_with_facts(
             c.llm,
             model=c.model,
             system=system_prompt(c.voice if cfg.use_persona_prompt else None, "level2"),
@@ -340,7 +354,7 @@ def _summarised(
         calls += 1
         window_from = str(oldest[-1][1].get("seq") or "")
         new = replace(new, level2=(*new.level2, _chunk(summary, oldest)), window_from=window_from)
-    return new, calls
+    return new, calls, proposed or ()
 
 
 def cut(levels: Levels, raw: list[tuple[str, dict[str, Any]]], c: Compactor, *, now: datetime) -> Levels:

@@ -8,7 +8,9 @@ is masked again before the LLM sees it (a summary never carries what the history
 and the answer is masked before it is stored. With a ``vault`` (compaction holding the vault's
 key, the history's sealed values opened), the call reads each value as a numbered placeholder
 (``[PHONE_1]``) and its answer gets the values back, for compaction to seal them in the summary
-it stores: a summary keeps what was said, never a placeholder with nothing behind it.
+it stores: a summary keeps what was said, never a placeholder with nothing behind it. A
+summary of messages (``level2``) also lists their important facts after it, in the same answer
+(``summary_facts``), for compaction to keep beside the rules' facts.
 
 >>> from shared_lib.persona.core import load_core
 >>> voice = Voice.of(load_core(), {})
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from shared_lib.context.summary_facts import FACTS_MAX_TOKENS, FACTS_RULES, opened_facts, split_facts
+from shared_lib.memory.fact_merge import Proposed
 from shared_lib.persona.core import PersonaCore
 from shared_lib.persona.ext import learned_block
 from shared_lib.ports import LLM, LLMRequest
@@ -59,20 +63,22 @@ class Voice:
 
 def system_prompt(voice: Voice | None, target: Target) -> str:
     """The system text of a summary call: of messages (``level2``) or of summaries (``level3``)."""
-    if target == "level2":
+    facts: tuple[str, ...] = ()
+    if target == "level2":  # the messages leaving the window: their facts listed in the same answer
         task = "以下の会話を{who}要約してください。"
         size = "- 元の3割ほどの長さにまとめる"
+        facts = FACTS_RULES
     else:
         task = "以下のこれまでの要約を、{who}キーポイント（何を決めたか、何を約束したか、何を作ったか）だけに要約してください。"
         size = "- 元の1割ほどの長さにまとめる"
     if voice is None:
-        return "\n".join([task.format(who=""), *KEEP_RULES, size])
+        return "\n".join([task.format(who=""), *KEEP_RULES, size, *facts])
     lines = [f"あなたは{voice.name}です。" + task.format(who=f"{voice.name}の視点で")]
     lines.append(f"- {voice.name}の口調や視点を反映した要約にすること")
     if voice.endings:
         endings = "・".join(f"「{e}」" for e in voice.endings)
         lines.append(f"- 一人称は「{voice.first_person or '私'}」、文末は{endings}")
-    text = "\n".join([*lines, *KEEP_RULES, size])
+    text = "\n".join([*lines, *KEEP_RULES, size, *facts])
     return f"{text}\n\n{voice.learned}" if voice.learned else text
 
 
@@ -121,16 +127,35 @@ def summarise(
     """One summary call (purpose ``summary``); the answer on one line, at most ``limit`` chars,
     masked, or with ``vault`` (what ``text`` was numbered into) the values back in it, for a
     caller that seals what it stores."""
+    return summarise_with_facts(
+        llm, model=model, system=system, text=text, max_tokens=max_tokens, limit=limit, vault=vault
+    )[0]
+
+
+def summarise_with_facts(
+    llm: LLM,
+    *,
+    model: str,
+    system: str,
+    text: str,
+    max_tokens: int,
+    limit: int,
+    vault: dict[str, str] | None = None,
+) -> tuple[str, tuple[Proposed, ...] | None]:
+    """``summarise``, and the facts the answer listed after the summary (``summary_facts``:
+    ``None`` when it listed none in the schema); the facts line's tokens are allowed for."""
     answer = llm.complete(
         LLMRequest(
             call_type="summary",
             model=model,
-            max_tokens=max_tokens,
+            max_tokens=max_tokens + (FACTS_MAX_TOKENS if FACTS_RULES[0] in system else 0),
             system=[{"type": "text", "text": system}],
             messages=[{"role": "user", "content": text}],
         )
     )
+    said, facts = split_facts(answer.text())
     s = Sanitizer.default()
-    flat = " ".join((answer.text() if vault is not None else s.mask_stored(answer.text())).split())
+    flat = " ".join((said if vault is not None else s.mask_stored(said)).split())
     flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
-    return flat if vault is None else str(unmask(flat, vault))
+    summary = flat if vault is None else str(unmask(flat, vault))
+    return summary, (opened_facts(facts, vault) if facts is not None else None)

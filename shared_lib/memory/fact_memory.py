@@ -1,8 +1,9 @@
 """What leaves a conversation's window, kept in long-term memory first (seed 001 §19.7, §19.8).
 
 Compaction calls ``keep`` before it writes a state in which messages or summaries have left the
-window. Each fact of the departing messages (``facts.extract``: decisions, commitments,
-preferences, dates, 「覚えておいて」, tool results) and each summary that leaves (a level-2 chunk
+window. Each fact of the departing messages (``fact_merge.kept_facts``: the rules' decisions,
+commitments, preferences, dates, errors and their fixes, 「覚えておいて」, tool results, a reversed
+decision superseded, then what the summary call proposed besides) and each summary that leaves (a level-2 chunk
 folded into level 3 or cut, the part of level 3 an emergency cut drops: summaries of decisions
 already) becomes a source of kind ``fact`` in the memory index (``index.prepare`` / ``write``):
 masked, chunked, embedded, found by ``memory.search`` and ``charter memory search``.
@@ -40,7 +41,8 @@ from cryptography.fernet import MultiFernet
 
 from shared_lib.collections import conversation_id
 from shared_lib.dates import JST, display_date
-from shared_lib.memory.facts import Fact, extract, normalised
+from shared_lib.memory.fact_merge import Proposed, kept_facts
+from shared_lib.memory.facts import Fact, normalised
 from shared_lib.memory.index import Prepared, prepare, source_path, write
 from shared_lib.ports import Embedder, Store, Transaction
 from shared_lib.privacy.sanitizer import STORED_PLACEHOLDER, Sanitizer
@@ -52,6 +54,7 @@ KIND_LABELS = {
     "commitment": "約束・期限",
     "preference": "好み・希望",
     "date": "日程",
+    "error_fix": "エラーと解決策",
     "tool_result": "実行結果",
     "summary": "会話の要約",
 }
@@ -68,11 +71,13 @@ class Keeper:
 
 @dataclass(frozen=True)
 class Departing:
-    """What one compaction takes out of the window: raw messages (history documents) and
-    summaries (``summary`` with its ``from_seq``, ``to_seq``, ``first_at``, ``last_at``)."""
+    """What one compaction takes out of the window: raw messages (history documents), summaries
+    (``summary`` with its ``from_seq``, ``to_seq``, ``first_at``, ``last_at``) and the facts the
+    summary call of those messages proposed (``fact_merge``)."""
 
     messages: Sequence[dict[str, Any]] = ()
     summaries: Sequence[dict[str, Any]] = ()
+    proposed: Sequence[Proposed] = ()
 
     def __bool__(self) -> bool:
         return bool(self.messages or self.summaries)
@@ -110,8 +115,9 @@ def _worded(text: str) -> str:
 
 
 def items_of(departing: Departing) -> list[_Item]:
-    """Every fact of the departing messages, then every departing summary."""
-    facts: list[Fact] = extract(departing.messages)
+    """Every fact of the departing messages (the rules', then the model's that add something),
+    then every departing summary."""
+    facts: list[Fact] = kept_facts(departing.messages, departing.proposed)
     out = [_Item(f.kinds, f.text, f.seq, f.seq, f.at) for f in facts]
     for s in departing.summaries:
         text = " ".join(str(s.get("summary") or "").split())

@@ -84,3 +84,16 @@ def test_the_assistant_reporting_what_it_did_is_a_tool_result_and_its_small_talk
 def test_two_ways_of_typing_one_fact_normalise_alike():
     assert normalised("経費は クラウド精算 で決定！！") == normalised("経費はｸﾗｳﾄﾞ精算で決定。")
     assert normalised("締切は12/5") != normalised("締切は12/6")
+
+
+def test_a_later_change_supersedes_what_it_changes_and_nothing_else():
+    # GIVEN a delivery day set, then moved, and another decision on another subject in between
+    found = facts_of(
+        "納品は12/20で確定です",
+        "議事録はNotionに統一することになりました",
+        "すみません、先方都合で納品は12/24に変更になりました🙇",
+    )
+    # THEN the later day wins and the decision on the other subject stays
+    texts = [f.text for f in found]
+    assert not [t for t in texts if "12/20" in t], texts
+    assert [t for t in texts if "12/24" in t] and [t for t in texts if "Notion" in t], texts
