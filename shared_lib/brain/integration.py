@@ -34,7 +34,7 @@ from shared_lib.persona.catalogue import Persona
 from shared_lib.ports import LLMRequest
 from shared_lib.privacy.sanitizer import Sanitizer, unmask
 from shared_lib.tools.display import labels_text, shown_result
-from shared_lib.tools.registry import ToolRegistry
+from shared_lib.tools.registry import ToolInputError, ToolRegistry
 from shared_lib.turn.envelope import ToolResult, Turn
 
 if TYPE_CHECKING:
@@ -123,6 +123,15 @@ def failure_text(persona: Persona, result: ToolResult, registry: ToolRegistry | 
         said = _handler_says(persona, result, reg)
         return said or persona.message("validation_error", detail=_invalid_detail(result, reg))
     return error_text(persona, result.error_code or "execution_error")
+
+
+def refusal_text(persona: Persona, registry: ToolRegistry, tool_name: str, exc: ToolInputError) -> str:
+    """What the user reads when a call's parameters fail their check before any question is
+    asked (``ToolSpec.precheck``): the same sentence as the handler's refusal after 「はい」."""
+    result = ToolResult(
+        tool_name=tool_name, call_index=0, ok=False, result=exc.as_result(), error_code="validation_error"
+    )
+    return failure_text(persona, result, registry)
 
 
 def _handler_says(persona: Persona, result: ToolResult, registry: ToolRegistry) -> str:

@@ -18,6 +18,11 @@ word                                   time     why
 夕方 (approximate)                     17:00
 夜 (approximate)                       19:00
 =====================================  =======  ====================================
+
+Before an hour, 午後/夕方/夜/晩 put it in the afternoon or evening, but the night runs past
+midnight: 「夜2時」「晩1時半」 are 2:00 and 1:30 (the small hours), 「夜12時」 is 0:00, and
+深夜/夜中/未明/明け方/早朝 keep the hours up to 6 as said (「深夜2時」 2:00, 「早朝5時」 5:00;
+「深夜11時」 23:00). ``night_hour`` is that rule for a word said apart from its time (毎晩、2時).
 """
 
 from __future__ import annotations
@@ -63,20 +68,42 @@ _WORDS: dict[str, tuple[int, str | None]] = {
     "夕方": _about("夕方", 17),
     "夜": _about("夜", 19),
 }
-_PM = ("午後", "夜", "夕方", "pm", "PM")
+_PM = ("午後", "夕方", "pm", "PM")
 _AM = ("午前", "朝", "am", "AM")
+_NIGHT = ("夜", "晩")  # the evening, and past midnight for the small hours
+_LATE = ("深夜", "夜中", "未明", "明け方", "早朝")  # the small hours
+_PREFIX = "深夜|夜中|未明|明け方|早朝|午前|午後|朝|夜|晩|夕方"
 CLOCK = re.compile(
-    r"(?<![\d:/.])(午前|午後|朝|夜|夕方|am|AM|pm|PM)?\s?(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?!\d)"
+    rf"(?<![\d:/.])(?:({_PREFIX}|am|AM|pm|PM)の?)?\s?(\d{{1,2}}):(\d{{2}})(?::\d{{2}}(?:\.\d+)?)?(?!\d)"
 )
-HOURS = re.compile(r"(?<![\d:/.])(午前|午後|朝|夜|夕方)?(\d{1,2})時(?:(\d{1,2})分|(半))?(?!間)")
+HOURS = re.compile(rf"(?<![\d:/.])(?:({_PREFIX})の?)?(\d{{1,2}})時(?:(\d{{1,2}})分|(半))?(?!間)")
 WORD = re.compile("|".join(sorted(_WORDS, key=len, reverse=True)) + r"(?!食|ご飯|ごはん)")
+
+
+def night_hour(hour: int, word: str) -> int:
+    """The hour ``hour`` (0–23 as said) means after an evening or night word ``word``: 夕 and
+    夕方 the evening; 夜 and 晩 the evening, or the small hours up to 4 (夜2時 is 2:00) and
+    midnight for 12; 深夜, 夜中, 未明, 明け方, 早朝 the small hours up to 6, and otherwise as 夜.
+
+    >>> [night_hour(h, "夜") for h in (2, 9, 12, 21)], night_hour(5, "早朝"), night_hour(11, "深夜")
+    ([2, 21, 0, 21], 5, 23)
+    """
+    if hour > 12:
+        return hour
+    if word in _LATE:
+        return 0 if hour == 12 else hour if hour <= 6 else hour + 12
+    if word in _NIGHT:
+        return 0 if hour == 12 else hour if hour <= 4 else hour + 12
+    return hour + 12 if hour < 12 else hour
 
 
 def _hour(prefix: str | None, hour: int, minute: int, padded: bool, said: str) -> TimePart:
     if minute > 59 or hour > 23 or (prefix in _AM + _PM and hour > 12):
         raise DateError("time.nonexistent", f"存在しない時刻です: {said}", expression=said)
     note = None
-    if prefix in _PM and hour < 12:
+    if prefix in _NIGHT + _LATE:
+        hour = night_hour(hour, prefix or "")
+    elif prefix in _PM and hour < 12:
         hour += 12
     elif prefix in _AM and hour == 12:
         hour = 0

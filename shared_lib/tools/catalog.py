@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared_lib.errors import ConfigError
 from shared_lib.settings import config_files
-from shared_lib.tools.registry import Danger, DangerAction, Effect, Handler, ToolRegistry, ToolSpec
+from shared_lib.tools.registry import Danger, DangerAction, Effect, Handler, Precheck, ToolRegistry, ToolSpec
 
 TOOLS_FILE = Path(__file__).resolve().parent.parent / "config" / "tools.json"
 
@@ -32,6 +32,7 @@ class Binding:
 
     params: type[BaseModel]
     handler: Handler
+    precheck: Precheck | None = None  # the parameters' check before a confirmation is asked
 
 
 class CapabilityEntry(BaseModel):
@@ -95,6 +96,7 @@ def bind(entry: CapabilityEntry, handlers: Mapping[str, Binding]) -> ToolSpec:
         display_name=entry.display_name,
         parameter_display=dict(entry.parameter_display),
         value_display={k: dict(v) for k, v in entry.value_display.items()},
+        precheck=binding.precheck,
     )
 
 

@@ -188,14 +188,7 @@ class ToolExecutor:
             return CallOutcome.failed(
                 "validation_error",
                 str(exc),
-                {
-                    "detail": str(exc),
-                    "error_key": exc.key,
-                    "values": {k: v if isinstance(v, int | float) else str(v) for k, v in exc.values.items()},
-                    "field": exc.field,
-                    "options": exc.options,
-                    "clarification": exc.is_clarification,
-                },
+                exc.as_result(),
                 field=exc.field,
                 options=exc.options,
             )

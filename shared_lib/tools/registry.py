@@ -117,8 +117,22 @@ class ToolInputError(CharterError):
     def is_clarification(self) -> bool:
         return bool(self.options)
 
+    def as_result(self) -> dict[str, Any]:
+        """The failed call's result, as a reply reads it (``brain.integration.failure_text``)."""
+        return {
+            "detail": str(self),
+            "error_key": self.key,
+            "values": {k: v if isinstance(v, int | float) else str(v) for k, v in self.values.items()},
+            "field": self.field,
+            "options": self.options,
+            "clarification": self.is_clarification,
+        }
+
 
 Handler = Callable[[Any, ToolContext, Transaction | None], dict[str, Any]]
+# A check of the parameters alone, made before a confirmation is asked (raises ``ToolInputError``):
+# what the handler would refuse after 「はい」 is said before the question instead.
+Precheck = Callable[[Any], None]
 
 
 @dataclass(frozen=True)
@@ -142,6 +156,7 @@ class ToolSpec:
     display_name: str = ""
     parameter_display: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     value_display: dict[str, dict[str, str]] = field(default_factory=dict, compare=False, hash=False)
+    precheck: Precheck | None = field(default=None, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         # ``writes`` and ``effect`` say the same thing; either may be given.

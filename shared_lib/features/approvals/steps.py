@@ -23,6 +23,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from shared_lib.brain.integration import refusal_text
 from shared_lib.features.approvals import steps_answers as answers
 from shared_lib.features.approvals import store as jobs
 from shared_lib.features.approvals.steps_answers import reply
@@ -34,6 +37,7 @@ from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.state import gate, session
 from shared_lib.state.answers import is_urgent, read_answer
 from shared_lib.tools.display import parameter_lines
+from shared_lib.tools.registry import ToolInputError
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.proposal import Proposal, ToolCallProposal
 
@@ -141,6 +145,25 @@ def _confirmation_type(code: str) -> str:
     if code.startswith("params.amount"):
         return "high_value"
     return kinds.get(prefix, "high_impact" if prefix == "params" else "requested")
+
+
+def refused_before_asking(rt: Runtime, root: ToolCallProposal) -> str | None:
+    """The sentence refusing the first call whose parameters fail its tool's ``precheck``, or
+    ``None``: every call may be asked about. Parameters the model wrote that do not validate are
+    left to the handler, as before (the proposal was validated when it was made)."""
+    for call in root.tool_calls:
+        spec = rt.registry.get(call.tool_name)
+        if spec is None or spec.precheck is None:
+            continue
+        try:
+            params = spec.params.model_validate(rt.registry.canonical_parameters(spec.name, call.parameters))
+        except ValidationError:
+            continue
+        try:
+            spec.precheck(params)
+        except ToolInputError as exc:
+            return refusal_text(rt.persona, rt.registry, spec.name, exc)
+    return None
 
 
 def ask_confirmation(turn: Turn, rt: Runtime, root: ToolCallProposal, *, write: bool = True) -> str:

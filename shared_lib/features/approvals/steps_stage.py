@@ -25,9 +25,16 @@ def pending_answer(turn: Turn, rt: Runtime) -> Outcome | None:
 
 
 def ask(turn: Turn, rt: Runtime, outcome: Outcome, *, write: bool = True) -> Outcome:
-    """A confirm verdict: the question, and the pending action written."""
+    """A confirm verdict: the question, and the pending action written. Parameters their tool
+    checks before asking (``ToolSpec.precheck``) and would refuse after 「はい」 are refused
+    now instead, with the handler's own sentence, and nothing is stored: a question is never
+    asked for an action that cannot run."""
     root = turn.proposal.proposal.root if turn.proposal.proposal else None
     if turn.response.kind == "confirm" and isinstance(root, ToolCallProposal):
+        refused = confirmation.refused_before_asking(rt, root)
+        if refused is not None:
+            turn.response.kind, turn.response.text = "clarify", refused
+            return Outcome(outcome.outcome, reason_code="clarify", detail="precheck.refused")
         turn.response.text = confirmation.ask_confirmation(turn, rt, root, write=write)
     return outcome
 

@@ -47,6 +47,13 @@ def read_schedule(said: str) -> state_schedule.Schedule:
         raise ToolInputError(str(exc), key="schedule_unreadable", field="schedule", said=said) from exc
 
 
+def precheck(p: ScheduleHeartbeatTaskParams) -> None:
+    """Before the confirmation is asked: a schedule this heartbeat cannot keep (unreadable, in
+    the quiet hours, unsupported) is refused at once, not after 「はい」."""
+    read_schedule(require_text(p.schedule, "schedule"))
+    require_text(p.instruction, "instruction")
+
+
 def schedule_heartbeat_task(
     p: ScheduleHeartbeatTaskParams, ctx: ToolContext, txn: Transaction | None
 ) -> dict[str, Any]:

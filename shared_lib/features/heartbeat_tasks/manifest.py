@@ -14,7 +14,11 @@ MANIFEST = Manifest(
     summary="periodic tasks given in conversation or by an operator, run by the heartbeat as their creator's turn (seed 001 §17)",
     collections=("heartbeat_tasks", "heartbeat_runs"),
     tools=MappingProxyType(
-        {handlers.TOOL: Binding(handlers.ScheduleHeartbeatTaskParams, handlers.schedule_heartbeat_task)}
+        {
+            handlers.TOOL: Binding(
+                handlers.ScheduleHeartbeatTaskParams, handlers.schedule_heartbeat_task, handlers.precheck
+            )
+        }
     ),
     hooks=Hooks(heartbeat_tasks=steps_tick.run_due),
     cli="shared_lib.features.heartbeat_tasks.cli",

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from shared_lib.dates.days import month_end
 from shared_lib.dates.model import JST, WEEKDAYS, DateError, fold
-from shared_lib.dates.times import TIME_ATOMS, WORD, read_time
+from shared_lib.dates.times import TIME_ATOMS, WORD, night_hour, read_time
 from shared_lib.errors import CharterError
 
 Kind = Literal["daily", "weekly", "monthly"]
@@ -121,8 +121,9 @@ class Schedule:
 def _time_of(text: str) -> time:
     """The one time of day said in ``text``: a time inside a longer one is part of it (朝 of
     朝8:30), an approximate word gives way to a time said exactly (毎朝、8時半 is 8:30), two
-    times are two schedules (``schedule.unsupported``); an evening word (毎晩8時, 夕方6時) puts an
-    hour before noon in the evening."""
+    times are two schedules (``schedule.unsupported``); an evening word said apart (毎晩8時,
+    夕方6時) puts the hour as said in the evening, or for 晩 and 夜 in the small hours (毎晩2時 is
+    2:00: the quiet hours), as ``dates.times.night_hour`` reads it."""
     evening = _EVENING.search(text)
     found = [m for atom in TIME_ATOMS for m in atom.finditer(text)]
     found = [m for m in found if not any(_inside(m, o) for o in found)]
@@ -137,7 +138,13 @@ def _time_of(text: str) -> time:
     if len(times) > 1:
         raise ScheduleError("schedule.unsupported", f"more than one time: {sorted(times)}")
     at = times.pop()
-    return at.replace(hour=at.hour + 12) if evening and at.hour < 12 else at
+    if not evening:
+        return at
+    m, part = next((m, p) for m, p in parts if p.time == at)
+    if m.re is not WORD and m[1]:  # the time has its own word (晩9時, 深夜2時): the reader's
+        return at
+    said = at.hour - 12 if part.note and m.re is not WORD else at.hour  # 2時 read as 14:00
+    return at.replace(hour=night_hour(said, evening[0]))
 
 
 def _inside(m: re.Match[str], other: re.Match[str]) -> bool:

@@ -33,6 +33,9 @@ JST = timezone(timedelta(hours=9))
         ("毎朝、8時半", "daily", time(8, 30), (), None),  # the exact time over the approximate word
         ("毎日 午後3時", "daily", time(15), (), None),
         ("毎晩8時", "daily", time(20), (), None),
+        ("毎晩 9時", "daily", time(21), (), None),
+        ("毎晩22時", "daily", time(22), (), None),
+        ("平日の夜の８時半", "weekly", time(20, 30), (0, 1, 2, 3, 4), None),
         ("毎日夕方", "daily", time(17), (), None),
         ("月末", "monthly", time(9), (), MONTH_END),
         ("毎月末の17時", "monthly", time(17), (), MONTH_END),
@@ -64,6 +67,10 @@ def test_a_schedule_as_people_say_it(said, kind, at, weekdays, day) -> None:
         ("３０分おき", "schedule.unsupported"),
         ("毎朝7時", "schedule.quiet_hours"),
         ("毎晩11時", "schedule.quiet_hours"),
+        ("毎晩2時", "schedule.quiet_hours"),  # the small hours, not 14:00
+        ("毎晩、1時半", "schedule.quiet_hours"),
+        ("毎日深夜3時", "schedule.quiet_hours"),
+        ("毎夜12時", "schedule.quiet_hours"),  # midnight
         ("毎日 午前0時", "schedule.quiet_hours"),
         ("毎日23:30", "schedule.quiet_hours"),
         ("よろしくお願いします🙏", "schedule.unreadable"),

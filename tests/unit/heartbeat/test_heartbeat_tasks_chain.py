@@ -134,3 +134,43 @@ def test_a_phone_number_in_the_task_is_kept_sealed_and_its_run_reads_it_as_said(
     assert due_tasks.run(chain.rt)["tasks"] == {"started": 1}
     (run,) = heartbeat_turns(chain)
     assert run.inbound.text == HEARTBEAT_MARKER + said
+
+
+@pytest.mark.parametrize(
+    ("said", "schedule", "sentence"),
+    [
+        # in the quiet hours, as people say a night time
+        ("毎晩2時にバックアップの結果を教えて", "毎晩2時", "静かにしている時間"),
+        ("平日の夜11時半に日報を催促しといて🙏", "平日の23:30", "静かにしている時間"),
+        ("毎朝７時に天気を共有して", "毎朝７時", "静かにしている時間"),
+        # a time nobody can read
+        ("そのうち気が向いたら在庫をチェックしてや", "そのうち気が向いたら", "いつのことか分からなかった"),
+        # a rhythm this heartbeat does not keep
+        ("3時間おきに問い合わせ件数を報告して", "3時間おき", "まだ覚えられない"),
+    ],
+)
+def test_a_schedule_it_cannot_keep_is_refused_before_any_question(said: str, schedule: str, sentence: str) -> None:
+    # GIVEN the model proposes a periodic task with a schedule the heartbeat cannot keep
+    chain = Chain(
+        [tool_call("schedule_heartbeat_task", {"schedule": schedule, "instruction": said})], clock=Clock(GIVEN_AT)
+    )
+    # WHEN the person asks for it
+    reply, turn = chain.say(said)
+    # THEN they are told why at once, in the persona's words, and asked nothing
+    assert turn.response.kind == "clarify", reply
+    assert sentence in reply and "ウル" in reply
+    assert "schedule" not in reply and "heartbeat" not in reply
+    # and nothing waits for a 「はい」: no pending action, no job, no task
+    session = chain.rt.store.get(f"orgs/{ORG}/sessions/{turn.conversation_key}") or {}
+    assert not session.get("pending_actions") and not session.get("pending_action")
+    assert hb_store.list_tasks(chain.rt.store, ORG) == []
+    # WHEN they say 「はい」 anyway THEN nothing is set either
+    chain.say("はい")
+    assert hb_store.list_tasks(chain.rt.store, ORG) == []
+
+
+def test_a_schedule_it_can_keep_is_still_asked_about_first(chain: Chain) -> None:
+    # GIVEN a readable weekly schedule WHEN it is asked for THEN the guardian's question comes
+    reply, turn = chain.say(ASK)
+    assert turn.response.kind == "confirm", reply
+    assert hb_store.list_tasks(chain.rt.store, ORG) == []
