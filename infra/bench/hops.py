@@ -3,8 +3,8 @@
 The burst's mix (``infra.bench.burst.MIX``, with its confirmations) runs in-process over the
 same code the functions run, with a store and a bus that count: per target (the function
 that handled the delivery; ``ingress`` for the webhook's own work), store operations by
-kind and the Firestore RPCs they cost (a read, a write, a query: one RPC each; a
-transaction: begin and commit, plus the reads inside it), publishes and their bytes.
+kind and the Firestore RPCs they cost (a read, a batched read of known documents, a write, a
+query: one RPC each; a transaction: begin and commit, plus the reads inside it), publishes and their bytes.
 Counts, not times: the same on every machine, so they explain the burst's CPU per hop.
 
     python -m infra.bench.hops [--json]
@@ -28,7 +28,7 @@ from shared_lib.ports import Doc, Store, Transaction
 
 _target: contextvars.ContextVar[str] = contextvars.ContextVar("bench_target", default="ingress")
 # Firestore RPCs of one store operation (a transaction's reads are counted as reads)
-RPCS = {"get": 1, "set": 1, "create": 1, "delete": 1, "query": 1, "transaction": 2}
+RPCS = {"get": 1, "get_many": 1, "set": 1, "create": 1, "delete": 1, "query": 1, "transaction": 2}
 # the LLM peers' health (shared_lib.peers.health): read once per cache period and probed once
 # per interval, whatever the turns; counted apart ("periodic"), not against a hop
 PERIODIC = ("peer_health", "peer_probe_leases")
@@ -66,6 +66,10 @@ class CountingStore:
     def get(self, path: str) -> Doc | None:
         self._count("get", path)
         return self.inner.get(path)
+
+    def get_many(self, paths: Any) -> dict[str, Doc | None]:
+        self._count("get_many", paths[0] if paths else "")  # one BatchGetDocuments call
+        return self.inner.get_many(paths)
 
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         self._count("set", path)
@@ -204,11 +208,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"per turn, averaged over {report['turns']} turns of the mix")
     print(
-        f"{'target':13} {'rpcs':>6} {'get':>5} {'set':>5} {'create':>6} {'query':>5} {'txn':>5} {'pub':>4} {'bytes':>6}"
+        f"{'target':13} {'rpcs':>6} {'get':>5} {'batch':>5} {'set':>5} {'create':>6} {'query':>5} {'txn':>5}"
+        f" {'pub':>4} {'bytes':>6}"
     )
     for target, row in report["per_turn"].items():
         print(
-            f"{target:13} {row['firestore_rpcs']:6.2f} {row.get('get', 0):5.2f} {row.get('set', 0):5.2f}"
+            f"{target:13} {row['firestore_rpcs']:6.2f} {row.get('get', 0):5.2f} {row.get('get_many', 0):5.2f}"
+            f" {row.get('set', 0):5.2f}"
             f" {row.get('create', 0):6.2f} {row.get('query', 0):5.2f} {row.get('transaction', 0):5.2f}"
             f" {row['publishes']:4.2f} {row['published_bytes']:6d}"
         )

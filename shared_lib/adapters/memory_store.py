@@ -109,6 +109,13 @@ class MemoryStore:
             doc = self._docs.get(path)
             return copy.deepcopy(doc) if doc is not None else None
 
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        for path in paths:
+            _check_path(path)
+        self._guard()
+        with self._lock:  # one consistent read of them all, as Firestore's get_all is
+            return {p: copy.deepcopy(self._docs[p]) if p in self._docs else None for p in paths}
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         _check_path(path)
         with self._lock:

@@ -96,6 +96,9 @@ class OrgScopedStore:
     def get(self, path: str) -> Doc | None:
         return self._store.get(self._scope.check(path))
 
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        return self._store.get_many([self._scope.check(p) for p in paths])
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         self._store.set(self._scope.check_write(path), data, merge=merge)
 
