@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared_lib.cli.runner import progress
+from shared_lib.features.finetune.state.config import OPT_IN_CACHE as opt_in_cache
 from shared_lib.features.skills import store as skills_store
 from shared_lib.ports import Doc, Store, Transaction
 
@@ -131,7 +132,7 @@ def count(turns: int = 0) -> dict[str, Any]:
             "ANTHROPIC_API_KEY": "bench",
         }
         rt = build_runtime(env, store=store)  # type: ignore[arg-type]
-        # The per-process caches (flags, skills, directory people) run on a virtual clock that
+        # The per-process caches (flags, skills, directory people, the fine-tuning opt-in) run on a virtual clock that
         # moves PACE_SECONDS a turn: what they cost per turn is then the same on a busy machine
         # as on a quiet one (their refresh is a cost per interval, not per turn).
         virtual = VirtualClock()
@@ -139,6 +140,7 @@ def count(turns: int = 0) -> dict[str, Any]:
         rt.people.monotonic = virtual
         rt.intake.monotonic = virtual
         skills_store.cache_clock, real_clock = virtual, skills_store.cache_clock
+        opt_in_cache.clock, real_opt_in_clock = virtual, opt_in_cache.clock
         bus = rt.bus
         publish = bus.publish
 
@@ -177,6 +179,7 @@ def count(turns: int = 0) -> dict[str, Any]:
                 ),
             )
         skills_store.cache_clock = real_clock
+        opt_in_cache.clock = real_opt_in_clock
     n = len(texts)
     targets = sorted(set(store.ops) | set(published), key=lambda t: (t != "ingress", t))
     per: dict[str, dict[str, float]] = {}

@@ -23,6 +23,7 @@ from shared_lib.features.agent_state.store import agent_state_path, load_agent_s
 from shared_lib.features.persona_learning.store import ext_path, load_ext
 from shared_lib.memory.index import stats_path
 from shared_lib.ports import Embedder, EmbedKind, Store, Vector
+from shared_lib.state.local_only import local_only_path
 from shared_lib.state.session import load_session
 from shared_lib.tools.directory import clean_name, get_person, list_people
 from shared_lib.tools.handlers.memory import own_memories, search_episodes, search_knowledge
@@ -192,6 +193,7 @@ def known_documents(org_id: str, user_id: str, conversation_key: str) -> list[st
     the conversation are each read by two sources; the statistics by knowledge and episodes."""
     return [
         collections.session_path(org_id, conversation_key),
+        local_only_path(org_id, conversation_key),  # the session reads it after its own document
         collections.path("users", org=org_id, id=user_id),
         conversation_path(org_id, conversation_key),
         collections.path("org_settings", org=org_id, id="company"),
