@@ -33,6 +33,8 @@ RPCS = {"get": 1, "get_many": 1, "set": 1, "create": 1, "delete": 1, "query": 1,
 # the LLM peers' health (shared_lib.peers.health): read once per cache period and probed once
 # per interval, whatever the turns; counted apart ("periodic"), not against a hop
 PERIODIC = ("peer_health", "peer_probe_leases")
+# The targets a reply waits for; the others (observer, memory, the shadow brain) work beside or after it
+REPLY_PATH = ("ingress", "context", "brain", "guardian", "authorizer", "executor", "responder")
 # How far the caches' virtual clock moves a turn: about what a turn of the mix takes in process.
 PACE_SECONDS = 0.5
 
@@ -190,10 +192,13 @@ def count(turns: int = 0) -> dict[str, Any]:
         row["publishes"] = round(published[target]["publishes"] / n, 2)
         row["published_bytes"] = round(published[target]["bytes"] / max(1, published[target]["publishes"]))
         per[target] = row
+    reply = sum(r["firestore_rpcs"] for t, r in per.items() if t in REPLY_PATH)
     return {
         "turns": n,
         "per_turn": per,
         "firestore_rpcs_per_turn": round(sum(r["firestore_rpcs"] for r in per.values()), 1),
+        "reply_path_rpcs_per_turn": round(reply, 1),
+        "background_rpcs_per_turn": round(sum(r["firestore_rpcs"] for r in per.values()) - reply, 1),
         "publishes_per_turn": round(sum(r["publishes"] for r in per.values()), 1),
         "periodic": dict(store.periodic),  # the peers' health, per interval rather than per turn
     }
@@ -223,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         f"total: {report['firestore_rpcs_per_turn']} Firestore RPCs, {report['publishes_per_turn']} publishes a turn"
+    )
+    print(
+        f"reply path (ingress … responder): {report['reply_path_rpcs_per_turn']},"
+        f" background (observer, memory, shadow brain): {report['background_rpcs_per_turn']}"
     )
     return 0
 

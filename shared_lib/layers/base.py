@@ -66,6 +66,8 @@ class Layer:
     are not all turns (the observer: events, dead letters, records); it must be idempotent.
     ``claimed`` false runs the stage without a claim: only for a stage whose every write is
     keyed by the turn and whose output the next stage's claim dedupes (module docstring).
+    ``needs_claim`` decides it per turn, from the envelope alone: a turn it answers ``False``
+    for must be one the stage does nothing for (the shadow brain's turns it does not sample).
     """
 
     name: str
@@ -73,6 +75,7 @@ class Layer:
     run: Callable[[Turn, Runtime], Outcome] | None = None
     receive: Callable[[Runtime, bytes, dict[str, str]], str] | None = None
     claimed: bool = True
+    needs_claim: Callable[[Turn, Runtime], bool] | None = None
 
 
 class FaultInjected(RuntimeError):
@@ -137,7 +140,7 @@ class LayerRunner:
         path = idempotency.claim_path(
             turn.org_id, turn.turn_id, self.layer.name, turn.step, shadow=turn.shadow
         )
-        if not self.layer.claimed:
+        if not self.layer.claimed or (self.layer.needs_claim and not self.layer.needs_claim(turn, rt)):
             return self._run_unclaimed(turn, path)
         claims = idempotency.layer_claims(rt.store)
         lease = timedelta(seconds=rt.settings.lease_seconds)

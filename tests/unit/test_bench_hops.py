@@ -15,10 +15,10 @@ def report() -> dict:
     return count()
 
 
-def test_a_deciding_layer_costs_its_claim_and_its_completion_only(report):
-    # the shadow brain reads nothing of its own: a create and a set a turn
-    assert report["per_turn"]["brain_shadow"]["firestore_rpcs"] == 2.0, report["per_turn"]["brain_shadow"]
-    assert report["per_turn"]["brain_shadow"].get("transaction", 0) == 0
+def test_the_shadow_brain_costs_nothing_on_a_turn_it_does_not_sample(report):
+    # issue 39: it claims only a sampled turn (the mix samples none); before, a create and a set a turn
+    shadow = report["per_turn"].get("brain_shadow", {})
+    assert shadow.get("firestore_rpcs", 0.0) == 0.0, shadow
 
 
 def test_the_guardian_runs_without_a_claim_and_costs_no_round_trip(report):

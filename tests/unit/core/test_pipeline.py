@@ -176,3 +176,25 @@ def test_every_target_is_a_layer_or_has_its_own_handler():
         "executor",
         "responder",
     }
+
+
+@pytest.mark.parametrize(("candidate", "claimed"), [(None, False), ("legacy", True)])
+def test_the_shadow_brain_claims_only_a_turn_it_samples(candidate, claimed):
+    # GIVEN a served turn's context message, the person sampled for a candidate arm or not
+    rt = runtime()
+    turn_id = accept(rt, inbound("来週の会議室、押さえといてもらえる？🙏"))
+    _, data, attrs, _ = next(p for p in rt.bus.published if p[0] == "contextualized")  # type: ignore[attr-defined]
+    turn = Turn.from_message(data, attrs)
+    turn.flags.shadow_candidate_arm = candidate
+    data, attrs = turn.to_message("context")
+    # WHEN the shadow brain gets it twice
+    first = runner(rt, "brain_shadow").handle(data, attrs)
+    again = runner(rt, "brain_shadow").handle(data, attrs)
+    # THEN a sampled turn ran its candidate once under a claim (the second is a duplicate); a turn
+    # not sampled was answered from the envelope both times, with no claim and nothing published
+    claim = rt.store.get(idempotency.claim_path(ORG, turn_id, "brain_shadow", 0))
+    if claimed:
+        assert first.startswith("candidate") and again == "duplicate"
+        assert claim is not None and claim["status"] == "completed"
+    else:
+        assert first == again == "not_sampled" and claim is None
