@@ -4,7 +4,8 @@ The burst's mix (``infra.bench.burst.MIX``, with its confirmations) runs in-proc
 same code the functions run, with a store and a bus that count: per target (the function
 that handled the delivery; ``ingress`` for the webhook's own work), store operations by
 kind and the Firestore RPCs they cost (a read, a batched read of known documents, a write, a
-query: one RPC each; a transaction: begin and commit, plus the reads inside it), publishes and their bytes.
+batch of writes, a query: one RPC each; a transaction: begin and commit, plus the reads inside
+it), publishes and their bytes; the reply path's targets apart from the background's.
 Counts, not times: the same on every machine, so they explain the burst's CPU per hop.
 
     python -m infra.bench.hops [--json]
@@ -29,7 +30,16 @@ from shared_lib.ports import Doc, Store, Transaction
 
 _target: contextvars.ContextVar[str] = contextvars.ContextVar("bench_target", default="ingress")
 # Firestore RPCs of one store operation (a transaction's reads are counted as reads)
-RPCS = {"get": 1, "get_many": 1, "set": 1, "create": 1, "delete": 1, "query": 1, "transaction": 2}
+RPCS = {
+    "get": 1,
+    "get_many": 1,
+    "set": 1,
+    "set_many": 1,
+    "create": 1,
+    "delete": 1,
+    "query": 1,
+    "transaction": 2,
+}
 # the LLM peers' health (shared_lib.peers.health): read once per cache period and probed once
 # per interval, whatever the turns; counted apart ("periodic"), not against a hop
 PERIODIC = ("peer_health", "peer_probe_leases")
@@ -77,6 +87,10 @@ class CountingStore:
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         self._count("set", path)
         self.inner.set(path, data, merge=merge)
+
+    def set_many(self, writes: Any) -> None:
+        self._count("set_many", writes[0][0] if writes else "")  # one Commit of a WriteBatch
+        self.inner.set_many(writes)
 
     def create(self, path: str, data: Doc) -> bool:
         self._count("create", path)
@@ -221,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for target, row in report["per_turn"].items():
         print(
-            f"{target:13} {row['firestore_rpcs']:6.2f} {row.get('get', 0):5.2f} {row.get('get_many', 0):5.2f}"
+            f"{target:13} {row['firestore_rpcs']:6.2f} {row.get('get', 0):5.2f} {row.get('get_many', 0) + row.get('set_many', 0):5.2f}"
             f" {row.get('set', 0):5.2f}"
             f" {row.get('create', 0):6.2f} {row.get('query', 0):5.2f} {row.get('transaction', 0):5.2f}"
             f" {row['publishes']:4.2f} {row['published_bytes']:6d}"

@@ -88,6 +88,16 @@ class FirestoreStore:
             raise StoreUnavailable(str(exc)) from exc
         return _doc(snap)
 
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        """One ``Commit`` call (a ``WriteBatch``) for every write."""
+        batch = self.client.batch()
+        for path, data, merge in writes:
+            batch.set(self.client.document(path), _to_firestore(data), merge=merge)
+        try:
+            batch.commit()
+        except _UNAVAILABLE as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
     def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
         """One ``BatchGetDocuments`` call (``get_all``) for every path; the answers come in any order."""
         unique = list(dict.fromkeys(paths))

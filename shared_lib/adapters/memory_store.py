@@ -124,6 +124,13 @@ class MemoryStore:
             else:
                 self._docs[path] = copy.deepcopy(data)
 
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        for path, _, _ in writes:
+            _check_path(path)
+        with self._lock:  # (re-entrant) all of them before any reader sees one
+            for path, data, merge in writes:
+                self.set(path, data, merge=merge)
+
     def create(self, path: str, data: Doc) -> bool:
         _check_path(path)
         with self._lock:

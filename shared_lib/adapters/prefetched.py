@@ -72,6 +72,11 @@ class PrefetchedStore:
         self._forget(path)
         self._inner.set(path, data, merge=merge)
 
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        for path, _, _ in writes:
+            self._forget(path)
+        self._inner.set_many(writes)
+
     def create(self, path: str, data: Doc) -> bool:
         self._forget(path)
         return self._inner.create(path, data)

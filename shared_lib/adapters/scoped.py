@@ -102,6 +102,9 @@ class OrgScopedStore:
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         self._store.set(self._scope.check_write(path), data, merge=merge)
 
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        self._store.set_many([(self._scope.check_write(p), d, m) for p, d, m in writes])
+
     def create(self, path: str, data: Doc) -> bool:
         return self._store.create(self._scope.check_write(path), data)
 

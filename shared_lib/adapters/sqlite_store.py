@@ -232,6 +232,13 @@ class SQLiteStore:
     def get(self, path: str) -> Doc | None:
         return _read(self._connect(), _split(path)[0])
 
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        def _all(conn: sqlite3.Connection) -> None:
+            for path, data, merge in writes:
+                _set(conn, path, data, merge)
+
+        self._retrying(_all)
+
     def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
         canonical = {p: _split(p)[0] for p in paths}
         wanted = sorted(set(canonical.values()))

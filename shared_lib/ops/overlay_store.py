@@ -36,6 +36,10 @@ class OverlayStore:
         current = self.get(path) if merge else None
         self.writes[path] = {**(current or {}), **copy.deepcopy(data)}
 
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        for path, data, merge in writes:
+            self.set(path, data, merge=merge)
+
     def create(self, path: str, data: Doc) -> bool:
         if self.get(path) is not None:
             return False

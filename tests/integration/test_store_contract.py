@@ -63,6 +63,21 @@ def test_get_many_reads_known_documents_in_one_call_with_none_for_the_missing(st
     assert store.get_many([]) == {}
 
 
+def test_set_many_writes_every_document_in_one_call_merging_where_asked(store: Store):
+    # GIVEN a conversation document that exists, with a field the batch does not name
+    store.set("orgs/a/conversations/c1", {"summary": "見積の話", "at": 1})
+    # WHEN its new message and its time are written as one batch (the conversation merged)
+    store.set_many(
+        [
+            ("orgs/a/conversations/c1", {"at": 2, "room_id": "r-営業"}, True),
+            ("orgs/a/conversations/c1/messages/m1", {"text": "了解です👍", "role": "user"}, False),
+        ]
+    )
+    # THEN both are there, the merged one keeping what it had
+    assert store.get("orgs/a/conversations/c1") == {"summary": "見積の話", "at": 2, "room_id": "r-営業"}
+    assert store.get("orgs/a/conversations/c1/messages/m1") == {"text": "了解です👍", "role": "user"}
+
+
 def test_query_filters_orders_limits_and_groups(store: Store):
     for i in range(5):
         store.set(f"orgs/a/tasks/t{i}", {"n": i, "status": "open" if i % 2 else "done"})

@@ -110,5 +110,11 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # 「覚えておいて」 turn writes one) a turn's search reads the frequency buckets of its terms,
     # the chunks holding its rarest terms and one vector query: 2.9 a turn, on the reply's path
     # but beside the other sources (they are read in parallel), so no round trip in sequence
+    # 54.5 with issue 39 (reply path 38.1, background 16.4; the mix varies 53.9–54.5 between runs):
+    # the guardian and the authorizer claim nothing (-4.0), nor does the shadow brain on a turn it
+    # does not sample (-2.0); the context's sources read their known documents in one get_many
+    # and a search its frequency buckets in one (-11.5), the history append is one batch of two
+    # writes in the context and the responder (-2.0), staging keeps the opt-in 10 s (-0.4)
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 74.9, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 55.0, report["per_turn"]
+    assert report["reply_path_rpcs_per_turn"] <= 38.5, report["per_turn"]

@@ -91,6 +91,9 @@ class FaultyStore:
     def set(self, path: str, data: dict[str, Any], *, merge: bool = False) -> None:
         self.inner.set(path, data, merge=merge)
 
+    def set_many(self, writes: Sequence[tuple[str, dict[str, Any], bool]]) -> None:
+        self.inner.set_many(writes)
+
     def create(self, path: str, data: dict[str, Any]) -> bool:
         return self.inner.create(path, data)
 
