@@ -45,7 +45,24 @@ class AlreadyExistsError(CharterError):
 
 class Store(Protocol):
     def get(self, path: str) -> Doc | None: ...
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        """Documents whose paths are known, in one round trip (Firestore's ``get_all``): each
+        path given to its document, or ``None`` when it does not exist.
+
+        >>> from shared_lib.adapters.memory_store import MemoryStore
+        >>> store = MemoryStore(); store.set("orgs/a/users/u1", {"level": 2})
+        >>> store.get_many(["orgs/a/users/u1", "orgs/a/users/u2"])
+        {'orgs/a/users/u1': {'level': 2}, 'orgs/a/users/u2': None}
+        """
+        ...
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None: ...
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        """``set`` each ``(path, data, merge)`` together: one round trip and one commit
+        (Firestore's ``WriteBatch``), all or none. No reads and no conditions: for writes that
+        need neither (a conversation's document and its new message)."""
+        ...
+
     def create(self, path: str, data: Doc) -> bool:
         """Create atomically; ``False`` when the document already exists."""
         ...

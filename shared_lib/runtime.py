@@ -162,13 +162,21 @@ class Runtime:
         return self.registry if add is None else add(self.registry, self.store, org_id)
 
     def emit_event(
-        self, turn: Turn | None, kind: str, code: str, payload: dict[str, Any] | None = None
+        self,
+        turn: Turn | None,
+        kind: str,
+        code: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        event_id: str | None = None,
     ) -> dict[str, Any]:
         """An event for the observer (alerts, violations, LLM calls), published on ``turns.events``
-        (its smoke twin for a smoke turn, so the candidate observer gets it)."""
+        (its smoke twin for a smoke turn, so the candidate observer gets it). ``event_id`` derived
+        from the turn makes a stage that runs again on redelivery raise it once (the observer
+        stores an event by its id with ``create``)."""
         now = self.clock().isoformat()
         event = {
-            "event_id": new_ulid(),
+            "event_id": event_id or new_ulid(),
             "kind": kind,
             "code": code,
             "at": now,
@@ -186,5 +194,7 @@ class Runtime:
         )
         return event
 
-    def emit_alert(self, turn: Turn | None, code: str, message: str) -> dict[str, Any]:
-        return self.emit_event(turn, "alert", code, {"message": message})
+    def emit_alert(
+        self, turn: Turn | None, code: str, message: str, *, event_id: str | None = None
+    ) -> dict[str, Any]:
+        return self.emit_event(turn, "alert", code, {"message": message}, event_id=event_id)

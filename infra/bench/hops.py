@@ -3,8 +3,9 @@
 The burst's mix (``infra.bench.burst.MIX``, with its confirmations) runs in-process over the
 same code the functions run, with a store and a bus that count: per target (the function
 that handled the delivery; ``ingress`` for the webhook's own work), store operations by
-kind and the Firestore RPCs they cost (a read, a write, a query: one RPC each; a
-transaction: begin and commit, plus the reads inside it), publishes and their bytes.
+kind and the Firestore RPCs they cost (a read, a batched read of known documents, a write, a
+batch of writes, a query: one RPC each; a transaction: begin and commit, plus the reads inside
+it), publishes and their bytes; the reply path's targets apart from the background's.
 Counts, not times: the same on every machine, so they explain the burst's CPU per hop.
 
     python -m infra.bench.hops [--json]
@@ -23,15 +24,27 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared_lib.cli.runner import progress
+from shared_lib.features.finetune.state.config import OPT_IN_CACHE as opt_in_cache
 from shared_lib.features.skills import store as skills_store
 from shared_lib.ports import Doc, Store, Transaction
 
 _target: contextvars.ContextVar[str] = contextvars.ContextVar("bench_target", default="ingress")
 # Firestore RPCs of one store operation (a transaction's reads are counted as reads)
-RPCS = {"get": 1, "set": 1, "create": 1, "delete": 1, "query": 1, "transaction": 2}
+RPCS = {
+    "get": 1,
+    "get_many": 1,
+    "set": 1,
+    "set_many": 1,
+    "create": 1,
+    "delete": 1,
+    "query": 1,
+    "transaction": 2,
+}
 # the LLM peers' health (shared_lib.peers.health): read once per cache period and probed once
 # per interval, whatever the turns; counted apart ("periodic"), not against a hop
 PERIODIC = ("peer_health", "peer_probe_leases")
+# The targets a reply waits for; the others (observer, memory, the shadow brain) work beside or after it
+REPLY_PATH = ("ingress", "context", "brain", "guardian", "authorizer", "executor", "responder")
 # How far the caches' virtual clock moves a turn: about what a turn of the mix takes in process.
 PACE_SECONDS = 0.5
 
@@ -67,9 +80,17 @@ class CountingStore:
         self._count("get", path)
         return self.inner.get(path)
 
+    def get_many(self, paths: Any) -> dict[str, Doc | None]:
+        self._count("get_many", paths[0] if paths else "")  # one BatchGetDocuments call
+        return self.inner.get_many(paths)
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         self._count("set", path)
         self.inner.set(path, data, merge=merge)
+
+    def set_many(self, writes: Any) -> None:
+        self._count("set_many", writes[0][0] if writes else "")  # one Commit of a WriteBatch
+        self.inner.set_many(writes)
 
     def create(self, path: str, data: Doc) -> bool:
         self._count("create", path)
@@ -127,7 +148,7 @@ def count(turns: int = 0) -> dict[str, Any]:
             "ANTHROPIC_API_KEY": "bench",
         }
         rt = build_runtime(env, store=store)  # type: ignore[arg-type]
-        # The per-process caches (flags, skills, directory people) run on a virtual clock that
+        # The per-process caches (flags, skills, directory people, the fine-tuning opt-in) run on a virtual clock that
         # moves PACE_SECONDS a turn: what they cost per turn is then the same on a busy machine
         # as on a quiet one (their refresh is a cost per interval, not per turn).
         virtual = VirtualClock()
@@ -135,6 +156,7 @@ def count(turns: int = 0) -> dict[str, Any]:
         rt.people.monotonic = virtual
         rt.intake.monotonic = virtual
         skills_store.cache_clock, real_clock = virtual, skills_store.cache_clock
+        opt_in_cache.clock, real_opt_in_clock = virtual, opt_in_cache.clock
         bus = rt.bus
         publish = bus.publish
 
@@ -173,6 +195,7 @@ def count(turns: int = 0) -> dict[str, Any]:
                 ),
             )
         skills_store.cache_clock = real_clock
+        opt_in_cache.clock = real_opt_in_clock
     n = len(texts)
     targets = sorted(set(store.ops) | set(published), key=lambda t: (t != "ingress", t))
     per: dict[str, dict[str, float]] = {}
@@ -183,10 +206,13 @@ def count(turns: int = 0) -> dict[str, Any]:
         row["publishes"] = round(published[target]["publishes"] / n, 2)
         row["published_bytes"] = round(published[target]["bytes"] / max(1, published[target]["publishes"]))
         per[target] = row
+    reply = sum(r["firestore_rpcs"] for t, r in per.items() if t in REPLY_PATH)
     return {
         "turns": n,
         "per_turn": per,
         "firestore_rpcs_per_turn": round(sum(r["firestore_rpcs"] for r in per.values()), 1),
+        "reply_path_rpcs_per_turn": round(reply, 1),
+        "background_rpcs_per_turn": round(sum(r["firestore_rpcs"] for r in per.values()) - reply, 1),
         "publishes_per_turn": round(sum(r["publishes"] for r in per.values()), 1),
         "periodic": dict(store.periodic),  # the peers' health, per interval rather than per turn
     }
@@ -204,16 +230,22 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"per turn, averaged over {report['turns']} turns of the mix")
     print(
-        f"{'target':13} {'rpcs':>6} {'get':>5} {'set':>5} {'create':>6} {'query':>5} {'txn':>5} {'pub':>4} {'bytes':>6}"
+        f"{'target':13} {'rpcs':>6} {'get':>5} {'batch':>5} {'set':>5} {'create':>6} {'query':>5} {'txn':>5}"
+        f" {'pub':>4} {'bytes':>6}"
     )
     for target, row in report["per_turn"].items():
         print(
-            f"{target:13} {row['firestore_rpcs']:6.2f} {row.get('get', 0):5.2f} {row.get('set', 0):5.2f}"
+            f"{target:13} {row['firestore_rpcs']:6.2f} {row.get('get', 0):5.2f} {row.get('get_many', 0) + row.get('set_many', 0):5.2f}"
+            f" {row.get('set', 0):5.2f}"
             f" {row.get('create', 0):6.2f} {row.get('query', 0):5.2f} {row.get('transaction', 0):5.2f}"
             f" {row['publishes']:4.2f} {row['published_bytes']:6d}"
         )
     print(
         f"total: {report['firestore_rpcs_per_turn']} Firestore RPCs, {report['publishes_per_turn']} publishes a turn"
+    )
+    print(
+        f"reply path (ingress … responder): {report['reply_path_rpcs_per_turn']},"
+        f" background (observer, memory, shadow brain): {report['background_rpcs_per_turn']}"
     )
     return 0
 

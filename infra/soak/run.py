@@ -12,7 +12,9 @@
   local restart --kill`` does. The kill waits (up to ``CLAIM_WAIT``) until one of our
   unanswered turns holds its claim for that layer (``orgs/{org}/idempotency``,
   ``shared_lib.delivery.idempotency.claim_path``); a turn whose claim is still held by the same holder
-  once the process is dead was hit in flight. A kill's recovery time runs until every turn it
+  once the process is dead was hit in flight. The guardian and the authorizer hold no claim
+  (issue 39): their kills wait out ``CLAIM_WAIT`` and count as misses, though a turn they were
+  working on is redelivered and run again all the same. A kill's recovery time runs until every turn it
   hit is answered; a kill that hit none has none. Until one has hit, a miss is followed by a
   kill of the brain (``FOLLOW_UP``, reported as such).
 * **LLM faults**: the fake LLMs' scenarios (``infra.soak.plan``), each peer its own.

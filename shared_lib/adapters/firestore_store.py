@@ -88,6 +88,28 @@ class FirestoreStore:
             raise StoreUnavailable(str(exc)) from exc
         return _doc(snap)
 
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        """One ``Commit`` call (a ``WriteBatch``) for every write."""
+        batch = self.client.batch()
+        for path, data, merge in writes:
+            batch.set(self.client.document(path), _to_firestore(data), merge=merge)
+        try:
+            batch.commit()
+        except _UNAVAILABLE as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        """One ``BatchGetDocuments`` call (``get_all``) for every path; the answers come in any order."""
+        unique = list(dict.fromkeys(paths))
+        if not unique:
+            return {}
+        try:
+            snaps = self.client.get_all([self.client.document(p) for p in unique])
+            found = {snap.reference.path: _doc(snap) for snap in snaps}
+        except _UNAVAILABLE as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        return {p: found.get(p) for p in paths}
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         try:
             self.client.document(path).set(_to_firestore(data), merge=merge)

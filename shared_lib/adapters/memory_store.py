@@ -109,6 +109,13 @@ class MemoryStore:
             doc = self._docs.get(path)
             return copy.deepcopy(doc) if doc is not None else None
 
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        for path in paths:
+            _check_path(path)
+        self._guard()
+        with self._lock:  # one consistent read of them all, as Firestore's get_all is
+            return {p: copy.deepcopy(self._docs[p]) if p in self._docs else None for p in paths}
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         _check_path(path)
         with self._lock:
@@ -116,6 +123,13 @@ class MemoryStore:
                 self._docs[path].update(copy.deepcopy(data))
             else:
                 self._docs[path] = copy.deepcopy(data)
+
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        for path, _, _ in writes:
+            _check_path(path)
+        with self._lock:  # (re-entrant) all of them before any reader sees one
+            for path, data, merge in writes:
+                self.set(path, data, merge=merge)
 
     def create(self, path: str, data: Doc) -> bool:
         _check_path(path)

@@ -96,8 +96,14 @@ class OrgScopedStore:
     def get(self, path: str) -> Doc | None:
         return self._store.get(self._scope.check(path))
 
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        return self._store.get_many([self._scope.check(p) for p in paths])
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         self._store.set(self._scope.check_write(path), data, merge=merge)
+
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        self._store.set_many([(self._scope.check_write(p), d, m) for p, d, m in writes])
 
     def create(self, path: str, data: Doc) -> bool:
         return self._store.create(self._scope.check_write(path), data)

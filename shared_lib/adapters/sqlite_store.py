@@ -77,6 +77,9 @@ def _split(path: str) -> tuple[str, str, str]:
 # --- transactions ---------------------------------------------------------------------
 
 
+_IN_CHUNK = 500
+
+
 def _read(conn: sqlite3.Connection, path: str) -> Doc | None:
     row = conn.execute("SELECT data FROM documents WHERE path = ?", (path,)).fetchone()
     return loads(row[0]) if row else None
@@ -228,6 +231,25 @@ class SQLiteStore:
 
     def get(self, path: str) -> Doc | None:
         return _read(self._connect(), _split(path)[0])
+
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        def _all(conn: sqlite3.Connection) -> None:
+            for path, data, merge in writes:
+                _set(conn, path, data, merge)
+
+        self._retrying(_all)
+
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        canonical = {p: _split(p)[0] for p in paths}
+        wanted = sorted(set(canonical.values()))
+        found: dict[str, Doc] = {}
+        conn = self._connect()
+        for i in range(0, len(wanted), _IN_CHUNK):  # SQLite bounds a statement's parameters
+            chunk = wanted[i : i + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(f"SELECT path, data FROM documents WHERE path IN ({marks})", chunk)
+            found.update((row[0], loads(row[1])) for row in rows)
+        return {p: found.get(c) for p, c in canonical.items()}
 
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         self._retrying(lambda conn: _set(conn, path, data, merge))

@@ -28,10 +28,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from shared_lib.adapters.prefetched import PrefetchedStore
 from shared_lib.adapters.scoped import scoped
 from shared_lib.context.budget import DEFAULT_DROP_ORDER, DROPPABLE, Fitted, fit
 from shared_lib.context.render import agent_state_sections, build_sections
-from shared_lib.context.sources import OnceEmbedder, SourceRequest, SourceSpec, default_sources
+from shared_lib.context.sources import (
+    OnceEmbedder,
+    SourceRequest,
+    SourceSpec,
+    default_sources,
+    known_documents,
+)
 from shared_lib.errors import ConfigError
 from shared_lib.ports import Embedder, Store
 from shared_lib.settings import Settings
@@ -168,7 +175,8 @@ class ContextBuilder:
 
     def build(self, inp: ContextInput, required: Collection[str] = ()) -> BuiltContext:
         cfg = self.config
-        view = scoped(inp.store, inp.org_id, read_only=True)
+        known = known_documents(inp.org_id, inp.user_id, inp.conversation_key) if not self.sources else []
+        view = scoped(PrefetchedStore(inp.store, known), inp.org_id, read_only=True)
         request = SourceRequest(
             store=view,
             tasks=inp.tasks.with_store(view),

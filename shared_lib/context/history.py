@@ -64,30 +64,30 @@ def append_message(
     cipher: MultiFernet | None = None,
 ) -> None:
     """Idempotent append (``set`` on an id derived from the turn); the text is stored masked,
-    its values sealed with ``cipher`` (without one, masked only)."""
+    its values sealed with ``cipher`` (without one, masked only). The conversation's document
+    and the message are one batch: one round trip, and never one without the other."""
     expiry = {"expires_at": expires_at} if expires_at is not None else {}
-    store.set(
-        conversation_path(org_id, conversation_key),
-        {
-            "org_id": org_id,
-            "user_id": user_id,
-            "room_id": room_id,
-            "conversation_key": conversation_key,
-            "at": at,
-            **expiry,
-        },
-        merge=True,
-    )
-    store.set(
-        f"{history_path(org_id, conversation_key)}/{message_id}",
-        {
-            **seal({"text": text[:MAX_STORED_CHARS]}, cipher),
-            "role": role,
-            "at": at,
-            "user_id": user_id,
-            "seq": _order_key(at, message_id),
-            **expiry,
-        },
+    conversation = {
+        "org_id": org_id,
+        "user_id": user_id,
+        "room_id": room_id,
+        "conversation_key": conversation_key,
+        "at": at,
+        **expiry,
+    }
+    message = {
+        **seal({"text": text[:MAX_STORED_CHARS]}, cipher),
+        "role": role,
+        "at": at,
+        "user_id": user_id,
+        "seq": _order_key(at, message_id),
+        **expiry,
+    }
+    store.set_many(
+        [
+            (conversation_path(org_id, conversation_key), conversation, True),
+            (f"{history_path(org_id, conversation_key)}/{message_id}", message, False),
+        ]
     )
 
 

@@ -17,10 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from shared_lib.context.history import conversation_summary, recent_messages
-from shared_lib.features.agent_state.store import load_agent_state
-from shared_lib.features.persona_learning.store import load_ext
+from shared_lib import collections
+from shared_lib.context.history import conversation_path, conversation_summary, recent_messages
+from shared_lib.features.agent_state.store import agent_state_path, load_agent_state
+from shared_lib.features.persona_learning.store import ext_path, load_ext
+from shared_lib.memory.index import stats_path
 from shared_lib.ports import Embedder, EmbedKind, Store, Vector
+from shared_lib.state.local_only import local_only_path
 from shared_lib.state.session import load_session
 from shared_lib.tools.directory import clean_name, get_person, list_people
 from shared_lib.tools.handlers.memory import own_memories, search_episodes, search_knowledge
@@ -182,6 +185,22 @@ def _episodes(r: SourceRequest) -> list[dict[str, Any]]:
     return search_episodes(
         r.store, r.org_id, r.text, r.episodes_limit, embedder=r.embedder, user_id=r.user_id
     )
+
+
+def known_documents(org_id: str, user_id: str, conversation_key: str) -> list[str]:
+    """The documents the default sources read by path (the rest are queries): read together in
+    one ``get_many`` (``adapters.prefetched``) instead of one round trip each. The person and
+    the conversation are each read by two sources; the statistics by knowledge and episodes."""
+    return [
+        collections.session_path(org_id, conversation_key),
+        local_only_path(org_id, conversation_key),  # the session reads it after its own document
+        collections.path("users", org=org_id, id=user_id),
+        conversation_path(org_id, conversation_key),
+        collections.path("org_settings", org=org_id, id="company"),
+        agent_state_path(org_id, conversation_key),
+        ext_path(org_id),
+        stats_path(org_id, "totals"),
+    ]
 
 
 def default_sources(tasks_truth: int = 2) -> list[SourceSpec]:

@@ -4,10 +4,15 @@ again by the executor right before execution.
 It runs for every verdict except a block (a confirmation is only asked for what the user
 may do). A directory that cannot be read denies (``access_control_error``) and raises an
 admin alert at once.
+
+It runs without a claim (``Layer.claimed``, issue 39): the decision is a function of the
+proposal, the policy and the directory it reads; its one write is the alert above, whose event
+id is derived from the turn and its step, so a redelivery that runs it again raises it once.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from shared_lib.errors import BrainError
@@ -57,8 +62,17 @@ def directory_alert(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
     a = turn.authorization
     if a is not None and a.reason_code == "directory.unavailable":
         rt.emit_alert(
-            turn, "access_control_error", f"directory unreadable: denied ({a.details.get('error', '')})"
+            turn,
+            "access_control_error",
+            f"directory unreadable: denied ({a.details.get('error', '')})",
+            event_id=alert_id(turn),
         )
 
 
-LAYER = Layer("authorizer", "authorized", run)
+def alert_id(turn: Turn) -> str:
+    """The directory alert's event id: the same for the same turn and step, whatever the delivery."""
+    key = f"{turn.org_id}:{turn.turn_id}:{turn.step}:authorizer.directory_unavailable"
+    return "ev-" + hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+LAYER = Layer("authorizer", "authorized", run, claimed=False)

@@ -15,6 +15,13 @@ which bounds every LLM call (``callctx.remaining``).
 A step taken over more often than Pub/Sub delivers a message (every holder died while
 working on it: a poison message) raises ``CrashLoop``, which dead-letters it.
 
+A stage that nothing makes happen twice (``Layer.claimed`` false: the guardian, the authorizer)
+runs without a claim: what it decides is a function of the envelope, the versioned configuration
+and the clock, and what it writes is keyed by the turn (a create by a derived id, an event by a
+derived id), so a redelivery runs it again and publishes the same turn and step, which the next
+stage's claim (keyed by turn, layer and step, never by the message) absorbs. It saves the claim's
+two writes a hop; a poison message in such a stage is dead-lettered by Pub/Sub's own count.
+
 With ``CHARTER_FAULT_INJECTION`` a turn's text may ask a layer to fail (``[[fail:LAYER]]``,
 before claiming) or to stall a few seconds while it holds its claim (``[[stall:LAYER]]``,
 so a test can kill the worker mid-step), and the loop controller can be told that a turn is
@@ -26,6 +33,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -56,12 +64,18 @@ class Layer:
 
     ``receive`` replaces the runner's decode-claim-run-publish for a layer whose messages
     are not all turns (the observer: events, dead letters, records); it must be idempotent.
+    ``claimed`` false runs the stage without a claim: only for a stage whose every write is
+    keyed by the turn and whose output the next stage's claim dedupes (module docstring).
+    ``needs_claim`` decides it per turn, from the envelope alone: a turn it answers ``False``
+    for must be one the stage does nothing for (the shadow brain's turns it does not sample).
     """
 
     name: str
     output_topic: str | None
     run: Callable[[Turn, Runtime], Outcome] | None = None
     receive: Callable[[Runtime, bytes, dict[str, str]], str] | None = None
+    claimed: bool = True
+    needs_claim: Callable[[Turn, Runtime], bool] | None = None
 
 
 class FaultInjected(RuntimeError):
@@ -126,6 +140,8 @@ class LayerRunner:
         path = idempotency.claim_path(
             turn.org_id, turn.turn_id, self.layer.name, turn.step, shadow=turn.shadow
         )
+        if not self.layer.claimed or (self.layer.needs_claim and not self.layer.needs_claim(turn, rt)):
+            return self._run_unclaimed(turn, path)
         claims = idempotency.layer_claims(rt.store)
         lease = timedelta(seconds=rt.settings.lease_seconds)
         claim = claims.await_claim(path, clock=rt.clock, lease=lease, wait=idempotency.claim_wait(lease))
@@ -169,6 +185,31 @@ class LayerRunner:
             log_event("claim_superseded", turn=turn, layer=self.layer.name, lost_lease=beat.lost)
         return outcome.outcome
 
+    def _run_unclaimed(self, turn: Turn, path: str) -> str:
+        """A stage without a claim: run it and publish; a redelivery does the same again."""
+        now = self.rt.clock()
+        with turn_budget(budgets.begin(turn.budget, turn.deadline, now), now):
+            if self._stalls(turn):
+                self._show_stall(path, now)
+                time.sleep(STALL_SECONDS)
+            outcome = self.run(turn)
+            self.forward(turn, outcome)
+        return outcome.outcome
+
+    def _show_stall(self, path: str, now: datetime) -> None:
+        """Fault injection only: a stalled stage that holds no claim still shows where it is held,
+        as a claim would (``in_progress`` and a holder), so a test can kill its worker mid-step."""
+        holder = uuid.uuid4().hex
+        self.rt.store.set(
+            path,
+            {
+                "status": "in_progress",
+                "holder": holder,
+                "stalled": True,
+                "expires_at": now + idempotency.CLAIM_TTL,
+            },
+        )
+
     def run(self, turn: Turn) -> Outcome:
         started, step = self.rt.clock(), turn.step  # the loop controller may move the turn on a step
         t0 = time.perf_counter()
@@ -211,8 +252,11 @@ class LayerRunner:
             TOPOLOGY.route(topic, smoke=turn.smoke), data, attrs, ordering_key=turn.conversation_key
         )
 
+    def _stalls(self, turn: Turn) -> bool:
+        return self.rt.settings.fault_injection and f"[[stall:{self.layer.name}]]" in turn.inbound.text
+
     def _maybe_stall(self, turn: Turn) -> None:
-        if self.rt.settings.fault_injection and f"[[stall:{self.layer.name}]]" in turn.inbound.text:
+        if self._stalls(turn):
             time.sleep(STALL_SECONDS)
 
     def _maybe_fail(self, turn: Turn) -> None:

@@ -6,6 +6,12 @@ context builder found. A violation the brain's constitution enforcer marked ``bl
 error, which the observer turns into an admin alert (seed 000 §4.7.1: block + alert).
 A confirmation a live auto-approve grant covers becomes ``allow`` (``approval.auto_approved``,
 ``layers.auto_approval``: seed 002 §6.4).
+
+It runs without a claim (``Layer.claimed``, issue 39): the verdict is a function of the
+proposal, the policy, the teachings the envelope carries, the live grants it reads and the clock;
+it writes only the approval job of an auto-approved verdict, created under an id derived from
+the turn and its step (``approvals.store.create`` keeps the first), and errors on the envelope.
+A redelivery runs it again and the authorizer's claim absorbs the second publish.
 """
 
 from __future__ import annotations
@@ -80,4 +86,4 @@ def verdict_outcome(verdict: Verdict) -> Outcome:
     return Outcome(verdict.action, reason_code=verdict.reason_code)
 
 
-LAYER = Layer("guardian", "guarded", run)
+LAYER = Layer("guardian", "guarded", run, claimed=False)

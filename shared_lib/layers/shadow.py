@@ -124,4 +124,10 @@ def run(turn: Turn, rt: Runtime) -> Outcome:
     )
 
 
-LAYER = Layer("brain_shadow", "shadow", run)
+def needs_claim(turn: Turn, rt: Runtime) -> bool:
+    """Only a sampled turn calls the candidate's LLM; any other is answered ``not_sampled`` from
+    the envelope and the flags it carries, publishing nothing: run again, it does nothing again."""
+    return skip_reason(turn, rt) is None
+
+
+LAYER = Layer("brain_shadow", "shadow", run, needs_claim=needs_claim)

@@ -163,7 +163,9 @@ def keyword_ranking(
     n_docs = int(totals.get("chunks", 0))
     if not n_docs:
         return []
-    tables = {b: store.get(stats_path(org_id, df_name(b))) or {} for b in {bucket(t) for t in asked}}
+    buckets = sorted({bucket(t) for t in asked})  # known paths: one get_many, not one read each
+    found = store.get_many([stats_path(org_id, df_name(b)) for b in buckets]) if buckets else {}
+    tables = {b: found.get(stats_path(org_id, df_name(b))) or {} for b in buckets}
     df = {t: int((tables[bucket(t)].get("df") or {}).get(t, 0)) for t in asked}
     present = sorted((t for t in asked if df[t]), key=lambda t: (df[t], asked.index(t)))[:MAX_QUERY_TERMS]
     candidates: dict[str, Doc] = {}

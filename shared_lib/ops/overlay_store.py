@@ -28,9 +28,17 @@ class OverlayStore:
             return None if doc is _DELETED else copy.deepcopy(doc)
         return self.base.get(path)
 
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        base = self.base.get_many([p for p in paths if p not in self.writes])
+        return {p: self.get(p) if p in self.writes else base.get(p) for p in paths}
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         current = self.get(path) if merge else None
         self.writes[path] = {**(current or {}), **copy.deepcopy(data)}
+
+    def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
+        for path, data, merge in writes:
+            self.set(path, data, merge=merge)
 
     def create(self, path: str, data: Doc) -> bool:
         if self.get(path) is not None:

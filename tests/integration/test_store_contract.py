@@ -41,6 +41,43 @@ def test_set_get_merge_delete(store: Store):
     assert store.get("orgs/a/users/u") is None
 
 
+def test_get_many_reads_known_documents_in_one_call_with_none_for_the_missing(store: Store):
+    # GIVEN a person, their department and a settings document; one path that does not exist
+    store.set("orgs/a/users/u-tanaka", {"name": "田中　花子", "level": 3, "department_id": "d-eigyo"})
+    store.set("orgs/a/departments/d-eigyo", {"name": "営業部", "parent_id": None})
+    store.set("orgs/a/settings/company", {"ft_staging": True, "retention_days": 90})
+    paths = [
+        "orgs/a/settings/company",
+        "orgs/a/users/u-tanaka",
+        "orgs/a/users/u-nobody",
+        "orgs/a/departments/d-eigyo",
+        "orgs/a/users/u-tanaka",  # asked twice: answered once per path
+    ]
+    # WHEN they are read together
+    got = store.get_many(paths)
+    # THEN every path is answered, the missing one with None, each as a single get reads it
+    assert set(got) == set(paths)
+    assert got["orgs/a/users/u-nobody"] is None
+    for path in paths:
+        assert got[path] == store.get(path), path
+    assert store.get_many([]) == {}
+
+
+def test_set_many_writes_every_document_in_one_call_merging_where_asked(store: Store):
+    # GIVEN a conversation document that exists, with a field the batch does not name
+    store.set("orgs/a/conversations/c1", {"summary": "見積の話", "at": 1})
+    # WHEN its new message and its time are written as one batch (the conversation merged)
+    store.set_many(
+        [
+            ("orgs/a/conversations/c1", {"at": 2, "room_id": "r-営業"}, True),
+            ("orgs/a/conversations/c1/messages/m1", {"text": "了解です👍", "role": "user"}, False),
+        ]
+    )
+    # THEN both are there, the merged one keeping what it had
+    assert store.get("orgs/a/conversations/c1") == {"summary": "見積の話", "at": 2, "room_id": "r-営業"}
+    assert store.get("orgs/a/conversations/c1/messages/m1") == {"text": "了解です👍", "role": "user"}
+
+
 def test_query_filters_orders_limits_and_groups(store: Store):
     for i in range(5):
         store.set(f"orgs/a/tasks/t{i}", {"n": i, "status": "open" if i % 2 else "done"})

@@ -15,11 +15,19 @@ def report() -> dict:
     return count()
 
 
-def test_a_deciding_layer_costs_its_claim_and_its_completion_only(report):
-    # guardian and the shadow brain read nothing of their own: a create and a set a turn
-    for target in ("guardian", "brain_shadow"):
-        assert report["per_turn"][target]["firestore_rpcs"] == 2.0, report["per_turn"][target]
-        assert report["per_turn"][target].get("transaction", 0) == 0
+def test_the_shadow_brain_costs_nothing_on_a_turn_it_does_not_sample(report):
+    # issue 39: it claims only a sampled turn (the mix samples none); before, a create and a set a turn
+    shadow = report["per_turn"].get("brain_shadow", {})
+    assert shadow.get("firestore_rpcs", 0.0) == 0.0, shadow
+
+
+def test_the_guardian_runs_without_a_claim_and_costs_no_round_trip(report):
+    # issue 39: the guardian decides from the envelope and the versioned policy; it holds no claim
+    # (the next claimed stage dedupes a redelivery) and reads nothing on the mix's turns (it reads
+    # grants only for a confirmation the auto-approve switch could cover, off in the demo)
+    guardian = report["per_turn"]["guardian"]
+    assert guardian["firestore_rpcs"] == 0.0, guardian
+    assert guardian["publishes"] == 1.0
 
 
 def test_accepting_a_webhook_costs_its_dedupe_record_and_its_publish(report):
@@ -102,5 +110,11 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # 「覚えておいて」 turn writes one) a turn's search reads the frequency buckets of its terms,
     # the chunks holding its rarest terms and one vector query: 2.9 a turn, on the reply's path
     # but beside the other sources (they are read in parallel), so no round trip in sequence
+    # 54.5 with issue 39 (reply path 38.1, background 16.4; the mix varies 53.9–54.5 between runs):
+    # the guardian and the authorizer claim nothing (-4.0), nor does the shadow brain on a turn it
+    # does not sample (-2.0); the context's sources read their known documents in one get_many
+    # and a search its frequency buckets in one (-11.5), the history append is one batch of two
+    # writes in the context and the responder (-2.0), staging keeps the opt-in 10 s (-0.4)
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 74.9, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 55.0, report["per_turn"]
+    assert report["reply_path_rpcs_per_turn"] <= 38.5, report["per_turn"]

@@ -66,6 +66,13 @@ class FaultyStore:
         self._check("get", path)
         return self.inner.get(path)
 
+    def get_many(self, paths: Sequence[str]) -> dict[str, dict[str, Any] | None]:
+        # a batch fails whole when one of its documents cannot be read (the builder then reads
+        # each on its own, so only the source whose document is down fails)
+        for path in paths:
+            self._check("get", path)
+        return self.inner.get_many(paths)
+
     def query(
         self,
         collection: str,
@@ -83,6 +90,9 @@ class FaultyStore:
 
     def set(self, path: str, data: dict[str, Any], *, merge: bool = False) -> None:
         self.inner.set(path, data, merge=merge)
+
+    def set_many(self, writes: Sequence[tuple[str, dict[str, Any], bool]]) -> None:
+        self.inner.set_many(writes)
 
     def create(self, path: str, data: dict[str, Any]) -> bool:
         return self.inner.create(path, data)

@@ -120,18 +120,42 @@ def test_a_layer_that_keeps_failing_dead_letters_the_turn_and_the_observer_recor
 
 
 def test_a_claim_held_by_a_live_delivery_makes_the_duplicate_retry_later():
+    # (the guardian runs without a claim since issue 39: the brain is a stage that claims)
     rt = runtime()
     turn_id = accept(rt, inbound("こんにちは"))
-    _, data, attrs, _ = next(p for p in rt.bus.published if p[0] == "proposed")  # type: ignore[attr-defined]
+    _, data, attrs, _ = next(p for p in rt.bus.published if p[0] == "contextualized")  # type: ignore[attr-defined]
     turn = Turn.from_message(data, attrs)
-    path = idempotency.claim_path(ORG, turn_id, "guardian", 0)
+    path = idempotency.claim_path(ORG, turn_id, "brain", 0)
     rt.store.set(path, {"status": "in_progress", "lease_until": datetime.now(UTC) + timedelta(minutes=1)})
     with pytest.raises(LayerRetry):
-        runner(rt, "guardian").handle(data, attrs)
-    # an expired lease is taken over
+        runner(rt, "brain").handle(data, attrs)
+    # an expired lease is taken over: the step runs again (its publish is absorbed downstream)
     rt.store.set(path, {"status": "in_progress", "lease_until": datetime.now(UTC) - timedelta(seconds=1)})
-    assert runner(rt, "guardian").handle(data, attrs) == "allow"
+    assert runner(rt, "brain").handle(data, attrs) not in ("duplicate", "")
     assert turn.turn_id == turn_id
+    assert len(sent(rt)) == 1
+
+
+@pytest.mark.parametrize(("topic_key", "stage"), [("proposed", "guardian"), ("guarded", "authorizer")])
+def test_a_stage_without_a_claim_runs_again_and_the_next_stages_claim_absorbs_it(topic_key, stage):
+    # GIVEN a finished turn of a tool call (a task for 田中さん)
+    rt = runtime()
+    turn_id = accept(rt, inbound("田中さんに明日までに見積書📄のタスクをお願い"))
+    _, data, attrs, key = next(p for p in rt.bus.published if p[0] == topic_key)  # type: ignore[attr-defined]
+    before = len(rt.bus.published)  # type: ignore[attr-defined]
+    # WHEN the stage's message is delivered again
+    again = runner(rt, stage).handle(data, attrs)
+    # THEN the stage decided again without a claim of its own and published the same turn and
+    # step under the same ordering key; so did the authorizer after it (no claim either), and the
+    # executor's claim took it as a duplicate: nothing after it ran again
+    assert again in ("allow", "allowed"), again
+    assert rt.store.get(idempotency.claim_path(ORG, turn_id, stage, 0)) is None
+    republished = [p for p in rt.bus.published[before:] if p[0] != "events"]  # type: ignore[attr-defined]
+    assert [a["layer"] for _, _, a, _ in republished] == ["guardian", "authorizer"][
+        ["guardian", "authorizer"].index(stage) :
+    ]
+    assert {(a["turn_id"], a["step"], k) for _, _, a, k in republished} == {(turn_id, attrs["step"], key)}
+    assert len(sent(rt)) == 1 and len(rt.store.query(f"orgs/{ORG}/tasks")) == 1
 
 
 def test_a_failed_layer_releases_its_claim_so_the_redelivery_can_work():
@@ -152,3 +176,25 @@ def test_every_target_is_a_layer_or_has_its_own_handler():
         "executor",
         "responder",
     }
+
+
+@pytest.mark.parametrize(("candidate", "claimed"), [(None, False), ("legacy", True)])
+def test_the_shadow_brain_claims_only_a_turn_it_samples(candidate, claimed):
+    # GIVEN a served turn's context message, the person sampled for a candidate arm or not
+    rt = runtime()
+    turn_id = accept(rt, inbound("来週の会議室、押さえといてもらえる？🙏"))
+    _, data, attrs, _ = next(p for p in rt.bus.published if p[0] == "contextualized")  # type: ignore[attr-defined]
+    turn = Turn.from_message(data, attrs)
+    turn.flags.shadow_candidate_arm = candidate
+    data, attrs = turn.to_message("context")
+    # WHEN the shadow brain gets it twice
+    first = runner(rt, "brain_shadow").handle(data, attrs)
+    again = runner(rt, "brain_shadow").handle(data, attrs)
+    # THEN a sampled turn ran its candidate once under a claim (the second is a duplicate); a turn
+    # not sampled was answered from the envelope both times, with no claim and nothing published
+    claim = rt.store.get(idempotency.claim_path(ORG, turn_id, "brain_shadow", 0))
+    if claimed:
+        assert first.startswith("candidate") and again == "duplicate"
+        assert claim is not None and claim["status"] == "completed"
+    else:
+        assert first == again == "not_sampled" and claim is None

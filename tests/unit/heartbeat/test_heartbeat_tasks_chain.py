@@ -149,10 +149,13 @@ def test_a_phone_number_in_the_task_is_kept_sealed_and_its_run_reads_it_as_said(
         ("3時間おきに問い合わせ件数を報告して", "3時間おき", "まだ覚えられない"),
     ],
 )
-def test_a_schedule_it_cannot_keep_is_refused_before_any_question(said: str, schedule: str, sentence: str) -> None:
+def test_a_schedule_it_cannot_keep_is_refused_before_any_question(
+    said: str, schedule: str, sentence: str
+) -> None:
     # GIVEN the model proposes a periodic task with a schedule the heartbeat cannot keep
     chain = Chain(
-        [tool_call("schedule_heartbeat_task", {"schedule": schedule, "instruction": said})], clock=Clock(GIVEN_AT)
+        [tool_call("schedule_heartbeat_task", {"schedule": schedule, "instruction": said})],
+        clock=Clock(GIVEN_AT),
     )
     # WHEN the person asks for it
     reply, turn = chain.say(said)

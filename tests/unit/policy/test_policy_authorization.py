@@ -3,6 +3,7 @@ minimum levels per tool; data and department access by the level table; fail clo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -245,6 +246,40 @@ def test_a_store_error_denies_and_alerts_the_admins():
     assert [e.code for e in turn.errors] == ["access_control_error"]
     alerts = [attrs for topic, _, attrs, _ in rt.bus.published if topic == "events"]  # type: ignore[attr-defined]
     assert alerts and alerts[0]["code"] == "access_control_error"
+
+
+def test_the_authorizer_run_again_on_a_redelivery_raises_its_alert_under_the_same_event_id():
+    # GIVEN the authorizer (it runs without a claim) over a store that cannot be read
+    rt = build_runtime(
+        {"CHARTER_ENV": "test", "CHARTER_LLM": "none", "CHARTER_CHANNELS": "recording"},
+        store=_BrokenStore(),
+        clock=lambda: NOW,
+    )
+    msg = InboundMessage(
+        channel="http",
+        org_id="acme",
+        room_id="r1",
+        user_id="u-sato",
+        text="佐藤です、メモ残しといて〜🙏",
+        message_id="m2",
+        event_id="e2",
+        received_at=NOW,
+    )
+    turn = Turn.from_inbound(msg)
+    turn.proposal.proposal = tool_call("save_memory", {"content": "来週の定例は木曜15時"})
+    # WHEN the same turn's step runs twice (a redelivery) and another turn once
+    for _ in range(2):
+        authorizer.run(turn.model_copy(deep=True), rt)
+    other = turn.model_copy(deep=True)
+    other.turn_id = "01OTHERTURN00000000000000"
+    authorizer.run(other, rt)
+    # THEN the redelivery's alert carries the first one's event id (the observer stores it once)
+    ids = [
+        json.loads(data)["event_id"]
+        for topic, data, _, _ in rt.bus.published  # type: ignore[attr-defined]
+        if topic == "events"
+    ]
+    assert len(ids) == 3 and ids[0] == ids[1] != ids[2]
 
 
 def test_a_text_answer_is_not_applicable():

@@ -13,11 +13,14 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared_lib.adapters.doc_cache import DocCache
 from shared_lib.ports import Store
 from shared_lib.settings.config_files import parse_json_model
 
 CONFIG_FILE = Path(__file__).resolve().parents[3] / "config" / "finetune.json"
 OPT_IN_FIELD = "ft_staging"  # settings/company: the organisation's yes to training data (default no)
+# The opt-in as staging reads it: the flags document's own bound (10 s) for a change made elsewhere
+OPT_IN_CACHE = DocCache(seconds=10.0)
 EXPORT_MAX = 500  # seed 001 §29.5: at most 500 examples a fine-tuning run; no file may raise it
 
 
@@ -45,11 +48,16 @@ def company_path(org_id: str) -> str:
     return f"orgs/{org_id}/settings/company"
 
 
-def opted_in(store: Store, org_id: str) -> bool:
-    """Whether the organisation lets its conversations become training data (one read)."""
-    doc = store.get(company_path(org_id)) or {}
+def opted_in(store: Store, org_id: str, *, cached: bool = False) -> bool:
+    """Whether the organisation lets its conversations become training data (one read; with
+    ``cached``, one read per ``OPT_IN_CACHE`` period in this process: the staging of a turn. The
+    export reads it as it is now, so a turn staged in the seconds after an opt-out is never
+    exported)."""
+    path = company_path(org_id)
+    doc = (OPT_IN_CACHE.read(store, path) if cached else store.get(path)) or {}
     return doc.get(OPT_IN_FIELD) is True
 
 
 def set_opt_in(store: Store, org_id: str, on: bool) -> None:
     store.set(company_path(org_id), {OPT_IN_FIELD: on}, merge=True)
+    OPT_IN_CACHE.forget(company_path(org_id))

@@ -174,7 +174,7 @@ def stage(
     correction = is_correction(turn.inbound.text, cfg)
     if verdict != "good" and not correction:
         return Staging(f"not_good_{verdict}")
-    if not opted_in(store, turn.org_id):
+    if not opted_in(store, turn.org_id, cached=True):
         return Staging("off")
     try:
         return store.run_transaction(
