@@ -22,6 +22,10 @@ from revision_checks import (
 )
 from test_policy_mutations import assert_detects
 
+from shared_lib.flags import env_flags_file, load_flags_file
+from shared_lib.flags.evaluation import evaluate
+from shared_lib.rollout.smoke import SMOKE_ORG
+
 PUBSUB_SMOKE = "terraform/modules/pubsub/smoke.tf"
 PUBSUB_MAIN = "terraform/modules/pubsub/main.tf"
 RUN_MAIN = "terraform/modules/run_services/main.tf"
@@ -176,3 +180,15 @@ def test_a_recall_gate_whose_failure_is_allowed_is_reported(repo_copy: Path) -> 
     old = "  - id: recall-gate\n    name: ${_CLI_IMAGE}\n"
     new = "  - id: recall-gate\n    name: ${_CLI_IMAGE}\n    allowExitCodes: [1]\n"
     assert_detects(check_revision_pipeline, repo_copy, "cloudbuild.yaml", old, new, "must fail the build")
+
+
+@pytest.mark.parametrize("env", ["dev", "stg", "prod"])
+def test_every_environment_serves_the_smoke_tenant_the_llm_brain_so_the_recall_gate_judges_it(
+    env: str,
+) -> None:
+    # GIVEN an environment's committed flags WHEN the smoke tenant's brain is evaluated
+    doc = load_flags_file(env_flags_file(env))
+    served = evaluate(doc, SMOKE_ORG, "smoke-user")
+    # THEN it is the LLM brain, whatever the environment's own mode: a legacy-served smoke turn
+    # would leave the recall gate nothing to judge (NOT_APPLICABLE) and every deploy unproven
+    assert served.arm == "llm", (env, doc.brain_mode, doc.org_modes)
