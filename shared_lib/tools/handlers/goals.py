@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 
 from shared_lib.collections import session_path
 from shared_lib.ports import Transaction
+from shared_lib.privacy.sealing import revealed, unseal
 from shared_lib.tools.directory import department_members
 from shared_lib.tools.handlers.base import Params, doc_id, pick_one, preview, require_text, writer
 from shared_lib.tools.handlers.tasks import team_department
@@ -124,12 +125,21 @@ def goal_registration(p: GoalRegistrationParams, ctx: ToolContext, txn: Transact
     return result
 
 
-def _own_goals(ctx: ToolContext, statuses: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
+def _own_goals(
+    ctx: ToolContext, statuses: tuple[str, ...]
+) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, list[str]]]:
+    """The asker's goals of ``statuses``, opened: what they gave to keep (a phone number in a
+    title, ``privacy.sealing``) is theirs to read in clear; and each goal's opened values, for
+    the reply (``revealed``: only those of the goals it shows)."""
     docs = ctx.store.query(goals_path(ctx), where=[("user_id", "==", ctx.user_id)], limit=200)
-    return sorted(
-        [(gid, d) for gid, d in docs if d.get("status") in statuses],
-        key=lambda item: (str(item[1].get("deadline") or "9999"), item[0]),
-    )
+    mine: list[tuple[str, dict[str, Any]]] = []
+    values: dict[str, list[str]] = {}
+    for gid, d in docs:
+        if d.get("status") in statuses and d.get("user_id") == ctx.user_id:
+            opened, values[gid] = unseal(d, ctx.cipher)
+            mine.append((gid, opened))
+    mine.sort(key=lambda item: (str(item[1].get("deadline") or "9999"), item[0]))
+    return mine, values
 
 
 def _shown(goal_id: str, doc: dict[str, Any]) -> dict[str, Any]:
@@ -156,14 +166,19 @@ class GoalProgressParams(Params):
 
 
 def goal_progress_report(p: GoalProgressParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
-    goals = _own_goals(ctx, ("active",))
+    goals, values = _own_goals(ctx, ("active",))
     if p.progress_content is None and p.progress_percent is None:  # a question, not a report
         if p.goal_id or p.goal_query:
             chosen = pick_one(
                 "目標", "goal_query", [(g, d.get("title", "")) for g, d in goals], p.goal_query, p.goal_id
             )
             goals = [(g, d) for g, d in goals if g == chosen]
-        return {"count": len(goals), "goals": [_shown(g, d) for g, d in goals[:10]]}
+        shown = goals[:10]
+        return {
+            "count": len(goals),
+            "goals": [_shown(g, d) for g, d in shown],
+            **revealed([v for g, _ in shown for v in values[g]]),
+        }
     chosen = pick_one(
         "目標", "goal_query", [(g, d.get("title", "")) for g, d in goals], p.goal_query, p.goal_id
     )
@@ -188,7 +203,14 @@ def goal_progress_report(p: GoalProgressParams, ctx: ToolContext, txn: Transacti
         },
         merge=True,
     )
-    return {"goal_id": chosen, "title": current.get("title"), "progress": progress, "reported": content}
+    title = dict(goals)[chosen].get("title")  # opened for its owner, as listed
+    return {
+        "goal_id": chosen,
+        "title": title,
+        "progress": progress,
+        "reported": content,
+        **revealed(values[chosen]),
+    }
 
 
 class DeleteGoalParams(Params):
@@ -203,7 +225,7 @@ class DeleteGoalParams(Params):
 
 
 def delete_goal(p: DeleteGoalParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
-    goals = _own_goals(ctx, ("draft", "active", "done"))
+    goals, values = _own_goals(ctx, ("draft", "active", "done"))
     chosen = pick_one(
         "目標", "goal_query", [(g, d.get("title") or "") for g, d in goals], p.goal_query, p.goal_id
     )
@@ -211,7 +233,7 @@ def delete_goal(p: DeleteGoalParams, ctx: ToolContext, txn: Transaction | None) 
     if ctx.dry_run:
         return preview("delete_goal", goal_id=chosen, title=title)
     writer(ctx, txn).set(goals_path(ctx, chosen), {"status": "deleted", "deleted_at": ctx.now}, merge=True)
-    return {"goal_id": chosen, "title": title, "deleted": True}
+    return {"goal_id": chosen, "title": title, "deleted": True, **revealed(values[chosen])}
 
 
 class ViewTeamGoalsParams(Params):

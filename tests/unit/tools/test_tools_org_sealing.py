@@ -144,3 +144,36 @@ def test_a_purge_in_one_organisation_leaves_another_organisations_sealed_values(
     (doc,) = globex_before.values()
     assert vault.for_org(OTHER_ORG).decrypt(tokens(doc)[0].encode()) == b"070-9999-0000"
     assert recall(ex, "佐藤さんの携帯", org=OTHER_ORG)["_revealed"] == ["070-9999-0000"]
+
+
+def test_a_goal_set_over_several_messages_keeps_its_values_sealed_and_its_owner_reads_them_back(ex, store):
+    # GIVEN 鈴木 sets a goal over the usual four answers, naming a client's mobile and address
+    title = f"佐藤さん（{MOBILE}）の案件を年内にまとめる💪"
+    answers = [
+        {"title": title},
+        {"why": f"担当が変わるので、窓口を {MAIL} に一本化したい"},
+        {"how": "週1で進捗を電話確認"},
+        {"deadline": "年内"},
+    ]
+    for n, given in enumerate(answers, start=1):
+        out = call(ex, "goal_registration", given, call_id=f"g{n}")
+        assert out.ok, out
+    (goal,) = docs(store, "goals").values()
+    # THEN the store keeps neither value in clear, and no placeholder lost its value across the
+    # four writes of the flow
+    assert goal["status"] == "active"
+    assert MOBILE not in as_text(goal) and MAIL not in as_text(goal)
+    assert destroyed(goal) == []
+    # WHEN 鈴木 asks how the goal stands THEN the title comes back as they said it, the number
+    # given to the reply in clear (not 「（電話番号・非表示）」)
+    listed = call(ex, "goal_progress_report", {}, call_id="p1").result
+    assert [g["title"] for g in listed["goals"]] == [as_stored(title)]
+    assert listed["_revealed"] == [MOBILE, MAIL]
+    reported = call(ex, "goal_progress_report", {"progress_percent": 30}, call_id="p2").result
+    assert reported["title"] == as_stored(title) and MOBILE in reported["_revealed"]
+    # AND a leader viewing the team's goals reads it masked, and is given no value
+    team = call(ex, "view_team_goals", {"target_department_id": "d-sales"}, user=BOSS, call_id="p3")
+    assert team.ok, team
+    (shown,) = team.result["goals"]
+    assert MOBILE not in shown["title"] and "[PHONE]" in shown["title"]
+    assert "_revealed" not in team.result
