@@ -115,8 +115,8 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # does not sample (-2.0); the context's sources read their known documents in one get_many
     # and a search its frequency buckets in one (-11.5), the history append is one batch of two
     # writes in the context and the responder (-2.0), staging keeps the opt-in 10 s (-0.4)
-    # 52.6–52.9 since the memory target decides from the envelope whether compaction can be due
-    # (background 15.2–15.6 → 14.4–14.8): the context records the tokens of the window it read
+    # 52.1–52.9 since the memory target decides from the envelope whether compaction can be due
+    # (background 15.2–15.6 → 13.6–14.8): the context records the tokens of the window it read
     # whole, and a turn that leaves the conversation clearly under 70 % costs the check no read
     # (its document and its window: the mix's first five turns, -1.25)
     assert report["turns"] == 8
