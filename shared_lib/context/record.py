@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from shared_lib.context.budget import estimate_tokens
 from shared_lib.context.builder import BuiltContext
 from shared_lib.context.render import build_sections, render
 from shared_lib.context.sources import default_sources
@@ -143,3 +144,21 @@ def summary_line(built: BuiltContext) -> str:
     dropped = ",".join(f"{k}:{n}" for k, n in built.fitted.dropped.items())
     over = " over_budget" if built.fitted.over_budget else ""
     return f"sources={states or 'all_ok'} dropped={dropped or '-'} tokens={built.fitted.tokens}{over}"
+
+
+def window_tokens(built: BuiltContext, limit: int) -> int | None:
+    """The tokens of the conversation's summary and of every message in its window, measured as
+    compaction measures them (``context.compaction.usage_of``), from what the sources read: the
+    summary and the recent messages, both read after one read of the conversation's document.
+    ``None`` when the recent read returned its whole ``limit`` (older messages may still be in
+    the window) or either source did not answer: the memory stage then reads for itself."""
+    if any(
+        built.records.get(n) is None or built.records[n].status != "ok"
+        for n in ("recent_messages", "summary")
+    ):
+        return None
+    raw = built.values.get("recent_messages")
+    if not isinstance(raw, list) or len(raw) >= limit:
+        return None
+    texts = [str(built.values.get("summary") or ""), *(str(m.get("text") or "") for m in raw)]
+    return sum(estimate_tokens(t) for t in texts)

@@ -39,6 +39,7 @@ from shared_lib.brain.models import fast_model, flags_document
 from shared_lib.context import ContextInput, record, summary_line
 from shared_lib.context.builder import BuiltContext
 from shared_lib.context.history import append_message, history_path
+from shared_lib.context.record import window_tokens
 from shared_lib.errors import BrainError
 from shared_lib.layers.base import Layer, Outcome
 from shared_lib.observability.logs import log_event
@@ -104,6 +105,8 @@ def core(turn: Turn, rt: Runtime) -> Outcome:
         required=load_brain_config().degraded.store_sources,
     )
     record(turn.context, built, user_id=turn.user_id, user_name=turn.inbound.user_name)
+    limit = getattr(getattr(rt.context_builder, "config", None), "recent_messages", 0)
+    turn.context.window_tokens = window_tokens(built, limit)  # the memory stage's compaction check
     turn.context.agent_state = dict(built.values.get("agent_state") or {})  # seed 004: read with the sources
     turn.context.persona_ext = dict(
         built.values.get("persona_ext") or {}

@@ -159,7 +159,34 @@ def on_turn(rt: Runtime, turn: Turn) -> str:
     return rt.stages["memory"].run(turn, rt).outcome
 
 
+# How far below the light threshold the envelope's measure must stay for the check to skip its
+# reads (a share of the window). What the measure can miss: the masked form of a value this
+# turn's words hold (a placeholder a few tokens longer than the value), and the messages of
+# another turn of the same conversation appended after this turn's context read (a concurrent
+# turn; the next turn of the conversation reads them and decides again). 0.05 is 1,638 tokens of
+# the local window and 10,000 of Claude's; between 0.70 and the emergency level (0.95) lies
+# five times that, and the ``compact`` sweep finds any conversation a turn left above 0.70.
+ENVELOPE_MARGIN = 0.05
+
+
+def clearly_below(turn: Turn, rt: Runtime) -> bool:
+    """Whether the envelope alone says this turn leaves its conversation clearly below the light
+    threshold: the context's measure of the window (``ContextSection.window_tokens``) with this
+    turn's words and reply added, under the threshold by ``ENVELOPE_MARGIN``. ``False`` (read
+    the conversation) when the context did not see the whole window, or the turn took more than
+    one step (its steps' messages are not all on the envelope)."""
+    seen = turn.context.window_tokens
+    if seen is None or turn.step != 0:
+        return False
+    cfg = memory_config(rt)
+    window, carried = budget(rt, cfg, local_only=turn.route.local_only)
+    added = estimate_tokens(turn.inbound.text) + estimate_tokens(turn.response.text)
+    return (carried + seen + added) / window < cfg.compaction.light_threshold - ENVELOPE_MARGIN
+
+
 def core(turn: Turn, rt: Runtime) -> Outcome:
+    if clearly_below(turn, rt):
+        return Outcome("compaction_below_threshold", reason_code="envelope")
     result = compact_conversation(rt, turn.org_id, turn.conversation_key, local_only=turn.route.local_only)
     return Outcome(f"compaction_{result.reason}")
 

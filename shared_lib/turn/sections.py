@@ -62,6 +62,11 @@ class ContextSection(_Section):
     degraded: list[str] = Field(default_factory=list)
     rendered: str = ""
     token_estimate: int = 0
+    # seed 001 §19 (issue 39): the estimated tokens of the conversation's summary and of every message
+    # in its window as this context read them, this turn's words not yet among them; None when it did
+    # not see the whole window (its recent read filled its limit, or a source did not answer). The
+    # memory stage decides from it whether compaction can be due before reading the conversation.
+    window_tokens: int | None = None
 
 
 class RouteSection(_Section):

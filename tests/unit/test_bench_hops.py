@@ -115,6 +115,19 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # does not sample (-2.0); the context's sources read their known documents in one get_many
     # and a search its frequency buckets in one (-11.5), the history append is one batch of two
     # writes in the context and the responder (-2.0), staging keeps the opt-in 10 s (-0.4)
+    # 52.1–52.9 since the memory target decides from the envelope whether compaction can be due
+    # (background 15.2–15.6 → 13.6–14.8): the context records the tokens of the window it read
+    # whole, and a turn that leaves the conversation clearly under 70 % costs the check no read
+    # (its document and its window: the mix's first five turns, -1.25)
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 55.0, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 53.5, report["per_turn"]
     assert report["reply_path_rpcs_per_turn"] <= 38.5, report["per_turn"]
+    assert report["background_rpcs_per_turn"] <= 15.0, report["per_turn"]
+
+
+def test_the_memory_target_reads_a_conversation_only_when_the_envelope_cannot_settle_its_check(report):
+    # issue 39: the context saw the demo room's whole window on the mix's first five turns (fewer
+    # messages than its recent read's limit of ten) and each left it far under 70 %: the memory
+    # target reads the window (one query) only on the three turns after; before, on all eight
+    memory = report["per_turn"]["memory"]
+    assert memory.get("query", 0.0) <= round(3 / 8, 2), memory
