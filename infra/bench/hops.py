@@ -26,6 +26,7 @@ from typing import Any
 from shared_lib.cli.runner import progress
 from shared_lib.features.finetune.state.config import OPT_IN_CACHE as opt_in_cache
 from shared_lib.features.skills import store as skills_store
+from shared_lib.flags import FLAGS_DOC, flags_store_doc, load_flags_file
 from shared_lib.ports import Doc, Store, Transaction
 
 _target: contextvars.ContextVar[str] = contextvars.ContextVar("bench_target", default="ingress")
@@ -178,6 +179,13 @@ def count(turns: int = 0) -> dict[str, Any]:
 
             bus.subscribe(sub.topic, as_target, name=name, dead_letter=sub.dead_letter)  # type: ignore[attr-defined]
         seed_demo_directory(store)  # type: ignore[arg-type]
+        # Self-critique is a sampled extra (the flags' ``self_critique_rate``, 0.2 in dev and stg),
+        # drawn on the random turn id: counted, it moved the brain by a call-log write a draw and the
+        # mix's totals by ±0.4 between runs. The count pins it off so a budget holds without draws;
+        # its cost is named apart (infra/bench/README.md: one more LLM call and its log write in the
+        # brain per critiqued turn).
+        flags = load_flags_file().model_copy(update={"self_critique_rate": 0.0})
+        store.inner.set(FLAGS_DOC, flags_store_doc(flags))
         store.ops.clear()
         for i, text in enumerate(texts):
             virtual.advance(PACE_SECONDS)
