@@ -115,6 +115,23 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # does not sample (-2.0); the context's sources read their known documents in one get_many
     # and a search its frequency buckets in one (-11.5), the history append is one batch of two
     # writes in the context and the responder (-2.0), staging keeps the opt-in 10 s (-0.4)
+    # 49.3 with the reply path's end commits (reply path 33.6, background 15.6): the responder's
+    # session, agent state and reply history are one transaction after the send, their documents
+    # read in one batch (-2.9); the LLM call log's entries ride on their stage's claim completion
+    # (-1.6 on the reply path: context, brain, responder; a few tenths in the memory target)
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 55.0, report["per_turn"]
-    assert report["reply_path_rpcs_per_turn"] <= 38.5, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 50.0, report["per_turn"]
+    assert report["reply_path_rpcs_per_turn"] <= 34.0, report["per_turn"]
+
+
+def test_the_responder_ends_a_turn_in_one_commit_and_no_stage_writes_a_call_log_of_its_own(report):
+    # issue 39: the responder's session, agent state and history were two transactions and a
+    # batch a turn; now one transaction whose reads are one batch (a turn that only asks a
+    # confirmation or runs a job keeps its own), and the call log rides on the completion
+    responder = report["per_turn"]["responder"]
+    assert responder["transaction"] <= 1.38, responder  # 8 end commits, the approval job's, an ask's
+    # commits of plain writes a turn: the claim's completion (a batch when entries ride on it),
+    # and the context's history append, the responder's send receipt; no entry on its own
+    for target, commits in (("context", 2.0), ("brain", 1.0), ("responder", 2.0)):
+        row = report["per_turn"][target]
+        assert row.get("set", 0.0) + row.get("set_many", 0.0) == commits, (target, row)
