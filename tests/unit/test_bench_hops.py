@@ -119,9 +119,13 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # session, agent state and reply history are one transaction after the send, their documents
     # read in one batch (-2.9); the LLM call log's entries ride on their stage's claim completion
     # (-1.6 on the reply path: context, brain, responder; a few tenths in the memory target)
+    # 45.3 (reply path 32.6, background 12.6) since indexing a memory reads its manifest, the
+    # totals and its terms' buckets in one batch inside its transaction (a re-index: its old
+    # chunks and their buckets in a second): the executor's save_memory -1.0, the memory
+    # target's episodes -3.4
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 50.0, report["per_turn"]
-    assert report["reply_path_rpcs_per_turn"] <= 34.0, report["per_turn"]
+    assert report["firestore_rpcs_per_turn"] <= 46.0, report["per_turn"]
+    assert report["reply_path_rpcs_per_turn"] <= 33.0, report["per_turn"]
 
 
 def test_the_responder_ends_a_turn_in_one_commit_and_no_stage_writes_a_call_log_of_its_own(report):
