@@ -12,7 +12,8 @@ entries with the claim's release, so an error's evidence stays. A worker killed 
 loses the entries of its unfinished attempt, as it loses that attempt's usage on the envelope
 (``turn.usage``, summed by ``charter cost``): the entries and the turn's total agree on the
 attempt that completed. A call answered after its stage is over (a source's thread that
-outlived the stage's wait) writes at once.
+outlived the stage's wait), or past ``MAX_CARRIED``, writes at once; a completion whose carried
+writes fail is written again without them (``LayerRunner``: the log never fails a stage).
 
 >>> from shared_lib.adapters.memory_store import MemoryStore
 >>> store = MemoryStore()
@@ -31,9 +32,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from shared_lib.observability.logs import log_event
 from shared_lib.ports import Doc, Store
 
 Write = tuple[str, Doc, bool]
+# Writes carried at most: a call log entry is at most 1 MiB (``telemetry.llm_calls.MAX_TEXT``
+# keeps it so), a Firestore commit at most 10 MiB; a stage that calls more writes the rest at once
+MAX_CARRIED = 8
 
 
 class Carried:
@@ -47,7 +52,7 @@ class Carried:
     def add(self, write: Write) -> bool:
         """Carry ``write``; ``False`` when the writes were taken already (write it now)."""
         with self._lock:
-            if self._taken:
+            if self._taken or len(self._writes) >= MAX_CARRIED:
                 return False
             self._writes.append(write)
             return True
@@ -82,6 +87,12 @@ def write(store: Store, path: str, doc: Doc, *, merge: bool = False) -> None:
 
 
 def flush(store: Store, carried: Carried) -> None:
-    """Write what ``carried`` holds now, in one batch (a stage that failed: its evidence)."""
+    """Write what ``carried`` holds now, in one batch (a stage that failed: its evidence); a
+    failure is logged, never raised (the log is evidence, not a gate)."""
     if writes := carried.take():
-        store.set_many(writes)
+        try:
+            store.set_many(writes)
+        except Exception as exc:
+            log_event(
+                "llm_call_log_failed", layer="llm", severity="ERROR", error=f"{type(exc).__name__}: {exc}"
+            )

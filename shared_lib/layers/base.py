@@ -37,6 +37,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING
 
 from shared_lib import tracing
@@ -179,15 +180,17 @@ class LayerRunner:
                 raise
         now = rt.clock()
         result = {"outcome": outcome.outcome}
-        if not claims.complete(
-            path,
-            now=now,
-            result=result,
-            fields={"completed_at": now},
-            holder=claim.holder,
-            held_until=beat.held_until,
-            also=carried.take(),  # the stage's call log entries ride on the completion's commit
-        ):
+        complete = partial(
+            claims.complete, path, now=now, result=result, fields={"completed_at": now}, holder=claim.holder
+        )
+        try:  # the stage's call log entries ride on the completion's commit (``delivery.riders``)
+            done = complete(held_until=beat.held_until, also=carried.take())
+        except Exception as exc:  # never lost for its log: completed without the entries
+            log_event(
+                "llm_call_log_failed", layer="llm", severity="ERROR", error=f"{type(exc).__name__}: {exc}"
+            )
+            done = complete(held_until=beat.held_until)
+        if not done:
             log_event("claim_superseded", turn=turn, layer=self.layer.name, lost_lease=beat.lost)
         return outcome.outcome
 

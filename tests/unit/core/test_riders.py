@@ -97,3 +97,15 @@ def test_a_stage_that_fails_writes_its_entries_at_once_and_a_call_after_the_stag
     riders.write(store, *entry("c6", "会話の外ウル"))  # type: ignore[arg-type]
     assert ops(store) == {"set_many": 1, "set": 2}
     assert store.inner.get("orgs/acme/llm_calls/c5") is not None
+
+
+def test_past_the_commit_s_bound_a_stage_s_further_entries_write_at_once():
+    # GIVEN a stage that calls the model more often than one commit may carry (Best-of-N's
+    # candidates, a self-check, a summary: each entry up to 1 MiB, a commit up to 10 MiB)
+    store = counted()
+    with riders.carrying() as carried:
+        for i in range(riders.MAX_CARRIED + 2):
+            riders.write(store, *entry(f"b{i}", f"候補{i}ウル"))  # type: ignore[arg-type]
+    # THEN the first MAX_CARRIED ride on the completion and the two past it were written alone
+    assert len(carried.take()) == riders.MAX_CARRIED
+    assert ops(store) == {"set": 2}
