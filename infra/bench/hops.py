@@ -115,6 +115,10 @@ class CountingStore:
                     store._count("get")
                     return txn.get(path)
 
+                def get_many(self, paths: Any) -> dict[str, Doc | None]:
+                    store._count("get_many")  # one BatchGetDocuments within the transaction
+                    return txn.get_many(paths)  # type: ignore[attr-defined,no-any-return]
+
                 def __getattr__(self, name: str) -> Any:  # writes ride on the commit
                     return getattr(txn, name)
 

@@ -61,6 +61,13 @@ class _FirestoreTransaction:
     def get(self, path: str) -> Doc | None:
         return _doc(self._client.document(path).get(transaction=self._txn))
 
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        """The documents in one ``BatchGetDocuments`` within the transaction (its reads, first)."""
+        unique = list(dict.fromkeys(paths))
+        snaps = self._client.get_all([self._client.document(p) for p in unique], transaction=self._txn)
+        found = {snap.reference.path: _doc(snap) for snap in snaps}
+        return {p: found.get(p) for p in paths}
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         self._txn.set(self._client.document(path), _to_firestore(data), merge=merge)
 

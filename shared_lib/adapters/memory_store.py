@@ -63,6 +63,9 @@ class _MemoryTransaction:
     def get(self, path: str) -> Doc | None:
         return self._store.get(path)
 
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        return self._store.get_many(paths)
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         _check_path(path)
         self._writes.append(("set", path, copy.deepcopy(data), merge))

@@ -68,6 +68,14 @@ class OrgScopedTransaction:
     def get(self, path: str) -> Doc | None:
         return self._txn.get(self._scope.check(path))
 
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        checked = [self._scope.check(p) for p in paths]
+        get_many = getattr(self._txn, "get_many", None)
+        if get_many is None:
+            return {p: self._txn.get(p) for p in checked}
+        got: dict[str, Doc | None] = get_many(checked)
+        return got
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         self._txn.set(self._scope.check_write(path), data, merge=merge)
 

@@ -121,6 +121,9 @@ class _SQLiteTransaction:
             raise ReadAfterWriteError(f"read of {path!r} after a write in the same transaction")
         return _read(self._conn, _split(path)[0])
 
+    def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
+        return {p: self.get(p) for p in paths}  # one file, no round trip to save
+
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         self._buffer("set", path, data, merge)
 

@@ -60,7 +60,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
@@ -172,8 +172,10 @@ class Claims:
         fields: Doc | None = None,
         holder: str | None = None,
         held_until: datetime | None = None,
+        also: Sequence[tuple[str, Doc, bool]] = (),
     ) -> bool:
-        """Record the claim completed (replacing the in-progress record) with its ``result``.
+        """Record the claim completed (replacing the in-progress record) with its ``result``;
+        ``also``: plain writes in the same commit, whatever it answers (``delivery.riders``).
 
         With ``holder``, only while that holder's claim is the record: ``False`` (nothing
         written) when another delivery took it over or it is completed already. That check
@@ -184,11 +186,16 @@ class Claims:
         """
         record = self._completed(now, result, fields)
         if holder is None or (held_until is not None and held_until - CLAIM_WAIT_SLACK > now):
-            self.store.set(path, record)
+            if also:
+                self.store.set_many([(path, record, False), *also])
+            else:
+                self.store.set(path, record)
             return True
 
         def _txn(txn: Transaction) -> bool:
             doc = txn.get(path)
+            for other, data, merge in also:
+                txn.set(other, data, merge=merge)
             if doc is not None and (doc.get("status") == self.completed or doc.get("holder") != holder):
                 return False
             txn.set(path, record)

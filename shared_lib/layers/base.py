@@ -37,10 +37,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING
 
 from shared_lib import tracing
-from shared_lib.delivery import idempotency
+from shared_lib.delivery import idempotency, riders
 from shared_lib.turn import budgets
 from shared_lib.turn.callctx import call_context, turn_budget
 from shared_lib.turn.decisions import DEFAULT, Outcome
@@ -164,24 +165,32 @@ class LayerRunner:
             held_until=lease_until if isinstance(lease_until, datetime) else None,
         )
         now = rt.clock()
-        with beat, turn_budget(budgets.begin(turn.budget, turn.deadline, now), now):
+        with (
+            beat,
+            turn_budget(budgets.begin(turn.budget, turn.deadline, now), now),
+            riders.carrying() as carried,
+        ):
             try:
                 self._maybe_stall(turn)
                 outcome = self.run(turn)
                 self.forward(turn, outcome)
             except Exception:
                 claims.release(path, holder=claim.holder)
+                riders.flush(rt.store, carried)  # a failed attempt's call log is its evidence
                 raise
         now = rt.clock()
         result = {"outcome": outcome.outcome}
-        if not claims.complete(
-            path,
-            now=now,
-            result=result,
-            fields={"completed_at": now},
-            holder=claim.holder,
-            held_until=beat.held_until,
-        ):
+        complete = partial(
+            claims.complete, path, now=now, result=result, fields={"completed_at": now}, holder=claim.holder
+        )
+        try:  # the stage's call log entries ride on the completion's commit (``delivery.riders``)
+            done = complete(held_until=beat.held_until, also=carried.take())
+        except Exception as exc:  # never lost for its log: completed without the entries
+            log_event(
+                "llm_call_log_failed", layer="llm", severity="ERROR", error=f"{type(exc).__name__}: {exc}"
+            )
+            done = complete(held_until=beat.held_until)
+        if not done:
             log_event("claim_superseded", turn=turn, layer=self.layer.name, lost_lease=beat.lost)
         return outcome.outcome
 

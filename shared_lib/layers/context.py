@@ -53,17 +53,21 @@ from shared_lib.turn.callctx import call_context, remaining
 from shared_lib.turn.envelope import RouteSection, Turn
 
 if TYPE_CHECKING:
+    from shared_lib.ports import Store
     from shared_lib.runtime import Runtime
 
 __all__ = ["LAYER", "append_history", "classifier", "history_path", "route", "run"]
 
 
-def append_history(rt: Runtime, turn: Turn, role: str, text: str, suffix: str) -> None:
+def append_history(
+    rt: Runtime, turn: Turn, role: str, text: str, suffix: str, *, store: Store | None = None
+) -> None:
     """Conversation memory: idempotent append (the id derives from the turn), kept masked with
-    its values sealed under the vault's key, for the organisation's retention."""
+    its values sealed under the vault's key, for the organisation's retention (written through
+    ``store``, ``rt.store`` unless given)."""
     now = rt.clock()
     append_message(
-        scoped(rt.store, turn.org_id),
+        scoped(store or rt.store, turn.org_id),
         turn.org_id,
         turn.conversation_key,
         f"{turn.turn_id}-{turn.step}-{suffix}",

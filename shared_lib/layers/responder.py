@@ -33,6 +33,7 @@ from shared_lib.observability.logs import log_event
 from shared_lib.ports import OutboundReply
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.routing import Route, announcement_line, delegate
+from shared_lib.state import turn_end
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.proposal import ClarificationProposal, TextResponseProposal
 
@@ -213,8 +214,11 @@ def _says(text: str, question: str) -> bool:
 def run(turn: Turn, rt: Runtime) -> Outcome:
     """The responder stage (``rt.stages["responder"]``): the loop's answer steps, ``core`` (the
     reply composed), the steps that amend it (the confirmation question, a job's report) and
-    the effects after it (send once, the session, history, agent state)."""
-    return rt.stages["responder"].run(turn, rt)
+    the effects after it (send once, the session, history, agent state). The session, the
+    reply's history and the agent state are one commit at the stage's end (``state.turn_end``):
+    after the send, before the turn is published on."""
+    with turn_end.opened(rt.store):
+        return rt.stages["responder"].run(turn, rt)
 
 
 def core(turn: Turn, rt: Runtime) -> Outcome:
@@ -261,8 +265,8 @@ def send(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
 
 
 def remember_reply(turn: Turn, rt: Runtime, outcome: Outcome) -> None:
-    """An after step: the reply appended to the conversation's history."""
-    append_history(rt, turn, "assistant", turn.response.text, "out")
+    """An after step: the reply appended to the conversation's history (in the end commit)."""
+    append_history(rt, turn, "assistant", turn.response.text, "out", store=turn_end.deferring(rt.store))
 
 
 def _not_started(turn: Turn) -> bool:

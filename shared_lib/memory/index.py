@@ -284,15 +284,22 @@ def _replace(
     manifest: Doc | None,
 ) -> int:
     """Reads first (manifest, old chunks, statistics), then every write; the old chunk count."""
-    spath = source_path(org_id, source_kind, source_id)
-    old_ids = [str(c) for c in (txn.get(spath) or {}).get("chunk_ids", [])]
-    old = {cid: txn.get(chunk_path(org_id, cid)) or {} for cid in old_ids}
+    spath, tpath = source_path(org_id, source_kind, source_id), stats_path(org_id, "totals")
+    # one batched read for what the new chunks need (the manifest, the totals, their terms'
+    # buckets); a second only for a source indexed before (its old chunks, their buckets)
+    new_buckets = sorted({bucket(t) for d in chunks.values() for t in d["terms"]})
+    first = _read_all(txn, [spath, tpath, *(stats_path(org_id, df_name(b)) for b in new_buckets)])
+    old_ids = [str(c) for c in (first[spath] or {}).get("chunk_ids", [])]
+    old_docs = _read_all(txn, [chunk_path(org_id, c) for c in old_ids])
+    old = {cid: old_docs[chunk_path(org_id, cid)] or {} for cid in old_ids}
     delta: dict[str, int] = {}
     _count(delta, (d.get("terms") or [] for d in old.values()), -1)
     _count(delta, (d["terms"] for d in chunks.values()), +1)
     touched = sorted({bucket(t) for t, n in delta.items() if n})
-    totals = txn.get(stats_path(org_id, "totals")) or {}
-    tables = {b: txn.get(stats_path(org_id, df_name(b))) or {} for b in touched}
+    totals = first[tpath] or {}
+    more = _read_all(txn, [stats_path(org_id, df_name(b)) for b in touched if b not in new_buckets])
+    read = {**first, **more}
+    tables = {b: read[stats_path(org_id, df_name(b))] or {} for b in touched}
     for b, table in tables.items():
         df = dict(table.get("df") or {})
         for term, n in delta.items():
@@ -327,6 +334,18 @@ def _replace(
     else:
         txn.set(spath, manifest)
     return len(old)
+
+
+def _read_all(txn: Transaction, paths: list[str]) -> dict[str, Doc | None]:
+    """``paths`` read in the transaction: one batched read where the adapter has it, none for none."""
+    unique = list(dict.fromkeys(paths))
+    if not unique:
+        return {}
+    get_many = getattr(txn, "get_many", None)
+    if get_many is None or len(unique) == 1:
+        return {p: txn.get(p) for p in unique}
+    got: dict[str, Doc | None] = get_many(unique)
+    return got
 
 
 def _count(delta: dict[str, int], term_lists: Iterable[Iterable[Any]], sign: int) -> None:

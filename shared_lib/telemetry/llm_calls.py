@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared_lib.delivery import riders
 from shared_lib.errors import LLMError
 from shared_lib.ids import new_ulid, utc_now
 from shared_lib.observability.logs import log_event
@@ -151,7 +152,7 @@ class LLMCallLog:
         ctx = current()
         org = ctx.org_id if ctx else self.default_org
         try:
-            self.store.set(f"orgs/{org}/llm_calls/{call_id}", fields, merge=True)
+            riders.write(self.store, f"orgs/{org}/llm_calls/{call_id}", fields, merge=True)
         except Exception as exc:  # evidence, not a gate (like the entry itself)
             log_event(
                 "llm_call_log_failed", layer="llm", severity="ERROR", error=f"{type(exc).__name__}: {exc}"
@@ -227,7 +228,8 @@ class LLMCallLog:
             doc = entry.model_dump(mode="python")
             if self.retention is not None:
                 doc["expires_at"] = entry.at + self.retention(entry.org_id)
-            self.store.set(f"orgs/{entry.org_id}/llm_calls/{entry.call_id}", doc)
+            # with the stage's claim completion when a claimed stage calls (``delivery.riders``)
+            riders.write(self.store, f"orgs/{entry.org_id}/llm_calls/{entry.call_id}", doc)
         except Exception as exc:  # the log is evidence, not a gate: the call's answer still goes back
             log_event(
                 "llm_call_log_failed", layer="llm", severity="ERROR", error=f"{type(exc).__name__}: {exc}"

@@ -114,6 +114,25 @@ def test_transaction_reads_then_writes_atomically(store: Store):
     assert store.get("orgs/a/counters/c") == {"v": 5}
 
 
+def test_a_transaction_reads_known_documents_in_one_call_before_its_writes(store: Store):
+    # GIVEN a conversation's session and its agent state; the reply's end commit reads both
+    store.set("orgs/a/sessions/line:r1:u1", {"mode": "error_recovery", "error_count": 1})
+    store.set("orgs/a/agent_states/c1", {"phase": "planning", "applied_utterances": ["t-1"]})
+    paths = ["orgs/a/sessions/line:r1:u1", "orgs/a/agent_states/c1", "orgs/a/agent_states/c-なし"]
+
+    def end(txn) -> dict[str, object]:
+        got = txn.get_many(paths)  # the adapters' transactions all have it (state.turn_end uses it)
+        txn.set("orgs/a/sessions/line:r1:u1", {**got[paths[0]], "mode": "normal", "error_count": 0})
+        return got
+
+    # WHEN they are read in one call inside the transaction, then written
+    got = store.run_transaction(end)
+    # THEN each is answered as a single get answers it, the missing one with None
+    assert got[paths[1]] == {"phase": "planning", "applied_utterances": ["t-1"]}
+    assert got[paths[2]] is None
+    assert store.get(paths[0]) == {"mode": "normal", "error_count": 0}
+
+
 def test_transaction_create_conflict_writes_nothing(store: Store):
     store.set("orgs/a/receipts/r1", {"done": True})
 

@@ -119,10 +119,21 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # (background 15.2–15.6 → 13.6–14.8): the context records the tokens of the window it read
     # whole, and a turn that leaves the conversation clearly under 70 % costs the check no read
     # (its document and its window: the mix's first five turns, -1.25)
+    # 49.3 with the reply path's end commits (reply path 33.6, background 15.6): the responder's
+    # session, agent state and reply history are one transaction after the send, their documents
+    # read in one batch (-2.9); the LLM call log's entries ride on their stage's claim completion
+    # (-1.6 on the reply path: context, brain, responder; a few tenths in the memory target)
+    # 45.3 (reply path 32.6, background 12.6) since indexing a memory reads its manifest, the
+    # totals and its terms' buckets in one batch inside its transaction (a re-index: its old
+    # chunks and their buckets in a second): the executor's save_memory -1.0, the memory
+    # target's episodes -3.4
+    # 44.0 with both (reply path 32.6, background 11.4), the same every run since the count pins
+    # self-critique off (a draw on the random turn id moved the mix by ±0.4)
     assert report["turns"] == 8
-    assert report["firestore_rpcs_per_turn"] <= 53.5, report["per_turn"]
-    assert report["reply_path_rpcs_per_turn"] <= 38.5, report["per_turn"]
-    assert report["background_rpcs_per_turn"] <= 15.0, report["per_turn"]
+    # (held with half a round trip to spare: the day's dates in the replies move the compaction)
+    assert report["firestore_rpcs_per_turn"] <= 44.5, report["per_turn"]
+    assert report["reply_path_rpcs_per_turn"] <= 33.0, report["per_turn"]
+    assert report["background_rpcs_per_turn"] <= 12.0, report["per_turn"]
 
 
 def test_the_memory_target_reads_a_conversation_only_when_the_envelope_cannot_settle_its_check(report):
@@ -131,3 +142,16 @@ def test_the_memory_target_reads_a_conversation_only_when_the_envelope_cannot_se
     # target reads the window (one query) only on the three turns after; before, on all eight
     memory = report["per_turn"]["memory"]
     assert memory.get("query", 0.0) <= round(3 / 8, 2), memory
+
+
+def test_the_responder_ends_a_turn_in_one_commit_and_no_stage_writes_a_call_log_of_its_own(report):
+    # issue 39: the responder's session, agent state and history were two transactions and a
+    # batch a turn; now one transaction whose reads are one batch (a turn that only asks a
+    # confirmation or runs a job keeps its own), and the call log rides on the completion
+    responder = report["per_turn"]["responder"]
+    assert responder["transaction"] <= 1.38, responder  # 8 end commits, the approval job's, an ask's
+    # commits of plain writes a turn: the claim's completion (a batch when entries ride on it),
+    # and the context's history append, the responder's send receipt; no entry on its own
+    for target, commits in (("context", 2.0), ("brain", 1.0), ("responder", 2.0)):
+        row = report["per_turn"][target]
+        assert row.get("set", 0.0) + row.get("set_many", 0.0) == commits, (target, row)

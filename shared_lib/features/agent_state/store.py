@@ -25,6 +25,7 @@ The code's transitions (seed 004 §6, the charter decides)::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -137,11 +138,21 @@ def _section(stored: dict[str, Any], outcome: dict[str, Any], *, applied: bool) 
 def record_turn(store: Store, turn: Turn, *, now: datetime, retention: timedelta) -> AgentSection:
     """Apply the finished ``turn`` to its conversation's state, once; the turn's agent section
     (an after step of the responder: a dry run never gets here)."""
+    part = record_part(turn, now=now, retention=retention)
+    if part is None:
+        return AgentSection(state=dict(turn.context.agent_state))
+    return store.run_transaction(part)
+
+
+def record_part(
+    turn: Turn, *, now: datetime, retention: timedelta
+) -> Callable[[Transaction], AgentSection] | None:
+    """``record_turn``'s transaction, for a commit that carries others too; ``None`` when the
+    turn proposed and decided nothing (the state read by the context stands, no round trip)."""
     target = agent_state_path(turn.org_id, turn.conversation_key)
     plan = turn_plan(turn)
     if all(update is None and code == CodeTransition() for update, code in plan):
-        # nothing proposed, nothing decided: the state read by the context stands, no round trip
-        return AgentSection(state=dict(turn.context.agent_state))
+        return None
 
     def _txn(txn: Transaction) -> AgentSection:
         doc = txn.get(target) or {}
@@ -168,7 +179,7 @@ def record_turn(store: Store, turn: Turn, *, now: datetime, retention: timedelta
         )
         return _section({**dumped, **masked}, outcome, applied=True)
 
-    return store.run_transaction(_txn)
+    return _txn
 
 
 def _run(

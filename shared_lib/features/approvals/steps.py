@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from shared_lib.brain.integration import refusal_text
+from shared_lib.collections import session_path
 from shared_lib.features.approvals import steps_answers as answers
 from shared_lib.features.approvals import store as jobs
 from shared_lib.features.approvals.steps_answers import reply
@@ -34,7 +35,7 @@ from shared_lib.policy.effective import Policy
 from shared_lib.policy.guardian import proposal_hash
 from shared_lib.policy.teachings import valid_teachings
 from shared_lib.privacy.sanitizer import Sanitizer
-from shared_lib.state import gate, session
+from shared_lib.state import gate, session, turn_end
 from shared_lib.state.answers import is_urgent, read_answer
 from shared_lib.tools.display import parameter_lines
 from shared_lib.tools.registry import ToolInputError
@@ -312,26 +313,26 @@ def _paused_loop(turn: Turn) -> dict[str, Any]:
 
 def after_reply(turn: Turn, rt: Runtime) -> None:
     """Close an answered confirmation and record the turn in the session (an after step: never
-    on a dry run)."""
+    on a dry run). The session's changes join the responder's end commit (``state.turn_end``)."""
     cfg = rt.policy.confirmation
     approval = turn.proposal.approval or {}
     approval_id, kind, now = approval.get("approval_id"), turn.response.kind, rt.clock()
     key = str(approval.get("conversation_key") or turn.conversation_key)  # the requester's
+    sessions = {session_path(turn.org_id, k) for k in (key, turn.conversation_key)}
+    store = turn_end.deferring(rt.store, reads=sorted(sessions))
     if approval.get("reminded"):  # seed 000 §5.1.7: reminded once; a further other message is new
-        session.mark_reminded(rt.store, turn.org_id, key, str(approval["reminded"]), now, config=cfg)
+        session.mark_reminded(store, turn.org_id, key, str(approval["reminded"]), now, config=cfg)
     if approval_id and not approval.get("reminder") and not (approval.get("approved") and kind == "confirm"):
         # the answer was final (executed, blocked, denied or cancelled): the pending action is consumed
         outcome = approval.get("outcome") or ("approved" if approval.get("approved") else "denied")
-        session.resolve_pending(
-            rt.store, turn.org_id, key, str(approval_id), now, outcome=outcome, config=cfg
-        )
+        session.resolve_pending(store, turn.org_id, key, str(approval_id), now, outcome=outcome, config=cfg)
     if kind == "confirm":
         return  # ask_confirmation wrote the session
     p = turn.proposal.proposal
     failed = [r for r in turn.execution.results if not r.ok]
     error = "parse_error" if kind == "error" else (failed[0].error_code if failed else None)
     session.finish_turn(
-        rt.store,
+        store,
         turn.org_id,
         turn.conversation_key,
         now,

@@ -292,3 +292,25 @@ def test_in_the_fusion_a_stray_shared_word_is_no_keyword_match():
     # WHILE a question naming the document's own terms keeps its keyword rank first
     (top, *_) = search(store, emb, ORG, "賞与 支給 12月", reader=ANYONE)
     assert (top.source_id, top.keyword_rank) == ("bonus", 1)
+
+
+def test_indexing_reads_what_it_needs_in_one_batch_and_a_reindex_in_two():
+    # GIVEN a store that counts (issue 39): before, every manifest, chunk, totals and bucket read
+    # inside the transaction was a round trip of its own (9 for a save_memory of a sentence)
+    from infra.bench.hops import CountingStore
+
+    store, emb = CountingStore(MemoryStore()), NgramEmbedder()
+    # WHEN a new memory is indexed (its terms fall in several frequency buckets)
+    _index(store, emb, "m1", "来週の定例は木曜10時から、会議室Bで。資料は佐藤さんが準備📎")
+    # THEN the transaction reads once: the manifest, the totals and its buckets in one batch
+    assert dict(store.ops["ingress"]) == {"transaction": 1, "get_many": 1}
+    # WHEN the same source is indexed again with other words
+    store.ops.clear()
+    _index(store, emb, "m1", "定例は金曜に変更になりました！ｺﾞﾒﾝﾅｻｲ")
+    # THEN a second read gets its old chunk; a third the buckets only its old terms fall in
+    reads = store.ops["ingress"]
+    assert reads["transaction"] == 1 and reads["get_many"] + reads["get"] <= 3, reads
+    # AND the statistics are those of a fresh index of the new text
+    fresh = MemoryStore()
+    _index(fresh, emb, "m1", "定例は金曜に変更になりました！ｺﾞﾒﾝﾅｻｲ")
+    assert _stats(store) == _stats(fresh)
