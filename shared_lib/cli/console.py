@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,6 +23,36 @@ from shared_lib.rollout.report import parse_duration
 def json_text(data: Any) -> str:
     """``data`` as one line of JSON (dates in ISO form, anything else as text)."""
     return json.dumps(data, ensure_ascii=False, default=_default, sort_keys=False)
+
+
+def print_listing(
+    items: Sequence[dict[str, Any]],
+    *,
+    as_json: bool,
+    key: str,
+    columns: Sequence[tuple[str, str]],
+    cells: Callable[[dict[str, Any]], Sequence[object]],
+    noun: str,
+) -> int:
+    """A list command's output: ``{key: items}`` as JSON, or a table (``columns``: each a title
+    and its format spec, the last usually unpadded) of ``cells(item)`` and a count line.
+
+    >>> print_listing([{"id": "a", "n": 2}], as_json=False, key="x", columns=[("id", "<4"), ("n", ">3"), ("note", "")],
+    ...               cells=lambda i: (i["id"], i["n"], "ok"), noun="item")
+    id     n note
+    a      2 ok
+    1 item(s)
+    0
+    """
+    if as_json:
+        print(json_text({key: list(items)}))
+        return 0
+    row = " ".join("{:" + spec + "}" for _, spec in columns)
+    print(row.format(*(title for title, _ in columns)))
+    for item in items:
+        print(row.format(*cells(item)))
+    print(f"{len(items)} {noun}(s)")
+    return 0
 
 
 def _default(value: Any) -> Any:

@@ -19,7 +19,7 @@ import argparse
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.cli.console import NO_STORE, json_text
+from shared_lib.cli.console import NO_STORE, json_text, print_listing
 from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import fail
 from shared_lib.collections import collection_path
@@ -67,17 +67,28 @@ def _list(args: argparse.Namespace) -> int:
     found = [jobs.live(doc, now) for _, doc in rows]
     found = [j for j in found if not args.status or j.get("status") == args.status]
     found.sort(key=lambda j: _at(j.get("requested_at")), reverse=True)
-    if _json(args, {"jobs": found}):
-        return 0
-    print(f"{'job':<10} {'org':<10} {'status':<14} {'requested':<26} {'requester':<12} summary")
-    for j in found:
-        first = str(j.get("summary") or "").splitlines()[:1]
-        print(
-            f"{j.get('job_id', ''):<10} {j.get('org_id', ''):<10} {j.get('status', ''):<14} "
-            f"{_at(j.get('requested_at')):<26} {j.get('user_id', ''):<12} {first[0] if first else ''}"
-        )
-    print(f"{len(found)} job(s)")
-    return 0
+    return print_listing(
+        found,
+        as_json=args.json,
+        key="jobs",
+        columns=[
+            ("job", "<10"),
+            ("org", "<10"),
+            ("status", "<14"),
+            ("requested", "<26"),
+            ("requester", "<12"),
+            ("summary", ""),
+        ],
+        cells=lambda j: (
+            j.get("job_id", ""),
+            j.get("org_id", ""),
+            j.get("status", ""),
+            _at(j.get("requested_at")),
+            j.get("user_id", ""),
+            (str(j.get("summary") or "").splitlines() or [""])[0],
+        ),
+        noun="job",
+    )
 
 
 def _show(args: argparse.Namespace) -> int:

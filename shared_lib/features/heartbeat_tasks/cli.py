@@ -15,7 +15,7 @@ import argparse
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.cli.console import NO_STORE, json_text
+from shared_lib.cli.console import NO_STORE, print_listing
 from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import fail
 from shared_lib.dates.model import JST
@@ -75,18 +75,28 @@ def _add(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     if (rt := _runtime(args)) is None:
         return 2
-    found = store.list_tasks(rt.store, args.org)
-    if args.json:
-        print(json_text({"tasks": found}))
-        return 0
-    print(f"{'task':<22} {'schedule':<16} {'next due (JST)':<18} {'runs':>4} {'creator':<12} instruction")
-    for t in found:
-        print(
-            f"{t.get('task_id', ''):<22} {t.get('schedule_text', ''):<16} {_at(t.get('next_due_at')):<18} "
-            f"{t.get('runs', 0):>4} {t.get('user_id', ''):<12} {str(t.get('instruction') or '')[:40]}"
-        )
-    print(f"{len(found)} task(s)")
-    return 0
+    return print_listing(
+        store.list_tasks(rt.store, args.org),
+        as_json=args.json,
+        key="tasks",
+        columns=[
+            ("task", "<22"),
+            ("schedule", "<16"),
+            ("next due (JST)", "<18"),
+            ("runs", ">4"),
+            ("creator", "<12"),
+            ("instruction", ""),
+        ],
+        cells=lambda t: (
+            t.get("task_id", ""),
+            t.get("schedule_text", ""),
+            _at(t.get("next_due_at")),
+            t.get("runs", 0),
+            t.get("user_id", ""),
+            str(t.get("instruction") or "")[:40],
+        ),
+        noun="task",
+    )
 
 
 def _remove(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ import argparse
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from shared_lib.cli.console import NO_STORE, json_text
+from shared_lib.cli.console import NO_STORE, json_text, print_listing
 from shared_lib.cli.operations import runtime_for, store_options
 from shared_lib.cli.runner import fail
 from shared_lib.errors import ConfigError
@@ -43,19 +43,30 @@ def _list(args: argparse.Namespace) -> int:
         return fail(f"--status is one of {', '.join(agent_jobs.STATUSES)}", 2)
     if (rt := _runtime(args)) is None:
         return 2
-    found = agent_jobs.list_jobs(rt.store, args.org, args.status)
-    if args.json:
-        print(json_text({"jobs": found}))
-        return 0
-    print(f"{'job':<21} {'org':<10} {'status':<10} {'steps':>5} {'created':<26} {'requester':<12} task")
-    for j in found:
-        print(
-            f"{j.get('job_id', ''):<21} {j.get('org_id', ''):<10} {j.get('status', ''):<10} "
-            f"{j.get('steps', 0):>2}/{j.get('max_steps', 0):<2} {_at(j.get('created_at')):<26} "
-            f"{j.get('user_id', ''):<12} {str(j.get('task') or '')[:40]}"
-        )
-    print(f"{len(found)} job(s)")
-    return 0
+    return print_listing(
+        agent_jobs.list_jobs(rt.store, args.org, args.status),
+        as_json=args.json,
+        key="jobs",
+        columns=[
+            ("job", "<21"),
+            ("org", "<10"),
+            ("status", "<10"),
+            ("steps", ">5"),
+            ("created", "<26"),
+            ("requester", "<12"),
+            ("task", ""),
+        ],
+        cells=lambda j: (
+            j.get("job_id", ""),
+            j.get("org_id", ""),
+            j.get("status", ""),
+            f"{j.get('steps', 0):>2}/{j.get('max_steps', 0):<2}",
+            _at(j.get("created_at")),
+            j.get("user_id", ""),
+            str(j.get("task") or "")[:40],
+        ),
+        noun="job",
+    )
 
 
 def _show(args: argparse.Namespace) -> int:
