@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from shared_lib.brain.integration import phrasing_request
 from shared_lib.brain.models import fast_model, flags_document
-from shared_lib.features.best_of_n.state import load_best_of_n_config
+from shared_lib.features.best_of_n.state import BestOfNConfig, Level, load_best_of_n_config
 from shared_lib.features.best_of_n.state_difficulty import estimate
 from shared_lib.features.best_of_n.steps_cost import plan
 from shared_lib.features.best_of_n.steps_run import Run, choose
@@ -72,7 +72,27 @@ def phrase(
     )
     level = cfg.level(difficulty)
     judge_model = fast_model(rt)
-    n, cost = plan(
+    n, cost = _plan(rt, level, request, judge_model, cfg, flags, question)
+    if n == 1:
+        turn.response.best_of_n = {"difficulty": difficulty, "n": 1, "planned_n": level.n}
+        return single(request)
+    run = Run("results", difficulty, level, level.n, n, round(cost, 8))
+    return choose(turn, rt, request, run, question=question, judge_model=judge_model)
+
+
+def _plan(
+    rt: Runtime,
+    level: Level,
+    request: LLMRequest,
+    judge_model: str,
+    cfg: BestOfNConfig,
+    flags: BestOfN,
+    question: str,
+    *,
+    paid: int = 0,
+) -> tuple[int, float]:
+    """``plan`` with what every phrasing passes it: the prices, the flags' cap and the persona core."""
+    return plan(
         level,
         request,
         judge_model,
@@ -81,12 +101,8 @@ def phrase(
         flags.max_cost_usd_per_turn,
         question=question,
         core=load_core(),
+        paid=paid,
     )
-    if n == 1:
-        turn.response.best_of_n = {"difficulty": difficulty, "n": 1, "planned_n": level.n}
-        return single(request)
-    run = Run("results", difficulty, level, level.n, n, round(cost, 8))
-    return choose(turn, rt, request, run, question=question, judge_model=judge_model)
 
 
 def phrase_text(turn: Turn, rt: Runtime, *, user_text: str, draft: str, flags: BestOfN) -> str:
@@ -102,17 +118,7 @@ def phrase_text(turn: Turn, rt: Runtime, *, user_text: str, draft: str, flags: B
     content = f"{ask.instructions}\n\n<message>\n{user_text}\n</message>\n<draft>\n{draft}\n</draft>"
     request = phrasing_request(turn, rt, content, max_tokens=ask.max_tokens)
     judge_model = fast_model(rt)
-    n, cost = plan(
-        level,
-        request,
-        judge_model,
-        rt.prices,
-        cfg,
-        flags.max_cost_usd_per_turn,
-        question=user_text,
-        core=load_core(),
-        paid=1,
-    )
+    n, cost = _plan(rt, level, request, judge_model, cfg, flags, user_text, paid=1)
     if n < 2:
         return draft
     run = Run("text_answer", difficulty, level, level.n, n, round(cost, 8))
