@@ -54,22 +54,27 @@ STREAMED_KINDS = frozenset({"turn_record", "shadow_candidate"})
 
 
 def record_turn(rt: Runtime, turn: Turn) -> bool:
-    """Record a served turn once; ``False`` for a redelivery of what is already recorded."""
+    """Record a served turn once; ``False`` for a redelivery of what is already recorded.
+
+    No read comes first: the record is created in the roll-up's transaction, and a record that
+    exists (a redelivery, a later step) is decided on inside it (``_write``). What runs before
+    the write is idempotent, so a redelivery that repeats it changes nothing: the stream row
+    (the BigQuery view keeps one row a turn), the alerts (by their id), the shadow comparison (a
+    ``create``). The log-based metric lines and the guard's count follow the write, once.
+    """
     path = collections.path("observability", org=turn.org_id, id=turn.turn_id)
-    existing = rt.store.get(path)
-    if existing is not None and int(existing.get("step", 0)) >= turn.step:
-        log_event("turn_record_duplicate", turn=turn, layer="observer", step=turn.step)
-        return False
     record = build_record(turn, recorded_at=rt.clock(), revision=rt.settings.revision)
     _alert_on(rt, turn, record)
-    _metric_lines(turn)
     stream(rt, record)
     # a turn the debounce merged into a later one served nobody: no comparison, no guard count
     merged = record.response_kind == "merged"
     compared = None if merged else _hook(rt, "on_served_turn", turn)
     doc = {**record.store_doc(), "expires_at": rt.clock() + rt.settings.retention(turn.org_id)}
-    written = _write(rt, path, record, doc, first=existing is None)
-    if written:
+    written = _write(rt, path, record, doc, first=turn.step == 0)
+    if not written:
+        log_event("turn_record_duplicate", turn=turn, layer="observer", step=turn.step)
+    else:
+        _metric_lines(turn)
         log_event(
             "turn_recorded",
             turn=turn,

@@ -266,16 +266,23 @@ class RollbackGuard:
             "expires_at": now + KEEP,
             **(counts if served else {"cost_usd": counts["cost_usd"]}),
         }
-        if not store.create(f"{EVENTS}/{turn_id}-{'s' if served else 'c'}", event):
-            return  # a redelivery: already counted
+        event_path = f"{EVENTS}/{turn_id}-{'s' if served else 'c'}"
         if counts["cost_usd"] <= 0:
+            store.create(event_path, event)  # nothing to add to the day: the event alone (once)
             return
         day = cost_day(now, config)
         shard = int(hashlib.sha256(turn_id.encode()).hexdigest(), 16) % SHARDS
         path = f"{DAYS}/{day}-{shard}"
 
         def _add(txn: Transaction) -> None:
-            doc = txn.get(path) or {"day": day, "cost_usd": 0.0, "expires_at": now + KEEP}
+            # the event and the day's cost in one commit (both documents read in one batch): a
+            # redelivery finds the event and adds nothing, and neither is ever written alone
+            get_many = getattr(txn, "get_many", None)
+            found = get_many([event_path, path]) if get_many else {p: txn.get(p) for p in (event_path, path)}
+            if found[event_path] is not None:
+                return  # a redelivery: already counted
+            doc = found[path] or {"day": day, "cost_usd": 0.0, "expires_at": now + KEEP}
+            txn.create(event_path, event)
             txn.set(path, {**doc, "cost_usd": float(doc.get("cost_usd") or 0) + counts["cost_usd"]})
 
         store.run_transaction(_add)

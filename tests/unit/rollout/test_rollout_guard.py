@@ -135,6 +135,18 @@ def test_given_a_redelivered_record_when_observed_twice_then_it_counts_once(rt):
     assert guard_status(rt)["totals"]["tool_calls"] == 2
 
 
+def test_given_a_redelivered_costed_record_when_observed_twice_then_its_cost_counts_once(rt):
+    # GIVEN a served turn that cost something (its event and the day's cost are one commit)
+    g = guard(daily_cost_budget_usd=100.0)
+    record = llm_record(cost=0.6, tools=1)
+    # WHEN the observer's delivery comes twice
+    g.observe(rt, record)
+    g.observe(rt, record)
+    # THEN the turn and its cost count once
+    status = guard_status(rt)
+    assert status["totals"]["turns"] == 1 and status["day_cost_usd"] == pytest.approx(0.6)
+
+
 def test_given_legacy_served_records_when_observed_then_the_guard_ignores_them(rt):
     g = guard()
     legacy = [llm_record(block=True, flags_arm="legacy", arm="legacy") for _ in range(30)]
