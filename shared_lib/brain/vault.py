@@ -33,7 +33,7 @@ from shared_lib.errors import ConfigError
 from shared_lib.ids import utc_now
 from shared_lib.ports import Store, Transaction
 from shared_lib.privacy.org_vault import OrgVault
-from shared_lib.privacy.sanitizer import unmask
+from shared_lib.privacy.sanitizer import PLACEHOLDER, unmask
 from shared_lib.turn.envelope import Turn
 
 log = logging.getLogger(__name__)
@@ -127,6 +127,16 @@ def _decrypt(cipher: MultiFernet, doc: dict[str, Any] | None, now: datetime | No
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
+def _holds_placeholder(value: Any) -> bool:
+    if isinstance(value, str):
+        return PLACEHOLDER.search(value) is not None
+    if isinstance(value, dict):
+        return any(_holds_placeholder(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_placeholder(v) for v in value)
+    return False
+
+
 def _vault_paths(turn: Turn) -> list[str]:
     paths = [vault_path(turn.org_id, turn.turn_id, shadow=turn.shadow)]
     approval, pending = turn.proposal.approval or {}, turn.context.pending_action or {}
@@ -151,8 +161,8 @@ def restore_parameters(
     the user's message did not produce stay masked (the fixed logic then rejects or
     keeps them as text).
     """
-    if cipher is None:
-        return dict(params)
+    if cipher is None or not _holds_placeholder(params):
+        return dict(params)  # nothing to restore: no vault read (most tool calls carry none)
     now = now or utc_now()
     entries: dict[str, str] = {}
     for path in _vault_paths(turn):

@@ -45,6 +45,32 @@ def test_given_a_vault_when_the_executor_restores_then_placeholders_of_the_user_
     assert params["body"] == "[EMAIL_1] に連絡"  # the proposal itself is never changed
 
 
+class CountingReads(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def get(self, path):
+        self.reads.append(path)
+        return super().get(path)
+
+
+def test_given_parameters_without_a_placeholder_when_restoring_then_no_vault_is_read():
+    # GIVEN a turn whose message held a value, and a tool call that names none of its placeholders
+    t = turn("taro@example.com に連絡、明日10時に打ち合わせ")
+    store = stored(t, {"[EMAIL_1]": "taro@example.com"}, store=CountingReads())
+    params = {"title": "打ち合わせ 📅", "when": "2026-11-30T10:00", "people": ["田中", "佐藤"], "n": 2}
+    store.reads.clear()
+    # WHEN the executor restores them THEN they come back as they are, and the vault is not read
+    assert restore_parameters(t, params, store, now=NOW, cipher=KEY) == params
+    assert store.reads == []
+    # AND one placeholder anywhere (here in a list) reads it and restores the value
+    assert restore_parameters(t, {"to": ["[EMAIL_1]"]}, store, now=NOW, cipher=KEY) == {
+        "to": ["taro@example.com"]
+    }
+    assert store.reads == [vault_path(t.org_id, t.turn_id)]
+
+
 def test_given_an_expired_vault_when_restoring_then_nothing_is_restored():
     t = turn("x")
     store = stored(t, {"[EMAIL_1]": "taro@example.com"}, ttl=15)
