@@ -160,6 +160,7 @@ def count(turns: int = 0) -> dict[str, Any]:
         rt.flags.monotonic = virtual
         rt.people.monotonic = virtual
         rt.intake.monotonic = virtual
+        rt.context_builder.lists.monotonic = virtual
         skills_store.cache_clock, real_clock = virtual, skills_store.cache_clock
         opt_in_cache.clock, real_opt_in_clock = virtual, opt_in_cache.clock
         bus = rt.bus

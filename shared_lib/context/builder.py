@@ -34,6 +34,7 @@ from shared_lib.context.budget import DEFAULT_DROP_ORDER, DROPPABLE, Fitted, fit
 from shared_lib.context.render import agent_state_sections, build_sections
 from shared_lib.context.sources import (
     OnceEmbedder,
+    OrgLists,
     SourceRequest,
     SourceSpec,
     default_sources,
@@ -74,6 +75,7 @@ class ContextConfig:
     knowledge_triggers: tuple[str, ...] = KNOWLEDGE_TRIGGERS
     episodes_limit: int = 3
     sources_off: tuple[str, ...] = ()  # not read at all (``CHARTER_CONTEXT_SOURCES_OFF``, local only)
+    lists_ttl_seconds: float = 10.0  # the directory and teachings lists kept per process (``OrgLists``)
 
     def __post_init__(self) -> None:
         unknown = set(self.drop_order) - DROPPABLE
@@ -98,6 +100,7 @@ class ContextConfig:
         kw: dict[str, Any] = {
             "token_budget": settings.context_token_budget,
             "source_timeout_seconds": settings.context_source_timeout,
+            "lists_ttl_seconds": settings.flags_ttl_seconds,  # refreshed as often as the configuration
         }
         if settings.context_drop_order:
             kw["drop_order"] = tuple(x.strip() for x in settings.context_drop_order.split(",") if x.strip())
@@ -172,10 +175,15 @@ class ContextBuilder:
     def __init__(self, config: ContextConfig | None = None, sources: list[SourceSpec] | None = None) -> None:
         self.config = config or ContextConfig()
         self.sources = sources
+        self.lists = OrgLists(ttl=self.config.lists_ttl_seconds)
 
     def build(self, inp: ContextInput, required: Collection[str] = ()) -> BuiltContext:
         cfg = self.config
-        known = known_documents(inp.org_id, inp.user_id, inp.conversation_key) if not self.sources else []
+        known = (
+            known_documents(inp.org_id, inp.user_id, inp.conversation_key, inp.text)
+            if not self.sources
+            else []
+        )
         view = scoped(PrefetchedStore(inp.store, known), inp.org_id, read_only=True)
         request = SourceRequest(
             store=view,
@@ -191,6 +199,7 @@ class ContextBuilder:
             knowledge_triggers=cfg.knowledge_triggers,
             embedder=OnceEmbedder(inp.embedder) if inp.embedder is not None else None,
             episodes_limit=cfg.episodes_limit,
+            lists=self.lists,
         )
         specs = self.sources or default_sources(tasks_truth=1 if inp.tasks.external else 2)
         off = [s for s in specs if s.name in cfg.sources_off]

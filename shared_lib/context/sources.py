@@ -11,17 +11,21 @@ read-only store, so a context can hold nothing of another organisation.
 
 from __future__ import annotations
 
+import copy
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from shared_lib import collections
 from shared_lib.context.history import conversation_path, conversation_summary, recent_messages
 from shared_lib.features.agent_state.store import agent_state_path, load_agent_state
 from shared_lib.features.persona_learning.store import ext_path, load_ext
-from shared_lib.memory.index import stats_path
+from shared_lib.memory.index import df_name, stats_path
+from shared_lib.memory.keyword import bucket, query_terms
 from shared_lib.ports import Embedder, EmbedKind, Store, Vector
 from shared_lib.state.local_only import local_only_path
 from shared_lib.state.session import load_session
@@ -29,6 +33,7 @@ from shared_lib.tools.directory import clean_name, get_person, list_people
 from shared_lib.tools.handlers.memory import own_memories, search_episodes, search_knowledge
 from shared_lib.tools.task_backend import TaskBackend
 
+T = TypeVar("T")
 TRUTH_LABELS = {1: "リアルタイムAPI", 2: "DB（正規データ）", 3: "設定・仕様", 4: "会話の記憶"}
 
 
@@ -52,6 +57,48 @@ class OnceEmbedder:
             return [self._seen[(t, kind)] for t in texts]
 
 
+class OrgLists:
+    """An organisation's lists that change at an administrator's pace (its people, its CEO's
+    teachings), kept per process for ``ttl`` seconds: the context reads them on every turn to
+    give the model names and teachings, and a query a turn for each cost two round trips.
+
+    Why it may be stale, and for how long: someone added to the directory, or a teaching added or
+    switched off, reaches the prompt within ``ttl`` (the flags' refresh interval,
+    ``CHARTER_FLAGS_TTL``, 10 s by default; 0 keeps nothing). Nothing that decides reads these:
+    the authorization gate and the tools read a person's level and department from the directory
+    itself on every turn, so a stale list changes what the model is told, never what is allowed.
+    A failed fetch is not kept (the source fails as before). Cost: one list per organisation and
+    name in each process, at most ``size`` of them (the oldest dropped first).
+
+    >>> lists, calls = OrgLists(ttl=30, monotonic=lambda: 0.0), []
+    >>> lists.get("acme", "people", lambda: calls.append(1) or ["鈴木"])
+    ['鈴木']
+    >>> lists.get("acme", "people", lambda: calls.append(1) or ["鈴木"]), len(calls)
+    (['鈴木'], 1)
+    """
+
+    def __init__(self, ttl: float = 10.0, size: int = 1024, monotonic: Callable[[], float] = time.monotonic):
+        self.ttl, self.size, self.monotonic = ttl, size, monotonic
+        self._kept: OrderedDict[tuple[str, str], tuple[float, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, org_id: str, name: str, fetch: Callable[[], T]) -> T:
+        key, now = (org_id, name), self.monotonic()
+        with self._lock:
+            hit = self._kept.get(key)
+            if hit is not None and now - hit[0] < self.ttl:
+                kept: T = copy.deepcopy(hit[1])  # a source may sort or trim what it is given
+                return kept
+        value = fetch()
+        if self.ttl > 0:
+            with self._lock:
+                self._kept[key] = (now, copy.deepcopy(value))
+                self._kept.move_to_end(key)
+                while len(self._kept) > self.size:
+                    self._kept.popitem(last=False)
+        return value
+
+
 @dataclass(frozen=True)
 class SourceRequest:
     store: Store  # organisation-scoped and read-only
@@ -67,6 +114,11 @@ class SourceRequest:
     knowledge_triggers: tuple[str, ...] = ()
     embedder: Embedder | None = None
     episodes_limit: int = 3
+    lists: OrgLists | None = None  # the process's lists (``ContextBuilder``); None reads each time
+
+    def kept(self, name: str, fetch: Callable[[], T]) -> T:
+        """``fetch()``, or the process's copy of it (``OrgLists``)."""
+        return fetch() if self.lists is None else self.lists.get(self.org_id, name, fetch)
 
 
 @dataclass(frozen=True)
@@ -109,7 +161,7 @@ def _preferences(r: SourceRequest) -> list[dict[str, Any]]:
 
 
 def _persons(r: SourceRequest) -> list[dict[str, Any]]:
-    people = list_people(r.store, r.org_id)
+    people = r.kept("people", lambda: list_people(r.store, r.org_id))
     me = next((p for p in people if p.user_id == r.user_id), None)
 
     def relevance(p: Any) -> tuple[int, str]:
@@ -146,7 +198,10 @@ def _goals(r: SourceRequest) -> list[dict[str, Any]]:
 
 
 def _teachings(r: SourceRequest) -> list[dict[str, Any]]:
-    docs = r.store.query(f"orgs/{r.org_id}/teachings", where=[("active", "==", True)], limit=50)
+    docs = r.kept(
+        "teachings",
+        lambda: list(r.store.query(f"orgs/{r.org_id}/teachings", where=[("active", "==", True)], limit=50)),
+    )
     items = [
         {"content": d.get("content"), "priority": int(d.get("priority", 0))}
         for _, d in docs
@@ -187,11 +242,17 @@ def _episodes(r: SourceRequest) -> list[dict[str, Any]]:
     )
 
 
-def known_documents(org_id: str, user_id: str, conversation_key: str) -> list[str]:
+def known_documents(org_id: str, user_id: str, conversation_key: str, query: str = "") -> list[str]:
     """The documents the default sources read by path (the rest are queries): read together in
     one ``get_many`` (``adapters.prefetched``) instead of one round trip each. The person and
-    the conversation are each read by two sources; the statistics by knowledge and episodes."""
+    the conversation are each read by two sources; the statistics by knowledge and episodes.
+    With the turn's text, the frequency documents of its terms too: the episodes source searches
+    with it on every turn (and knowledge when asked), and the keyword side of that search reads
+    exactly these next, so the search costs one round trip less. An organisation with nothing
+    indexed reads them for nothing (documents that do not exist: no payload)."""
+    frequencies = sorted({bucket(t) for t in query_terms(query)}) if query else []
     return [
+        *(stats_path(org_id, df_name(b)) for b in frequencies),
         collections.session_path(org_id, conversation_key),
         local_only_path(org_id, conversation_key),  # the session reads it after its own document
         collections.path("users", org=org_id, id=user_id),

@@ -129,10 +129,16 @@ def test_a_turn_of_the_mix_stays_within_its_round_trip_budget(report):
     # target's episodes -3.4
     # 44.0 with both (reply path 32.6, background 11.4), the same every run since the count pins
     # self-critique off (a draw on the random turn id moved the mix by ±0.4)
+    # 39.6 (reply path 29.9, background 9.7): the context keeps the directory's people and the
+    # teachings per process for the flags' refresh interval (-2.0, one query each an interval);
+    # its batch of known documents carries the frequency buckets of the turn's terms, which the
+    # episodes search reads next (-0.4); the executor reads no vault for parameters without a
+    # placeholder (-0.6); the observer writes the record without reading it first (-1.0); the
+    # rollback guard counts a costed turn's event and its day's cost in one transaction (-0.6)
     assert report["turns"] == 8
-    # (held with half a round trip to spare: the day's dates in the replies move the compaction)
-    assert report["firestore_rpcs_per_turn"] <= 44.5, report["per_turn"]
-    assert report["reply_path_rpcs_per_turn"] <= 33.0, report["per_turn"]
+    # issue 39's budgets: the reply path ≤ 30, background ≤ 15 (held at 12), a turn ≤ 40
+    assert report["firestore_rpcs_per_turn"] <= 40.0, report["per_turn"]
+    assert report["reply_path_rpcs_per_turn"] <= 30.0, report["per_turn"]
     assert report["background_rpcs_per_turn"] <= 12.0, report["per_turn"]
 
 

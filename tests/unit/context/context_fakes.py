@@ -9,11 +9,13 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from shared_lib.context import ContextInput
 from shared_lib.context.history import append_message, conversation_path
 from shared_lib.errors import StoreUnavailable
 from shared_lib.memory.index import index_text
 from shared_lib.ports import Store
 from shared_lib.tools.directory import seed_directory
+from shared_lib.tools.task_backend import StoreTaskBackend
 
 ORG = "acme"
 OTHER_ORG = "globex"
@@ -21,6 +23,24 @@ ROOM = "room-1"
 USER = "u1"
 KEY = f"{ORG}/{ROOM}/{USER}"
 NOW = datetime(2026, 1, 28, 3, 0, tzinfo=UTC)
+
+
+def context_input(
+    store: Store, text: str, *, org: str = ORG, user: str = USER, user_name: str | None = None
+) -> ContextInput:
+    """What the context layer gives the builder for ``user``'s turn in ``ROOM`` of ``org``."""
+    return ContextInput(
+        store=store,
+        tasks=StoreTaskBackend(store),
+        org_id=org,
+        user_id=user,
+        room_id=ROOM,
+        conversation_key=f"{org}/{ROOM}/{user}",
+        text=text,
+        now=NOW,
+        user_name=user_name,
+    )
+
 
 # The read each source makes (operation, path pattern): failing it fails that source.
 SOURCE_READS: dict[str, tuple[str, str]] = {

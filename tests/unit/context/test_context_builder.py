@@ -7,18 +7,16 @@ import threading
 from datetime import timedelta
 
 import pytest
-from context_fakes import NOW, ORG, OTHER_ORG, ROOM, USER, FaultyStore, seed_org
+from context_fakes import NOW, ORG, OTHER_ORG, USER, FaultyStore, context_input, seed_org
 
 from shared_lib.context import (
     ContextBuilder,
     ContextConfig,
-    ContextInput,
     record,
     render_recorded,
     summary_line,
 )
 from shared_lib.context.sources import SourceSpec, default_sources
-from shared_lib.tools.task_backend import StoreTaskBackend
 from shared_lib.turn.callctx import turn_budget
 from shared_lib.turn.envelope import ContextSection
 
@@ -29,18 +27,7 @@ def build(
     store, text="経費精算のルールを教えて", *, config=None, sources=None, org=ORG, user=USER, required=()
 ):
     return ContextBuilder(config or ContextConfig(token_budget=5000), sources).build(
-        ContextInput(
-            store=store,
-            tasks=StoreTaskBackend(store),
-            org_id=org,
-            user_id=user,
-            room_id=ROOM,
-            conversation_key=f"{org}/{ROOM}/{user}",
-            text=text,
-            now=NOW,
-            user_name="スズキ",
-        ),
-        required=required,
+        context_input(store, text, org=org, user=user, user_name="スズキ"), required=required
     )
 
 

@@ -5,27 +5,15 @@ the prompt says it is missing; a cloud environment refuses the setting."""
 from __future__ import annotations
 
 import pytest
-from context_fakes import NOW, ORG, ROOM, USER, seed_org
+from context_fakes import context_input, seed_org
 
-from shared_lib.context import ContextBuilder, ContextConfig, ContextInput
+from shared_lib.context import ContextBuilder, ContextConfig
 from shared_lib.errors import ConfigError
 from shared_lib.settings import Settings
-from shared_lib.tools.task_backend import StoreTaskBackend
 
 
 def build(store, config):
-    return ContextBuilder(config).build(
-        ContextInput(
-            store=store,
-            tasks=StoreTaskBackend(store),
-            org_id=ORG,
-            user_id=USER,
-            room_id=ROOM,
-            conversation_key=f"{ORG}/{ROOM}/{USER}",
-            text="さっきの打ち合わせの件、覚えてる？",
-            now=NOW,
-        )
-    )
+    return ContextBuilder(config).build(context_input(store, "さっきの打ち合わせの件、覚えてる？"))
 
 
 def test_a_switched_off_history_is_not_read_and_not_shown(memory_store):
