@@ -22,13 +22,13 @@ them from the store at the decision, seed 000 §4.4.2) and never inside a transa
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from typing import Any
 
+from shared_lib.adapters.doc_copy import copy_doc
 from shared_lib.ports import Doc, Store
 
 
@@ -47,10 +47,10 @@ class DocCache:
         with self._lock:
             hit = self._kept.get(store, {}).get(path)
         if hit is not None and hit[0] > self.clock():
-            return copy.deepcopy(hit[1])
+            return copy_doc(hit[1])
         doc = store.get(path)
         with self._lock:
-            self._kept.setdefault(store, {})[path] = (self.clock() + self.seconds, copy.deepcopy(doc))
+            self._kept.setdefault(store, {})[path] = (self.clock() + self.seconds, copy_doc(doc))
         return doc
 
     def forget(self, path: str) -> None:

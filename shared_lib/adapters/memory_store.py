@@ -3,12 +3,12 @@ under one lock; documents are deep-copied in and out so callers never share stat
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from shared_lib import tracing
+from shared_lib.adapters.doc_copy import copy_doc
 from shared_lib.adapters.vectors import nearest
 from shared_lib.ports import AlreadyExistsError, Doc, Op, Vector
 
@@ -68,11 +68,11 @@ class _MemoryTransaction:
 
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         _check_path(path)
-        self._writes.append(("set", path, copy.deepcopy(data), merge))
+        self._writes.append(("set", path, copy_doc(data), merge))
 
     def create(self, path: str, data: Doc) -> None:
         _check_path(path)
-        self._writes.append(("create", path, copy.deepcopy(data), False))
+        self._writes.append(("create", path, copy_doc(data), False))
 
     def delete(self, path: str) -> None:
         self._writes.append(("delete", path, None, False))
@@ -110,22 +110,22 @@ class MemoryStore:
         self._guard()
         with self._lock:
             doc = self._docs.get(path)
-            return copy.deepcopy(doc) if doc is not None else None
+            return copy_doc(doc) if doc is not None else None
 
     def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:
         for path in paths:
             _check_path(path)
         self._guard()
         with self._lock:  # one consistent read of them all, as Firestore's get_all is
-            return {p: copy.deepcopy(self._docs[p]) if p in self._docs else None for p in paths}
+            return {p: copy_doc(self._docs[p]) if p in self._docs else None for p in paths}
 
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
         _check_path(path)
         with self._lock:
             if merge and path in self._docs:
-                self._docs[path].update(copy.deepcopy(data))
+                self._docs[path].update(copy_doc(data))
             else:
-                self._docs[path] = copy.deepcopy(data)
+                self._docs[path] = copy_doc(data)
 
     def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
         for path, _, _ in writes:
@@ -139,7 +139,7 @@ class MemoryStore:
         with self._lock:
             if path in self._docs:
                 return False
-            self._docs[path] = copy.deepcopy(data)
+            self._docs[path] = copy_doc(data)
             return True
 
     def delete(self, path: str) -> None:
@@ -164,7 +164,7 @@ class MemoryStore:
                 parent, _, doc_id = path.rpartition("/")
                 in_coll = parent.rsplit("/", 1)[-1] == coll if group else parent == coll
                 if in_coll and all(_match(doc, f, op, v) for f, op, v in where):
-                    out.append((doc_id, copy.deepcopy(doc)))
+                    out.append((doc_id, copy_doc(doc)))
         if order_by:
             out.sort(key=lambda item: _sort_key(item[1].get(order_by)), reverse=descending)
         return out[:limit] if limit is not None else out
@@ -191,4 +191,4 @@ class MemoryStore:
     def dump(self) -> dict[str, Doc]:
         """A copy of every document (tests and the demo's summary)."""
         with self._lock:
-            return copy.deepcopy(self._docs)
+            return copy_doc(self._docs)

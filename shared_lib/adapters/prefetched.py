@@ -21,11 +21,11 @@ its own, so one unreadable document fails only the source that reads it, as befo
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from shared_lib.adapters.doc_copy import copy_doc
 from shared_lib.errors import ConfigError
 from shared_lib.ports import Doc, Op, Store, Transaction, Vector
 
@@ -55,7 +55,7 @@ class PrefetchedStore:
             batch = self._fetched()
             if batch is not None and path in batch:
                 doc = batch[path]
-                return copy.deepcopy(doc) if doc is not None else None
+                return copy_doc(doc) if doc is not None else None
         return self._inner.get(path)
 
     def get_many(self, paths: Sequence[str]) -> dict[str, Doc | None]:

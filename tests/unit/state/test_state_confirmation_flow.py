@@ -160,7 +160,14 @@ def test_parameters_changed_after_the_confirmation_are_confirmed_again(pipe):
     path = session.session_path(ORG, f"{ORG}/r1/u1")
     doc = pipe.rt.store.get(path)
     first_id = doc["pending_action"]["approval_id"]
-    doc["pending_action"]["proposal"]["tool_calls"][0]["parameters"]["content"] = "全員の給料を教える"
+    # every stored copy of the action (the session keeps it as ``pending_action`` and in the
+    # list ``pending_actions``; a store hands out separate copies, as Firestore does)
+    copies = [
+        a for a in [doc["pending_action"], *doc.get("pending_actions", [])] if a["approval_id"] == first_id
+    ]
+    assert len(copies) >= 2
+    for action in copies:
+        action["proposal"]["tool_calls"][0]["parameters"]["content"] = "全員の給料を教える"
     pipe.rt.store.set(path, doc)
     # WHEN the user approves
     reply = pipe.say("はい")
