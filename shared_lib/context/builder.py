@@ -20,6 +20,7 @@ that is down, and a busy machine must not turn a request into the degraded answe
 from __future__ import annotations
 
 import contextvars
+import threading
 import time
 from collections.abc import Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -171,11 +172,31 @@ def _count(value: Any) -> int:
     return len(value) if isinstance(value, list | dict) else 1
 
 
+# Source threads per process (``ContextBuilder._threads``): 14 sources a turn, so about nine
+# turns building at once before a source waits for a thread; idle threads cost a stack each.
+SOURCE_THREADS = 128
+
+
 class ContextBuilder:
     def __init__(self, config: ContextConfig | None = None, sources: list[SourceSpec] | None = None) -> None:
         self.config = config or ContextConfig()
         self.sources = sources
         self.lists = OrgLists(ttl=self.config.lists_ttl_seconds)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def _threads(self) -> ThreadPoolExecutor:
+        """The process's source threads, made on the first build (after any fork) and reused:
+        a build used to start a pool of its own, a thread per source (8 a greeting), and a
+        thread's start is most of what reading a source from memory costs. The pool keeps the
+        threads a turn needs idle between turns and grows under concurrent turns up to
+        ``SOURCE_THREADS``; past that a source waits for a thread within its timeout (the
+        context degrades, as for a slow store). A source stuck past its timeout is left behind,
+        as before, and holds its thread until its store call returns."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=SOURCE_THREADS, thread_name_prefix="context")
+            return self._pool
 
     def build(self, inp: ContextInput, required: Collection[str] = ()) -> BuiltContext:
         cfg = self.config
@@ -228,7 +249,7 @@ class ContextBuilder:
         self, specs: list[SourceSpec], request: SourceRequest, required: Collection[str] = ()
     ) -> tuple[dict[str, Any], dict[str, SourceRecord]]:
         timeout = self.config.source_timeout_seconds
-        pool = ThreadPoolExecutor(max_workers=max(len(specs), 1), thread_name_prefix="context")
+        pool = self._threads()
         started = time.monotonic()
         futures: dict[str, Future[tuple[Any, float]]] = {
             # each source sees the turn's call context (log lines, budget) like the layer itself
@@ -272,7 +293,8 @@ class ContextBuilder:
                     spec.name, status, spec.truth, spec.priority, _count(value), ms
                 )
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)  # a stuck source is left behind, not waited for
+            for future in futures.values():  # one not started yet never runs; a stuck one is left behind
+                future.cancel()
         return values, records
 
     @staticmethod

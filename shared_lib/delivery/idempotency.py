@@ -57,7 +57,6 @@ before its ack deadline, and Pub/Sub does not deliver it again while it still wo
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -67,7 +66,6 @@ from enum import Enum
 from typing import Any
 
 from shared_lib import collections
-from shared_lib.observability.logs import log_event
 from shared_lib.ports import Doc, Store, Transaction
 
 CLAIM_TTL = timedelta(days=3)
@@ -324,73 +322,3 @@ def layer_claims(store: Store) -> Claims:
 def claim_wait(lease: timedelta) -> timedelta:
     """How long a redelivery waits for a held layer claim: long enough for a dead holder's lease."""
     return lease + CLAIM_WAIT_SLACK
-
-
-class Heartbeat:
-    """Renews a held claim every ``lease / 3`` on a daemon thread while the block runs.
-
-    ``lost`` turns true when a renewal finds the claim no longer ours (taken over after a
-    stall longer than the lease); the work goes on, its result is a harmless duplicate.
-
-    >>> from datetime import UTC, datetime
-    >>> from shared_lib.adapters.memory_store import MemoryStore
-    >>> claims, now = layer_claims(MemoryStore()), datetime(2026, 1, 1, tzinfo=UTC)
-    >>> held = claims.claim("orgs/a/idempotency/t1", now=now, lease=timedelta(seconds=9))
-    >>> beat = Heartbeat(claims, "orgs/a/idempotency/t1", holder=held.holder, lease=timedelta(seconds=9),
-    ...                  clock=lambda: now + timedelta(seconds=5))
-    >>> beat.beat(), claims.store.get("orgs/a/idempotency/t1")["lease_until"] == now + timedelta(seconds=14)
-    (True, True)
-    """
-
-    def __init__(
-        self,
-        claims: Claims,
-        path: str,
-        *,
-        holder: str,
-        lease: timedelta,
-        clock: Callable[[], datetime],
-        interval: float | None = None,
-        held_until: datetime | None = None,
-    ) -> None:
-        self.claims, self.path, self.holder, self.lease, self.clock = claims, path, holder, lease, clock
-        self.interval = interval if interval is not None else max(lease.total_seconds() / 3, 0.05)
-        self.lost = False
-        # the lease this holder last wrote (at the claim, then at each renewal); None once lost
-        self.held_until: datetime | None = held_until
-        self.beats = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def beat(self) -> bool:
-        """Renew once; ``False`` once the claim is no longer this holder's."""
-        if self.lost:
-            return False
-        now = self.clock()
-        try:
-            held = self.claims.renew(self.path, now=now, lease=self.lease, holder=self.holder)
-        except Exception as exc:  # a store hiccup: the next beat tries again, within the lease
-            log_event("claim_renew_failed", layer="claims", severity="WARNING", error=type(exc).__name__)
-            return True
-        self.beats += 1
-        if held:
-            self.held_until = now + self.lease
-        else:
-            self.lost, self.held_until = True, None
-            log_event("claim_lost", layer="claims", severity="WARNING", path=self.path)
-        return held
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            if not self.beat():
-                return
-
-    def __enter__(self) -> Heartbeat:
-        self._thread = threading.Thread(target=self._run, name=f"heartbeat {self.path}", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.interval + 5)

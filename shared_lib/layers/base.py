@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 from shared_lib import tracing
 from shared_lib.delivery import idempotency, riders
+from shared_lib.delivery.heartbeat import Heartbeat
 from shared_lib.turn import budgets
 from shared_lib.turn.callctx import call_context, turn_budget
 from shared_lib.turn.decisions import DEFAULT, Outcome
@@ -156,7 +157,7 @@ class LayerRunner:
             if claim.attempts > TOPOLOGY.retry.max_delivery_attempts:  # kept held: a poison step stays so
                 raise CrashLoop(f"{self.layer.name}: turn {turn.turn_id} started {claim.attempts - 1} times")
         lease_until = claim.record.get("lease_until")
-        beat = idempotency.Heartbeat(
+        beat = Heartbeat(
             claims,
             path,
             holder=claim.holder,

@@ -8,7 +8,8 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.delivery.idempotency import Claims, ClaimState, Heartbeat, claim_wait, layer_claims
+from shared_lib.delivery.heartbeat import Heartbeat
+from shared_lib.delivery.idempotency import Claims, ClaimState, claim_wait, layer_claims
 
 PATH = "orgs/acme/idempotency/T1-brain-0"
 LEASE = timedelta(seconds=10)
