@@ -11,7 +11,6 @@ read-only store, so a context can hold nothing of another organisation.
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 from collections import OrderedDict
@@ -21,6 +20,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from shared_lib import collections
+from shared_lib.adapters.doc_copy import copy_doc
 from shared_lib.context.history import conversation_path, conversation_summary, recent_messages
 from shared_lib.features.agent_state.store import agent_state_path, load_agent_state
 from shared_lib.features.persona_learning.store import ext_path, load_ext
@@ -87,12 +87,12 @@ class OrgLists:
         with self._lock:
             hit = self._kept.get(key)
             if hit is not None and now - hit[0] < self.ttl:
-                kept: T = copy.deepcopy(hit[1])  # a source may sort or trim what it is given
+                kept: T = copy_doc(hit[1])  # a source may sort or trim what it is given
                 return kept
         value = fetch()
         if self.ttl > 0:
             with self._lock:
-                self._kept[key] = (now, copy.deepcopy(value))
+                self._kept[key] = (now, copy_doc(value))
                 self._kept.move_to_end(key)
                 while len(self._kept) > self.size:
                     self._kept.popitem(last=False)
@@ -161,18 +161,22 @@ def _preferences(r: SourceRequest) -> list[dict[str, Any]]:
 
 
 def _persons(r: SourceRequest) -> list[dict[str, Any]]:
-    people = r.kept("people", lambda: list_people(r.store, r.org_id))
-    me = next((p for p in people if p.user_id == r.user_id), None)
+    people = r.kept(
+        "people",
+        lambda: [
+            {"name": p.name, "user_id": p.user_id, "department_id": p.department_id}
+            for p in list_people(r.store, r.org_id)
+        ],
+    )
+    me = next((p for p in people if p["user_id"] == r.user_id), None)
 
-    def relevance(p: Any) -> tuple[int, str]:
-        named = clean_name(p.name) in r.text or (len(p.name) >= 2 and p.name[:2] in r.text)
-        same_team = me is not None and p.department_id == me.department_id
-        return (0 if named else 1 if same_team else 2, p.name)
+    def relevance(p: dict[str, Any]) -> tuple[int, str]:
+        name = p["name"]
+        named = clean_name(name) in r.text or (len(name) >= 2 and name[:2] in r.text)
+        same_team = me is not None and p["department_id"] == me["department_id"]
+        return (0 if named else 1 if same_team else 2, name)
 
-    return [
-        {"name": p.name, "user_id": p.user_id, "department_id": p.department_id}
-        for p in sorted((p for p in people if p.user_id != r.user_id), key=relevance)
-    ]
+    return sorted((p for p in people if p["user_id"] != r.user_id), key=relevance)
 
 
 def _tasks(r: SourceRequest) -> list[dict[str, Any]]:
@@ -200,12 +204,13 @@ def _goals(r: SourceRequest) -> list[dict[str, Any]]:
 def _teachings(r: SourceRequest) -> list[dict[str, Any]]:
     docs = r.kept(
         "teachings",
-        lambda: list(r.store.query(f"orgs/{r.org_id}/teachings", where=[("active", "==", True)], limit=50)),
+        lambda: [
+            d
+            for _, d in r.store.query(f"orgs/{r.org_id}/teachings", where=[("active", "==", True)], limit=50)
+        ],
     )
     items = [
-        {"content": d.get("content"), "priority": int(d.get("priority", 0))}
-        for _, d in docs
-        if d.get("content")
+        {"content": d.get("content"), "priority": int(d.get("priority", 0))} for d in docs if d.get("content")
     ]
     return sorted(items, key=lambda t: -t["priority"])
 
