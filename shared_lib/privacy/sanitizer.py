@@ -97,6 +97,12 @@ class RuleSet(BaseModel):
     wording: dict[str, dict[str, str]] = {}  # label -> language -> what a reply shows instead
 
 
+# The memo of clean texts (``Sanitizer._clean``): texts up to this long, at most this many
+# (about 0.5 MiB at the worst), each looked up once per mask instead of folded and run by every rule.
+CLEAN_MEMO_CHARS = 64
+CLEAN_MEMO_SIZE = 4096
+
+
 class Sanitizer:
     def __init__(self, rules: list[Rule], wording: dict[str, dict[str, str]] | None = None) -> None:
         self.rules = rules
@@ -106,6 +112,11 @@ class Sanitizer:
         self._labels = labels
         alternatives = "|".join(re.escape(label) for label in labels) or "(?!)"
         self._any_placeholder = re.compile(rf"\[({alternatives})(?:_\d+)?\]")
+        # Short texts in which no rule found anything (``_apply``): the same event names,
+        # layers, outcomes and reason codes are masked in every log line and record of a turn.
+        # Only a text that held nothing is remembered, so the memo holds no value; a text is
+        # clean under these rules or not, whoever asks (the session numbers found values only).
+        self._clean: set[str] = set()
 
     @classmethod
     def from_file(cls, path: Path | str) -> Sanitizer:
@@ -126,6 +137,8 @@ class Sanitizer:
         """Every rule, in order, over the folded form of ``text`` (``text_fold``); each value
         found replaces its span of ``text`` as typed. A value a rule took is hidden from the
         rules after it behind brackets of its length, as its placeholder once hid it."""
+        if text in self._clean:
+            return text
         folded = fold(text)
         work = folded.text
         taken: list[tuple[int, int, str]] = []  # source span -> its replacement
@@ -136,6 +149,10 @@ class Sanitizer:
                 if not any(a < y and x < b for x, y, _ in taken):
                     taken.append((a, b, session.placeholder(text[a:b], rule.label)))
             work = _hidden(work, found)
+        if not taken and len(text) <= CLEAN_MEMO_CHARS:
+            if len(self._clean) >= CLEAN_MEMO_SIZE:
+                self._clean.clear()  # a new start beats bookkeeping: the common texts come back at once
+            self._clean.add(text)
         for a, b, replacement in sorted(taken, reverse=True):
             text = text[:a] + replacement + text[b:]
         return text

@@ -185,3 +185,19 @@ def test_mask_stored_keeps_an_embedding_a_vector():
     doc = Sanitizer.default().mask_stored({"text": "090-1234-5678", "embedding": Vector((0.6, 0.8))})
     # THEN the text is masked and the vector stays a Vector (a list would not be a vector value)
     assert doc["text"] != "090-1234-5678" and isinstance(doc["embedding"], Vector)
+
+
+def test_the_memo_of_clean_texts_holds_no_value_and_changes_no_answer():
+    # GIVEN a sanitizer of its own, and the short texts a turn's log lines repeat
+    s = Sanitizer.from_file(RULES_FILE)
+    clean = ["layer_done", "flags.DEFAULT", "おはようございます！🐺", "confidence.medium"]
+    secrets = ["090-1234-5678", "taro@example.com", "０８０－２７１８－２８１８"]
+    # WHEN each is masked twice
+    first = [s.mask_text(t) for t in clean + secrets]
+    again = [s.mask_text(t) for t in clean + secrets]
+    # THEN the answers are the same, the clean texts are remembered and no value is
+    assert first == again and first[: len(clean)] == clean
+    assert set(clean) <= s._clean and not set(secrets) & s._clean
+    assert all("[" in m for m in first[len(clean) :])
+    # AND a remembered text inside a longer one is still read whole
+    assert s.mask_text("layer_done 090-1234-5678") == "layer_done [PHONE_1]"
