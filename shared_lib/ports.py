@@ -24,7 +24,7 @@ from shared_lib.errors import CharterError
 
 T = TypeVar("T")
 Doc = dict[str, Any]
-Op = Literal["==", "!=", "<", "<=", ">", ">=", "in", "array_contains"]
+Op = Literal["==", "!=", "<", "<=", ">", ">=", "in", "array_contains", "array_contains_any"]
 
 
 class Transaction(Protocol):

@@ -123,6 +123,9 @@ def matches(doc: Doc, field: str, op: Op, value: Any) -> bool:
         return cur is not None and any(have == sort_key(v) for v in value)
     if op == "array_contains":
         return isinstance(cur, list) and any(sort_key(item) == sort_key(value) for item in cur)
+    if op == "array_contains_any":
+        wanted = [sort_key(v) for v in value]
+        return isinstance(cur, list) and any(sort_key(item) in wanted for item in cur)
     want = sort_key(value)
     if op == "==":
         return have == want

@@ -46,6 +46,8 @@ def _match(doc: Doc, field: str, op: Op, value: Any) -> bool:
                 return cur in value
             case "array_contains":
                 return isinstance(cur, list) and value in cur
+            case "array_contains_any":
+                return isinstance(cur, list) and any(v in cur for v in value)
     except TypeError:
         return False
     return False

@@ -37,7 +37,7 @@ from shared_lib.errors import ConfigError
 from shared_lib.memory.index import chunks_path, df_name, stats_path
 from shared_lib.memory.keyword import MAX_QUERY_TERMS, bm25, bucket, idf, query_terms
 from shared_lib.memory.tag_signal import TAG_WEIGHT, tag_ranking
-from shared_lib.ports import Doc, Embedder, Store, VectorSearch
+from shared_lib.ports import Doc, Embedder, Op, Store, VectorSearch
 
 RRF_K = 60
 SEED_VECTOR_WEIGHT = 0.7  # seed 001 §18.2 (keyword 0.3), for a model that reads Japanese
@@ -169,10 +169,18 @@ def keyword_ranking(
     df = {t: int((tables[bucket(t)].get("df") or {}).get(t, 0)) for t in asked}
     present = sorted((t for t in asked if df[t]), key=lambda t: (df[t], asked.index(t)))[:MAX_QUERY_TERMS]
     candidates: dict[str, Doc] = {}
-    for term in present:
-        for cid, doc in store.query(
-            chunks_path(org_id), where=[("terms", "array_contains", term)], limit=PER_TERM_LIMIT
-        ):
+    # A term held by at most PER_TERM_LIMIT chunks has all of them read either way: those terms
+    # are read together, one query (``array_contains_any``, each chunk once) instead of one each;
+    # a commoner term is read on its own, capped, as before. Same candidates, fewer round trips.
+    whole = [t for t in present if df[t] <= PER_TERM_LIMIT]
+    reads: list[tuple[tuple[str, Op, Any], int]] = (
+        [(("terms", "array_contains_any", whole), PER_TERM_LIMIT * len(whole))] if len(whole) > 1 else []
+    )
+    reads += [
+        (("terms", "array_contains", t), PER_TERM_LIMIT) for t in present if len(whole) < 2 or t not in whole
+    ]
+    for condition, limit in reads:
+        for cid, doc in store.query(chunks_path(org_id), where=[condition], limit=limit):
             candidates.setdefault(cid, doc)
     avg = int(totals.get("length", 0)) / n_docs
     scored = [

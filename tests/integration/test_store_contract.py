@@ -183,6 +183,8 @@ def test_nested_maps_lists_and_membership_filters(store: Store):
         "n": 1,
     }
     assert [i for i, _ in store.query("orgs/a/goals", where=[("labels", "array_contains", "blue")])] == ["g1"]
+    any_of = store.query("orgs/a/goals", where=[("labels", "array_contains_any", ["green", "blue", "紫"])])
+    assert sorted(i for i, _ in any_of) == ["g1", "g2"]  # each document once, whichever values it holds
     by_owner = store.query("orgs/a/goals", where=[("owner.id", "in", ["u2", "u3"])], order_by="n")
     assert [i for i, _ in by_owner] == ["g2", "g3"]
     assert [i for i, _ in store.query("orgs/a/goals", where=[("n", "!=", 2)], order_by="n")] == ["g1", "g3"]

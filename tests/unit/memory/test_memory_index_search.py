@@ -10,7 +10,7 @@ import pytest
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.errors import ArgumentError, ConfigError
 from shared_lib.memory.index import chunks_path, index_text, remove_source, stats_path
-from shared_lib.memory.search import Reader, fuse, fusion_weight, search
+from shared_lib.memory.search import PER_TERM_LIMIT, Reader, fuse, fusion_weight, search
 from shared_lib.ports import Doc
 from tests.unit.memory.memory_fakes import NgramEmbedder
 
@@ -150,6 +150,51 @@ def test_keyword_reads_are_per_query_term_not_per_document():
     assert len(CountingStore.chunk_queries) == 1
     assert CountingStore.chunk_queries[0]["where"] == [("terms", "array_contains", "経費")]
     assert CountingStore.chunk_queries[0]["limit"] is not None
+
+
+def test_the_terms_whose_chunks_are_all_read_are_read_in_one_query_and_find_the_same():
+    class CountingStore(MemoryStore):
+        def __init__(self, *, apart: bool = False) -> None:
+            super().__init__()
+            self.apart, self.term_queries = apart, []
+
+        def query(self, collection, **kw):
+            where = kw.get("where") or []
+            if "memory_chunks" in collection and where and where[0][0] == "terms":
+                self.term_queries.append(where[0][1])
+                if self.apart and where[0][1] == "array_contains_any":  # as before: one query a term
+                    found: dict = {}
+                    for term in where[0][2]:
+                        for cid, doc in self.query(
+                            collection, where=[("terms", "array_contains", term)], limit=PER_TERM_LIMIT
+                        ):
+                            found.setdefault(cid, doc)
+                    return list(found.items())
+            return super().query(collection, **kw)
+
+    # GIVEN an office's notes, a few on each subject, some words in several of them
+    notes = {
+        "n1": "来週月曜の定例会議は10時から。会議室Aを予約済み🙏",
+        "n2": "経費精算の締めは月末。領収書は原本を総務へ。",
+        "n3": "年末年始の休暇は12月29日から1月3日まで。会議は入れないこと。",
+        "n4": "新しいVPNの設定手順。パスワードは情シスに聞いてください。",
+        "n5": "会議の議事録は共有フォルダへ、経費の話は別資料で。",
+    }
+    question = "年末の会議と経費精算、VPNの設定どうなってる？"
+    answers = {}
+    for apart in (False, True):
+        store, emb = CountingStore(apart=apart), NgramEmbedder()
+        for sid, text in notes.items():
+            _index(store, emb, sid, text)
+        store.term_queries.clear()
+        answers[apart] = [h.source_id for h in search(store, emb, ORG, question, reader=ANYONE, limit=5)]
+        if not apart:
+            # WHEN it is searched THEN the question's terms are read in one query
+            assert store.term_queries == ["array_contains_any"]
+        else:
+            assert store.term_queries.count("array_contains") > 1
+    # AND what it finds is what a query per term found
+    assert answers[False] and answers[False] == answers[True]
 
 
 def test_a_store_without_vector_search_is_a_configuration_error():
