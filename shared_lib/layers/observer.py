@@ -70,7 +70,7 @@ def record_turn(rt: Runtime, turn: Turn) -> bool:
     merged = record.response_kind == "merged"
     compared = None if merged else _hook(rt, "on_served_turn", turn)
     doc = {**record.store_doc(), "expires_at": rt.clock() + rt.settings.retention(turn.org_id)}
-    written = _write(rt, path, record, doc, first=turn.step == 0)
+    written = _write(rt, path, record, doc)
     if not written:
         log_event("turn_record_duplicate", turn=turn, layer="observer", step=turn.step)
     else:
@@ -96,16 +96,45 @@ def timezone(rt: Runtime) -> str:
     return doc.rollback_guard.cost_day_timezone if doc is not None else rollups.DEFAULT_TIMEZONE
 
 
-def _write(rt: Runtime, path: str, record: ObservabilityRecord, doc: dict[str, Any], *, first: bool) -> bool:
-    """The record and its roll-up in one transaction. The first record of a turn is a
-    ``create`` in it (no read of its own); a later step, or a race, reads the record."""
+def _write(rt: Runtime, path: str, record: ObservabilityRecord, doc: dict[str, Any]) -> bool:
+    """The record and its roll-up in one transaction, which reads the record and the day's
+    roll-up in one batch: a first record is created and counted; a record already there (a
+    redelivery) ends it without a write, so redeliveries racing each other only read; a later
+    step of a multi-step turn supersedes it."""
     tz = timezone(rt)
-    if first:
-        try:
-            return rt.store.run_transaction(lambda txn: _create_counted(txn, path, record, doc, tz))
-        except AlreadyExistsError:
-            pass  # another delivery wrote it first: decide on what is there
     return rt.store.run_transaction(lambda txn: _write_once(txn, path, record, doc, tz))
+
+
+class _ReadFirst:
+    """A transaction whose reads of ``found``'s documents are answered from that batch."""
+
+    def __init__(self, txn: Transaction, found: dict[str, Any]) -> None:
+        self._txn, self._found = txn, found
+
+    def get(self, path: str) -> Any:
+        return self._found[path] if path in self._found else self._txn.get(path)
+
+    def __getattr__(self, name: str) -> Any:  # writes go to the transaction
+        return getattr(self._txn, name)
+
+
+def _write_once(
+    txn: Transaction, path: str, record: ObservabilityRecord, doc: dict[str, Any], tz: str
+) -> bool:
+    day = rollups.path(record.organization_id, rollups.slot(record.timestamp, tz)[0])
+    get_many = getattr(txn, "get_many", None)  # an adapter without it reads each on its own
+    found = get_many([path, day]) if get_many is not None else {p: txn.get(p) for p in (path, day)}
+    reads: Any = _ReadFirst(txn, found)
+    current = found[path]
+    if current is None:
+        rollups.count_in(reads, record.organization_id, tz, record)
+        txn.create(path, doc)
+        return True
+    if int(current.get("step", 0)) < record.step:  # a later step of a multi-step turn supersedes
+        rollups.count_in(reads, record.organization_id, tz, record, ObservabilityRecord.from_doc(current))
+        txn.set(path, doc)
+        return True
+    return False
 
 
 def _create_counted(
@@ -114,19 +143,6 @@ def _create_counted(
     rollups.count_in(txn, record.organization_id, tz, record)
     txn.create(path, doc)
     return True
-
-
-def _write_once(
-    txn: Transaction, path: str, record: ObservabilityRecord, doc: dict[str, Any], tz: str
-) -> bool:
-    current = txn.get(path)
-    if current is None:
-        return _create_counted(txn, path, record, doc, tz)
-    if int(current.get("step", 0)) < record.step:  # a later step of a multi-step turn supersedes
-        rollups.count_in(txn, record.organization_id, tz, record, ObservabilityRecord.from_doc(current))
-        txn.set(path, doc)
-        return True
-    return False
 
 
 def record_candidate(rt: Runtime, turn: Turn) -> bool:
