@@ -39,6 +39,19 @@ class Transaction(Protocol):
     def delete(self, path: str) -> None: ...
 
 
+def read_together(txn: Transaction, paths: Sequence[str]) -> dict[str, Doc | None]:
+    """``paths`` read in the transaction: one batched read (Firestore's ``get_all`` within it)
+    where the adapter has one, each on its own where it has not; none for none."""
+    unique = list(dict.fromkeys(paths))
+    if not unique:
+        return {}
+    get_many = getattr(txn, "get_many", None)
+    if get_many is None or len(unique) == 1:
+        return {p: txn.get(p) for p in unique}
+    got: dict[str, Doc | None] = get_many(unique)
+    return got
+
+
 class AlreadyExistsError(CharterError):
     """``create`` found the document already there (an idempotency key, an alert id)."""
 

@@ -38,7 +38,7 @@ from shared_lib.errors import EnvelopeError
 from shared_lib.layers.base import Layer
 from shared_lib.observability.logs import log_event
 from shared_lib.observability.records import ObservabilityRecord, build_record
-from shared_lib.ports import AlreadyExistsError, Transaction
+from shared_lib.ports import AlreadyExistsError, Transaction, read_together
 from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.rollout import comparison
 from shared_lib.state import rollups
@@ -56,9 +56,9 @@ STREAMED_KINDS = frozenset({"turn_record", "shadow_candidate"})
 def record_turn(rt: Runtime, turn: Turn) -> bool:
     """Record a served turn once; ``False`` for a redelivery of what is already recorded.
 
-    No read comes first: the record is created in the roll-up's transaction, and a record that
-    exists (a redelivery, a later step) is decided on inside it (``_write``). What runs before
-    the write is idempotent, so a redelivery that repeats it changes nothing: the stream row
+    No read comes before the roll-up's transaction: it reads the record with the day's roll-up
+    and decides there (``_write``: created, superseded by a later step, or left as it is). What
+    runs before it is idempotent, so a redelivery that repeats it changes nothing: the stream row
     (the BigQuery view keeps one row a turn), the alerts (by their id), the shadow comparison (a
     ``create``). The log-based metric lines and the guard's count follow the write, once.
     """
@@ -122,8 +122,7 @@ def _write_once(
     txn: Transaction, path: str, record: ObservabilityRecord, doc: dict[str, Any], tz: str
 ) -> bool:
     day = rollups.path(record.organization_id, rollups.slot(record.timestamp, tz)[0])
-    get_many = getattr(txn, "get_many", None)  # an adapter without it reads each on its own
-    found = get_many([path, day]) if get_many is not None else {p: txn.get(p) for p in (path, day)}
+    found = read_together(txn, [path, day])
     reads: Any = _ReadFirst(txn, found)
     current = found[path]
     if current is None:

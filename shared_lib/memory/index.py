@@ -32,7 +32,7 @@ from shared_lib.errors import ArgumentError
 from shared_lib.memory.chunking import CHUNK_TOKENS, chunk_text
 from shared_lib.memory.keyword import BUCKETS, bucket, term_counts
 from shared_lib.memory.tags import untagged_fields
-from shared_lib.ports import Doc, Embedder, Store, Transaction, Vector
+from shared_lib.ports import Doc, Embedder, Store, Transaction, Vector, read_together
 from shared_lib.privacy.sealing import SEALED_FIELD, masked_values, seal_excerpt
 
 MAX_CHUNKS = 200  # a source of more (about 300 000 characters) is refused: one transaction writes it
@@ -288,16 +288,16 @@ def _replace(
     # one batched read for what the new chunks need (the manifest, the totals, their terms'
     # buckets); a second only for a source indexed before (its old chunks, their buckets)
     new_buckets = sorted({bucket(t) for d in chunks.values() for t in d["terms"]})
-    first = _read_all(txn, [spath, tpath, *(stats_path(org_id, df_name(b)) for b in new_buckets)])
+    first = read_together(txn, [spath, tpath, *(stats_path(org_id, df_name(b)) for b in new_buckets)])
     old_ids = [str(c) for c in (first[spath] or {}).get("chunk_ids", [])]
-    old_docs = _read_all(txn, [chunk_path(org_id, c) for c in old_ids])
+    old_docs = read_together(txn, [chunk_path(org_id, c) for c in old_ids])
     old = {cid: old_docs[chunk_path(org_id, cid)] or {} for cid in old_ids}
     delta: dict[str, int] = {}
     _count(delta, (d.get("terms") or [] for d in old.values()), -1)
     _count(delta, (d["terms"] for d in chunks.values()), +1)
     touched = sorted({bucket(t) for t, n in delta.items() if n})
     totals = first[tpath] or {}
-    more = _read_all(txn, [stats_path(org_id, df_name(b)) for b in touched if b not in new_buckets])
+    more = read_together(txn, [stats_path(org_id, df_name(b)) for b in touched if b not in new_buckets])
     read = {**first, **more}
     tables = {b: read[stats_path(org_id, df_name(b))] or {} for b in touched}
     for b, table in tables.items():
@@ -334,18 +334,6 @@ def _replace(
     else:
         txn.set(spath, manifest)
     return len(old)
-
-
-def _read_all(txn: Transaction, paths: list[str]) -> dict[str, Doc | None]:
-    """``paths`` read in the transaction: one batched read where the adapter has it, none for none."""
-    unique = list(dict.fromkeys(paths))
-    if not unique:
-        return {}
-    get_many = getattr(txn, "get_many", None)
-    if get_many is None or len(unique) == 1:
-        return {p: txn.get(p) for p in unique}
-    got: dict[str, Doc | None] = get_many(unique)
-    return got
 
 
 def _count(delta: dict[str, int], term_lists: Iterable[Iterable[Any]], sign: int) -> None:

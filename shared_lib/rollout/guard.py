@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from shared_lib.flags import RollbackGuardConfig
 from shared_lib.ids import new_ulid
-from shared_lib.ports import Store, Transaction
+from shared_lib.ports import Store, Transaction, read_together
 from shared_lib.rollout.causes import record_signals
 from shared_lib.rollout.guard_window import (
     DAYS,
@@ -277,8 +277,7 @@ class RollbackGuard:
         def _add(txn: Transaction) -> None:
             # the event and the day's cost in one commit (both documents read in one batch): a
             # redelivery finds the event and adds nothing, and neither is ever written alone
-            get_many = getattr(txn, "get_many", None)
-            found = get_many([event_path, path]) if get_many else {p: txn.get(p) for p in (event_path, path)}
+            found = read_together(txn, [event_path, path])
             if found[event_path] is not None:
                 return  # a redelivery: already counted
             doc = found[path] or {"day": day, "cost_usd": 0.0, "expires_at": now + KEEP}

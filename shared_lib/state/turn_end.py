@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from shared_lib.ports import Doc, Store, Transaction
+from shared_lib.ports import Doc, Store, Transaction, read_together
 
 T = TypeVar("T")
 _MISSING = object()
@@ -52,9 +52,8 @@ class _Buffered:
         self._written: dict[str, Any] = {}  # path -> the document as written (None: deleted)
         self._writes: list[Callable[[Transaction], None]] = []
         self._read: dict[str, Doc | None] = {}
-        get_many = getattr(txn, "get_many", None)  # an adapter without it reads each on its own
-        if len(reads) > 1 and get_many is not None:
-            self._read = get_many(list(dict.fromkeys(reads)))
+        if len(set(reads)) > 1:  # one declared document is read when a part asks for it
+            self._read = read_together(txn, reads)
 
     def get(self, path: str) -> Doc | None:
         doc = self._written.get(path, _MISSING)
