@@ -83,6 +83,9 @@ class Heartbeat:
         _BEATER.remove(self, wait=self.interval + 5)
 
 
+IDLE_WAKE = 1.0  # seconds an idle heartbeat thread sleeps before it looks again
+
+
 class _Beater:
     """The process's one heartbeat thread: it renews every held claim when its interval is due.
 
@@ -100,14 +103,18 @@ class _Beater:
         self._cond = threading.Condition()
         self._beating: Heartbeat | None = None
         self._thread: threading.Thread | None = None
+        # when the thread wakes next by itself; an earlier renewal has to wake it
+        self._wakes_at = 0.0
 
     def add(self, beat: Heartbeat) -> None:
+        due = time.monotonic() + beat.interval
         with self._cond:
-            heapq.heappush(self._due, (time.monotonic() + beat.interval, next(self._order), beat))
+            heapq.heappush(self._due, (due, next(self._order), beat))
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="claim heartbeats", daemon=True)
                 self._thread.start()
-            self._cond.notify_all()
+            elif due < self._wakes_at:
+                self._cond.notify_all()
 
     def remove(self, beat: Heartbeat, *, wait: float) -> None:
         deadline = time.monotonic() + wait
@@ -121,7 +128,12 @@ class _Beater:
         while True:
             with self._cond:
                 while not self._due or self._due[0][0] > time.monotonic():
-                    self._cond.wait(self._due[0][0] - time.monotonic() if self._due else None)
+                    # with nothing held it still wakes every IDLE_WAKE seconds, so a claim added
+                    # meanwhile and due later than that needs no wake-up call (a thread switch
+                    # a claimed stage, saved on the in-process path)
+                    self._wakes_at = self._due[0][0] if self._due else time.monotonic() + IDLE_WAKE
+                    self._cond.wait(max(self._wakes_at - time.monotonic(), 0.0))
+                self._wakes_at = 0.0
                 _, _, beat = heapq.heappop(self._due)
                 if beat._stop.is_set():
                     continue

@@ -5,10 +5,12 @@ complete. Time is a fake clock that the fake sleep moves forward: nothing here w
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 from shared_lib.adapters.memory_store import MemoryStore
-from shared_lib.delivery.heartbeat import Heartbeat
+from shared_lib.delivery import heartbeat as heartbeat_module
+from shared_lib.delivery.heartbeat import Heartbeat, _Beater
 from shared_lib.delivery.idempotency import Claims, ClaimState, claim_wait, layer_claims
 
 PATH = "orgs/acme/idempotency/T1-brain-0"
@@ -145,3 +147,61 @@ def test_the_heartbeat_thread_renews_while_the_block_runs():
     stored = c.store.get(PATH)
     assert stored is not None and stored["lease_until"] > T0 + LEASE and stored["holder"] == held.holder
     assert beat.beats >= 2 and not beat.lost
+
+
+def _idle_beater(idle: float, monkeypatch: object) -> tuple[_Beater, list[str]]:
+    """A beater of its own whose thread went idle (nothing held), its wake-up calls counted."""
+    monkeypatch.setattr(heartbeat_module, "IDLE_WAKE", idle)  # type: ignore[attr-defined]
+    beater, calls = _Beater(), []
+    notify = beater._cond.notify_all
+
+    def counted() -> None:
+        calls.append("notify")
+        notify()
+
+    beater._cond.notify_all = counted  # type: ignore[method-assign]
+    first = Heartbeat(claims(), PATH, holder="h", lease=LEASE, clock=FakeTime().clock, interval=600)
+    beater.add(first)
+    beater.remove(first, wait=1)
+    pause, give_up = threading.Event(), time.monotonic() + 30
+    while beater._wakes_at == 0.0 or beater._due:  # until the thread has gone to sleep on its own
+        assert time.monotonic() < give_up, "the heartbeat thread never went idle"
+        pause.wait(0.001)
+    calls.clear()
+    return beater, calls
+
+
+def test_a_claim_due_after_the_idle_threads_own_wake_up_does_not_wake_it(monkeypatch):
+    # GIVEN the heartbeat thread idle, waking by itself within 60 s
+    beater, calls = _idle_beater(60, monkeypatch)
+    c, t = claims(), FakeTime()
+    held = c.claim(PATH, now=t.clock(), lease=LEASE)
+    # WHEN a stage's claim, due in 600 s, is held and let go (a greeting's stage)
+    beat = Heartbeat(c, PATH, holder=held.holder, lease=LEASE, clock=t.clock, interval=600)
+    beater.add(beat)
+    beater.remove(beat, wait=1)
+    # THEN nothing woke the thread: no thread switch a stage
+    assert calls == [] and beat.beats == 0
+
+
+def test_a_claim_due_before_the_idle_threads_wake_up_wakes_it_and_is_renewed(monkeypatch):
+    # GIVEN the heartbeat thread idle for the next hour
+    beater, calls = _idle_beater(3600, monkeypatch)
+    c, t = claims(), FakeTime()
+    held = c.claim(PATH, now=t.clock(), lease=LEASE)
+    renewed = threading.Event()
+
+    def clock() -> datetime:
+        t.now += timedelta(seconds=4)
+        renewed.set()
+        return t.now
+
+    # WHEN a claim due in 10 ms is held
+    beat = Heartbeat(c, PATH, holder=held.holder, lease=LEASE, clock=clock, interval=0.01)
+    beater.add(beat)
+    try:
+        # THEN the thread is woken for it and renews it long before its own hour is up
+        assert renewed.wait(timeout=30)
+    finally:
+        beater.remove(beat, wait=5)
+    assert calls and beat.beats >= 1 and not beat.lost
