@@ -8,7 +8,11 @@ key (``PeerSpec.resolved_base_url`` / ``api_key``):
 * ``vertex`` — ``VertexLLM`` (Claude on Vertex AI: ``region``, ``project`` or the settings'
   project; credentials from Application Default Credentials, or, when the spec names a key
   setting, that value as a static access token: a gateway, the local fake);
-* ``openai_compatible`` — ``OpenAICompatibleLLM`` (vLLM, Ollama, LM Studio at ``base_url``).
+* ``openai_compatible`` — ``OpenAICompatibleLLM`` (vLLM, Ollama, LM Studio at ``base_url``),
+  built on its first call (``LazyPeer``): its SDK (``openai``, ≈ 660 modules and 22 MiB) is
+  imported by a process only once it calls that peer. A deployment's fallback or local peer is
+  called by few of its processes; the router decides from the peers' specs, never from an
+  adapter, so a peer not yet built is routed like a built one.
 
 Every adapter's ``health()`` is one minimal completion with no retries on the product's fast
 model (through the peer's model map), never ``models.list``: an overloaded API still lists them.
@@ -16,11 +20,13 @@ model (through the peer's model map), never ``models.list``: an overloaded API s
 
 from __future__ import annotations
 
-from typing import TypedDict
+import threading
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 from shared_lib.adapters.llm_retry import RetryPolicy
 from shared_lib.peers.config import PeerSpec
-from shared_lib.ports import LLMPeer
+from shared_lib.ports import LLMPeer, LLMRequest, LLMResponse, PeerHealth, PeerKind
 from shared_lib.settings import Settings
 
 
@@ -57,12 +63,61 @@ def build_peer(spec: PeerSpec, settings: Settings) -> LLMPeer:
         project = spec.project or settings.project
         return VertexLLM(region=region, project_id=project, access_token=key, base_url=base_url, **common)
     if spec.kind == "openai_compatible":
-        from shared_lib.adapters.openai_llm import OpenAICompatibleLLM
 
-        return OpenAICompatibleLLM(base_url=base_url, api_key=key, **common)
+        def openai_peer() -> LLMPeer:
+            from shared_lib.adapters.openai_llm import OpenAICompatibleLLM
+
+            return OpenAICompatibleLLM(base_url=base_url, api_key=key, **common)
+
+        return LazyPeer(spec, openai_peer)
     from shared_lib.adapters.anthropic_llm import AnthropicLLM
 
     return AnthropicLLM(api_key=key or "local-fake", base_url=base_url, **common)
+
+
+class LazyPeer:
+    """A peer whose adapter is built on its first call (``complete``, ``health`` or any attribute
+    beyond the spec's): what routing reads (name, kind, local, limits) is the spec's, so holding
+    the peer costs nothing until a turn is routed to it. Built once, under a lock.
+
+    >>> from shared_lib.peers.config import PeerSpec
+    >>> spec = PeerSpec(name="gpu", kind="openai_compatible", base_url="http://127.0.0.1:9/v1", local=True)
+    >>> built = []
+    >>> peer = LazyPeer(spec, lambda: built.append(1) or "adapter")
+    >>> (peer.name, peer.kind, peer.local, built)
+    ('gpu', 'openai_compatible', True, [])
+    >>> peer.adapter(), peer.adapter(), built
+    ('adapter', 'adapter', [1])
+    """
+
+    def __init__(self, spec: PeerSpec, build: Callable[[], LLMPeer]) -> None:
+        self.name: str = spec.name
+        self.kind: PeerKind = spec.kind
+        self.local: bool = spec.local
+        self.max_context_tokens: int = spec.max_context_tokens
+        self.supports_parallel: bool = spec.supports_parallel
+        self._build = build
+        self._built: LLMPeer | None = None
+        self._lock = threading.Lock()
+
+    def adapter(self) -> LLMPeer:
+        """The peer's adapter, built now if it was not."""
+        if self._built is None:
+            with self._lock:
+                if self._built is None:
+                    self._built = self._build()
+        return self._built
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        return self.adapter().complete(request)
+
+    def health(self) -> PeerHealth:
+        return self.adapter().health()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # not yet set (copy, pickle): never build for it
+            raise AttributeError(name)
+        return getattr(self.adapter(), name)
 
 
 def usable(spec: PeerSpec, settings: Settings) -> bool:

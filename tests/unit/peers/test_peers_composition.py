@@ -90,8 +90,9 @@ def test_every_kind_is_built_by_its_adapter_with_the_spec_s_name_limits_and_mode
     assert isinstance(vertex, VertexLLM) and vertex.kind == "vertex" and not vertex.local
     assert vertex.client.project_id == "acme-ai" and vertex.client.region == "us-east5"
     assert vertex.models == {"claude-sonnet-4-6": "claude-sonnet-4-6@20260101"}
-    assert isinstance(local, OpenAICompatibleLLM) and local.kind == "openai_compatible" and local.local
+    assert local.kind == "openai_compatible" and local.local
     assert (local.name, local.max_context_tokens, local.supports_parallel) == ("gpu-box", 32768, False)
+    assert isinstance(local.adapter(), OpenAICompatibleLLM)
     assert str(local.client.base_url).startswith("http://127.0.0.1:8/v1")
 
 
@@ -140,3 +141,28 @@ def test_a_cloud_peer_is_guarded_and_a_local_one_is_not():
     with local_only_turn():
         assert router.complete(request()).peer == "local"
     assert cloud.calls == 0
+
+
+def test_the_openai_compatible_peer_is_built_on_its_first_call_and_answers_through_the_router():
+    from infra.fake_openai.server import FakeOpenAIServer
+
+    # GIVEN a deployment whose only peer is an OpenAI-compatible server (the fake)
+    with FakeOpenAIServer() as fake:
+        peers = {
+            "peers": [
+                {"name": "gpu-box", "kind": "openai_compatible", "local": True, "base_url": f"{fake.url}/v1"}
+            ],
+            "routing": {},
+        }
+        rt = build_runtime({"CHARTER_ENV": "test", "CHARTER_PEERS": json.dumps(peers)})
+        assert isinstance(rt.llm, PeerRouter)
+        (peer,) = rt.llm.peers()
+        # WHEN the runtime is built, THEN the peer routes by its spec without an adapter yet
+        assert (peer.name, peer.kind, peer.local) == ("gpu-box", "openai_compatible", True)
+        assert peer._built is None and fake.requests == []
+        # WHEN a call is routed to it, THEN the adapter is built once and the server answers
+        first = rt.llm.complete(request())
+        second = rt.llm.complete(request())
+    assert isinstance(peer.adapter(), OpenAICompatibleLLM)
+    assert first.peer == second.peer == "gpu-box" and first.content
+    assert len(fake.requests) == 2
