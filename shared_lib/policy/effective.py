@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -44,27 +46,13 @@ class Policy:
     ) -> Policy:
         cfg = config or load_policy_config()
         extra = tuple(extra_teachings)
-        tools = {}
-        for spec in registry or ():
-            tools[spec.name] = {
-                "danger": spec.danger,
-                "danger_action": spec.danger_action,
-                "min_level": required_level(spec.name, registry, cfg.authorization),
-                "requires_confirmation": spec.requires_confirmation,
-            }
-        body = json.dumps(
-            {
-                "config": cfg.decision_data(),
-                "tools": tools,
-                "teachings": [t.model_dump(mode="json") for t in extra],
-            },
-            sort_keys=True,
-            ensure_ascii=False,
-            default=str,
-        )
+        base = _base(cfg, registry)
+        teachings = _json([t.model_dump(mode="json") for t in extra])
+        # what json.dumps(..., sort_keys=True) of the three parts writes, the same bytes
+        body = f'{{"config": {base.config_json}, "teachings": {teachings}, "tools": {base.tools_json}}}'
         digest = hashlib.sha256(body.encode()).hexdigest()[:12]
         return cls(
-            config=cfg.with_registry(registry),  # its messages name tools as a user reads them
+            config=base.shown,  # its messages name tools as a user reads them
             registry=registry,
             teachings=(*cfg.teachings, *extra),
             version=f"{cfg.version}-{digest}",
@@ -119,3 +107,55 @@ class Policy:
                 code, priority=reason.priority, message=message, parameters=parameters or {}, details=info
             )
         return Verdict.allow(details=info)
+
+
+@dataclass(frozen=True)
+class _Base:
+    """What a policy takes from its configuration and registry alone."""
+
+    config: PolicyConfig
+    registry: ToolRegistry | None
+    size: int
+    config_json: str
+    tools_json: str
+    shown: PolicyConfig
+
+
+# A process decides under one configuration and one registry (an organisation's approved skills
+# make a registry of their own): their part of the policy is built once, not every decision.
+# Both are held by the entry, so the ids of the key cannot be reused while it is kept; the
+# configuration is frozen and a registry only grows (``register`` refuses a name twice), so its
+# size tells a changed one. At most BASES_KEPT entries, the least recently used dropped.
+BASES_KEPT = 16
+_bases: OrderedDict[tuple[int, int, int], _Base] = OrderedDict()
+_bases_lock = threading.Lock()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _base(cfg: PolicyConfig, registry: ToolRegistry | None) -> _Base:
+    size = len(registry) if registry is not None else -1
+    key = (id(cfg), id(registry), size)
+    with _bases_lock:
+        hit = _bases.get(key)
+        if hit is not None and hit.config is cfg and hit.registry is registry:
+            _bases.move_to_end(key)
+            return hit
+    tools = {
+        spec.name: {
+            "danger": spec.danger,
+            "danger_action": spec.danger_action,
+            "min_level": required_level(spec.name, registry, cfg.authorization),
+            "requires_confirmation": spec.requires_confirmation,
+        }
+        for spec in registry or ()
+    }
+    made = _Base(cfg, registry, size, _json(cfg.decision_data()), _json(tools), cfg.with_registry(registry))
+    with _bases_lock:
+        _bases[key] = made
+        _bases.move_to_end(key)
+        while len(_bases) > BASES_KEPT:
+            _bases.popitem(last=False)
+    return made
