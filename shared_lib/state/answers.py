@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -42,8 +43,17 @@ def _norm(text: str) -> str:
     return "".join(ch for ch in text if unicodedata.category(ch) not in ("So", "Sk", "Cs"))
 
 
-def _words(words: list[str]) -> set[str]:
-    return {_norm(w).strip() for w in words}
+@functools.lru_cache(maxsize=16)
+def _lexicon(
+    approve_words: tuple[str, ...], deny_words: tuple[str, ...], filler_words: tuple[str, ...]
+) -> tuple[frozenset[str], frozenset[str], frozenset[str], tuple[str, ...]]:
+    """The configured answer words normalised, and their multi-word phrases longest first: once
+    per configuration and process, not every turn that reads an answer."""
+    approve, deny, filler = (
+        frozenset(_norm(w).strip() for w in ws) for ws in (approve_words, deny_words, filler_words)
+    )
+    phrases = tuple(p for p in sorted(approve | deny | filler, key=len, reverse=True) if " " in p)
+    return approve, deny, filler, phrases
 
 
 def read_answer(text: str, config: Confirmation | None = None) -> Answer:
@@ -55,12 +65,14 @@ def read_answer(text: str, config: Confirmation | None = None) -> Answer:
         prefix = "ap" if found.group(1).lower() == "ap" else "J"
         approval_id = f"{prefix}-{found.group(2).upper()}"
     norm = _APPROVAL_ID.sub(" ", norm)
-    approve, deny, filler = _words(cfg.approve_words), _words(cfg.deny_words), _words(cfg.filler_words)
+    approve, deny, filler, phrases = _lexicon(
+        tuple(cfg.approve_words), tuple(cfg.deny_words), tuple(cfg.filler_words)
+    )
     kinds: set[AnswerKind] = set()
     rest = norm.strip()
     # multi-word phrases first ("do it", "thank you"), then single tokens
-    for phrase in sorted(approve | deny | filler, key=len, reverse=True):
-        if " " in phrase and phrase in rest:
+    for phrase in phrases:
+        if phrase in rest:
             kinds |= {"approve"} if phrase in approve else {"deny"} if phrase in deny else set()
             rest = rest.replace(phrase, " ")
     for token in (t for t in _SEPARATORS.split(rest) if t):
