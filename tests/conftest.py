@@ -35,6 +35,23 @@ from shared_lib.wiring.composition import apply_process_settings
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
+# The order the workers take the files in (``make test``: pytest-xdist ``--dist loadfile`` hands
+# files out in collection order, one at a time): the tests that wait on a stack or an emulator
+# first, so the last files handed out are the short unit ones and no worker is left with a
+# two-minute file at the end while the others are idle.
+SUITE_ORDER = ("e2e", "integration", "functional", "static", "unit")
+
+
+def suite_rank(path: Path) -> int:
+    """Where a test file's folder comes in ``SUITE_ORDER`` (one outside it: last)."""
+    parts = path.resolve().relative_to(Path(__file__).resolve().parent).parts
+    return SUITE_ORDER.index(parts[0]) if parts and parts[0] in SUITE_ORDER else len(SUITE_ORDER)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: suite_rank(Path(str(item.path))))  # stable: within a folder as collected
+
+
 # Property tests explore at random on developers' machines and reproducibly in CI, where a
 # red run must mean a regression, not a new random find.
 settings.register_profile("ci", derandomize=True, database=None)
