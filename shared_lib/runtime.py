@@ -115,7 +115,7 @@ class Runtime:
     store: Store
     bus: Bus
     llm: LLM | None
-    channels: dict[str, Channel]
+    channels: Mapping[str, Channel]
     registry: ToolRegistry
     persona: Persona
     flags: FlagsProvider

@@ -30,6 +30,8 @@ Hostile input (``webhooks`` lists every status):
 405
 """
 
+from typing import TYPE_CHECKING, Any
+
 from shared_lib.channels.base import (
     DEDUPE_WINDOW,
     BotIdentities,
@@ -38,16 +40,42 @@ from shared_lib.channels.base import (
     PayloadError,
     split_text,
 )
-from shared_lib.channels.clients import (
-    ChatWorkChannel,
-    ClientSettings,
-    HttpChannel,
-    LineChannel,
-    SlackChannel,
-    build_channels,
-)
 from shared_lib.channels.secrets import DEFAULT_LOCAL_SECRETS, ChannelSecrets
-from shared_lib.channels.webhooks import WebhookOutcome, dedupe_key, handle_webhook
+
+if TYPE_CHECKING:
+    from shared_lib.channels.clients import (
+        ChatWorkChannel,
+        ClientSettings,
+        HttpChannel,
+        LineChannel,
+        SlackChannel,
+        build_channels,
+    )
+    from shared_lib.channels.webhooks import WebhookOutcome, dedupe_key, handle_webhook
+
+# The reply clients and the webhook readers are imported on first use (PEP 562): a process that
+# only names a channel's configuration (every target's composition root) or its secrets does not
+# hold the providers' clients, which only the stages that send or read webhooks use.
+_LAZY = {
+    "ChatWorkChannel": "clients",
+    "ClientSettings": "clients",
+    "HttpChannel": "clients",
+    "LineChannel": "clients",
+    "SlackChannel": "clients",
+    "build_channels": "clients",
+    "WebhookOutcome": "webhooks",
+    "dedupe_key": "webhooks",
+    "handle_webhook": "webhooks",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEDUPE_WINDOW",

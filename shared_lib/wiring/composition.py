@@ -17,7 +17,8 @@ Tests and the CLI pass ``environ`` (a mapping) and keyword overrides for any ser
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -345,14 +346,61 @@ def _embedder(settings: Settings) -> Embedder | None:
     return LocalEmbedder()
 
 
-def _channels(settings: Settings, secrets: ChannelSecrets) -> dict[str, Channel]:
+def _channels(settings: Settings, secrets: ChannelSecrets) -> Mapping[str, Channel]:
     if settings.channels == "clients":
-        from shared_lib.channels.clients import build_channels
 
-        return build_channels(secrets)
+        def clients() -> dict[str, Channel]:
+            from shared_lib.channels.clients import build_channels
+
+            return build_channels(secrets)
+
+        return LazyChannels(CHANNEL_NAMES, clients)
     from shared_lib.adapters.recording_channel import RecordingChannel
 
-    return {name: RecordingChannel(name) for name in ("chatwork", "line", "slack", "http")}
+    return {name: RecordingChannel(name) for name in CHANNEL_NAMES}
+
+
+CHANNEL_NAMES = ("chatwork", "line", "slack", "http")
+
+
+class LazyChannels(Mapping[str, Channel]):
+    """The providers' reply clients, built on the first reply, job report or alert that needs
+    one: a target that never sends (the guardian, the brain) does not import them. The names are
+    known before: ``in`` and ``len`` build nothing.
+
+    >>> built = []
+    >>> channels = LazyChannels(("http",), lambda: built.append(1) or {"http": "client"})
+    >>> "http" in channels, "line" in channels, built
+    (True, False, [])
+    >>> channels["http"], channels.get("http"), built
+    ('client', 'client', [1])
+    """
+
+    def __init__(self, names: tuple[str, ...], build: Callable[[], Mapping[str, Channel]]) -> None:
+        self._names, self._build = names, build
+        self._built: Mapping[str, Channel] | None = None
+        self._lock = threading.Lock()
+
+    def _clients(self) -> Mapping[str, Channel]:
+        if self._built is None:
+            with self._lock:
+                if self._built is None:
+                    self._built = self._build()
+        return self._built
+
+    def __getitem__(self, name: str) -> Channel:
+        if name not in self._names:
+            raise KeyError(name)
+        return self._clients()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def wire_inprocess(rt: Runtime) -> None:
