@@ -20,11 +20,11 @@ model (through the peer's model map), never ``models.list``: an overloaded API s
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any, TypedDict
 
 from shared_lib.adapters.llm_retry import RetryPolicy
+from shared_lib.adapters.once import BuiltOnce
 from shared_lib.peers.config import PeerSpec
 from shared_lib.ports import LLMPeer, LLMRequest, LLMResponse, PeerHealth, PeerKind
 from shared_lib.settings import Settings
@@ -96,17 +96,15 @@ class LazyPeer:
         self.local: bool = spec.local
         self.max_context_tokens: int = spec.max_context_tokens
         self.supports_parallel: bool = spec.supports_parallel
-        self._build = build
-        self._built: LLMPeer | None = None
-        self._lock = threading.Lock()
+        self._adapter = BuiltOnce(build)
+
+    @property
+    def built(self) -> bool:
+        return self._adapter.built
 
     def adapter(self) -> LLMPeer:
         """The peer's adapter, built now if it was not."""
-        if self._built is None:
-            with self._lock:
-                if self._built is None:
-                    self._built = self._build()
-        return self._built
+        return self._adapter.get()
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         return self.adapter().complete(request)

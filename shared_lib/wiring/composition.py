@@ -17,14 +17,14 @@ Tests and the CLI pass ``environ`` (a mapping) and keyword overrides for any ser
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from shared_lib import tracing
 from shared_lib.brain.vault import org_vault
 from shared_lib.channels.base import IngressConfig
+from shared_lib.channels.lazy import LazyChannels
 from shared_lib.channels.secrets import ChannelSecrets
 from shared_lib.context.builder import ContextBuilder, ContextConfig
 from shared_lib.context.memory_config import load_memory_config
@@ -361,46 +361,6 @@ def _channels(settings: Settings, secrets: ChannelSecrets) -> Mapping[str, Chann
 
 
 CHANNEL_NAMES = ("chatwork", "line", "slack", "http")
-
-
-class LazyChannels(Mapping[str, Channel]):
-    """The providers' reply clients, built on the first reply, job report or alert that needs
-    one: a target that never sends (the guardian, the brain) does not import them. The names are
-    known before: ``in`` and ``len`` build nothing.
-
-    >>> built = []
-    >>> channels = LazyChannels(("http",), lambda: built.append(1) or {"http": "client"})
-    >>> "http" in channels, "line" in channels, built
-    (True, False, [])
-    >>> channels["http"], channels.get("http"), built
-    ('client', 'client', [1])
-    """
-
-    def __init__(self, names: tuple[str, ...], build: Callable[[], Mapping[str, Channel]]) -> None:
-        self._names, self._build = names, build
-        self._built: Mapping[str, Channel] | None = None
-        self._lock = threading.Lock()
-
-    def _clients(self) -> Mapping[str, Channel]:
-        if self._built is None:
-            with self._lock:
-                if self._built is None:
-                    self._built = self._build()
-        return self._built
-
-    def __getitem__(self, name: str) -> Channel:
-        if name not in self._names:
-            raise KeyError(name)
-        return self._clients()[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._names
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
 
 
 def wire_inprocess(rt: Runtime) -> None:

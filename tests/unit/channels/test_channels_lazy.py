@@ -1,4 +1,4 @@
-"""The providers' reply clients are built on the first use (``wiring.composition.LazyChannels``)
+"""The providers' reply clients are built on the first use (``channels.lazy.LazyChannels``)
 and the channels package imports its clients and webhook readers on first use: a target that
 never sends (the guardian, the brain) holds neither."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from shared_lib.channels.clients import HttpChannel
-from shared_lib.wiring.composition import LazyChannels, build_runtime
+from shared_lib.channels.lazy import LazyChannels
+from shared_lib.wiring.composition import build_runtime
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -159,7 +159,7 @@ def test_the_openai_compatible_peer_is_built_on_its_first_call_and_answers_throu
         (peer,) = rt.llm.peers()
         # WHEN the runtime is built, THEN the peer routes by its spec without an adapter yet
         assert (peer.name, peer.kind, peer.local) == ("gpu-box", "openai_compatible", True)
-        assert peer._built is None and fake.requests == []
+        assert not peer.built and fake.requests == []
         # WHEN a call is routed to it, THEN the adapter is built once and the server answers
         first = rt.llm.complete(request())
         second = rt.llm.complete(request())
