@@ -11,7 +11,11 @@ the same run. Prints:
 * ingress acknowledgement median and p99 during the burst (target p99 ≤ 300 ms);
 * end-to-end turn latency (webhook sent → reply at the fake channel API) median and p95;
 * lost turns, duplicate replies, duplicate effects (target 0 each);
-* resident memory of each function process (supervisor and workers);
+* memory of each function: ``rss_mib``, VmRSS summed over its gunicorn arbiter and workers (each
+  worker's pages shared with the arbiter counted again: the arbiter imported the entry module
+  before the fork); ``memory_mib``, what an instance of it holds (``instance_pss``: the tree's
+  proportional set size, shared pages counted once) and its largest worker's own VmRSS
+  (``worker_rss``);
 * with ``--sequential M``: the same mix one turn at a time, against the floor's sequential
   latency (target ≤ 1.3×).
 
@@ -252,6 +256,33 @@ def resident_memory(state: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def instance_memory(state: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """MiB per function target: the proportional set size of its process tree (what its
+    instance holds, a page shared between the arbiter and its worker counted once) and the
+    VmRSS of its largest worker (the process the stage runs in)."""
+    out = {}
+    for name, comp in state["components"].items():
+        if name in NOT_FUNCTIONS:
+            continue
+        root = int(comp["pid"])
+        workers = [p for p in _tree(root) if p != root] or [root]
+        out[name] = {
+            "instance_pss": round(sum(_pss_kib(pid) for pid in _tree(root)) / 1024, 1),
+            "worker_rss": round(max(_rss_kib(pid) for pid in workers) / 1024, 1),
+        }
+    return out
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def cpu_seconds(state: dict[str, Any]) -> dict[str, float]:
     """CPU seconds (user + system) used so far by each component's process tree, and the bench's own."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -399,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         report["product"]["duplicate_effects"] = duplicate_effects(effects_before, effect_counts(state))
         report["product"]["rss_mib"] = resident_memory(state)
+        report["product"]["memory_mib"] = instance_memory(state)
         if a.sequential:
             lat = sequential(stack, a.sequential)
             report["product_sequential"] = {
