@@ -274,13 +274,7 @@ def instance_memory(state: dict[str, Any]) -> dict[str, dict[str, float]]:
 
 
 def _pss_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return _proc_kib(pid, "smaps_rollup", "Pss:")
 
 
 def cpu_seconds(state: dict[str, Any]) -> dict[str, float]:
@@ -320,9 +314,14 @@ def _tree(pid: int) -> list[int]:
 
 
 def _rss_kib(pid: int) -> int:
+    return _proc_kib(pid, "status", "VmRSS:")
+
+
+def _proc_kib(pid: int, file: str, key: str) -> int:
+    """The kB figure of ``key`` in ``/proc/<pid>/<file>`` (0 for a process gone)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+            if line.startswith(key):
                 return int(line.split()[1])
     except OSError:
         pass

@@ -126,9 +126,7 @@ def _write_once(
     reads: Any = _ReadFirst(txn, found)
     current = found[path]
     if current is None:
-        rollups.count_in(reads, record.organization_id, tz, record)
-        txn.create(path, doc)
-        return True
+        return _create_counted(reads, path, record, doc, tz)
     if int(current.get("step", 0)) < record.step:  # a later step of a multi-step turn supersedes
         rollups.count_in(reads, record.organization_id, tz, record, ObservabilityRecord.from_doc(current))
         txn.set(path, doc)

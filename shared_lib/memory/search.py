@@ -172,13 +172,12 @@ def keyword_ranking(
     # A term held by at most PER_TERM_LIMIT chunks has all of them read either way: those terms
     # are read together, one query (``array_contains_any``, each chunk once) instead of one each;
     # a commoner term is read on its own, capped, as before. Same candidates, fewer round trips.
-    whole = [t for t in present if df[t] <= PER_TERM_LIMIT]
+    together = [t for t in present if df[t] <= PER_TERM_LIMIT]
+    together = together if len(together) > 1 else []  # one such term: its own query, as before
     reads: list[tuple[tuple[str, Op, Any], int]] = (
-        [(("terms", "array_contains_any", whole), PER_TERM_LIMIT * len(whole))] if len(whole) > 1 else []
+        [(("terms", "array_contains_any", together), PER_TERM_LIMIT * len(together))] if together else []
     )
-    reads += [
-        (("terms", "array_contains", t), PER_TERM_LIMIT) for t in present if len(whole) < 2 or t not in whole
-    ]
+    reads += [(("terms", "array_contains", t), PER_TERM_LIMIT) for t in present if t not in together]
     for condition, limit in reads:
         for cid, doc in store.query(chunks_path(org_id), where=[condition], limit=limit):
             candidates.setdefault(cid, doc)

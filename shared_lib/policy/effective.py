@@ -115,7 +115,6 @@ class _Base:
 
     config: PolicyConfig
     registry: ToolRegistry | None
-    size: int
     config_json: str
     tools_json: str
     shown: PolicyConfig
@@ -152,7 +151,7 @@ def _base(cfg: PolicyConfig, registry: ToolRegistry | None) -> _Base:
         }
         for spec in registry or ()
     }
-    made = _Base(cfg, registry, size, _json(cfg.decision_data()), _json(tools), cfg.with_registry(registry))
+    made = _Base(cfg, registry, _json(cfg.decision_data()), _json(tools), cfg.with_registry(registry))
     with _bases_lock:
         _bases[key] = made
         _bases.move_to_end(key)

@@ -9,13 +9,14 @@ builds it (the demo, the debounce's merged message, a test), so none is stored o
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shared_lib.privacy.text_fold import strip_invisible
 
 ChannelName = Literal["chatwork", "line", "slack", "http"]
+CHANNEL_NAMES: tuple[ChannelName, ...] = get_args(ChannelName)
 MAX_TEXT_CHARS = 8000
 
 

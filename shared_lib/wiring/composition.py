@@ -58,6 +58,7 @@ from shared_lib.settings import Settings, config_files
 from shared_lib.settings.memory import EMBED_TARGETS
 from shared_lib.telemetry.notify import build_notifiers
 from shared_lib.tools.task_backend import build_task_backend
+from shared_lib.turn.inbound import CHANNEL_NAMES
 from shared_lib.wiring import features
 from shared_lib.wiring.stages import STAGES
 
@@ -358,9 +359,6 @@ def _channels(settings: Settings, secrets: ChannelSecrets) -> Mapping[str, Chann
     from shared_lib.adapters.recording_channel import RecordingChannel
 
     return {name: RecordingChannel(name) for name in CHANNEL_NAMES}
-
-
-CHANNEL_NAMES = ("chatwork", "line", "slack", "http")
 
 
 def wire_inprocess(rt: Runtime) -> None:

@@ -22,11 +22,10 @@ from shared_lib.dates.model import JST
 from shared_lib.errors import ConfigError
 from shared_lib.features.heartbeat_tasks import state_schedule, store
 from shared_lib.ids import new_short_id
+from shared_lib.turn.inbound import CHANNEL_NAMES
 
 if TYPE_CHECKING:
     from shared_lib.runtime import Runtime
-
-CHANNELS = ("chatwork", "line", "slack", "http")
 
 
 def _runtime(args: argparse.Namespace) -> Runtime | None:
@@ -116,7 +115,7 @@ def register(sub: Any) -> None:
     p.add_argument("--org", required=True)
     p.add_argument("--user", required=True, help="whose turn each run is (their authorization)")
     p.add_argument("--room", required=True, help="the room each run answers in")
-    p.add_argument("--channel", default="chatwork", choices=CHANNELS)
+    p.add_argument("--channel", default="chatwork", choices=CHANNEL_NAMES)
     p.add_argument("--schedule", required=True, help="as said: 毎週月曜9時, 平日の朝8:30, 月末の17時")
     p.add_argument("--by", default="operator", help="who adds it (recorded on the task)")
     store_options(p)
