@@ -1,10 +1,15 @@
-"""In-memory ``Store``: the embedded adapter (demo, unit tests). Serialisable transactions
-under one lock; documents are deep-copied in and out so callers never share state."""
+"""In-memory ``Store``: the embedded adapter (demo, unit tests, the in-process bench).
+Serialisable transactions under one lock; documents are deep-copied in and out so callers
+never share state. A collection query reads only that collection's documents (``_children``,
+each collection's paths in the order they were first written, as the scan of every document
+gave them): a scan grew with everything the store held, so every turn's queries (recent
+messages, tasks, goals, memories) got slower with each turn before it. Cost: one dict entry
+a document. A collection-group query still scans every document."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from shared_lib import tracing
@@ -86,11 +91,11 @@ class _MemoryTransaction:
                 raise AlreadyExistsError(path)
         for kind, path, data, merge in self._writes:
             if kind == "delete":
-                docs.pop(path, None)
+                self._store._pop(path)
             elif merge and path in docs and data is not None:
                 docs[path].update(data)
             elif data is not None:
-                docs[path] = data
+                self._store._put(path, data)
 
 
 class MemoryStore:
@@ -98,6 +103,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._docs: dict[str, Doc] = {}
+        self._children: dict[str, dict[str, None]] = {}  # collection path -> its document paths
         self._lock = threading.RLock()
         self.fail_reads = False  # fault injection for degraded-mode tests
 
@@ -106,6 +112,19 @@ class MemoryStore:
             from shared_lib.errors import StoreUnavailable
 
             raise StoreUnavailable("memory store: injected failure")
+
+    def _put(self, path: str, doc: Doc) -> None:  # under the lock
+        if path not in self._docs:
+            self._children.setdefault(path.rpartition("/")[0], {})[path] = None
+        self._docs[path] = doc
+
+    def _pop(self, path: str) -> None:  # under the lock
+        if self._docs.pop(path, None) is not None:
+            parent = path.rpartition("/")[0]
+            siblings = self._children[parent]
+            del siblings[path]
+            if not siblings:
+                del self._children[parent]
 
     def get(self, path: str) -> Doc | None:
         _check_path(path)
@@ -127,7 +146,7 @@ class MemoryStore:
             if merge and path in self._docs:
                 self._docs[path].update(copy_doc(data))
             else:
-                self._docs[path] = copy_doc(data)
+                self._put(path, copy_doc(data))
 
     def set_many(self, writes: Sequence[tuple[str, Doc, bool]]) -> None:
         for path, _, _ in writes:
@@ -141,12 +160,12 @@ class MemoryStore:
         with self._lock:
             if path in self._docs:
                 return False
-            self._docs[path] = copy_doc(data)
+            self._put(path, copy_doc(data))
             return True
 
     def delete(self, path: str) -> None:
         with self._lock:
-            self._docs.pop(path, None)
+            self._pop(path)
 
     def query(
         self,
@@ -162,11 +181,16 @@ class MemoryStore:
         coll = collection.strip("/")
         out: list[tuple[str, Doc]] = []
         with self._lock:
-            for path, doc in self._docs.items():
-                parent, _, doc_id = path.rpartition("/")
-                in_coll = parent.rsplit("/", 1)[-1] == coll if group else parent == coll
-                if in_coll and all(_match(doc, f, op, v) for f, op, v in where):
-                    out.append((doc_id, copy_doc(doc)))
+            if group:
+                candidates: Iterable[str] = (
+                    p for p in self._docs if p.rpartition("/")[0].rsplit("/", 1)[-1] == coll
+                )
+            else:
+                candidates = self._children.get(coll, ())
+            for path in candidates:
+                doc = self._docs[path]
+                if all(_match(doc, f, op, v) for f, op, v in where):
+                    out.append((path.rpartition("/")[2], copy_doc(doc)))
         if order_by:
             out.sort(key=lambda item: _sort_key(item[1].get(order_by)), reverse=descending)
         return out[:limit] if limit is not None else out
