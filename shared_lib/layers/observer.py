@@ -97,8 +97,8 @@ def timezone(rt: Runtime) -> str:
 
 
 def _write(rt: Runtime, path: str, record: ObservabilityRecord, doc: dict[str, Any]) -> bool:
-    """The record and its roll-up in one transaction, which reads the record and the day's
-    roll-up in one batch: a first record is created and counted; a record already there (a
+    """The record and its roll-up in one transaction, which reads the record, the day's roll-up
+    and its conversation's marker in one batch: a first record is created and counted; a record already there (a
     redelivery) ends it without a write, so redeliveries racing each other only read; a later
     step of a multi-step turn supersedes it."""
     tz = timezone(rt)
@@ -121,8 +121,7 @@ class _ReadFirst:
 def _write_once(
     txn: Transaction, path: str, record: ObservabilityRecord, doc: dict[str, Any], tz: str
 ) -> bool:
-    day = rollups.path(record.organization_id, rollups.slot(record.timestamp, tz)[0])
-    found = read_together(txn, [path, day])
+    found = read_together(txn, [path, *rollups.first_reads(record.organization_id, tz, record)])
     reads: Any = _ReadFirst(txn, found)
     current = found[path]
     if current is None:

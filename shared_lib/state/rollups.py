@@ -6,7 +6,7 @@ One document per organisation and calendar day of the organisation's timezone (t
 
     {"org_id": "acme", "day": "2026-11-24", "timezone": "Asia/Tokyo",
      "totals": BUCKET, "hours": {"0": BUCKET, …, "23": BUCKET},
-     "conversation_ids": {"3f9c…": 1, …}, "expires_at": …}
+     "expires_at": …}
 
 ``hours`` is keyed by the hour's index since local midnight (so a day with a DST change has
 23 or 25 of them and none is ambiguous). A ``BUCKET`` holds counts (turns, per arm, per reply
@@ -15,9 +15,12 @@ kind, response and LLM time, confidence; cost per model and per purpose of call)
 (``LATENCY_BOUNDS_MS``), so a p95 can be read from it; shadow candidates count apart
 (``shadow_turns``, ``shadow_cost_usd``: real money, never a conversation). ``conversations``
 counts the day's distinct conversations (org/room/user, the turn's ``conversation_key``), not
-its turns: ``conversation_ids`` holds a 16-hex hash of each key seen that day (never the ids),
-so a turn of a conversation already counted that day adds nothing; an hour's bucket counts
-the conversations first seen in that hour.
+its turns: a marker document under the day (``daily_conversations``, id a 16-hex hash of the
+key, never the ids) says a conversation was seen that day, so a turn of a conversation already
+counted adds nothing; an hour's bucket counts the conversations first seen in that hour. The
+markers are documents of their own, read with the day in one batch and created in the same
+commit, so the roll-up that every turn reads and writes stays the same size however many
+conversations a day has (a map of them in the roll-up grew by one entry each).
 
 Exactly once: the observer adds a record's contribution in the same transaction as the
 record's first write (``count_in``), and when a later step supersedes a record it takes the
@@ -44,6 +47,7 @@ from shared_lib.ports import Doc, Op, Store, Transaction
 COLLECTION = "daily_stats"
 DEFAULT_TIMEZONE = "Asia/Tokyo"
 ROLLUP_DAYS = 400  # a year of monthly views and the month before it
+MARKER_DAYS = 7  # a conversation's marker outlives its day by the subscriptions' retention
 PROPOSING_ARMS = ("llm", "legacy")
 # Upper bounds (ms) of the latency histogram; one more bucket holds everything slower. The
 # seed's 10 s threshold is a bound, so a p95 read from the histogram crosses it only when it does.
@@ -79,6 +83,18 @@ MAPS = ("arms", "outcomes", "model_cost_usd", "purpose_cost_usd")
 
 def path(org: str, day: date) -> str:
     return collections.path(COLLECTION, org=org, id=day.isoformat())
+
+
+def marker_path(org: str, day: date, rec: ObservabilityRecord) -> str:
+    """The document that says ``rec``'s conversation was seen on ``day``."""
+    return collections.path("daily_conversations", org=org, day=day.isoformat(), id=conversation_id(rec))
+
+
+def first_reads(org: str, tz: str, rec: ObservabilityRecord) -> list[str]:
+    """What ``count_in`` reads for a first record: its day's roll-up and, for a served turn, its
+    conversation's marker (a caller reads them in one batch with its own documents)."""
+    day = slot(rec.timestamp, tz)[0]
+    return [path(org, day)] + ([] if rec.shadow else [marker_path(org, day, rec)])
 
 
 def day_start(day: date, tz: str) -> datetime:
@@ -193,19 +209,6 @@ def conversation_id(r: ObservabilityRecord) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def _count_conversation(doc: Doc, rec: ObservabilityRecord, hour: int) -> None:
-    """A served turn's conversation counted once a day: in the day's totals and in the hour
-    it was first seen (so the hours of a day add up to the day's distinct conversations)."""
-    seen = doc.setdefault("conversation_ids", {})
-    cid = conversation_id(rec)
-    if rec.shadow or cid in seen:
-        return
-    seen[cid] = 1
-    doc["totals"]["conversations"] = doc["totals"].get("conversations", 0) + 1
-    bucket = doc["hours"][str(hour)]
-    bucket["conversations"] = bucket.get("conversations", 0) + 1
-
-
 def count_in(
     txn: Transaction,
     org: str,
@@ -216,18 +219,27 @@ def count_in(
     """Add ``add`` (and take ``remove``, the record it supersedes, away) inside ``txn``.
 
     All reads come first (the transaction's rule); call it before the record's own write.
+    A served turn's conversation is counted when its day's marker is not there yet (the
+    hour's bucket counts it too: the hour it was first seen that day).
     """
     changes: list[tuple[ObservabilityRecord, int]] = [(add, 1)] + ([(remove, -1)] if remove else [])
     slots = [(rec, sign, *slot(rec.timestamp, tz)) for rec, sign in changes]
     docs = {day: txn.get(path(org, day)) or _new_day(org, day, tz) for day in {s[2] for s in slots}}
+    marker = marker_path(org, slots[0][2], add) if not add.shadow else None
+    first_seen = marker is not None and txn.get(marker) is None
+    if first_seen:  # a roll-up written before the markers kept its day's conversations in a map
+        first_seen = conversation_id(add) not in (docs[slots[0][2]].get("conversation_ids") or {})
     for rec, sign, day, hour in slots:
         doc, part = docs[day], contribution(rec)
         doc["totals"] = merge(doc["totals"], part, sign)
         doc["hours"][str(hour)] = merge(doc["hours"].get(str(hour), empty()), part, sign)
-        if sign > 0:
-            _count_conversation(doc, rec, hour)
+        if sign > 0 and first_seen:
+            doc["totals"]["conversations"] += 1
+            doc["hours"][str(hour)]["conversations"] += 1
     for day, doc in docs.items():
         txn.set(path(org, day), doc)
+    if marker is not None and first_seen:
+        txn.set(marker, {"expires_at": day_start(slots[0][2], tz) + timedelta(days=1 + MARKER_DAYS)})
 
 
 def _new_day(org: str, day: date, tz: str) -> Doc:

@@ -292,7 +292,55 @@ def test_the_day_roll_up_keeps_no_ids_of_people_or_rooms():
 
     store = MemoryStore()
     rollups.add(store, conv(NOW, "u-suzuki", "room-general"))
-    doc = store.get(rollups.path(ORG, NOW.astimezone(rollups.ZoneInfo("Asia/Tokyo")).date())) or {}
+    day = NOW.astimezone(rollups.ZoneInfo("Asia/Tokyo")).date()
+    doc = store.get(rollups.path(ORG, day)) or {}
     text = repr(doc)
     assert "u-suzuki" not in text and "room-general" not in text
-    assert doc["totals"]["conversations"] == 1 and len(doc["conversation_ids"]) == 1
+    markers = store.query(f"{rollups.path(ORG, day)}/daily_conversations")
+    assert doc["totals"]["conversations"] == 1 and len(markers) == 1
+    assert "u-suzuki" not in repr(markers) and "room-general" not in repr(markers)
+
+
+def entries(doc: Any) -> int:
+    """How many keys and items a document holds, nested ones too."""
+    if isinstance(doc, dict):
+        return len(doc) + sum(entries(v) for v in doc.values())
+    return len(doc) + sum(entries(v) for v in doc) if isinstance(doc, list) else 0
+
+
+def test_the_day_roll_up_stays_the_same_size_however_many_conversations_it_counts():
+    from shared_lib.adapters.memory_store import MemoryStore
+
+    # GIVEN a busy Monday: 60 people each writing in their own room, between 9:00 and 9:59 Tokyo
+    store = MemoryStore()
+    day = NOW.astimezone(rollups.ZoneInfo("Asia/Tokyo")).date()
+    nine = datetime(2026, 11, 25, 0, 0, tzinfo=UTC)
+    sizes = []
+    for i in range(60):
+        rollups.add(store, conv(nine + timedelta(seconds=59 * i), f"u-{i:03d}", f"room-{i:03d}"))
+        sizes.append(entries(store.get(rollups.path(ORG, day))))
+    # THEN every conversation is counted, and the roll-up every turn reads and writes did not grow
+    s = client(make_runtime(store=store, clock=Clock(NOW))).get(f"/api/stats?org={ORG}").get_json()
+    assert (s["conversations"], s["turns"]) == (60, 60)
+    assert sizes == [sizes[0]] * 60
+    assert len(store.query(f"{rollups.path(ORG, day)}/daily_conversations")) == 60
+
+
+def test_a_roll_up_written_before_the_markers_still_counts_its_conversations_once():
+    from shared_lib.adapters.memory_store import MemoryStore
+
+    # GIVEN today's roll-up as the observer wrote it before the markers: 鈴木's conversation in its map
+    store = MemoryStore()
+    day = NOW.astimezone(rollups.ZoneInfo("Asia/Tokyo")).date()
+    old = conv(NOW - timedelta(hours=2), "u-suzuki", "room-general")
+    rollups.add(store, old)
+    doc = store.get(rollups.path(ORG, day)) or {}
+    store.set(rollups.path(ORG, day), {**doc, "conversation_ids": {rollups.conversation_id(old): 1}})
+    for marker, _ in store.query(f"{rollups.path(ORG, day)}/daily_conversations"):
+        store.delete(f"{rollups.path(ORG, day)}/daily_conversations/{marker}")
+    # WHEN 鈴木 writes again in that room, and 田中 for the first time today
+    rollups.add(store, conv(NOW - timedelta(hours=1), "u-suzuki", "room-general"))
+    rollups.add(store, conv(NOW - timedelta(hours=1), "u-tanaka", "room-general"))
+    # THEN two conversations, three turns
+    s = client(make_runtime(store=store, clock=Clock(NOW))).get(f"/api/stats?org={ORG}").get_json()
+    assert (s["conversations"], s["turns"]) == (2, 3)
