@@ -30,10 +30,11 @@ _LEAVES = frozenset({str, int, float, bool, type(None), bytes, datetime, date, t
 def copy_doc(value: T) -> T:
     """``value`` copied: its dicts and lists new, its immutable leaves shared."""
     kind = type(value)
+    # a leaf is shared where it stands, without a call of its own (most values are leaves)
     if kind is dict:
-        return {k: copy_doc(v) for k, v in value.items()}  # type: ignore[attr-defined,return-value]
+        return {k: v if type(v) in _LEAVES else copy_doc(v) for k, v in value.items()}  # type: ignore[attr-defined,return-value]
     if kind is list:
-        return [copy_doc(v) for v in value]  # type: ignore[attr-defined,return-value]
+        return [v if type(v) in _LEAVES else copy_doc(v) for v in value]  # type: ignore[attr-defined,return-value]
     if kind in _LEAVES:
         return value
     return copy.deepcopy(value)
