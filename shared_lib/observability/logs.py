@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -129,8 +130,26 @@ def _context(turn: Turn | None, layer: str) -> tuple[str, dict[str, Any], dict[s
     return layer, current_trace_fields(traceparent), {"layer": layer, **ids}
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is already what JSON carries (then it needs no round trip)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    return kind is list and all(_plain(v) for v in value)
+
+
 def _jsonable(value: Any) -> Any:
-    """``value`` as JSON carries it (anything else as its text), so masking sees every string."""
+    """``value`` as JSON carries it (anything else as its text), so masking sees every string.
+    Masking copies what it is given, so a value that already is JSON's is used as it is."""
+    if _plain(value):
+        return value
     return json.loads(json.dumps(value, ensure_ascii=False, default=str))
 
 
@@ -169,11 +188,15 @@ def record_entry(record: logging.LogRecord) -> dict[str, Any]:
 
 def log_event(
     event: str, *, turn: Turn | None = None, layer: str = "", severity: str = "INFO", **fields: Any
-) -> dict[str, Any]:
-    """Log one structured line through the root handler and return its entry."""
+) -> dict[str, Any] | None:
+    """Log one structured line through the root handler and return its entry. A line the logger
+    would drop (an ``INFO`` line with readable logs, which start at ``WARNING``) is not built at
+    all (``None``): its masking and encoding were most of what a stage's log lines cost."""
+    logger = logging.getLogger(EVENT_LOGGER)
+    if not logger.isEnabledFor(LEVELS.get(severity, logging.INFO)):
+        return None
     entry = build_entry(event, turn=turn, layer=layer, severity=severity, **fields)
-    level = LEVELS.get(entry["severity"], logging.INFO)
-    logging.getLogger(EVENT_LOGGER).log(level, event, extra={_ENTRY_ATTR: entry}, stacklevel=2)
+    logger.log(LEVELS.get(entry["severity"], logging.INFO), event, extra={_ENTRY_ATTR: entry}, stacklevel=2)
     return entry
 
 

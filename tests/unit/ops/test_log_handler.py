@@ -161,3 +161,36 @@ def test_parse_traceparent_reads_the_w3c_header():
         False,
     )
     assert logs.parse_traceparent(f"ff-{TRACE_ID}-00f067aa0ba902b7-01") is None  # version ff is invalid
+
+
+def test_a_line_below_the_handlers_level_is_neither_built_nor_masked(monkeypatch, capsys):
+    # GIVEN readable logs (from WARNING up), and masking that counts its calls
+    logs.configure(json_logs=False, project="p1")
+    masked: list[Any] = []
+    real = logs.Sanitizer.default().mask_obj
+    monkeypatch.setattr(logs.Sanitizer.default(), "mask_obj", lambda v, *a, **k: masked.append(v) or real(v))
+    # WHEN a stage logs an INFO line with a customer's phone number
+    assert logs.log_event("layer_done", layer="guardian", note=f"田中さん {PHONE}") is None
+    # THEN nothing was masked or written
+    assert masked == [] and capsys.readouterr().err == ""
+    # AND a WARNING line is still built, masked and written once
+    entry = logs.log_event("claim_superseded", layer="guardian", severity="WARNING", note=f"田中さん {PHONE}")
+    assert entry is not None and PHONE not in json.dumps(entry, ensure_ascii=False)
+    assert masked[0] == {"note": f"田中さん {PHONE}"} and "claim_superseded" in capsys.readouterr().err
+
+
+def test_fields_that_already_are_json_are_masked_as_they_are_and_the_rest_as_their_text(json_logs, capsys):
+    # GIVEN fields that are JSON's own, and ones that are not (a tuple, a set, a number key, NaN)
+    entry = logs.log_event(
+        "mixed",
+        layer="brain",
+        plain={"to": EMAIL, "n": [1, 2.5, None, True]},
+        pair=(PHONE, 2),
+        nan=float("nan"),
+    )
+    # THEN both are masked, the tuple became a list, and the line is valid JSON
+    assert entry is not None
+    assert entry["plain"]["n"] == [1, 2.5, None, True] and EMAIL not in json.dumps(entry["plain"])
+    assert entry["pair"][1] == 2 and PHONE not in entry["pair"][0]
+    (line,) = lines(capsys)
+    assert line["plain"] == entry["plain"]
