@@ -294,6 +294,28 @@ def test_a_condition_holds_only_at_its_count():
     assert decide("b と c", config=cfg).rule_id == "t.two"
 
 
+def test_keywords_are_literal_case_blind_and_the_earliest_one_is_the_evidence():
+    # GIVEN a rule of keywords with characters a pattern would read otherwise (a dot, a plus,
+    # brackets), needing two of them
+    cfg = config_with(
+        [
+            {
+                "id": "t.literal",
+                "route": "OPS",
+                "priority": 1,
+                "when": [{"keywords": ["k8s.io", "C++", "[本番]", "Deploy"], "at_least": 2}],
+                "examples": ["[本番] DEPLOY"],
+            }
+        ]
+    )
+    # THEN they count as written, in any case, and the one nearest the start is the evidence
+    hit = decide("【急ぎ】[本番]の deploy、k8s.io 見てもらえますか🙏", config=cfg)
+    assert hit.rule_id == "t.literal" and list(hit.evidence) == ["[本番]"]
+    assert decide("k8sXio と C+++ の話", config=cfg).source == "fallback"  # no pattern reading
+    assert decide("c++ で DePlOy しました", config=cfg).rule_id == "t.literal"
+    assert decide("本番 deploy", config=cfg).source == "fallback"  # brackets are part of the word
+
+
 def test_rules_read_only_the_first_max_scan_chars():
     cfg = config_with([rule("t.late", "PLAN", 1, "合図")]).model_copy(update={"max_scan_chars": 100})
     assert decide("あ" * 100 + "合図", config=cfg).source == "fallback"
