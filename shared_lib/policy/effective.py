@@ -47,15 +47,11 @@ class Policy:
         cfg = config or load_policy_config()
         extra = tuple(extra_teachings)
         base = _base(cfg, registry)
-        teachings = _json([t.model_dump(mode="json") for t in extra])
-        # what json.dumps(..., sort_keys=True) of the three parts writes, the same bytes
-        body = f'{{"config": {base.config_json}, "teachings": {teachings}, "tools": {base.tools_json}}}'
-        digest = hashlib.sha256(body.encode()).hexdigest()[:12]
         return cls(
             config=base.shown,  # its messages name tools as a user reads them
             registry=registry,
             teachings=(*cfg.teachings, *extra),
-            version=f"{cfg.version}-{digest}",
+            version=base.plain_version if not extra else base.version_with(extra),
         )
 
     def danger(self, tool_name: str) -> DangerRule | None:
@@ -119,6 +115,20 @@ class _Base:
     tools_json: str
     shown: PolicyConfig
 
+    head: Any  # the digest of the body up to its teachings (``hashlib``'s, copied for each use)
+    plain_version: str  # the version without extra teachings (most decisions)
+
+    def version_with(self, extra: tuple[Teaching, ...]) -> str:
+        """The version with ``extra`` teachings: the digest of the same bytes as
+        ``json.dumps({"config": …, "teachings": […], "tools": …}, sort_keys=True)``."""
+        return _version(self.config, self.head, [t.model_dump(mode="json") for t in extra], self.tools_json)
+
+
+def _version(cfg: PolicyConfig, head: Any, teachings: list[Any], tools_json: str) -> str:
+    digest = head.copy()
+    digest.update(f'{_json(teachings)}, "tools": {tools_json}}}'.encode())
+    return f"{cfg.version}-{digest.hexdigest()[:12]}"
+
 
 # A process decides under one configuration and one registry (an organisation's approved skills
 # make a registry of their own): their part of the policy is built once, not every decision.
@@ -151,7 +161,10 @@ def _base(cfg: PolicyConfig, registry: ToolRegistry | None) -> _Base:
         }
         for spec in registry or ()
     }
-    made = _Base(cfg, registry, _json(cfg.decision_data()), _json(tools), cfg.with_registry(registry))
+    config_json, tools_json = _json(cfg.decision_data()), _json(tools)
+    head = hashlib.sha256(f'{{"config": {config_json}, "teachings": '.encode())
+    plain = _version(cfg, head, [], tools_json)
+    made = _Base(cfg, registry, config_json, tools_json, cfg.with_registry(registry), head, plain)
     with _bases_lock:
         _bases[key] = made
         _bases.move_to_end(key)
