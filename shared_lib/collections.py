@@ -70,9 +70,18 @@ class Collection(BaseModel):
     def segments(self) -> list[str]:
         return self.path.split("/")
 
-    @property
+    @cached_property
     def placeholders(self) -> list[str]:
         return _PLACEHOLDER.findall(self.path)
+
+    @cached_property
+    def _templates(self) -> dict[bool, tuple[frozenset[str], str]]:
+        """For a document and for its collection: the placeholders it needs and its path as a
+        format string (the template's placeholders are ``str.format``'s own fields)."""
+        return {
+            True: (frozenset(self.placeholders), self.path),
+            False: (frozenset(self.placeholders[:-1]), "/".join(self.segments[:-1])),
+        }
 
     @property
     def group(self) -> str:
@@ -91,15 +100,14 @@ class Collection(BaseModel):
 
     def build(self, values: Mapping[str, str], *, document: bool = True) -> str:
         """The document path (or, with ``document=False``, its collection's path)."""
-        needed = self.placeholders if document else self.placeholders[:-1]
-        missing, extra = set(needed) - set(values), set(values) - set(needed)
-        if missing or extra:
+        needed, template = self._templates[document]
+        if values.keys() != needed:
+            missing, extra = needed - set(values), set(values) - needed
             raise KeyError(f"{self.name}: missing {sorted(missing)}, unexpected {sorted(extra)}")
         for key, value in values.items():
             if not value or "/" in value:
                 raise ValueError(f"{self.name}: {key}={value!r} is not a document id")
-        segments = self.segments if document else self.segments[:-1]
-        return "/".join(_PLACEHOLDER.sub(lambda m: values[m.group(1)], s) for s in segments)
+        return template.format_map(values)
 
 
 class Catalogue(BaseModel):
