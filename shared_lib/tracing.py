@@ -89,6 +89,7 @@ EXPORTERS = ("none", "store", "cloud_trace", "memory")
 CLI_SERVICE = "charter-cli"
 SCHEDULE_DELAY_MILLIS = 200  # a finished span waits at most this long in the batch
 _PROPAGATOR = TraceContextTextMapPropagator()
+_FIELDS = frozenset(_PROPAGATOR.fields)  # traceparent, tracestate
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,9 @@ def extract(carrier: Mapping[str, str]) -> otel_context.Context:
 
     An absent or invalid ``traceparent`` gives a context without a span: a fresh trace.
     """
-    lowered = {str(k).lower(): str(v) for k, v in carrier.items()}
+    lowered = {name: str(v) for k, v in carrier.items() if (name := str(k).lower()) in _FIELDS}
+    if "traceparent" not in lowered:
+        return otel_context.Context()
     return _PROPAGATOR.extract(lowered, context=otel_context.Context())
 
 

@@ -136,6 +136,25 @@ def test_a_valid_traceparent_header_is_the_turns_parent_and_an_invalid_or_absent
     assert len(seen) == 2  # two fresh traces
 
 
+def test_a_caller_may_spell_the_trace_header_in_any_case_and_other_attributes_are_not_read():
+    parent = tracing.extract({"TraceParent": CALLER, "X-Other": "1", "turn_id": "t1"})
+    with tracing.span("child", parent=parent) as s:
+        assert tracing.trace_id(s) == CALLER.split("-")[1]
+    assert tracing.extract({"turn_id": "t1"}) == tracing.extract({}) == {}
+
+
+def test_with_no_exporter_spans_are_not_recorded_yet_lines_and_messages_carry_their_trace():
+    # GIVEN tracing that exports nowhere
+    tracing.configure(tracing.TraceConfig(exporter="none"))
+    # WHEN a turn's span starts under a caller's trace
+    with tracing.span("layer guardian", parent=tracing.extract({"traceparent": CALLER})) as s:
+        # THEN it records nothing (no attributes kept), yet has ids in the caller's trace
+        assert not s.is_recording()
+        assert tracing.trace_id(s) == CALLER.split("-")[1]
+        assert tracing.current_traceparent().split("-")[1] == CALLER.split("-")[1]
+        assert tracing.current_traceparent().split("-")[2] != CALLER.split("-")[2]  # its own span id
+
+
 def test_sampling_ratio_zero_exports_no_span_but_the_record_and_the_log_lines_carry_the_trace(caplog):
     rt = runtime(CHARTER_TRACE_SAMPLE_RATIO="0")
     with caplog.at_level(logging.INFO):
