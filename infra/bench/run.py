@@ -41,6 +41,7 @@ def bench_inprocess(turns: int) -> dict[str, float]:
     from shared_lib.layers.ingress import accept
     from shared_lib.turn.inbound import InboundMessage
     from shared_lib.wiring.composition import build_runtime, wire_inprocess
+    from shared_lib.wiring.push import settle_heap
 
     with FakeAnthropicServer() as server:
         rt = build_runtime(
@@ -53,6 +54,7 @@ def bench_inprocess(turns: int) -> dict[str, float]:
         )
         wire_inprocess(rt)
         seed_demo_directory(rt.store)
+        settle_heap()  # as a served function does once its runtime is built
         samples = []
         for i in range(turns + 3):
             msg = InboundMessage(

@@ -9,6 +9,7 @@ to it, so each hop happens only through a test-client request).
 from __future__ import annotations
 
 import base64
+import gc
 import hashlib
 import hmac
 import json
@@ -60,6 +61,7 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(push, "_runtime", None)
     yield
     push._runtime = None
+    gc.unfreeze()  # a served process keeps what it built at start frozen; a test process does not
 
 
 def client(target: str) -> flask.testing.FlaskClient:
@@ -79,6 +81,19 @@ def webhook(text: str = TEXT) -> tuple[str, dict[str, str], bytes]:
     # the plain-HTTP sender must be a person of the organisation's directory (else 403)
     seed_directory(push.get_runtime().store, "default", [{"user_id": "user-1", "name": "試験太郎"}], {})
     return build_request("http", text, secrets=ChannelSecrets.from_env(os.environ))
+
+
+def test_a_served_process_sets_what_it_built_at_start_apart_from_the_collector():
+    # GIVEN a fresh process with nothing frozen
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+    # WHEN its first delivery builds the runtime
+    rt = push.get_runtime()
+    # THEN what it built (the runtime among it) is frozen: a full collection no longer walks it
+    frozen = gc.get_freeze_count()
+    assert frozen > 1000
+    # AND only once: a later delivery reuses the runtime and freezes nothing more
+    assert push.get_runtime() is rt and gc.get_freeze_count() == frozen
 
 
 def push_body(message: Message, *, message_id: str = "1") -> dict[str, Any]:
