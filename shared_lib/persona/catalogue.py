@@ -49,8 +49,7 @@ class Persona(BaseModel):
 
     def core_path(self) -> Path:
         """The core file: beside the persona, else the packaged one of that name."""
-        path = Path(self.base_dir) / self.core_file
-        return path if path.exists() else PERSONA_DIR / self.core_file
+        return _core_path(self.base_dir, self.core_file)
 
     def core(self) -> PersonaCore:
         return load_core(str(self.core_path()))
@@ -109,6 +108,14 @@ def fill(template: str, values: dict[str, object]) -> str:
 
 def _show(value: object) -> object:
     return "なし" if value is None else value
+
+
+@lru_cache(maxsize=32)
+def _core_path(base_dir: str, core_file: str) -> Path:
+    """Where a persona's core is (looked for once: the files are the deployment's, read on every
+    reply, and the look was a stat of the disk each time)."""
+    path = Path(base_dir) / core_file
+    return path if path.exists() else PERSONA_DIR / core_file
 
 
 @lru_cache(maxsize=32)

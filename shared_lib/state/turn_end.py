@@ -32,11 +32,11 @@ transaction: begin, the documents read, one commit carrying every write — all 
 from __future__ import annotations
 
 import contextvars
-import copy
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from shared_lib.adapters.doc_copy import copy_doc
 from shared_lib.ports import Doc, Store, Transaction, read_together
 
 T = TypeVar("T")
@@ -59,18 +59,18 @@ class _Buffered:
         doc = self._written.get(path, _MISSING)
         if doc is _MISSING:
             if path in self._read:
-                return copy.deepcopy(self._read[path])
+                return copy_doc(self._read[path])
             return self._txn.get(path)
         if doc is ...:  # a merge of unknown base: never guessed
             raise RuntimeError(f"read after a merged write of {path} in one commit")
-        return copy.deepcopy(doc)  # type: ignore[no-any-return]
+        return copy_doc(doc)  # type: ignore[no-any-return]
 
     def set(self, path: str, data: Doc, *, merge: bool = False) -> None:
-        self._written[path] = ... if merge else copy.deepcopy(data)
+        self._written[path] = ... if merge else copy_doc(data)
         self._writes.append(lambda txn: txn.set(path, data, merge=merge))
 
     def create(self, path: str, data: Doc) -> None:
-        self._written[path] = copy.deepcopy(data)
+        self._written[path] = copy_doc(data)
         self._writes.append(lambda txn: txn.create(path, data))
 
     def delete(self, path: str) -> None:
