@@ -50,6 +50,10 @@ class PrefetchedStore:
                     self._failed = True
             return self._batch
 
+    def prefetch(self) -> bool:
+        """Read the batch now (or wait for the reader that is): whether it is held."""
+        return self._fetched() is not None
+
     def get(self, path: str) -> Doc | None:
         if path in self._paths:
             batch = self._fetched()

@@ -127,6 +127,9 @@ class SourceSpec:
     priority: int  # seed 5.1.2: 1 (highest) .. 4
     truth: int  # seed §8.2 Truth order: 1 (real-time API) .. 4 (memory)
     fetch: Callable[[SourceRequest], Any]
+    # reads only documents ``known_documents`` names: answered from the one batch, so the
+    # builder runs it in its own thread once the batch is held (``ContextBuilder._fetch``)
+    known: bool = False
 
 
 def _session(r: SourceRequest) -> dict[str, Any]:
@@ -272,18 +275,20 @@ def known_documents(org_id: str, user_id: str, conversation_key: str, query: str
 def default_sources(tasks_truth: int = 2) -> list[SourceSpec]:
     """The sources of seed 5.1.2; ``tasks_truth`` is 1 when tasks come from a real-time API."""
     return [
-        SourceSpec("session", 1, 2, _session),
-        SourceSpec("user", 1, 2, _user),
+        SourceSpec("session", 1, 2, _session, known=True),
+        SourceSpec("user", 1, 2, _user, known=True),
         SourceSpec("recent_messages", 2, 4, _recent),
-        SourceSpec("summary", 3, 4, _summary),
+        SourceSpec("summary", 3, 4, _summary, known=True),
         SourceSpec("preferences", 3, 4, _preferences),
         SourceSpec("persons", 2, 2, _persons),
         SourceSpec("tasks", 3, tasks_truth, _tasks),
         SourceSpec("goals", 3, 2, _goals),
         SourceSpec("teachings", 2, 2, _teachings),
-        SourceSpec("company_values", 2, 3, _company_values),
+        SourceSpec("company_values", 2, 3, _company_values, known=True),
         SourceSpec("knowledge", 4, 2, _knowledge),
         SourceSpec("episodes", 4, 4, _episodes),  # seed 001 §22: what was lived, conversation memory
-        SourceSpec("agent_state", 1, 2, _agent_state),  # seed 004 §5; rendered by the prompt, not here
-        SourceSpec("persona_ext", 3, 3, _persona_ext),  # seed 001 §16: the prompt's 「学んだ好み」
+        SourceSpec("agent_state", 1, 2, _agent_state, known=True),  # seed 004 §5; rendered by the prompt
+        SourceSpec(
+            "persona_ext", 3, 3, _persona_ext, known=True
+        ),  # seed 001 §16: the prompt's 「学んだ好み」
     ]

@@ -223,3 +223,69 @@ def test_given_another_organisation_then_its_context_holds_only_its_own_data(sto
         + [v["summary"], v["company_values"]]
     )
     assert len(texts) == 17 and all(t.endswith("GLOBEX") for t in texts)
+
+
+class BatchStore:
+    """A store whose batched read (``get_many``) fails, or answers only after ``delay``."""
+
+    def __init__(self, inner, *, fail=False, delay=0.0):
+        self.inner, self.fail, self.delay, self.batches = inner, fail, delay, 0
+
+    def get_many(self, paths):
+        self.batches += 1
+        if self.delay:
+            threading.Event().wait(self.delay)
+        if self.fail:
+            from shared_lib.errors import StoreUnavailable
+
+            raise StoreUnavailable("injected: the batch is down")
+        return self.inner.get_many(paths)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+KNOWN = {s.name for s in default_sources() if s.known}
+
+
+def ran_in(monkeypatch) -> dict[str, str]:
+    """The thread each source ran in, by source name."""
+    threads: dict[str, str] = {}
+    timed = ContextBuilder._timed
+
+    def recording(spec, request):
+        threads[spec.name] = threading.current_thread().name
+        return timed(spec, request)
+
+    monkeypatch.setattr(ContextBuilder, "_timed", staticmethod(recording))
+    return threads
+
+
+def test_given_the_batch_held_then_the_sources_that_read_only_it_run_in_the_builders_thread(
+    store, monkeypatch
+):
+    threads = ran_in(monkeypatch)
+    batched = BatchStore(store)
+    built = build(batched, "田中さんに明日の会議の件、伝えてもらえますか？🙇")
+    # THEN one batch, every source answered, and the batch's readers never waited for a thread
+    assert batched.batches == 1 and built.degraded == []
+    assert {"session", "user", "summary", "company_values", "agent_state", "persona_ext"} == KNOWN
+    assert {n for n, t in threads.items() if t == threading.current_thread().name} == KNOWN
+    assert all(t.startswith("context") for n, t in threads.items() if n not in KNOWN)
+    assert built.values["user"]["name"] == "鈴木一郎" and built.values["summary"] == "先週は見積の話をした"
+
+
+def test_given_the_batch_failing_then_its_readers_read_each_document_in_a_thread(store, monkeypatch):
+    threads = ran_in(monkeypatch)
+    built = build(BatchStore(store, fail=True), "こんにちは")
+    # THEN nothing is lost: each reads its own document, in a source thread, within the timeout
+    assert built.degraded == [] and built.values["user"]["name"] == "鈴木一郎"
+    assert all(threads[n].startswith("context") for n in KNOWN)
+
+
+def test_given_the_batch_later_than_the_sources_deadline_then_the_build_does_not_wait_past_it(store):
+    cfg = ContextConfig(token_budget=5000, source_timeout_seconds=DEADLINE)
+    built = build(BatchStore(store, delay=30 * DEADLINE), "こんにちは", config=cfg)
+    # THEN the batch's readers are late like any slow source, and say so
+    assert {n for n in KNOWN if built.records[n].status == "timeout"} == KNOWN
+    assert "user" in built.degraded
