@@ -5,14 +5,16 @@ receives exactly one create per task; organisation A cannot touch organisation B
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from infra.fake_chatwork import ChatWorkTasksApp, FakeChatWorkServer, Fault
+from shared_lib.settings import Settings
 from shared_lib.tools.chatwork_api import ChatWorkClient
 from shared_lib.tools.chatwork_tasks import ChatWorkTaskBackend
 from shared_lib.tools.task_backend import body_with_marker, task_marker
+from shared_lib.turn.callctx import turn_budget
 from tests.unit.tools.tool_fakes import ORG, OTHER_ORG, ROOM, SENDER, Clock, call, make_executor, seed
 
 pytestmark = pytest.mark.integration
@@ -111,10 +113,16 @@ def test_given_a_write_tool_executed_twice_with_the_same_receipt_then_one_effect
 def test_given_concurrent_deliveries_of_one_call_then_one_effect(fs):
     ex = make_executor(fs)
     outcomes, start = [], threading.Barrier(4)
+    # each delivery runs as the executor stage runs it: under the turn's processing budget, which
+    # is how long a call may wait for the store (four transactions on one receipt wait for each
+    # other's locks on the emulator, ≈ 9 s on a quiet machine: past the tool's own timeout)
+    budget = Settings().turn_budget_seconds
 
     def deliver():
         start.wait()
-        outcomes.append(call(ex, "save_memory", {"content": "同時に届いた記憶"}, call_id="T9-0-0"))
+        now = datetime.now(UTC)
+        with turn_budget(now + timedelta(seconds=budget), now):
+            outcomes.append(call(ex, "save_memory", {"content": "同時に届いた記憶"}, call_id="T9-0-0"))
 
     threads = [threading.Thread(target=deliver) for _ in range(4)]
     for t in threads:
