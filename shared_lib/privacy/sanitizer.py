@@ -131,6 +131,8 @@ class Sanitizer:
     def mask(self, text: str, vault: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
         """Mask ``text``; ``vault`` (extended in place) keeps numbering and values consistent."""
         vault = {} if vault is None else vault
+        if not text or text in self._clean:  # nothing to take: no pass, no session
+            return text, vault
         return self._apply(text, _Session(vault)), vault
 
     def _apply(self, text: str, session: _Session) -> str:
