@@ -163,9 +163,22 @@ def test_parse_traceparent_reads_the_w3c_header():
     assert logs.parse_traceparent(f"ff-{TRACE_ID}-00f067aa0ba902b7-01") is None  # version ff is invalid
 
 
-def test_a_line_below_the_handlers_level_is_neither_built_nor_masked(monkeypatch, capsys):
-    # GIVEN readable logs (from WARNING up), and masking that counts its calls
+def test_a_line_the_logger_would_drop_is_neither_built_nor_masked(monkeypatch, capsys):
+    # GIVEN readable logs in a process that logs from WARNING up (the root's default level; a
+    # test run before may have lowered it), and masking that counts its calls
     logs.configure(json_logs=False, project="p1")
+    root, events = logging.getLogger(), logging.getLogger(logs.EVENT_LOGGER)
+    levels = root.level, events.level
+    root.setLevel(logging.WARNING)  # setLevel, not an attribute: the loggers cache their levels
+    events.setLevel(logging.NOTSET)
+    try:
+        said_when_dropped(monkeypatch, capsys)
+    finally:
+        root.setLevel(levels[0])
+        events.setLevel(levels[1])
+
+
+def said_when_dropped(monkeypatch, capsys) -> None:
     masked: list[Any] = []
     real = logs.Sanitizer.default().mask_obj
     monkeypatch.setattr(logs.Sanitizer.default(), "mask_obj", lambda v, *a, **k: masked.append(v) or real(v))
