@@ -255,7 +255,7 @@ class ContextBuilder:
     ) -> tuple[dict[str, Any], dict[str, SourceRecord]]:
         """Every source within the sources' timeout. A source that reads only the batch's
         documents (``SourceSpec.known``) runs in this thread once the batch is held: handing a
-        read from memory to a thread and back cost more than the read (seven of them a turn).
+        read from memory to a thread and back cost more than the read (six of them a turn).
         The batch itself is read in a source thread, waited for within the timeout; a batch
         that fails or is late sends those sources to threads too, each reading its own document
         within the timeout, as before."""
