@@ -192,11 +192,11 @@ def log_event(
     """Log one structured line through the root handler and return its entry. A line the logger
     would drop (an ``INFO`` line with readable logs, which start at ``WARNING``) is not built at
     all (``None``): its masking and encoding were most of what a stage's log lines cost."""
-    logger = logging.getLogger(EVENT_LOGGER)
-    if not logger.isEnabledFor(LEVELS.get(severity, logging.INFO)):
+    logger, level = logging.getLogger(EVENT_LOGGER), LEVELS.get(severity, logging.INFO)  # DEFAULT: INFO
+    if not logger.isEnabledFor(level):
         return None
     entry = build_entry(event, turn=turn, layer=layer, severity=severity, **fields)
-    logger.log(LEVELS.get(entry["severity"], logging.INFO), event, extra={_ENTRY_ATTR: entry}, stacklevel=2)
+    logger.log(level, event, extra={_ENTRY_ATTR: entry}, stacklevel=2)
     return entry
 
 

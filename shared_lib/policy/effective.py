@@ -111,7 +111,6 @@ class _Base:
 
     config: PolicyConfig
     registry: ToolRegistry | None
-    config_json: str
     tools_json: str
     shown: PolicyConfig
 
@@ -164,7 +163,7 @@ def _base(cfg: PolicyConfig, registry: ToolRegistry | None) -> _Base:
     config_json, tools_json = _json(cfg.decision_data()), _json(tools)
     head = hashlib.sha256(f'{{"config": {config_json}, "teachings": '.encode())
     plain = _version(cfg, head, [], tools_json)
-    made = _Base(cfg, registry, config_json, tools_json, cfg.with_registry(registry), head, plain)
+    made = _Base(cfg, registry, tools_json, cfg.with_registry(registry), head, plain)
     with _bases_lock:
         _bases[key] = made
         _bases.move_to_end(key)
