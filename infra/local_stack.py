@@ -558,6 +558,8 @@ def subscription_request(project: str, name: str, s: Any, endpoint: str) -> dict
         "ack_deadline_seconds": retry.ack_deadline_seconds,
         "retry_policy": {"minimum_backoff": {"seconds": 1}, "maximum_backoff": {"seconds": 2}},
     }
+    if s.filter:  # the emulator accepts it and ignores it: the target declines such a message itself
+        request["filter"] = s.filter
     if s.dead_letter and not s.ordered:  # ordered ones: the functions' fallback (module docstring)
         request["dead_letter_policy"] = {
             "dead_letter_topic": f"projects/{project}/topics/{TOPOLOGY.topic('deadletter')}",

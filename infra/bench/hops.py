@@ -182,7 +182,9 @@ def count(turns: int = 0) -> dict[str, Any]:
                 finally:
                     _target.reset(token)
 
-            bus.subscribe(sub.topic, as_target, name=name, dead_letter=sub.dead_letter)  # type: ignore[attr-defined]
+            bus.subscribe(  # type: ignore[attr-defined]
+                sub.topic, as_target, name=name, dead_letter=sub.dead_letter, filter_expr=sub.filter
+            )
         seed_demo_directory(store)  # type: ignore[arg-type]
         # Self-critique is a sampled extra (the flags' ``self_critique_rate``, 0.2 in dev and stg),
         # drawn on the random turn id: counted, it moved the brain by a call-log write a draw and the

@@ -22,6 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from shared_lib.delivery.filters import compile_filter
+
 TOPOLOGY_FILE = Path(__file__).with_name("topology.json")
 
 
@@ -37,6 +39,9 @@ class Subscription(BaseModel):
     target: str
     ordered: bool
     dead_letter: bool
+    # Pub/Sub's filter on the message's attributes (``delivery.filters``): what it does not match
+    # is never pushed. Empty: every message.
+    filter: str = ""
 
 
 class Retry(BaseModel):
@@ -121,6 +126,7 @@ class Topology(BaseModel):
                 raise ValueError(f"subscription {name}: unknown topic key {sub.topic!r}")
             if sub.target not in self.targets:
                 raise ValueError(f"subscription {name}: unknown target {sub.target!r}")
+            compile_filter(sub.filter)  # a FilterError (a ValueError) names the subscription's filter
         unknown = [key for key in self.smoke.topics if key not in self.topics]
         if unknown:
             raise ValueError(f"smoke: unknown topic keys {unknown}")

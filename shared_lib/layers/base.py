@@ -70,6 +70,9 @@ class Layer:
     keyed by the turn and whose output the next stage's claim dedupes (module docstring).
     ``needs_claim`` decides it per turn, from the envelope alone: a turn it answers ``False``
     for must be one the stage does nothing for (the shadow brain's turns it does not sample).
+    ``declines`` answers a message from its attributes alone, before anything is decoded: the
+    outcome for a message its subscription's filter (``topology.json``) keeps from it in the
+    cloud, which the Pub/Sub emulator still pushes; ``None`` handles it.
     """
 
     name: str
@@ -78,6 +81,7 @@ class Layer:
     receive: Callable[[Runtime, bytes, dict[str, str]], str] | None = None
     claimed: bool = True
     needs_claim: Callable[[Turn, Runtime], bool] | None = None
+    declines: Callable[[dict[str, str]], str | None] | None = None
 
 
 class FaultInjected(RuntimeError):
@@ -134,6 +138,8 @@ class LayerRunner:
 
     def _handle(self, data: bytes, attributes: dict[str, str]) -> str:
         rt = self.rt
+        if self.layer.declines is not None and (declined := self.layer.declines(attributes)):
+            return declined
         if self.layer.receive is not None:
             return self.layer.receive(rt, data, attributes)
         turn = Turn.from_message(data, attributes, rt.store)

@@ -130,4 +130,11 @@ def needs_claim(turn: Turn, rt: Runtime) -> bool:
     return skip_reason(turn, rt) is None
 
 
-LAYER = Layer("brain_shadow", "shadow", run, needs_claim=needs_claim)
+def declines(attributes: dict[str, str]) -> str | None:
+    """A turn its publisher marked as wanting no candidate (``Turn.wants_candidate``, the filter of
+    brain-shadow-sub) is ``not_sampled`` without decoding it; unmarked (a publisher of an earlier
+    revision), it is decoded and decided as ever."""
+    return "not_sampled" if attributes.get("candidate") == "0" else None
+
+
+LAYER = Layer("brain_shadow", "shadow", run, needs_claim=needs_claim, declines=declines)

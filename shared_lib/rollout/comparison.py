@@ -267,12 +267,7 @@ def comparison_path(org_id: str, turn_id: str) -> str:
 
 def candidate_expected(turn: Turn) -> bool:
     """Whether the shadow layer runs a candidate for this served turn (shared with ``layers.shadow``)."""
-    return (
-        turn.flags.shadow_candidate_arm is not None
-        and not turn.flags.kill_switch
-        and not turn.context.pending_action
-        and not turn.route.local_only  # a local-only turn has no LLM candidate (seed 003 /local)
-    )
+    return turn.candidate_expected()
 
 
 def _store_side(rt: Runtime, turn: Turn, side: str) -> None:

@@ -203,6 +203,22 @@ class Turn(BaseModel):
     def add_error(self, error: BrainError) -> None:
         self.errors.append(error)
 
+    def candidate_expected(self) -> bool:
+        """Whether the flags sampled this turn for a shadow candidate that can run (the arm is set,
+        no kill switch, no pending confirmation the served arm answers from state, not local-only:
+        a local-only turn has no LLM candidate, seed 003 /local)."""
+        return (
+            self.flags.shadow_candidate_arm is not None
+            and not self.flags.kill_switch
+            and not self.context.pending_action
+            and not self.route.local_only
+        )
+
+    def wants_candidate(self) -> bool:
+        """Whether the shadow arm runs a candidate of this turn as it stands: a served person's
+        sampled first step (``layers.shadow.skip_reason``, the part the envelope decides)."""
+        return not self.shadow and self.step == 0 and self.job is None and self.candidate_expected()
+
     # -- Pub/Sub serialisation ----------------------------------------------------------
     def attributes(self, layer: str) -> dict[str, str]:
         attrs = {
@@ -212,6 +228,8 @@ class Turn(BaseModel):
             "schema_version": str(self.schema_version),
             "step": str(self.step),
             "shadow": "1" if self.shadow else "0",
+            # brain-shadow-sub's filter: a turn that wants no candidate is never pushed to it
+            "candidate": "1" if self.wants_candidate() else "0",
         }
         # the publisher's current span is the next hop's parent; outside any, the turn's own
         tracing.inject(attrs)

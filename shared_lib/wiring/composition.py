@@ -371,4 +371,10 @@ def wire_inprocess(rt: Runtime) -> None:
     if not isinstance(rt.bus, InProcessBus):
         raise TypeError("wire_inprocess needs the in-process bus")
     for name, sub in TOPOLOGY.all_subscriptions.items():
-        rt.bus.subscribe(sub.topic, runner(rt, sub.target).handle, name=name, dead_letter=sub.dead_letter)
+        rt.bus.subscribe(
+            sub.topic,
+            runner(rt, sub.target).handle,
+            name=name,
+            dead_letter=sub.dead_letter,
+            filter_expr=sub.filter,
+        )

@@ -419,6 +419,7 @@ def check_push_subscriptions(root: Path) -> list[str]:
     topology = load_topology(root)
     any_dead_letter = any(s["dead_letter"] for s in topology["subscriptions"].values())
     all_dead_letter = all(s["dead_letter"] for s in topology["subscriptions"].values())
+    any_filter = any(s.get("filter") for s in topology["subscriptions"].values())
     subs = blocks(root, type_="google_pubsub_subscription")
     push = [s for s in subs if sub_blocks(s.body, "push_config")]
     violations = [] if push else ["no push google_pubsub_subscription found"]
@@ -458,6 +459,8 @@ def check_push_subscriptions(root: Path) -> list[str]:
             violations.append(f"{sub.address}: enable_message_ordering does not come from 'ordered'")
         if "ack_deadline_seconds" not in str(sub.body.get("ack_deadline_seconds", "")):
             violations.append(f"{sub.address}: ack_deadline_seconds does not come from topology retry")
+        if any_filter and "each.value.filter" not in str(sub.body.get("filter", "")):
+            violations.append(f"{sub.address}: filter does not come from topology.json's subscription filter")
 
     bigquery = [s for s in subs if sub_blocks(s.body, "bigquery_config")]
     if not bigquery:

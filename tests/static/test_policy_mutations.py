@@ -90,6 +90,19 @@ def test_static_dead_letter_policy_on_every_subscription_is_reported(repo_copy: 
     )
 
 
+def test_push_without_the_topology_filter_is_reported(repo_copy: Path) -> None:
+    # brain-shadow-sub and observer-events-sub have a filter: a subscription that drops it pushes
+    # every turn to the shadow brain and the observer's own records back to it
+    assert_detects(
+        check_push_subscriptions,
+        repo_copy,
+        PUBSUB,
+        "  filter = try(each.value.filter, null)\n",
+        "",
+        "filter does not come from topology.json",
+    )
+
+
 def test_push_without_oidc_token_is_reported(repo_copy: Path) -> None:
     oidc = """
     oidc_token {

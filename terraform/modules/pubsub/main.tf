@@ -49,6 +49,11 @@ resource "google_pubsub_subscription" "push" {
   ack_deadline_seconds    = local.retry.ack_deadline_seconds
   enable_message_ordering = each.value.ordered
 
+  # topology.json's filter (shared_lib.delivery.filters): a message it does not match is never
+  # pushed (brain_shadow: turns that want no candidate; observer: its own records). Changing a
+  # filter replaces the subscription.
+  filter = try(each.value.filter, null)
+
   push_config {
     push_endpoint = var.service_urls[each.value.target]
 

@@ -90,10 +90,11 @@ def test_a_turn_is_one_trace_whose_layer_spans_chain_parent_to_child_in_layer_or
     for layer in CHAIN:  # the chain: each layer's span is the child of the one that published to it
         hops.append(next(s for s in finished if s.name == f"layer {layer}" and child_of(s, hops[-1])))
     assert [s.start_time for s in hops] == sorted(s.start_time for s in hops)
-    # what else ran is in the same trace under its publisher: the shadow brain, the records' stream,
-    # the background memory (compaction) after the reply
+    # what else ran is in the same trace under its publisher: the background memory (compaction)
+    # after the reply. The shadow brain (no shadow mode here) and the observer's own record on
+    # turns.events are kept from their targets by the subscriptions' filters: no span, no run.
     others = [s for s in finished if s.name.startswith("layer ") and s not in hops]
-    assert {s.name for s in others} == {"layer brain_shadow", "layer observer", "layer memory"}
+    assert {s.name for s in others} == {"layer memory"}
     for span in hops[1:]:
         attrs = span.attributes or {}
         assert span.kind is SpanKind.CONSUMER
@@ -301,11 +302,10 @@ def test_turns_show_prints_the_span_tree_from_the_store_exporter(capsys):
     data = json.loads(capsys.readouterr().out)
     rows = data["trace"]["spans"]
     assert data["trace"]["trace_id"] == data["record"]["trace_id"]
-    # depth first, children by start: the chain, the records' stream under the observer and the
-    # background memory (both on the responder's completed), then the shadow brain (a sibling
-    # of the brain, started after it)
+    # depth first, children by start: the chain, then the background memory (on the responder's
+    # completed); the filtered subscriptions (shadow brain, the observer's own records) ran nothing
     layers = [r["name"].removeprefix("layer ") for r in rows if r["name"].startswith("layer ")]
-    assert layers == [*CHAIN, "observer", "memory", "brain_shadow"]
+    assert layers == [*CHAIN, "memory"]
     assert rows[0]["offset_ms"] == 0.0 and all(r["duration_ms"] >= 0 for r in rows)
 
 
