@@ -157,7 +157,13 @@ def call_with_retries(
     )
 
 
-def probe(call: Callable[[], object], failures: Failures) -> PeerHealth:
+class Describes(Protocol):
+    """What a probe needs of a peer's failures: their content-free description."""
+
+    def describe(self, exc: BaseException | None) -> str: ...
+
+
+def probe(call: Callable[[], object], failures: Describes) -> PeerHealth:
     """One health probe: ``call`` once; healthy when it returns. Never raises."""
     checked_at = datetime.now(UTC)
     t0 = time.perf_counter()

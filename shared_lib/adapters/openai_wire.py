@@ -26,8 +26,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from shared_lib.adapters.llm_retry import StreamInterrupted
-from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage
+from shared_lib.adapters.llm_retry import StreamInterrupted, probe
+from shared_lib.ports import LLMRequest, LLMResponse, LLMUsage, PeerHealth
 
 JSON = dict[str, Any]
 FINISH_TO_STOP = {
@@ -239,3 +239,39 @@ class ChunkReader:
         ]
         message = {"role": "assistant", "content": "".join(self.text) or None, "tool_calls": calls}
         return to_response(message, self.finish, self.usage, self.model)
+
+
+def ping_request(base_url: str, api_key: str | None, model: str) -> tuple[str, dict[str, str], JSON]:
+    """The health probe's one minimal call, as the SDK sends it: ``max_tokens`` 1 to ``model``
+    at ``{base_url}/chat/completions``, the key as a bearer token (``local`` when there is none)."""
+    url = base_url.rstrip("/") + "/chat/completions"
+    headers = {"Authorization": f"Bearer {api_key or 'local'}", "Content-Type": "application/json"}
+    return url, headers, {"model": model, "max_tokens": 1, "messages": [{"role": "user", "content": "ping"}]}
+
+
+class _PlainFailures:
+    """How a plain HTTP probe's failure is described: the status, or the transport error's name
+    (content-free, like the SDK path's ``describe``)."""
+
+    @staticmethod
+    def describe(exc: BaseException | None) -> str:
+        import httpx2
+
+        if isinstance(exc, httpx2.HTTPStatusError):
+            return f"{type(exc).__name__} status={exc.response.status_code}"
+        return type(exc).__name__ if exc is not None else "none"
+
+
+def plain_health(base_url: str, api_key: str | None, model: str, timeout: float) -> PeerHealth:
+    """``OpenAICompatibleLLM.health`` without the ``openai`` SDK: the same minimal call over plain
+    HTTP (``httpx2``, which the LLM SDKs already import). A peer nobody has called yet is probed
+    this way, so holding it (and probing it every interval) never imports the SDK (≈ 20 MiB,
+    540 modules, in every process that holds the peer). Never raises."""
+
+    def call() -> None:
+        import httpx2
+
+        url, headers, body = ping_request(base_url, api_key, model)
+        httpx2.post(url, headers=headers, json=body, timeout=timeout).raise_for_status()
+
+    return probe(call, _PlainFailures())

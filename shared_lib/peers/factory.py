@@ -29,6 +29,8 @@ from shared_lib.peers.config import PeerSpec
 from shared_lib.ports import LLMPeer, LLMRequest, LLMResponse, PeerHealth, PeerKind
 from shared_lib.settings import Settings
 
+OPENAI_HEALTH_TIMEOUT = 5.0  # seconds: the OpenAI-compatible adapter's own probe timeout (``health_timeout``)
+
 
 class _Common(TypedDict):
     """What every adapter takes from the spec and the settings."""
@@ -67,9 +69,17 @@ def build_peer(spec: PeerSpec, settings: Settings) -> LLMPeer:
         def openai_peer() -> LLMPeer:
             from shared_lib.adapters.openai_llm import OpenAICompatibleLLM
 
-            return OpenAICompatibleLLM(base_url=base_url, api_key=key, **common)
+            return OpenAICompatibleLLM(
+                base_url=base_url, api_key=key, health_timeout=OPENAI_HEALTH_TIMEOUT, **common
+            )
 
-        return LazyPeer(spec, openai_peer)
+        def plain_probe() -> PeerHealth:  # the adapter's probe, before anyone needs the adapter
+            from shared_lib.adapters.openai_wire import plain_health
+
+            model = common["models"].get(common["health_model"], common["health_model"])
+            return plain_health(base_url or "", key, model, timeout=OPENAI_HEALTH_TIMEOUT)
+
+        return LazyPeer(spec, openai_peer, probe=plain_probe)
     from shared_lib.adapters.anthropic_llm import AnthropicLLM
 
     return AnthropicLLM(api_key=key or "local-fake", base_url=base_url, **common)
@@ -90,13 +100,16 @@ class LazyPeer:
     ('adapter', 'adapter', [1])
     """
 
-    def __init__(self, spec: PeerSpec, build: Callable[[], LLMPeer]) -> None:
+    def __init__(
+        self, spec: PeerSpec, build: Callable[[], LLMPeer], *, probe: Callable[[], PeerHealth] | None = None
+    ) -> None:
         self.name: str = spec.name
         self.kind: PeerKind = spec.kind
         self.local: bool = spec.local
         self.max_context_tokens: int = spec.max_context_tokens
         self.supports_parallel: bool = spec.supports_parallel
         self._adapter = BuiltOnce(build)
+        self._probe = probe
 
     @property
     def built(self) -> bool:
@@ -110,6 +123,11 @@ class LazyPeer:
         return self.adapter().complete(request)
 
     def health(self) -> PeerHealth:
+        """The adapter's probe once it is built; before, ``probe`` when given (the same call
+        without building the adapter: the health board probes every peer it holds, a turn may
+        never be routed to this one)."""
+        if self._probe is not None and not self.built:
+            return self._probe()
         return self.adapter().health()
 
     def __getattr__(self, name: str) -> Any:

