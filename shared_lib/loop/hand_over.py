@@ -9,7 +9,7 @@ so nothing of it is executed, and the controller, should one reach it, ends the 
 ``worker_failure``.
 
 >>> hand_over_problem({"needs_next_loop": "yes"})
-'loop.needs_next_loop: must be true or false (a JSON boolean), got \\'yes\\''
+"loop.needs_next_loop: must be true or false (a JSON boolean), got 'yes'"
 >>> hand_over_problem({"needs_next_loop": False, "questions_for_user": ["どちらの会議室？"]}) is None
 True
 """

@@ -6,11 +6,13 @@ It runs the very functions the guardian and authorizer layers run — ``guardian
 and ``authorization.authorize`` — with an in-memory directory instead of the store. The
 user's level comes from ``user.level`` or the directory, never from the proposal.
 
+>>> from shared_lib.wiring.features import tool_registry
 >>> out = simulate(SimulationInput.model_validate({
 ...     "proposal": {"output_type": "text_response", "reasoning": {"intent_understanding": "挨拶されたので挨拶を返す",
 ...                  "no_tool_reason": "雑談でありツールを使う必要はない"}, "confidence": {"overall": 0.9},
 ...                  "text_response": "こんにちはウル"},
-...     "user": {"user_id": "u1", "org_id": "acme", "level": 2, "department_id": "sales"}}))
+...     "user": {"user_id": "u1", "org_id": "acme", "level": 2, "department_id": "sales"}}),
+...     registry=tool_registry())
 >>> out["guardian"]["action"], out["authorization"]["result"]
 ('allow', 'not_applicable')
 """

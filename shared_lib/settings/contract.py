@@ -30,7 +30,7 @@ def required_names(target: str) -> list[str]:
 def deploy_contract(target: str) -> dict[str, Literal["env", "secret"]]:
     """What Terraform must give the Cloud Run service of ``target``: name -> how.
 
-    >>> deploy_contract("admin")["CHARTER_ADMIN_TOKEN"]
+    >>> deploy_contract("brain")["ANTHROPIC_API_KEY"]
     'secret'
     >>> "ANTHROPIC_API_KEY" in deploy_contract("ingress")
     False
