@@ -474,7 +474,7 @@ def _json_facts(text: str, limit: int) -> list[str]:
             value, _ = decoder.raw_decode(text[start:])
         except json.JSONDecodeError:
             continue
-        facts = list(_scalar_leaves(value))
+        facts = list(_scalar_leaves(_last_step(value)))
         if facts:
             return facts[:limit]
     return []
@@ -488,7 +488,20 @@ def _scalar_leaves(value: Any, key: str = "") -> Iterator[str]:
         for child in value:
             yield from _scalar_leaves(child, key)
     elif value is not None and not isinstance(value, bool) and str(value) != "" and not _bookkeeping(key):
-        yield _quote(str(value), 60)
+        # a bare number says nothing to a person: a count is said as one (「2件」)
+        yield f"{value}件" if key in _COUNTS else _quote(str(value), 60)
+
+
+_COUNTS = frozenset({"count", "total", "matched", "found"})
+
+
+def _last_step(value: Any) -> Any:
+    """The integration prompt lists every step's result in order (``brain.integration``): a turn of
+    several steps ended with what the person asked for (a search, then the completion), so that
+    step's result is the news; the earlier ones only led to it."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) and "result" in v for v in value):
+        return value[-1]
+    return value
 
 
 def _bookkeeping(key: str) -> bool:
@@ -516,9 +529,10 @@ def key_facts(text: str, limit: int = 3) -> list[str]:
 def _opening(text: str) -> str:
     if _FAILURE.search(text):
         return "ごめんなさいウル、うまくいかなかったみたいウル。"
-    for tool, sentence in _TOOL_OPENINGS.items():
-        if tool in text:
-            return sentence
+    # the last step's tool opens (the results are listed in order: a search, then the completion)
+    named = [(text.rfind(tool), sentence) for tool, sentence in _TOOL_OPENINGS.items() if tool in text]
+    if named:
+        return max(named, key=lambda found: found[0])[1]
     return next((sentence for word, sentence in _KEYWORD_OPENINGS if word in text), "結果を確認したウル！")
 
 

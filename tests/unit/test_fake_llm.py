@@ -771,3 +771,29 @@ def test_the_scripted_model_asks_which_first_after_a_check_and_doubts_its_route_
     doubted = steps.with_route_doubt("自分のタスク一覧を見せて [[fit:CODE]]", plain)
     assert doubted["loop"]["fit"] is False and doubted["loop"]["suggested_route"] == "CODE"
     assert steps.with_route_doubt("自分のタスク一覧を見せて", plain) == plain
+
+
+def test_given_a_search_then_a_completion_when_integrating_then_the_answer_tells_what_was_completed() -> None:
+    # GIVEN the results of a turn of two steps, in order, as the charter hands them to the phrasing
+    # step: 田中's two open tasks (the completed one listed second), then the completion
+    results = [
+        {
+            "tool": "タスクの確認",
+            "result": {
+                "assignee": "田中太郎",
+                "count": 2,
+                "tasks": [{"body": "見積書を作成", "limit": "11月30日（月）"}, {"body": "資料作成"}],
+            },
+        },
+        {"tool": "タスクの完了", "result": {"task_id": "2", "body": "資料作成", "status": "done"}},
+    ]
+    said = integrate(f"結果: {json.dumps(results, ensure_ascii=False)}\nソウルくんとして伝えて")
+    # THEN it opens with the completion and quotes the completed task, never the other one or a bare id
+    assert said.startswith("タスクを完了にしたウル！") and "「資料作成」" in said
+    assert "見積書" not in said and "「2」" not in said
+
+
+def test_given_a_search_alone_when_integrating_then_a_count_is_said_as_a_count() -> None:
+    results = [{"tool": "タスクの確認", "result": {"assignee": "田中太郎", "count": 3, "tasks": []}}]
+    said = integrate(f"結果: {json.dumps(results, ensure_ascii=False)}")
+    assert said.startswith("タスクを確認したウル！") and "「3件」" in said and "「3」" not in said
