@@ -107,6 +107,11 @@ class Stack:
         self.client = httpx.Client(timeout=30, limits=httpx.Limits(max_connections=64))
         self.lock = threading.Lock()
         self.sent: list[Sent] = []
+        # the replies read so far, and by turn: each poll asks only for what came since (the floor's
+        # harness is told of an arrival; this one must not spend the machine re-reading every reply)
+        self._read_lock = threading.Lock()
+        self._replies: list[dict[str, Any]] = []
+        self._by_turn: dict[str, dict[str, Any]] = {}
 
     def send(self, conversation: str, kind: str, text: str, user: str) -> Sent:
         path, headers, body = build_request("http", text, org=ORG, room=conversation, user=user)
@@ -125,13 +130,26 @@ class Stack:
         return record
 
     def replies(self) -> list[dict[str, Any]]:
-        return list(self.client.get(f"{self.channels}/_admin/sent", params={"channel": "http"}).json())
+        """Every reply the fake channel API received, oldest first (read since the last poll)."""
+        with self._read_lock:
+            params: dict[str, str | int] = {"channel": "http", "since": len(self._replies)}
+            new = list(self.client.get(f"{self.channels}/_admin/sent", params=params).json())
+            self._replies.extend(new)
+            for call in new:
+                self._by_turn.setdefault(_turn_of(call), call)
+            return list(self._replies)
 
     def reply_to(self, turn_id: str, deadline: float) -> dict[str, Any] | None:
         while time.time() < deadline:
-            for call in self.replies():
-                if _turn_of(call) == turn_id:
-                    return call
+            with self._read_lock:
+                found = self._by_turn.get(turn_id)
+            if found is not None:
+                return found
+            self.replies()
+            with self._read_lock:
+                found = self._by_turn.get(turn_id)
+            if found is not None:
+                return found
             time.sleep(0.1)
         return None
 

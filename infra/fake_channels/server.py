@@ -134,7 +134,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(
                 200,
                 self.server.fake.sent(
-                    query.get("channel", [None])[0], accepted_only=query.get("accepted", ["0"])[0] == "1"
+                    query.get("channel", [None])[0],
+                    accepted_only=query.get("accepted", ["0"])[0] == "1",
+                    since=int(query.get("since", ["0"])[0] or 0),
                 ),
             )
         else:
@@ -317,16 +319,19 @@ class FakeChannelServer:
             "CHARTER_HTTP_REPLY_URL": f"{self.url}/http/reply",
         }
 
-    def sent(self, channel: str | None = None, *, accepted_only: bool = False) -> list[JSON]:
-        """Recorded calls, oldest first (``accepted_only``: those answered 2xx)."""
+    def sent(self, channel: str | None = None, *, accepted_only: bool = False, since: int = 0) -> list[JSON]:
+        """Recorded calls, oldest first (``accepted_only``: those answered 2xx); ``since``: only
+        those after the first ``since`` of that selection (it only grows: a poller that keeps what
+        it read asks for the rest, ``/_admin/sent?since=N``)."""
         with self.state.lock:
-            calls = [dict(c) for c in self.state.calls]
-        return [
+            calls = list(self.state.calls)
+        chosen = [
             c
             for c in calls
             if (channel is None or c["channel"] == channel)
             and (not accepted_only or (200 <= c["status"] < 300 and not c.get("duplicate")))
         ]
+        return [dict(c) for c in chosen[max(since, 0) :]]
 
     def reset(self) -> None:
         with self.state.lock:

@@ -44,6 +44,25 @@ def test_admin_health_sent_and_reset(fake):
         assert fake.sent() == []
 
 
+def test_a_poller_reads_only_what_came_since_it_last_read(fake):
+    with httpx.Client(base_url=fake.url) as client:
+        # GIVEN three replies on two channels, a Monday night's worth of 「了解ウル🐺」
+        client.post("/http/reply", json={"text": "了解ウル🐺"}, headers={"Idempotency-Key": "a-0"})
+        client.post(
+            "/slack/api/chat.postMessage",
+            headers={"Authorization": "Bearer x"},
+            json={"channel": "C1", "text": "ｓｌａｃｋ"},
+        )
+        client.post("/http/reply", json={"text": "明日9時ね👍"}, headers={"Idempotency-Key": "b-0"})
+        # WHEN a poller that has read one HTTP reply asks for the rest of the HTTP replies
+        rest = client.get("/_admin/sent", params={"channel": "http", "since": 1}).json()
+        # THEN it gets the second HTTP reply only, counted within its channel
+        assert [c["text"] for c in rest] == ["明日9時ね👍"]
+        assert client.get("/_admin/sent", params={"channel": "http", "since": 2}).json() == []
+        assert [c["text"] for c in fake.sent(since=2)] == ["明日9時ね👍"]
+        assert len(client.get("/_admin/sent", params={"since": 0}).json()) == 3
+
+
 def test_faults_are_set_over_http_and_used_up(fake):
     with httpx.Client(base_url=fake.url) as client:
         # GIVEN a fault for two calls
