@@ -18,7 +18,8 @@ The grammar, a subset of Pub/Sub's with the same meaning:
           | hasPrefix(attributes.KEY, "PREFIX")        (present and starts with the prefix)
 
 ``!=`` is refused: whether Pub/Sub matches a message without the key there is easy to get wrong,
-so a filter says ``NOT attributes.KEY = "VALUE"``, which matches a message without the key.
+so a filter says ``NOT attributes.KEY = "VALUE"``, which matches a message without the key. So is
+a filter over Pub/Sub's 256 bytes, which the cloud would refuse when Terraform creates it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Callable, Mapping
 from shared_lib.errors import ConfigError
 
 Predicate = Callable[[Mapping[str, str]], bool]
+MAX_BYTES = 256  # Pub/Sub's limit on a subscription's filter
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -143,4 +145,6 @@ def compile_filter(text: str) -> Predicate | None:
     """The predicate of ``text`` on a message's attributes; ``None`` for no filter (every message)."""
     if not text.strip():
         return None
+    if len(text.encode()) > MAX_BYTES:
+        raise FilterError(f"filter {text[:40]!r}…: {len(text.encode())} bytes, Pub/Sub takes {MAX_BYTES}")
     return _Parser(text).parse()

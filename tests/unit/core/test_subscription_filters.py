@@ -67,6 +67,14 @@ def test_a_filter_outside_the_grammar_is_refused_with_its_text(text: str, why: s
     assert why in str(caught.value) and text.strip() in str(caught.value)
 
 
+def test_a_filter_longer_than_pubsub_takes_is_refused() -> None:
+    # 256 bytes in UTF-8: a Japanese value counts three bytes a character
+    fits = 'attributes.org = "' + "株" * 79 + '"'
+    assert len(fits.encode()) == 256 and matches(fits, {"org": "株" * 79})
+    with pytest.raises(FilterError, match="257 bytes"):
+        compile_filter('attributes.org = "' + "株" * 79 + 'x"')
+
+
 def test_no_filter_is_every_message() -> None:
     assert compile_filter("") is None and compile_filter("   ") is None
 
