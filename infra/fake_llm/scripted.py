@@ -38,13 +38,27 @@ PROPOSAL_TOOL = "submit_proposal"
 MIN_REASONING_CHARS = 20
 SAME_NAME_PEOPLE: dict[str, tuple[str, ...]] = {"佐藤": ("佐藤一郎", "佐藤花子")}
 
-_NAME = r"([一-龥々ァ-ヴー]{1,4})さん"
+# a person as office workers name one: 「田中さん」, 「田中部長」, 「佐藤課長」, 「鈴木様」, 「山田先輩」
+_HONORIFIC = r"(?:さん|さま|様|部長|課長|係長|社長|専務|常務|主任|先輩|くん|君|ちゃん)"
+_NAME = r"([一-龥々ァ-ヴー]{1,4}?)" + _HONORIFIC
 _ADDRESSEE = re.compile(_NAME + r"(?:に|へ|宛|、|,|\s)")
 _POSSESSOR = re.compile(_NAME + r"の")
 _ANY_NAME = re.compile(_NAME)
 _DATE_WORDS = ("今日中", "明日中", "明後日", "明日", "今日", "来週金曜", "月末")  # deadline words first
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_DATE_PHRASE = re.compile(r"(?:明後日|明日|今日|来週金曜日?|月末|\d{4}-\d{2}-\d{2})\s*(?:まで|中)?に?")
+# a day said as a deadline (「12月1日まで」, 「12/3までに」, 「来週月曜まで」, 「金曜中」, 「年内に」): the
+# charter's normaliser reads the words (``tools.normalize.normalize_deadline``), the model hands them over
+_DEADLINE = re.compile(
+    r"(?:\d{1,2}月\d{1,2}日|\d{1,2}/\d{1,2}|(?:再来週|来週|今週)?[月火水木金土日]曜日?)"
+    r"(?=\s*(?:まで|中|締め|〆|いっぱい))|年内|今週中|今月中"
+)
+_DATE_PHRASE = re.compile(
+    r"(?:明後日|明日|今日|来週金曜日?|月末|\d{4}-\d{2}-\d{2})\s*(?:まで|中)?に?"
+    # a day of the month or the week only as a deadline: 「12月1日の会議」 is what the task is about
+    r"|(?:\d{1,2}月\d{1,2}日|\d{1,2}/\d{1,2}|(?:再来週|来週|今週)?[月火水木金土日]曜日?)"
+    r"\s*(?:まで|中|いっぱい|〆|締め切?り?)(?:に|で)?"
+    r"|(?:年内|今週中|今月中)に?"
+)
 _TASK_END = re.compile(
     r"するタスク|というタスク|のタスク|タスク|ように|を?お願い|を?頼ん|をして|して(?:ほしい|ください)"
 )
@@ -68,9 +82,9 @@ def _after_colon(text: str) -> str | None:
 
 
 def _limit_date(text: str) -> str | None:
-    found = _ISO_DATE.search(text)
+    found = _ISO_DATE.search(text) or _DEADLINE.search(text)
     if found:
-        return found.group(0)
+        return found.group(0).strip()
     return next((word for word in _DATE_WORDS if word in text), None)
 
 
@@ -412,7 +426,11 @@ PROPOSAL_RULES: tuple[ProposalRule, ...] = (
     ),
     ProposalRule("task_check_then_act", steps.is_first_step, lambda t: steps.first_step(t, _task_search(t))),
     ProposalRule("task_complete", _has(("タスク",), ("完了",)), _task_complete),
-    ProposalRule("task_search", _has(("タスク",), ("一覧", "確認", "教えて")), _task_search),
+    ProposalRule(
+        "task_search",
+        _has(("タスク",), ("一覧", "確認", "教えて", "見せて", "みせて", "見して")),
+        _task_search,
+    ),
     ProposalRule("ops_restart", _has(("再起動",)), _ops_restart),
     ProposalRule("outcome", recall.is_outcome_question, _outcome),
     ProposalRule("greeting", _has(tuple(_GREETINGS)), _greeting),

@@ -797,3 +797,40 @@ def test_given_a_search_alone_when_integrating_then_a_count_is_said_as_a_count()
     results = [{"tool": "タスクの確認", "result": {"assignee": "田中太郎", "count": 3, "tasks": []}}]
     said = integrate(f"結果: {json.dumps(results, ensure_ascii=False)}")
     assert said.startswith("タスクを確認したウル！") and "「3件」" in said and "「3」" not in said
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # titles as office workers write them, and deadlines said as days (the charter reads them)
+        (
+            "田中部長に来週月曜までに見積書の確認をお願い🙏",
+            {"body": "見積書の確認", "assignee_name": "田中", "limit_date": "来週月曜"},
+        ),
+        (
+            "鈴木さんに12月1日までに議事録アップお願い",
+            {"body": "議事録アップ", "assignee_name": "鈴木", "limit_date": "12月1日"},
+        ),
+        (
+            "山田さんに12/3〆で請求書送付のタスクお願いします",
+            {"body": "請求書送付", "assignee_name": "山田", "limit_date": "12/3"},
+        ),
+        (
+            "山田先輩に年内に棚卸しのタスクお願い",
+            {"body": "棚卸し", "assignee_name": "山田", "limit_date": "年内"},
+        ),
+        # a date that is what the task is about stays in its body, and is no deadline
+        (
+            "田中さんに12月1日の会議の議事録のタスクお願い",
+            {"body": "12月1日の会議の議事録", "assignee_name": "田中"},
+        ),
+    ],
+)
+def test_given_titles_and_days_when_a_task_is_asked_then_the_person_and_the_deadline_are_read(
+    text: str, expected: dict[str, str]
+) -> None:
+    assert tool_call(text)["parameters"] == expected
+
+
+def test_given_a_manager_s_tasks_when_asked_to_show_them_then_they_are_searched() -> None:
+    assert tool_call("佐藤課長のタスク見せて")["parameters"] == {"assignee_name": "佐藤"}
