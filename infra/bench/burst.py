@@ -141,11 +141,7 @@ class Stack:
 
     def reply_to(self, turn_id: str, deadline: float) -> dict[str, Any] | None:
         while time.time() < deadline:
-            with self._read_lock:
-                found = self._by_turn.get(turn_id)
-            if found is not None:
-                return found
-            self.replies()
+            self.replies()  # only what came since the last read
             with self._read_lock:
                 found = self._by_turn.get(turn_id)
             if found is not None:

@@ -48,16 +48,19 @@ _DATE_WORDS = ("今日中", "明日中", "明後日", "明日", "今日", "来�
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # a day said as a deadline (「12月1日まで」, 「12/3までに」, 「来週月曜まで」, 「金曜中」, 「年内に」): the
 # charter's normaliser reads the words (``tools.normalize.normalize_deadline``), the model hands them over
-_DEADLINE = re.compile(
-    r"(?:\d{1,2}月\d{1,2}日|\d{1,2}/\d{1,2}|(?:再来週|来週|今週)?[月火水木金土日]曜日?)"
-    r"(?=\s*(?:まで|中|締め|〆|いっぱい))|年内|今週中|今月中"
-)
+_DAY = r"(?:\d{1,2}月\d{1,2}日|\d{1,2}/\d{1,2}|(?:再来週|来週|今週)?[月火水木金土日]曜日?)"
+_WITHIN = r"(?:年内|今週中|今月中)"  # a deadline by itself
+_DEADLINE = re.compile(_DAY + r"(?=\s*(?:まで|中|締め|〆|いっぱい))|" + _WITHIN)
+# a day of the month or the week is taken out of the body only as a deadline: 「12月1日の会議」
+# is what the task is about
 _DATE_PHRASE = re.compile(
-    r"(?:明後日|明日|今日|来週金曜日?|月末|\d{4}-\d{2}-\d{2})\s*(?:まで|中)?に?"
-    # a day of the month or the week only as a deadline: 「12月1日の会議」 is what the task is about
-    r"|(?:\d{1,2}月\d{1,2}日|\d{1,2}/\d{1,2}|(?:再来週|来週|今週)?[月火水木金土日]曜日?)"
-    r"\s*(?:まで|中|いっぱい|〆|締め切?り?)(?:に|で)?"
-    r"|(?:年内|今週中|今月中)に?"
+    "|".join(
+        (
+            r"(?:明後日|明日|今日|来週金曜日?|月末|\d{4}-\d{2}-\d{2})\s*(?:まで|中)?に?",
+            _DAY + r"\s*(?:まで|中|いっぱい|〆|締め切?り?)(?:に|で)?",
+            _WITHIN + r"に?",
+        )
+    )
 )
 _TASK_END = re.compile(
     r"するタスク|というタスク|のタスク|タスク|ように|を?お願い|を?頼ん|をして|して(?:ほしい|ください)"

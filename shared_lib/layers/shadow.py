@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from shared_lib.errors import BrainError
 from shared_lib.layers import authorizer, brain, executor, guardian, responder
 from shared_lib.layers.base import Layer, LayerRunner, Outcome
-from shared_lib.rollout.comparison import SHADOW_LAYER, candidate_expected
+from shared_lib.rollout.comparison import SHADOW_LAYER
 from shared_lib.turn.envelope import Turn
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def skip_reason(turn: Turn, rt: Runtime) -> str | None:
         return "later_step"
     if turn.job is not None:  # a delegated job's turn is not a person's request: nothing to compare
         return "job"
-    if not candidate_expected(turn):
+    if not turn.candidate_expected():
         if turn.route.local_only and turn.flags.shadow_candidate_arm and not turn.context.pending_action:
             return "local_only"
         return "pending_action" if turn.context.pending_action else "off"

@@ -265,11 +265,6 @@ def comparison_path(org_id: str, turn_id: str) -> str:
     return f"orgs/{org_id}/{COMPARISONS}/{turn_id}"
 
 
-def candidate_expected(turn: Turn) -> bool:
-    """Whether the shadow layer runs a candidate for this served turn (shared with ``layers.shadow``)."""
-    return turn.candidate_expected()
-
-
 def _store_side(rt: Runtime, turn: Turn, side: str) -> None:
     record = observability_record(turn)
     rt.store.set(
@@ -294,7 +289,7 @@ def on_shadow_candidate(rt: Runtime, candidate_turn: Turn) -> dict[str, Any] | N
 
 def on_served_turn(rt: Runtime, turn: Turn) -> dict[str, Any] | None:
     """Observer hook for a recorded served turn: store the served side if a candidate is expected."""
-    if turn.shadow or not candidate_expected(turn):
+    if turn.shadow or not turn.candidate_expected():
         return None
     _store_side(rt, turn, "served")
     return store_comparison(rt, turn.turn_id, turn.org_id)
