@@ -106,6 +106,12 @@ class LocalStack:
         with urllib.request.urlopen(self.url(component) + "/_admin/requests", timeout=10) as resp:
             return list(json.loads(resp.read()))
 
+    def prompts(self) -> list[str]:
+        """Every request any fake LLM peer received, as JSON text: which peer serves a call is the
+        peer router's choice (a peer another test left unhealthy is passed over for a while)."""
+        fakes = [c for c in ("fake_llm", "fake_llm_fallback", "fake_openai") if c in self.state["components"]]
+        return [json.dumps(r, ensure_ascii=False) for fake in fakes for r in self.fake_llm_requests(fake)]
+
     def charter(self, *args: str) -> subprocess.CompletedProcess[str]:
         """``charter …`` as an operator runs it: in the stack's work folder, nothing exported."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CHARTER_", "ANTHROPIC_"))}

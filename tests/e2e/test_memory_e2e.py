@@ -46,8 +46,7 @@ def test_a_teaching_added_by_the_ceo_is_searchable_and_reaches_the_brain(local_s
     assert resp.status == 200, resp.body
     turn_id = str(resp.body["turn_ids"][0])
     local_stack.record(ORG, turn_id)
-    prompts = [json.dumps(r, ensure_ascii=False) for r in local_stack.fake_llm_requests()]
-    assert any(asked in p and f"方針{tag}" in p for p in prompts)
+    assert any(asked in p and f"方針{tag}" in p for p in local_stack.prompts())
     # AND after `memory delete` neither the keyword nor the vector side finds it
     listed = local_stack.charter("memory", "list", "--org", ORG, "--kind", "teaching", "--json")
     item = next(i for i in json.loads(listed.stdout)["items"] if tag in json.dumps(i, ensure_ascii=False))
@@ -102,14 +101,27 @@ def test_an_event_episode_is_recalled_by_a_later_question_citing_when_it_happene
     )
     # WHEN later they ask about it in their own words (no phrase of what they said, Kansai)
     asked = "社内報の〆切のやつって結局どないなったんやっけ？"
-    resp = local_stack.send("http", asked, org=ORG, room=room, user="u-suzuki")
-    assert resp.status == 200, resp.body
-    answer = local_stack.wait_for(
-        lambda: (r := replies_in(local_stack, room))[1:] and r[-1], what="the reply to the question"
-    )
-    # THEN the reply answers from the episode and cites the day it happened, as people read it
     when = display_date(date.fromisoformat(episode["date"]))
+    for _ in range(3):
+        resp = local_stack.send("http", asked, org=ORG, room=room, user="u-suzuki")
+        assert resp.status == 200, resp.body
+        asked_id = str(resp.body["turn_ids"][0])
+        answer = local_stack.wait_for(
+            lambda t=asked_id: next((r for r in replies_in(local_stack, room) if t in r), None),
+            what="the reply to the question",
+        )
+        turn = local_stack.record(ORG, asked_id)
+        # a source past the sources' deadline on a busy machine degrades the context by design
+        # (the answer still comes from the memory tool): only then is the question asked again
+        if "episodes" not in (turn.get("context_degraded") or []):
+            break
+    seen = {k: turn.get(k) for k in ("context_degraded", "context_tokens", "errors", "context_summary")}
+    # THEN the reply answers from the episode and cites the day it happened, as people read it
     assert when in answer and "第2金曜" in answer and "ウル" in answer, answer
-    # AND the question's context recalled the episode with its date (the Context Builder's source)
-    prompts = [json.dumps(r, ensure_ascii=False) for r in local_stack.fake_llm_requests()]
-    assert any(asked in p and "思い出した出来事" in p and when in p for p in prompts)
+    # AND the question's context recalled the episode with its date (the Context Builder's source),
+    # recorded on the turn and in the prompt of whichever peer served it
+    assert "思い出した出来事" in str(turn.get("context_summary")) and when in str(
+        turn.get("context_summary")
+    ), seen
+    prompts = local_stack.prompts()
+    assert any(asked in p and "思い出した出来事" in p and when in p for p in prompts), seen
