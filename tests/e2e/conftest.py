@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,11 +106,16 @@ class LocalStack:
         with urllib.request.urlopen(self.url(component) + "/_admin/requests", timeout=10) as resp:
             return list(json.loads(resp.read()))
 
-    def prompts(self) -> list[str]:
-        """Every request any fake LLM peer received, as JSON text: which peer serves a call is the
-        peer router's choice (a peer another test left unhealthy is passed over for a while)."""
+    def llm_requests(self, since: Mapping[str, int] | None = None) -> dict[str, list[dict[str, Any]]]:
+        """What each fake LLM peer received (after ``since``, a peer's earlier count): which peer
+        serves a call is the peer router's choice (one another test left unhealthy is passed over
+        for a while), so a test reads them all."""
         fakes = [c for c in ("fake_llm", "fake_llm_fallback", "fake_openai") if c in self.state["components"]]
-        return [json.dumps(r, ensure_ascii=False) for fake in fakes for r in self.fake_llm_requests(fake)]
+        return {fake: self.fake_llm_requests(fake)[(since or {}).get(fake, 0) :] for fake in fakes}
+
+    def prompts(self) -> list[str]:
+        """Every request any fake LLM peer received, as JSON text."""
+        return [json.dumps(r, ensure_ascii=False) for got in self.llm_requests().values() for r in got]
 
     def charter(self, *args: str) -> subprocess.CompletedProcess[str]:
         """``charter …`` as an operator runs it: in the stack's work folder, nothing exported."""

@@ -44,10 +44,10 @@ def reply_in(stack: Any, room: str) -> str:
     return replies(stack, room)[0]
 
 
-def offered_in_proposals(stack: Any, since: int) -> list[list[str]]:
-    """The tools of each proposal request the fake LLM received after ``since`` requests."""
+def offered_in_proposals(stack: Any, since: dict[str, int]) -> list[list[str]]:
+    """The tools of each proposal request the fake LLM peers received after ``since`` requests."""
     calls = []
-    for r in stack.fake_llm_requests()[since:]:
+    for r in (r for got in stack.llm_requests(since).values() for r in got):
         names = [str(t.get("name")) for t in (r.get("body") or {}).get("tools") or []]
         if "submit_proposal" in names:
             calls.append(names)
@@ -102,7 +102,7 @@ def test_a_skill_proposed_in_chat_is_a_draft_tested_by_the_operator_approved_run
     assert back.returncode == 0, back.stderr[-2000:]
     assert json.loads(back.stdout)["active_version"] is None
     after_cache(time.monotonic())
-    before = len(stack.fake_llm_requests())
+    before = {fake: len(got) for fake, got in stack.llm_requests().items()}
     post(stack, CALL, rooms["gone"])
     gone = reply_in(stack, rooms["gone"])
     assert "4600" not in gone and "ウル" in gone, gone
