@@ -14,11 +14,12 @@ turn recorded without a rendering is rendered from its record the same way
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from shared_lib.context.sources import TRUTH_LABELS
 from shared_lib.dates import display_date, display_time
+from shared_lib.tools.display import show_plain
 from shared_lib.tools.normalize import JST
 
 CLIP = 200
@@ -44,6 +45,36 @@ def _clip(value: Any, n: int = CLIP) -> str:
 
 def _title(label: str, truth: int | None) -> str:
     return f"【{label}】" + (f"（出典: {TRUTH_LABELS[truth]}）" if truth else "")
+
+
+# what the model reads of a state, as the persona says it (the tools' ``value_display``)
+TASK_STATUS = {"open": "未完了", "done": "完了"}
+GOAL_STATUS = {"active": "進行中", "draft": "設定中", "done": "達成"}
+# a source that could not be read, named as its section is titled
+SOURCE_LABELS = {
+    "session": "現在のセッション",
+    "user": "ユーザー情報",
+    "teachings": "CEO教え",
+    "company_values": "会社の価値観",
+    "persons": "社内の人物",
+    "tasks": "関連タスク",
+    "goals": "アクティブな目標",
+    "recent_messages": "直近の会話",
+    "summary": "会話の要約",
+    "preferences": "ユーザーの嗜好",
+    "episodes": "思い出した出来事",
+    "knowledge": "関連する会社知識",
+    "agent_state": "作業の状態",
+    "persona_ext": "学んだ好み",
+}
+
+
+def _day(value: Any, today: date, missing: str) -> str:
+    """A deadline as the persona says it (「1月10日（金）」, the year when it is not this year's),
+    so the model never reads, and repeats, an ISO date; what is not a date is shown as it is."""
+    if value is None or value == "":
+        return missing
+    return show_plain(value, today=today)
 
 
 def _when(value: Any) -> str:
@@ -85,16 +116,18 @@ def build_sections(
 ) -> list[Section]:
     v = values
     user = v.get("user") or fallback_user
+    local = now.astimezone(JST)
+    today = local.date()
     sections = [
         Section(
             "session",
-            _title("現在のセッション", None),
+            _title(SOURCE_LABELS["session"], None),
             _session_lines(v.get("session") or {}, (v.get("session") or {}).get("pending_action")),
             droppable=False,
         ),
         Section(
             "user",
-            _title("ユーザー情報", truths.get("user")),
+            _title(SOURCE_LABELS["user"], truths.get("user")),
             [
                 f"名前: {user.get('name') or '不明'}",
                 # No permission level: the proposer never sees it (constitution §4.4.2).
@@ -104,17 +137,17 @@ def build_sections(
         ),
         Section(
             "teachings",
-            _title("CEO教え（最優先で従う）", truths.get("teachings")),
+            _title(SOURCE_LABELS["teachings"] + "（最優先で従う）", truths.get("teachings")),
             [f"- {_clip(t.get('content'))}" for t in v.get("teachings") or []],
         ),
         Section(
             "company_values",
-            _title("会社の価値観（MVV）", truths.get("company_values")),
+            _title(SOURCE_LABELS["company_values"] + "（MVV）", truths.get("company_values")),
             [_clip(v["company_values"], 600)] if v.get("company_values") else [],
         ),
         Section(
             "persons",
-            _title("社内の人物", truths.get("persons")),
+            _title(SOURCE_LABELS["persons"], truths.get("persons")),
             [
                 f"- {p.get('name')}（部署: {p.get('department_id') or '-'}、ID: {p.get('user_id') or '-'}）"
                 for p in v.get("persons") or []
@@ -122,36 +155,38 @@ def build_sections(
         ),
         Section(
             "tasks",
-            _title("関連タスク", truths.get("tasks")),
+            _title(SOURCE_LABELS["tasks"], truths.get("tasks")),
             [
-                f"- {_clip(t.get('body'), 120)}（期限: {t.get('limit_date') or 'なし'}、状態: {t.get('status')}）"
+                f"- {_clip(t.get('body'), 120)}（期限: {_day(t.get('limit_date'), today, 'なし')}、"
+                f"状態: {TASK_STATUS.get(str(t.get('status')), t.get('status'))}）"
                 for t in v.get("tasks") or []
             ],
         ),
         Section(
             "goals",
-            _title("アクティブな目標", truths.get("goals")),
+            _title(SOURCE_LABELS["goals"], truths.get("goals")),
             [
                 f"- {_clip(g.get('title') or '（未設定）', 120)}: {g.get('progress', 0)}%"
-                f"（期限: {g.get('deadline') or '未定'}、{g.get('status')}）"
+                f"（期限: {_day(g.get('deadline'), today, '未定')}、"
+                f"{GOAL_STATUS.get(str(g.get('status')), g.get('status'))}）"
                 for g in v.get("goals") or []
             ],
         ),
         Section(
             "recent_messages",
-            _title("直近の会話", truths.get("recent_messages")),
+            _title(SOURCE_LABELS["recent_messages"], truths.get("recent_messages")),
             [f"- {m.get('role')}: {_clip(m.get('text'))}" for m in v.get("recent_messages") or []],
             oldest_first=True,
         ),
         Section(
             "summary",
-            _title("会話の要約", truths.get("summary")),
+            _title(SOURCE_LABELS["summary"], truths.get("summary")),
             # one line per level: the level-3 key points first, then each level-2 chunk
             [_clip(line, 400) for line in str(v.get("summary") or "").splitlines() if line.strip()],
         ),
         Section(
             "preferences",
-            _title("ユーザーの嗜好", truths.get("preferences")),
+            _title(SOURCE_LABELS["preferences"], truths.get("preferences")),
             [
                 f"- {(p.get('subject') + ': ') if p.get('subject') else ''}{_clip(p.get('content'), 120)}"
                 for p in v.get("preferences") or []
@@ -159,12 +194,12 @@ def build_sections(
         ),
         Section(
             "episodes",
-            _title("思い出した出来事", truths.get("episodes")),
+            _title(SOURCE_LABELS["episodes"], truths.get("episodes")),
             [f"- {_when(e.get('when'))}: {_clip(e.get('content'), 240)}" for e in v.get("episodes") or []],
         ),
         Section(
             "knowledge",
-            _title("関連する会社知識", truths.get("knowledge")),
+            _title(SOURCE_LABELS["knowledge"], truths.get("knowledge")),
             [
                 f"- {_clip(k.get('title'), 60)}: {_clip(k.get('snippet'), 240)}"
                 for k in v.get("knowledge") or []
@@ -173,7 +208,7 @@ def build_sections(
         Section(
             "datetime",
             _title("現在日時", None),
-            [now.astimezone(JST).strftime("%Y年%m月%d日 %H:%M（日本時間）")],
+            [f"{today.year}年{display_date(today)}{display_time(local.time())}（日本時間）"],
             droppable=False,
         ),
     ]
@@ -182,7 +217,10 @@ def build_sections(
             Section(
                 "notice",
                 _title("注意", None),
-                [f"取得できなかった情報: {'、'.join(degraded)}。推測で補わず、必要なら確認すること。"],
+                [
+                    f"取得できなかった情報: {'、'.join(SOURCE_LABELS.get(d, d) for d in degraded)}。"
+                    "推測で補わず、必要なら確認すること。"
+                ],
                 droppable=False,
             )
         )

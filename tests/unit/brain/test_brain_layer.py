@@ -181,7 +181,8 @@ def test_given_the_store_unavailable_when_answering_small_talk_then_the_llm_answ
     assert brain.run(t, rt).outcome == "proposed" and t.proposal.proposal.output_type == "text_response"
     # AND the model is told which sources could not be read
     assert (
-        "取得できなかった情報: user、session、recent_messages、persons" in llm.requests[0].system[1]["text"]
+        "取得できなかった情報: ユーザー情報、現在のセッション、直近の会話、社内の人物"
+        in llm.requests[0].system[1]["text"]
     )
 
 

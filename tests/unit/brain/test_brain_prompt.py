@@ -102,8 +102,8 @@ def test_given_a_full_context_when_rendering_then_sections_follow_the_truth_orde
     positions = [context.index(title) for title in order]
     assert positions == sorted(positions)
     assert "セッションモード: confirmation_pending" in context and "確認待ち操作: 送信してよい？" in context
-    assert "取得できなかった情報: goals" in context
-    assert "2026年01月30日 10:00" in context  # Japan time
+    assert "取得できなかった情報: アクティブな目標" in context and "goals" not in context
+    assert "2026年1月30日（金）10時" in context  # Japan time
     # AND the user's permission level is never shown to the proposer (constitution §4.4.2)
     assert "level" not in context and "レベル" not in context
 

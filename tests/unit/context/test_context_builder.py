@@ -16,6 +16,7 @@ from shared_lib.context import (
     render_recorded,
     summary_line,
 )
+from shared_lib.context.render import SOURCE_LABELS
 from shared_lib.context.sources import SourceSpec, default_sources
 from shared_lib.turn.callctx import turn_budget
 from shared_lib.turn.envelope import ContextSection
@@ -76,7 +77,7 @@ def test_given_a_rendering_then_sections_come_in_truth_order_with_their_sources_
         "【関連タスク】（出典: DB（正規データ））" in rendered
         and "【直近の会話】（出典: 会話の記憶）" in rendered
     )
-    assert "2026年01月28日 12:00（日本時間）" in rendered
+    assert "2026年1月28日（水）12時（日本時間）" in rendered
 
 
 def test_given_a_message_that_asks_nothing_then_knowledge_is_not_fetched(store):
@@ -89,7 +90,9 @@ def test_given_one_source_failing_then_the_context_is_built_without_it_and_says_
     built = build(FaultyStore(store, source))
     assert source in built.degraded and built.records[source].status == "failed"
     assert "StoreUnavailable" in built.records[source].error
-    assert f"取得できなかった情報: {'、'.join(built.degraded)}" in built.rendered
+    # named as its section is titled: the model never reads, nor repeats, a source's internal name
+    notice = f"取得できなかった情報: {'、'.join(SOURCE_LABELS[name] for name in built.degraded)}。"
+    assert notice in built.rendered and source not in built.rendered.split("【注意】")[1]
     assert built.records["session"].status == "ok" or source == "session"
 
 

@@ -1,0 +1,79 @@
+"""What the model reads of a context is what the persona says: deadlines as 「1月30日（金）」
+(the year only when it is not this year's), states as 未完了 / 進行中, the day with its weekday,
+and a source that could not be read by its section's name. A model shown 「2026-01-30」 or
+「open」 repeats them to the person."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+
+import pytest
+
+from shared_lib.context.render import SOURCE_LABELS, build_sections, render
+from shared_lib.context.sources import default_sources
+
+# a Monday night at the year's end, Japan time (15:40 UTC is 0:40 the next day in Tokyo)
+NOW = datetime(2026, 12, 28, 15, 40, tzinfo=UTC)
+ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def rendered(values: dict, degraded: list[str] | None = None) -> str:
+    truths = {s.name: s.truth for s in default_sources()}
+    sections = build_sections(
+        values, truths, now=NOW, degraded=degraded or [], fallback_user={"user_id": "u1"}
+    )
+    return render(sections)
+
+
+@pytest.mark.parametrize(
+    ("limit", "shown"),
+    [
+        ("2026-12-30", "期限: 12月30日（水）"),
+        ("2027-01-05", "期限: 2027年1月5日（火）"),  # next year: the year is said
+        (date(2026, 12, 31), "期限: 12月31日（木）"),
+        ("2026-12-29T18:00:00+09:00", "期限: 12月29日（火）18時"),
+        (None, "期限: なし"),
+    ],
+)
+def test_a_tasks_deadline_is_shown_as_the_persona_says_it(limit, shown):
+    text = rendered({"tasks": [{"body": "年末調整の書類を提出📄", "limit_date": limit, "status": "open"}]})
+    assert shown in text and "状態: 未完了" in text
+    assert not ISO.search(text) and "open" not in text
+
+
+def test_a_done_task_and_the_goals_states_are_said_in_japanese():
+    text = rendered(
+        {
+            "tasks": [{"body": "忘年会の会場予約", "limit_date": "2026-12-25", "status": "done"}],
+            "goals": [
+                {
+                    "title": "来期の売上目標を決める",
+                    "progress": 40,
+                    "deadline": "2027-03-31",
+                    "status": "active",
+                },
+                {"title": "資格の勉強", "progress": 0, "deadline": None, "status": "draft"},
+            ],
+        }
+    )
+    assert "期限: 12月25日（金）、状態: 完了" in text
+    assert "来期の売上目標を決める: 40%（期限: 2027年3月31日（水）、進行中）" in text
+    assert "資格の勉強: 0%（期限: 未定、設定中）" in text
+    assert not ISO.search(text) and "active" not in text and "draft" not in text
+
+
+def test_the_day_is_the_japanese_day_with_its_weekday():
+    # Monday 15:40 UTC is Tuesday 0:40 in Tokyo: 「来週」 and 「明日」 are read from Tuesday
+    assert "2026年12月29日（火）0時40分（日本時間）" in rendered({})
+
+
+def test_a_value_that_is_not_a_date_is_shown_as_it_was_written():
+    text = rendered({"tasks": [{"body": "見積書", "limit_date": "月末", "status": "in_review"}]})
+    assert "期限: 月末、状態: in_review" in text
+
+
+@pytest.mark.parametrize("source", [s.name for s in default_sources()])
+def test_a_source_that_could_not_be_read_is_named_as_its_section(source):
+    notice = rendered({}, degraded=[source]).split("【注意】")[1]
+    assert f"取得できなかった情報: {SOURCE_LABELS[source]}。" in notice and source not in notice
