@@ -182,7 +182,10 @@ def test_replay_after_a_threshold_change_reports_the_new_verdict_without_calling
     policy = json.loads(POLICY_FILE.read_text(encoding="utf-8"))
     policy["confidence"]["medium"] = 0.95
     (tmp_path / "policy.json").write_text(json.dumps(policy, ensure_ascii=False), encoding="utf-8")
-    before = len(local_stack.fake_llm_requests())
+    from infra.fake_llm.server import FakeAnthropicServer
+
+    # the replay's own LLM endpoint: the stack's fakes also serve its targets' background work
+    watcher = FakeAnthropicServer().start()
     # WHEN the operator replays the turn
     env = dict(
         os.environ,
@@ -191,19 +194,22 @@ def test_replay_after_a_threshold_change_reports_the_new_verdict_without_calling
         CHARTER_STORE="firestore",
         CHARTER_ENV="local",
         CHARTER_POLICY=str(tmp_path / "policy.json"),
-        ANTHROPIC_BASE_URL=local_stack.url("fake_llm"),
+        ANTHROPIC_BASE_URL=watcher.url,
         ANTHROPIC_API_KEY="local-fake-key",
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "shared_lib.cli", "replay", turn_id, "--org", "demo", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "shared_lib.cli", "replay", turn_id, "--org", "demo", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        watcher.stop()
     # THEN the changed verdict is reported and the fake LLM server received nothing
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     assert report["changed"] is True
     assert "confirm" in json.dumps(report)
-    assert len(local_stack.fake_llm_requests()) == before
+    assert watcher.requests == []
