@@ -509,11 +509,21 @@ def _scalar_leaves(value: Any, key: str = "") -> Iterator[str]:
         for child in value:
             yield from _scalar_leaves(child, key)
     elif value is not None and not isinstance(value, bool) and str(value) != "" and not _bookkeeping(key):
-        # a bare number says nothing to a person: a count is said as one (「2件」)
-        yield f"{value}件" if key in _COUNTS else _quote(str(value), 60)
+        # a bare number says nothing to a person: a count is said as one (「2件」); a person and a
+        # day are said as what they are (「担当は田中太郎さん」「期限は11月30日（月）」)
+        if key in _COUNTS:
+            yield f"「{value}件」"
+        elif key in _PEOPLE:
+            yield f"担当は{_quote(str(value), 30)}さん"
+        elif key in _DAYS:
+            yield f"期限は{_quote(str(value), 30)}"
+        else:
+            yield f"「{_quote(str(value), 60)}」"
 
 
 _COUNTS = frozenset({"count", "total", "matched", "found"})
+_PEOPLE = frozenset({"assignee", "assignee_name"})
+_DAYS = frozenset({"limit_date", "limit", "deadline", "due"})
 
 
 def _last_step(value: Any) -> Any:
@@ -544,7 +554,7 @@ def key_facts(text: str, limit: int = 3) -> list[str]:
         return facts
     lines = [line.strip(" \t-・*") for line in text.splitlines()]
     useful = [line for line in lines if _informative(line)]
-    return [_quote(line, 60) for line in useful[:2]]
+    return [f"「{_quote(line, 60)}」" for line in useful[:2]]
 
 
 def _opening(text: str) -> str:
@@ -579,7 +589,7 @@ def integrate(text: str) -> str:
     opening = _opening(text)
     detail = "詳しい結果は届いていないウル。"
     if facts:
-        detail = "結果は" + "、".join(f"「{fact}」" for fact in facts) + "だウル。"
+        detail = "、".join(facts) + "だウル。"
     closing = "他にも手伝えることがあったら言ってほしいウル！"
     if opening.startswith("ごめん"):
         closing = "もう一度試してみてほしいウル。"

@@ -644,6 +644,24 @@ def test_given_tool_results_when_integrating_then_the_answer_quotes_them_in_2_to
     assert first != second and "議事録の共有" in second
 
 
+def test_given_a_created_task_when_integrating_then_its_person_and_day_are_said_as_people_say_them() -> None:
+    results = [
+        {
+            "tool": "タスクの作成",
+            "result": {
+                "task_id": "t-9f",
+                "body": "年末調整の書類回収📄",
+                "assignee": "佐藤花子",
+                "limit_date": "12月25日（金）",
+                "limit_time": None,
+            },
+        }
+    ]
+    said = integrate(f"結果: {json.dumps(results, ensure_ascii=False)}\nソウルくんとして伝えて")
+    assert "「年末調整の書類回収📄」、担当は佐藤花子さん、期限は12月25日（金）だウル。" in said
+    assert "t-9f" not in said and "「佐藤花子」" not in said and "結果は" not in said
+
+
 def test_given_failed_tool_result_when_integrating_then_the_answer_apologises() -> None:
     assert integrate('save_memory: {"success": false, "error": "storage full"}').startswith(
         "ごめんなさいウル"
