@@ -50,6 +50,18 @@ def _title(label: str, truth: int | None) -> str:
 # what the model reads of a state, as the persona says it (the tools' ``value_display``)
 TASK_STATUS = {"open": "未完了", "done": "完了"}
 GOAL_STATUS = {"active": "進行中", "draft": "設定中", "done": "達成"}
+# the conversation's state (``state.session``) and the last answer's kind (its output type)
+SESSION_MODES = {
+    "normal": "通常",
+    "confirmation_pending": "確認待ち",
+    "error_recovery": "エラーからの立て直し中",
+    "multi_step_flow": "複数の手順の途中",
+}
+LAST_INTENTS = {
+    "text_response": "返答した",
+    "tool_call": "操作を提案した",
+    "clarification_needed": "聞き返した",
+}
 # a source that could not be read, named as its section is titled
 SOURCE_LABELS = {
     "session": "現在のセッション",
@@ -88,9 +100,12 @@ def _when(value: Any) -> str:
 
 
 def _session_lines(session: dict[str, Any], pending: dict[str, Any] | None) -> list[str]:
-    lines = [f"セッションモード: {session.get('mode') or 'normal'}"]
+    mode = str(session.get("mode") or "normal")
+    lines = [f"セッションモード: {SESSION_MODES.get(mode, mode)}"]
+    if session.get("last_intent"):
+        intent = str(session["last_intent"])
+        lines.append(f"直前の応答: {LAST_INTENTS.get(intent, _clip(intent, 80))}")
     for key, label in (
-        ("last_intent", "直前の意図"),
         ("last_tool_called", "直前のツール"),
         ("last_error", "直前のエラー"),
     ):

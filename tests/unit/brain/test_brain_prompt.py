@@ -101,7 +101,8 @@ def test_given_a_full_context_when_rendering_then_sections_follow_the_truth_orde
     ]
     positions = [context.index(title) for title in order]
     assert positions == sorted(positions)
-    assert "セッションモード: confirmation_pending" in context and "確認待ち操作: 送信してよい？" in context
+    assert "セッションモード: 確認待ち" in context and "確認待ち操作: 送信してよい？" in context
+    assert "confirmation_pending" not in context
     assert "取得できなかった情報: アクティブな目標" in context and "goals" not in context
     assert "2026年1月30日（金）10時" in context  # Japan time
     # AND the user's permission level is never shown to the proposer (constitution §4.4.2)
@@ -110,7 +111,7 @@ def test_given_a_full_context_when_rendering_then_sections_follow_the_truth_orde
 
 def test_given_the_context_builders_rendering_when_assembling_then_it_is_used_as_rendered():
     # GIVEN the Context Builder rendered its sections (in Truth order, within its budget)
-    rendered = "【現在のセッション】\nセッションモード: normal\n\n【ユーザー情報】（出典: DB（正規データ））\n名前: 山田"
+    rendered = "【現在のセッション】\nセッションモード: 通常\n\n【ユーザー情報】（出典: DB（正規データ））\n名前: 山田"
     _, prompt = build(rendered=rendered, summary="not rendered again")
     context = prompt.system[1]["text"]
     # THEN the brain adds its header and the Truth-order note, and nothing of its own fallback rendering

@@ -13,7 +13,7 @@ from shared_lib.errors import ConfigError
 
 def sections():
     return [
-        Section("session", "【現在のセッション】", ["セッションモード: normal"], droppable=False),
+        Section("session", "【現在のセッション】", ["セッションモード: 通常"], droppable=False),
         Section("teachings", "【CEO教え】", ["- お客様第一"]),
         Section("persons", "【社内の人物】", [f"- 社員{i}" for i in range(5)]),
         Section(

@@ -77,3 +77,30 @@ def test_a_value_that_is_not_a_date_is_shown_as_it_was_written():
 def test_a_source_that_could_not_be_read_is_named_as_its_section(source):
     notice = rendered({}, degraded=[source]).split("【注意】")[1]
     assert f"取得できなかった情報: {SOURCE_LABELS[source]}。" in notice and source not in notice
+
+
+@pytest.mark.parametrize(
+    ("session", "shown"),
+    [
+        (
+            {"mode": "normal", "last_intent": "text_response"},
+            ["セッションモード: 通常", "直前の応答: 返答した"],
+        ),
+        (
+            {"mode": "confirmation_pending", "last_intent": "tool_call"},
+            ["セッションモード: 確認待ち", "直前の応答: 操作を提案した"],
+        ),
+        (
+            {"mode": "multi_step_flow", "last_intent": "clarification_needed"},
+            ["複数の手順の途中", "聞き返した"],
+        ),
+        ({"mode": "error_recovery"}, ["セッションモード: エラーからの立て直し中"]),
+        ({}, ["セッションモード: 通常"]),
+    ],
+)
+def test_the_conversations_state_is_said_in_japanese(session, shown):
+    text = rendered({"session": session})
+    assert all(line in text for line in shown), text
+    assert not re.search(
+        r"normal|confirmation_pending|multi_step_flow|error_recovery|text_response|tool_call", text
+    )
