@@ -71,8 +71,17 @@ def record(section: ContextSection, built: BuiltContext, *, user_id: str, user_n
         {"role": m.get("role"), "text": _clip(m.get("text"), 200)} for m in kept(built, "recent_messages")
     ][-CAPS["recent_messages"] :]
     section.summary = _clip(v.get("summary"), 500) if _shown(built, "summary") else ""
+    departments = v.get("departments") or {}
     section.persons = [
-        {"name": p["name"], "department_id": p.get("department_id")}
+        {
+            "name": p["name"],
+            "department_id": p.get("department_id"),
+            **(
+                {"department": departments[p["department_id"]]}
+                if p.get("department_id") in departments
+                else {}
+            ),
+        }
         for p in kept(built, "persons")[: CAPS["persons"]]
     ]
     section.tasks = [{**t, "body": _clip(t.get("body"), 120)} for t in kept(built, "tasks")[: CAPS["tasks"]]]
@@ -120,6 +129,12 @@ def render_recorded(section: ContextSection, *, now: datetime, user_id: str, use
             (t.get("content") for t in section.teachings if t.get("kind") == "company_values"), ""
         ),
         "persons": section.persons,
+        # the department names the recorded people carried (the speaker's, when a colleague is listed)
+        "departments": {
+            str(p["department_id"]): str(p["department"])
+            for p in section.persons
+            if p.get("department_id") and p.get("department")
+        },
         "tasks": section.tasks,
         "goals": section.goals,
         "recent_messages": section.recent_messages,

@@ -69,6 +69,7 @@ SOURCE_LABELS = {
     "teachings": "CEO教え",
     "company_values": "会社の価値観",
     "persons": "社内の人物",
+    "departments": "部署名",
     "tasks": "関連タスク",
     "goals": "アクティブな目標",
     "recent_messages": "直近の会話",
@@ -87,6 +88,15 @@ def _day(value: Any, today: date, missing: str) -> str:
     if value is None or value == "":
         return missing
     return show_plain(value, today=today)
+
+
+def _department(department_id: Any, names: dict[str, str]) -> str | None:
+    """「営業部〔d-sales〕」: the name people say and the id the team views take; the id alone
+    when the directory names no such department."""
+    if not department_id:
+        return None
+    name = names.get(str(department_id))
+    return f"{name}〔{department_id}〕" if name else str(department_id)
 
 
 def _when(value: Any) -> str:
@@ -132,6 +142,7 @@ def build_sections(
     v = values
     user = v.get("user") or fallback_user
     local = now.astimezone(JST)
+    departments = v.get("departments") or {}
     today = local.date()
     sections = [
         Section(
@@ -146,7 +157,7 @@ def build_sections(
             [
                 f"名前: {user.get('name') or '不明'}",
                 # No permission level: the proposer never sees it (constitution §4.4.2).
-                f"部署: {user.get('department_id') or '不明'}",
+                f"部署: {_department(user.get('department_id'), departments) or '不明'}",
             ],
             droppable=False,
         ),
@@ -164,7 +175,8 @@ def build_sections(
             "persons",
             _title(SOURCE_LABELS["persons"], truths.get("persons")),
             [
-                f"- {p.get('name')}（部署: {p.get('department_id') or '-'}、ID: {p.get('user_id') or '-'}）"
+                f"- {p.get('name')}（部署: {_department(p.get('department_id'), departments) or '-'}、"
+                f"ID: {p.get('user_id') or '-'}）"
                 for p in v.get("persons") or []
             ],
         ),

@@ -29,7 +29,7 @@ from shared_lib.memory.keyword import bucket, query_terms
 from shared_lib.ports import Embedder, EmbedKind, Store, Vector
 from shared_lib.state.local_only import local_only_path
 from shared_lib.state.session import load_session
-from shared_lib.tools.directory import clean_name, get_person, list_people
+from shared_lib.tools.directory import clean_name, department_names, get_person, list_people
 from shared_lib.tools.handlers.memory import own_memories, search_episodes, search_knowledge
 from shared_lib.tools.task_backend import TaskBackend
 
@@ -58,9 +58,10 @@ class OnceEmbedder:
 
 
 class OrgLists:
-    """An organisation's lists that change at an administrator's pace (its people, its CEO's
-    teachings), kept per process for ``ttl`` seconds: the context reads them on every turn to
-    give the model names and teachings, and a query a turn for each cost two round trips.
+    """An organisation's lists that change at an administrator's pace (its people, its
+    departments' names, its CEO's teachings), kept per process for ``ttl`` seconds: the context
+    reads them on every turn to give the model names and teachings, and a query a turn for each
+    cost two round trips.
 
     Why it may be stale, and for how long: someone added to the directory, or a teaching added or
     switched off, reaches the prompt within ``ttl`` (the flags' refresh interval,
@@ -182,6 +183,12 @@ def _persons(r: SourceRequest) -> list[dict[str, Any]]:
     return sorted((p for p in people if p["user_id"] != r.user_id), key=relevance)
 
 
+def _departments(r: SourceRequest) -> dict[str, str]:
+    """Each department's name by its id: people say 「営業部」, the team views take ``d-sales``,
+    so the model is shown both (kept per process like the people: an administrator's pace)."""
+    return r.kept("departments", lambda: department_names(r.store, r.org_id))
+
+
 def _tasks(r: SourceRequest) -> list[dict[str, Any]]:
     me = get_person(r.store, r.org_id, r.user_id)
     account = me.task_account_id if me else r.user_id
@@ -281,6 +288,7 @@ def default_sources(tasks_truth: int = 2) -> list[SourceSpec]:
         SourceSpec("summary", 3, 4, _summary, known=True),
         SourceSpec("preferences", 3, 4, _preferences),
         SourceSpec("persons", 2, 2, _persons),
+        SourceSpec("departments", 2, 2, _departments),  # names the user's and the people's departments
         SourceSpec("tasks", 3, tasks_truth, _tasks),
         SourceSpec("goals", 3, 2, _goals),
         SourceSpec("teachings", 2, 2, _teachings),

@@ -50,6 +50,7 @@ SOURCE_READS: dict[str, tuple[str, str]] = {
     "summary": ("get", r"/conversations/[^/]+$"),
     "preferences": ("query", r"/memories$"),
     "persons": ("query", r"/users$"),
+    "departments": ("query", r"/departments$"),
     "tasks": ("query", r"/tasks$"),
     "goals": ("query", r"/goals$"),
     "teachings": ("query", r"/teachings$"),

@@ -9,9 +9,15 @@ import re
 from datetime import UTC, date, datetime
 
 import pytest
+from context_fakes import context_input
 
+from shared_lib.adapters.memory_store import MemoryStore
+from shared_lib.context import ContextBuilder
+from shared_lib.context.record import record, render_recorded
 from shared_lib.context.render import SOURCE_LABELS, build_sections, render
 from shared_lib.context.sources import default_sources
+from shared_lib.tools.directory import seed_directory
+from shared_lib.turn.envelope import ContextSection
 
 # a Monday night at the year's end, Japan time (15:40 UTC is 0:40 the next day in Tokyo)
 NOW = datetime(2026, 12, 28, 15, 40, tzinfo=UTC)
@@ -104,3 +110,48 @@ def test_the_conversations_state_is_said_in_japanese(session, shown):
     assert not re.search(
         r"normal|confirmation_pending|multi_step_flow|error_recovery|text_response|tool_call", text
     )
+
+
+def test_a_department_is_named_as_people_say_it_beside_the_id_the_team_views_take():
+    text = rendered(
+        {
+            "user": {"user_id": "u1", "name": "鈴木一郎", "department_id": "d-sales"},
+            "persons": [
+                {"name": "山田次郎", "user_id": "u-yamada", "department_id": "d-dev"},
+                {"name": "外部 花子", "user_id": "u-x", "department_id": "d-9f3"},  # no name in the directory
+                {"name": "新人さん", "user_id": "u-new", "department_id": None},
+            ],
+            "departments": {"d-sales": "営業部", "d-dev": "開発部"},
+        }
+    )
+    assert "部署: 営業部〔d-sales〕" in text
+    assert "- 山田次郎（部署: 開発部〔d-dev〕、ID: u-yamada）" in text
+    assert "- 外部 花子（部署: d-9f3、ID: u-x）" in text and "- 新人さん（部署: -、ID: u-new）" in text
+
+
+def test_the_builder_names_the_departments_and_the_record_keeps_the_peoples():
+
+    store = MemoryStore()
+    seed_directory(
+        store,
+        "acme",
+        [
+            {"user_id": "u1", "name": "鈴木一郎", "level": 2, "department_id": "d-sales"},
+            {"user_id": "u2", "name": "田中太郎", "level": 2, "department_id": "d-sales"},
+            {"user_id": "u3", "name": "山田次郎", "level": 4, "department_id": "d-dev"},
+        ],
+        {"d-hq": None, "d-sales": "d-hq", "d-dev": "d-hq"},
+        {"d-sales": "営業部", "d-dev": "開発部"},
+    )
+
+    built = ContextBuilder().build(
+        context_input(store, "開発部のタスクってどうなってる？", org="acme", user="u1")
+    )
+    assert built.records["departments"].status == "ok" and built.degraded == []
+    assert "部署: 営業部〔d-sales〕" in built.rendered and "山田次郎（部署: 開発部〔d-dev〕" in built.rendered
+    # AND a turn rendered again from its record names its people's departments (and the speaker's,
+    # through a colleague of the same department)
+    section = ContextSection()
+    record(section, built, user_id="u1", user_name="鈴木一郎")
+    again = render_recorded(section, now=NOW, user_id="u1", user_name="鈴木一郎")
+    assert "開発部〔d-dev〕" in again and "部署: 営業部〔d-sales〕" in again
