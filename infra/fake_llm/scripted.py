@@ -357,6 +357,46 @@ _GREETINGS: dict[str, str] = {
 }
 
 
+# a department as the product's context names it: 「開発部〔d-dev〕」 (the name, then the id)
+_DEPARTMENT = re.compile(r"([^\s、,（(〔【:：\-]{1,20})〔([A-Za-z0-9_\-]{1,128})〕")
+_TEAM_ASKS = re.compile(r"見せて|教えて|どうなって|どないな|状況|一覧|知りたい|確認して|どんな感じ|[?？]")
+_TEAM_ACTS = ("お願い", "作成", "追加", "完了", "登録", "削除", "ください")
+_UNIT = re.compile(r"(?:部|課|室|チーム|グループ|G)$")
+
+
+def departments_in(system: str) -> dict[str, str]:
+    """The departments the context names, name → id (「営業部〔d-sales〕」).
+
+    >>> departments_in("部署: 営業部〔d-sales〕\n- 山田次郎（部署: 開発部〔d-dev〕、ID: u-yamada）")
+    {'営業部': 'd-sales', '開発部': 'd-dev'}
+    """
+    return {m.group(1): m.group(2) for m in _DEPARTMENT.finditer(system)}
+
+
+def _team_view(text: str, system: str) -> JSON | None:
+    """「開発部のタスクってどうなってる？」「営業のみんなの目標見せて」: a department's tasks or goals,
+    its id read from the context's departments as a model reads them; a department the context
+    does not name is not guessed (``None``: the other rules answer)."""
+    tool = "view_team_goals" if "目標" in text else "view_team_tasks" if "タスク" in text else None
+    if tool is None or not _TEAM_ASKS.search(text) or any(word in text for word in _TEAM_ACTS):
+        return None
+    for name, department in sorted(departments_in(system).items(), key=lambda item: -len(item[0])):
+        stem = _UNIT.sub("", name)
+        if name in text or (len(stem) >= 2 and f"{stem}の" in text):
+            what = "目標" if tool == "view_team_goals" else "タスク"
+            return _tool_call(
+                text,
+                tool=tool,
+                params={"target_department_id": department},
+                confidence=_confidence(0.85),
+                intent=f"{name}のメンバーの{what}の状況を知りたいという依頼",
+                reason=f"部署単位の{what}の一覧なので、チームの{what}を確認するツールを使うのが適切である",
+                alternatives=[f"個人の{what}を調べるツールでは部署全体が分からないので合わない"],
+                sources={"target_department_id": "context"},
+            )
+    return None
+
+
 def _greeting(text: str) -> JSON:
     word = next(word for word in _GREETINGS if word in text)
     return _text_response(
@@ -513,6 +553,8 @@ def _scalar_leaves(value: Any, key: str = "") -> Iterator[str]:
         # day are said as what they are (「担当は田中太郎さん」「期限は11月30日（月）」)
         if key in _COUNTS:
             yield f"「{value}件」"
+        elif key == "member_count":
+            yield f"メンバー{value}人"
         elif key in _PEOPLE:
             yield f"担当は{_quote(str(value), 30)}さん"
         elif key in _DAYS:
@@ -547,7 +589,7 @@ def _informative(line: str) -> bool:
     return not any(marker in line for marker in _INSTRUCTION_MARKERS)
 
 
-def key_facts(text: str, limit: int = 3) -> list[str]:
+def key_facts(text: str, limit: int = 4) -> list[str]:
     """The facts to quote: scalar fields of the first JSON value, else the first informative lines."""
     facts = _json_facts(text, limit)
     if facts:
@@ -696,6 +738,7 @@ def answer(request: MessagesRequest) -> Reply:
             proposal = (
                 handover.proposal(said, request)
                 or skills.proposal(said, request.tool_names())
+                or _team_view(said, request.system_text())
                 or propose(said)
             )
             proposal = steps.with_route_doubt(said, proposal)

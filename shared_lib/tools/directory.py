@@ -199,8 +199,9 @@ def _choices(people: list[Person], departments: dict[str, str]) -> str:
     return "と".join(named) if len(named) == 2 else "、".join(named)
 
 
-def department_exists(store: Store, org_id: str, department_id: str) -> bool:
-    return store.get(f"orgs/{org_id}/departments/{department_id}") is not None
+def department_doc(store: Store, org_id: str, department_id: str) -> dict[str, Any] | None:
+    """The department's document (``parent``, ``name``), ``None`` when there is no such department."""
+    return store.get(f"orgs/{org_id}/departments/{department_id}")
 
 
 def department_tree(store: Store, org_id: str, department_id: str) -> set[str]:

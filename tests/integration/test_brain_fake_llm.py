@@ -474,3 +474,27 @@ def test_given_secrets_in_messages_then_no_request_and_no_log_line_contains_them
     assert logged.strip()
     for secret in SECRETS:
         assert secret not in logged
+
+
+def test_a_team_asked_for_by_its_department_name_is_found_through_the_context(rt, server):
+    # GIVEN a directory that names the team 企画部 (its id d1) and a task of one of its members
+    rt.store.set(f"orgs/{ORG}/departments/d1", {"name": "企画部"}, merge=True)
+    say(rt, TASK)
+    assert [t["body"] for t in stored(rt, "tasks")] == ["見積書を作成"]
+    # WHEN the level-3 lead asks for the team by the name people use, Monday-night casual
+    record = say(rt, "企画部のタスクってどうなってる？😅")
+    # THEN the model read the id beside the name in its context and the team view answered
+    proposal = next(
+        r
+        for r in product_calls(server)[::-1]
+        if (r["body"].get("tool_choice") or {}).get("name") == "submit_proposal"
+        and "企画部のタスク" in json.dumps(r, ensure_ascii=False)
+    )
+    assert "企画部〔d1〕" in json.dumps(proposal, ensure_ascii=False)
+    assert record["output_type"] == "tool_call" and record["execution_success"] is True
+    assert record["selected_tools"] == [
+        {"tool_name": "view_team_tasks", "parameters": {"target_department_id": "d1"}}
+    ]
+    # AND the person reads the team's task and the department's name, never its id
+    said = reply(rt)
+    assert "見積書を作成" in said and "企画部" in said and "d1" not in said, said

@@ -243,7 +243,7 @@ class ViewTeamGoalsParams(Params):
 
 
 def view_team_goals(p: ViewTeamGoalsParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
-    department = team_department(ctx, p.target_department_id)
+    department, name = team_department(ctx, p.target_department_id)
     members = {m.user_id: m.name for m in department_members(ctx.store, ctx.org_id, department)}
     ids = sorted(members)
     goals: list[dict[str, Any]] = []
@@ -257,6 +257,7 @@ def view_team_goals(p: ViewTeamGoalsParams, ctx: ToolContext, txn: Transaction |
     goals.sort(key=lambda g: (str(g["owner"]), str(g["title"])))
     return {
         "department_id": department,
+        "department": name,
         "member_count": len(members),
         "count": len(goals),
         "goals": goals[:50],

@@ -21,7 +21,7 @@ from shared_lib.ports import Transaction
 from shared_lib.privacy.sealing import SEALED_FIELD, masked_values, revealed, unseal
 from shared_lib.tools.directory import (
     Person,
-    department_exists,
+    department_doc,
     department_members,
     get_person,
     is_self,
@@ -203,21 +203,24 @@ class ViewTeamTasksParams(Params):
     status: Literal["open", "done", "all"] = Field(default="open", description="タスクの状態")
 
 
-def team_department(ctx: ToolContext, target: str | None) -> str:
+def team_department(ctx: ToolContext, target: str | None) -> tuple[str, str]:
+    """The department a team view reads (the asker's when none is named) and its name as people
+    say it (the id when the directory names none): a reply says 「開発部」, never ``d-dev``."""
     department = target or _me(ctx).department_id
     if not department:
         raise ToolInputError(
             "部署が登録されていません", key="department_missing", field="target_department_id"
         )
-    if not department_exists(ctx.store, ctx.org_id, department):
+    doc = department_doc(ctx.store, ctx.org_id, department)
+    if doc is None:
         raise ToolInputError(
             "指定された部署が見つかりません", key="department_unknown", field="target_department_id"
         )
-    return department
+    return department, str(doc.get("name") or department)
 
 
 def view_team_tasks(p: ViewTeamTasksParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
-    department = team_department(ctx, p.target_department_id)
+    department, name = team_department(ctx, p.target_department_id)
     members = department_members(ctx.store, ctx.org_id, department)
     tasks = ctx.task_backend.list(
         ctx.org_id,
@@ -229,6 +232,7 @@ def view_team_tasks(p: ViewTeamTasksParams, ctx: ToolContext, txn: Transaction |
     shown, given = shown_tasks(ctx, tasks[:50])  # the asker's own in clear, the others' as words
     return {
         "department_id": department,
+        "department": name,
         "member_count": len(members),
         "count": len(tasks),
         "tasks": shown,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tool_fakes import call, docs
+from tool_fakes import ORG, call, docs
 
 
 def open_tasks(store):
@@ -151,3 +151,14 @@ def test_given_a_department_when_team_tasks_are_viewed_then_sub_departments_coun
     assert [t["body"] for t in other.result["tasks"]] == ["開発の見積"]
     missing = call(ex, "view_team_tasks", {"target_department_id": "d-nowhere"})
     assert missing.error_code == "validation_error" and missing.result["field"] == "target_department_id"
+
+
+def test_a_team_view_names_its_department_as_people_say_it(ex, store):
+    # GIVEN a directory that names 開発部 and leaves the sales department unnamed
+    store.set(f"orgs/{ORG}/departments/d-dev", {"name": "開発部"}, merge=True)
+    create(ex, "開発の見積", "田中花子", n=1)
+    # THEN a reply can say 「開発部」, never d-dev; an unnamed department is shown by its id
+    tasks = call(ex, "view_team_tasks", {"target_department_id": "d-dev"})
+    goals = call(ex, "view_team_goals", {"target_department_id": "d-dev"})
+    assert tasks.result["department"] == goals.result["department"] == "開発部"
+    assert call(ex, "view_team_tasks", {}, user="u-suzuki").result["department"] == "d-sales"
