@@ -367,7 +367,7 @@ _UNIT = re.compile(r"(?:部|課|室|チーム|グループ|G)$")
 def departments_in(system: str) -> dict[str, str]:
     """The departments the context names, name → id (「営業部〔d-sales〕」).
 
-    >>> departments_in("部署: 営業部〔d-sales〕\n- 山田次郎（部署: 開発部〔d-dev〕、ID: u-yamada）")
+    >>> departments_in("部署: 営業部〔d-sales〕\\n- 山田次郎（部署: 開発部〔d-dev〕、ID: u-yamada）")
     {'営業部': 'd-sales', '開発部': 'd-dev'}
     """
     return {m.group(1): m.group(2) for m in _DEPARTMENT.finditer(system)}

@@ -34,6 +34,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from shared_lib.demo_data import CONVERSATION, DEMO_ORG, DEMO_ROOM
+from shared_lib.features.finetune.state.staging import candidate_path
 from shared_lib.ops.error_guide import GUIDE
 from shared_lib.persona.catalogue import load_persona
 from shared_lib.rollout.overrides import clear_override
@@ -308,7 +309,15 @@ def test_the_jobs_and_fine_tuning_views_list_a_job_and_accept_a_staged_turn(stac
     assert cells[6] == "u-suzuki" and parent["final_response"]
     shot(browser, "7-jobs")
 
-    # WHEN the CEO (the operator credential's person) accepts the staged chat turn
+    # WHEN the CEO (the operator credential's person) accepts the staged chat turn: the memory
+    # target stages it in the background after the reply, behind whatever work it has queued, so
+    # the test waits for the candidate itself (its progress: the memory target's log), not a clock
+    log = Path(stack.root) / "logs" / "memory.log"
+    stack.wait_for(
+        lambda: stack.store.get(candidate_path(DEMO_ORG, chat)),
+        progress=lambda: log.stat().st_size if log.exists() else 0,
+        what=f"the chat turn {chat} staged for fine-tuning",
+    )
     view(browser, wait, "ft")
     browser.find_element(By.ID, "ft-org").send_keys(DEMO_ORG)
 
