@@ -71,19 +71,13 @@ def record(section: ContextSection, built: BuiltContext, *, user_id: str, user_n
         {"role": m.get("role"), "text": _clip(m.get("text"), 200)} for m in kept(built, "recent_messages")
     ][-CAPS["recent_messages"] :]
     section.summary = _clip(v.get("summary"), 500) if _shown(built, "summary") else ""
-    departments = v.get("departments") or {}
-    section.persons = [
-        {
-            "name": p["name"],
-            "department_id": p.get("department_id"),
-            **(
-                {"department": departments[p["department_id"]]}
-                if p.get("department_id") in departments
-                else {}
-            ),
-        }
-        for p in kept(built, "persons")[: CAPS["persons"]]
-    ]
+    named = v.get("departments") or {}
+    section.persons = []
+    for p in kept(built, "persons")[: CAPS["persons"]]:
+        person = {"name": p["name"], "department_id": p.get("department_id")}
+        if department := named.get(p.get("department_id") or ""):
+            person["department"] = department
+        section.persons.append(person)
     section.tasks = [{**t, "body": _clip(t.get("body"), 120)} for t in kept(built, "tasks")[: CAPS["tasks"]]]
     section.goals = kept(built, "goals")[: CAPS["goals"]]
     teachings = [
