@@ -1558,7 +1558,25 @@ def check_dockerfile(root: Path) -> list[str]:
             violations.append(f"final stage does not copy {needle}")
     if stages and not any("requirements.lock" in ins.argument for ins in stages[0]):
         violations.append("builder stage must install from requirements.lock")
+    violations += _bytecode_violations(final)
     return violations
+
+
+def _bytecode_violations(final: list[DockerInstruction]) -> list[str]:
+    """The final stage compiles the source it copies, after the copy and as root (the service
+    user cannot write beside the read-only source; ``PYTHONDONTWRITEBYTECODE`` would have every
+    cold start compile it again)."""
+    copied = max((i for i, ins in enumerate(final) if ins.keyword == "COPY"), default=-1)
+    user = next((i for i, ins in enumerate(final) if ins.keyword == "USER"), len(final))
+    compiles = [
+        ins.argument
+        for ins in final[copied + 1 : user]
+        if ins.keyword == "RUN" and "compileall" in ins.argument
+    ]
+    if not compiles:
+        return ["final stage must compile the copied source to bytecode (compileall) before USER"]
+    missing = [p for p in ("shared_lib", "functions") if not any(re.search(rf"\b{p}\b", c) for c in compiles)]
+    return [f"final stage does not compile {p} to bytecode" for p in missing]
 
 
 def check_dockerignore(root: Path) -> list[str]:

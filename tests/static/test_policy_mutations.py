@@ -238,6 +238,23 @@ def test_compiler_in_the_final_stage_is_reported(repo_copy: Path) -> None:
     assert_detects(check_dockerfile, repo_copy, "Dockerfile", old, new, "compiler")
 
 
+def test_an_image_that_compiles_its_source_at_each_cold_start_is_reported(repo_copy: Path) -> None:
+    text = (repo_copy / "Dockerfile").read_text(encoding="utf-8")
+    compile_line = next(line for line in text.splitlines() if "compileall" in line)
+    assert_detects(
+        check_dockerfile, repo_copy, "Dockerfile", compile_line + "\n", "", "compile the copied source"
+    )
+
+
+def test_an_image_compiling_before_it_copies_the_source_is_reported(repo_copy: Path) -> None:
+    text = (repo_copy / "Dockerfile").read_text(encoding="utf-8")
+    compile_line = next(line for line in text.splitlines() if "compileall" in line) + "\n"
+    assert check_dockerfile(repo_copy) == [], "the untouched copy must comply"
+    moved = text.replace(compile_line, "").replace("WORKDIR /app\n", "WORKDIR /app\n" + compile_line)
+    (repo_copy / "Dockerfile").write_text(moved, encoding="utf-8")
+    assert any("compile the copied source" in v for v in check_dockerfile(repo_copy))
+
+
 def test_traffic_before_smoke_is_reported(repo_copy: Path) -> None:
     old = "    waitFor: [deploy-0pct]\n"
     assert_detects(
