@@ -13,12 +13,16 @@ turn recorded without a rendering is rendered from its record the same way
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any
 
 from shared_lib.context.sources import TRUTH_LABELS
 from shared_lib.dates import display_date, display_time
+from shared_lib.settings import config_files
+from shared_lib.tools.catalog import TOOLS_FILE, read_catalogue
 from shared_lib.tools.display import show_plain
 from shared_lib.tools.normalize import JST
 
@@ -47,8 +51,8 @@ def _title(label: str, truth: int | None) -> str:
     return f"【{label}】" + (f"（出典: {TRUTH_LABELS[truth]}）" if truth else "")
 
 
-# what the model reads of a state, as the persona says it (the tools' ``value_display``)
-TASK_STATUS = {"open": "未完了", "done": "完了"}
+# what the model reads of a goal's state, as the persona says it (a task's is the tools' own
+# ``value_display``: ``tool_words``)
 GOAL_STATUS = {"active": "進行中", "draft": "設定中", "done": "達成"}
 # the conversation's state (``state.session``) and the last answer's kind (its output type)
 SESSION_MODES = {
@@ -80,6 +84,38 @@ SOURCE_LABELS = {
     "agent_state": "作業の状態",
     "persona_ext": "学んだ好み",
 }
+
+
+@dataclass(frozen=True)
+class ToolWords:
+    """What the tool catalogue says a user reads: each tool's name (「チームのタスクの確認」) and a
+    task's status (「未完了」), the words the replies use too."""
+
+    names: dict[str, str]
+    task_status: dict[str, str]
+
+    def tool(self, name: str) -> str:
+        """「チームのタスクの確認〔view_team_tasks〕」: the name people read beside the one the model
+        calls; the name alone for a tool the catalogue does not have (an organisation's skill)."""
+        shown = self.names.get(name)
+        return f"{shown}〔{name}〕" if shown else name
+
+
+def tool_words() -> ToolWords:
+    """The words of the catalogue in use (``CHARTER_TOOLS_FILE`` or the packaged one)."""
+    return _tool_words(config_files.current().tools or TOOLS_FILE)
+
+
+@functools.lru_cache(maxsize=4)
+def _tool_words(path: Path) -> ToolWords:
+    """Read once per file: a task status is what the tools that take one show for it (the
+    first tool's word for a value wins; ``tests/unit/context`` holds them to agree)."""
+    entries = read_catalogue(path).tools
+    status: dict[str, str] = {}
+    for entry in entries:
+        for value, word in entry.value_display.get("status", {}).items():
+            status.setdefault(value, word)
+    return ToolWords({e.name: e.display_name for e in entries}, status)
 
 
 def _day(value: Any, today: date, missing: str) -> str:
@@ -115,12 +151,10 @@ def _session_lines(session: dict[str, Any], pending: dict[str, Any] | None) -> l
     if session.get("last_intent"):
         intent = str(session["last_intent"])
         lines.append(f"直前の応答: {LAST_INTENTS.get(intent, _clip(intent, 80))}")
-    for key, label in (
-        ("last_tool_called", "直前のツール"),
-        ("last_error", "直前のエラー"),
-    ):
-        if session.get(key):
-            lines.append(f"{label}: {_clip(session[key], 80)}")
+    if session.get("last_tool_called"):
+        lines.append(f"直前の操作: {_clip(tool_words().tool(str(session['last_tool_called'])), 80)}")
+    if session.get("last_error"):
+        lines.append(f"直前のエラー: {_clip(session['last_error'], 80)}")
     flow = session.get("goal_flow") or {}
     if flow.get("goal_id"):
         lines.append(f"目標設定の途中（次に聞くこと: {flow.get('step')}、目標ID: {flow.get('goal_id')}）")
@@ -143,6 +177,7 @@ def build_sections(
     user = v.get("user") or fallback_user
     local = now.astimezone(JST)
     departments = v.get("departments") or {}
+    task_status = tool_words().task_status
     today = local.date()
     sections = [
         Section(
@@ -185,7 +220,7 @@ def build_sections(
             _title(SOURCE_LABELS["tasks"], truths.get("tasks")),
             [
                 f"- {_clip(t.get('body'), 120)}（期限: {_day(t.get('limit_date'), today, 'なし')}、"
-                f"状態: {TASK_STATUS.get(str(t.get('status')), t.get('status'))}）"
+                f"状態: {task_status.get(str(t.get('status')), t.get('status'))}）"
                 for t in v.get("tasks") or []
             ],
         ),

@@ -14,8 +14,10 @@ from context_fakes import context_input
 from shared_lib.adapters.memory_store import MemoryStore
 from shared_lib.context import ContextBuilder
 from shared_lib.context.record import record, render_recorded
-from shared_lib.context.render import SOURCE_LABELS, build_sections, render
+from shared_lib.context.render import SOURCE_LABELS, build_sections, render, tool_words
 from shared_lib.context.sources import default_sources
+from shared_lib.settings import config_files
+from shared_lib.tools.catalog import TOOLS_FILE, read_catalogue
 from shared_lib.tools.directory import seed_directory
 from shared_lib.turn.envelope import ContextSection
 
@@ -110,6 +112,49 @@ def test_the_conversations_state_is_said_in_japanese(session, shown):
     assert not re.search(
         r"normal|confirmation_pending|multi_step_flow|error_recovery|text_response|tool_call", text
     )
+
+
+@pytest.mark.parametrize(
+    ("tool", "shown"),
+    [
+        ("view_team_tasks", "直前の操作: チームのタスクの確認〔view_team_tasks〕"),
+        ("chatwork_task_create", None),  # whatever the catalogue calls it, beside the id
+        ("kintai_export_v2", "直前の操作: kintai_export_v2"),  # an organisation's skill: the id alone
+    ],
+)
+def test_the_last_operation_is_named_as_the_replies_name_it_beside_the_id_the_model_calls(tool, shown):
+    text = rendered({"session": {"mode": "normal", "last_tool_called": tool}})
+    names = {e.name: e.display_name for e in read_catalogue().tools}
+    expected = shown or f"直前の操作: {names[tool]}〔{tool}〕"
+    assert expected in text, text
+    assert "直前のツール" not in text
+
+
+def test_a_tasks_state_is_the_word_the_task_tools_show_for_it_and_they_agree():
+    entries = [e for e in read_catalogue().tools if "status" in e.value_display]
+    assert len(entries) >= 2  # the team view and the task search both take a status
+    for value in ("open", "done"):
+        words = {e.value_display["status"][value] for e in entries}
+        assert len(words) == 1, f"the task tools say {value!r} differently: {words}"
+        (word,) = words
+        assert tool_words().task_status[value] == word
+        text = rendered({"tasks": [{"body": "月曜の朝会の資料", "limit_date": None, "status": value}]})
+        assert f"状態: {word}）" in text
+
+
+def test_another_catalogue_says_a_tasks_state_in_its_own_words(tmp_path):
+    raw = TOOLS_FILE.read_text(encoding="utf-8").replace('"open": "未完了"', '"open": "まだ"')
+    assert '"まだ"' in raw
+    other = tmp_path / "tools.json"
+    other.write_text(raw, encoding="utf-8")
+    before = config_files.current()
+    config_files.configure(config_files.ConfigFiles(tools=other))
+    try:
+        text = rendered({"tasks": [{"body": "稟議書の回覧", "limit_date": None, "status": "open"}]})
+    finally:
+        config_files.configure(before)
+    assert "状態: まだ）" in text
+    assert "状態: 未完了）" in rendered({"tasks": [{"body": "稟議書の回覧", "status": "open"}]})
 
 
 def test_a_department_is_named_as_people_say_it_beside_the_id_the_team_views_take():
