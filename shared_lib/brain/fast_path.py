@@ -13,20 +13,29 @@ from __future__ import annotations
 
 import unicodedata
 
-from shared_lib.brain.config import BrainConfig
+from shared_lib.brain.config import BrainConfig, FastPath
 
 _EDGE_CATEGORIES = ("P", "S", "Z", "C")  # punctuation, symbols (emoji), spaces, controls
+# what an emoji is written with besides its symbol: the variation selectors (☀️ is U+2600 U+FE0F)
+# and the keycap's enclosing mark; marks, not symbols, so the categories alone keep them
+_EMOJI_MARKS = frozenset(chr(c) for c in (*range(0xFE00, 0xFE10), 0x20E3))
+
+
+def _edge(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in _EDGE_CATEGORIES or ch in _EMOJI_MARKS
 
 
 def normalise(text: str) -> str:
-    """NFKC, lower case, without punctuation, emoji or spaces at either end."""
+    """NFKC, lower case, without punctuation, emoji or spaces at either end.
+
+    >>> normalise("おはようございます〜☀️"), normalise("お疲れ様です！☺️✌️"), normalise("❤️ありがとう")
+    ('おはようございます', 'お疲れ様です', 'ありがとう')
+    """
     norm = unicodedata.normalize("NFKC", text).strip().lower()
     start, end = 0, len(norm)
-    while start < end and unicodedata.category(norm[start])[0] in _EDGE_CATEGORIES:
+    while start < end and _edge(norm[start]):
         start += 1
-    while end > start and (
-        unicodedata.category(norm[end - 1])[0] in _EDGE_CATEGORIES or norm[end - 1] in "〜~ー"
-    ):
+    while end > start and (_edge(norm[end - 1]) or norm[end - 1] in "〜~ー"):
         end -= 1
     return norm[start:end]
 
@@ -36,5 +45,18 @@ def match(text: str, cfg: BrainConfig) -> str | None:
     norm = normalise(text)
     if not norm:
         return None
-    table = {normalise(k): v for k, v in cfg.fast_path.patterns.items()}
-    return table.get(norm)
+    return _table(cfg.fast_path).get(norm)
+
+
+# the normalised patterns of the configuration in use, by the identity of its (frozen) section:
+# a turn asks three times (the router, the brain, its shadow), each normalising every pattern
+_tables: dict[int, tuple[FastPath, dict[str, str]]] = {}
+
+
+def _table(section: FastPath) -> dict[str, str]:
+    held = _tables.get(id(section))
+    if held is None or held[0] is not section:
+        if len(_tables) > 8:  # configurations come and go in tests; a process keeps one
+            _tables.clear()
+        held = _tables[id(section)] = (section, {normalise(k): v for k, v in section.patterns.items()})
+    return held[1]

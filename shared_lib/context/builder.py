@@ -48,6 +48,9 @@ from shared_lib.tools.task_backend import TaskBackend
 from shared_lib.turn.callctx import remaining as budget_left
 
 SourceStatus = Literal["ok", "failed", "timeout", "skipped"]
+# the sources that answer ``None`` when they were not asked (knowledge on demand only; neither
+# for a turn no model answers): recorded ``skipped``, not an empty read
+RECALLED = frozenset({"knowledge", "episodes"})
 KNOWLEDGE_TRIGGERS = (
     "?",
     "？",
@@ -122,6 +125,10 @@ class ContextInput:
     now: datetime
     user_name: str | None = None
     embedder: Embedder | None = None  # the knowledge and episodes sources' hybrid search; None: keyword only
+    # the fast path answers the turn; the text reads as an answer to a confirmation (then nothing
+    # is recalled: ``sources.answered_without_recall``)
+    greeting: bool = False
+    reads_as_answer: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,7 +208,7 @@ class ContextBuilder:
     def build(self, inp: ContextInput, required: Collection[str] = ()) -> BuiltContext:
         cfg = self.config
         known = (
-            known_documents(inp.org_id, inp.user_id, inp.conversation_key, inp.text)
+            known_documents(inp.org_id, inp.user_id, inp.conversation_key, "" if inp.greeting else inp.text)
             if not self.sources
             else []
         )
@@ -222,6 +229,8 @@ class ContextBuilder:
             embedder=OnceEmbedder(inp.embedder) if inp.embedder is not None else None,
             episodes_limit=cfg.episodes_limit,
             lists=self.lists,
+            greeting=inp.greeting,
+            reads_as_answer=inp.reads_as_answer,
         )
         specs = self.sources or default_sources(tasks_truth=1 if inp.tasks.external else 2)
         off = [s for s in specs if s.name in cfg.sources_off]
@@ -313,7 +322,7 @@ class ContextBuilder:
                     records[spec.name] = _failed(spec, exc)
                     continue
                 values[spec.name] = value
-                status: SourceStatus = "skipped" if value is None and spec.name == "knowledge" else "ok"
+                status: SourceStatus = "skipped" if value is None and spec.name in RECALLED else "ok"
                 records[spec.name] = SourceRecord(
                     spec.name, status, spec.truth, spec.priority, _count(value), ms
                 )

@@ -116,6 +116,10 @@ class SourceRequest:
     embedder: Embedder | None = None
     episodes_limit: int = 3
     lists: OrgLists | None = None  # the process's lists (``ContextBuilder``); None reads each time
+    # what the context layer knows before any read (``ContextInput``): the fast path answers the
+    # turn from the catalogue; the text reads as an answer to a confirmation (「はい」, 「2」)
+    greeting: bool = False
+    reads_as_answer: bool = False
 
     def kept(self, name: str, fetch: Callable[[], T]) -> T:
         """``fetch()``, or the process's copy of it (``OrgLists``)."""
@@ -238,20 +242,37 @@ def _persona_ext(r: SourceRequest) -> dict[str, Any]:
     return load_ext(r.store, r.org_id)
 
 
+def answered_without_recall(r: SourceRequest) -> bool:
+    """Whether no model reads what the turn would recall: a greeting the fast path answers from
+    the catalogue, or an answer to the confirmation the conversation waits on, which the state
+    answers (seed 000 §5.1.7: 「はい」 runs the action, 「いいえ」 drops it). Its search would cost
+    an embedding (a model call in the cloud, 17–40 ms of CPU with the local one) and a round trip
+    for nothing. Only a text that reads as an answer looks at the session (the batch's document:
+    no round trip of its own), so a question's search starts at once, beside the other sources."""
+    if r.greeting:
+        return True
+    if not r.reads_as_answer:
+        return False
+    return bool(load_session(r.store, r.org_id, r.conversation_key, r.now).get("pending_action"))
+
+
 def _knowledge(r: SourceRequest) -> list[dict[str, Any]] | None:
-    if not wants_knowledge(r.text, r.knowledge_triggers):
+    if not wants_knowledge(r.text, r.knowledge_triggers) or answered_without_recall(r):
         return None  # on demand only: not asked for
     return search_knowledge(
         r.store, r.org_id, r.text, r.knowledge_limit, embedder=r.embedder, user_id=r.user_id
     )
 
 
-def _episodes(r: SourceRequest) -> list[dict[str, Any]]:
+def _episodes(r: SourceRequest) -> list[dict[str, Any]] | None:
     """What happened that the turn's text is about (seed 001 §22.6): the nearest episodes the
     speaker may read, each with when. An organisation with no episode reads one statistics
-    document and stops; otherwise one hybrid search, which runs beside the other sources."""
+    document and stops; otherwise one hybrid search, which runs beside the other sources.
+    ``None`` (skipped) for a turn no model answers (``answered_without_recall``)."""
     if not r.text.strip():
         return []
+    if answered_without_recall(r):
+        return None
     return search_episodes(
         r.store, r.org_id, r.text, r.episodes_limit, embedder=r.embedder, user_id=r.user_id
     )

@@ -92,6 +92,7 @@ def core(turn: Turn, rt: Runtime) -> Outcome:
     turn.flags = flags
     if flag_error:
         turn.add_error(BrainError.of("memory_access_error", f"flags: {flag_error}", layer="context"))
+    greeting, reads_as_answer = _answered_from_text(turn, rt)
     built = rt.context_builder.build(
         ContextInput(
             store=rt.store,
@@ -104,6 +105,8 @@ def core(turn: Turn, rt: Runtime) -> Outcome:
             now=rt.clock(),
             user_name=turn.inbound.user_name,
             embedder=rt.embedder,
+            greeting=greeting,
+            reads_as_answer=reads_as_answer,
         ),
         # what the execution path needs is waited for within the turn's budget (a slow store, not a down one)
         required=load_brain_config().degraded.store_sources,
@@ -141,6 +144,21 @@ def core(turn: Turn, rt: Runtime) -> Outcome:
         detail=f"arm={flags.arm} route={r.route}/{r.source} local_only={int(r.local_only)} "
         f"{summary_line(built)}{batch}",
     )
+
+
+def _answered_from_text(turn: Turn, rt: Runtime) -> tuple[bool, bool]:
+    """What the text alone says before any read: the fast path will answer it (a greeting,
+    as the brain decides it: a person's first step, the flags document not switching the fast
+    path off), and it reads as an answer to a confirmation. The sources recall nothing for a
+    greeting, nor for an answer when the session waits on a confirmation
+    (``context.sources.answered_without_recall``)."""
+    if turn.step != 0:  # as the brain decides both: a later step is neither
+        return False, False
+    rest = split_commands(turn.inbound.text).rest
+    text = rest if rest.strip() else turn.inbound.text
+    doc = flags_document(rt)
+    greeting = (doc is None or doc.fast_path) and fast_path.match(text, load_brain_config()) is not None
+    return greeting, read_answer(text, rt.policy.confirmation).kind != "other"
 
 
 def remember_words(turn: Turn, rt: Runtime, outcome: Outcome) -> None:

@@ -498,3 +498,82 @@ def test_a_team_asked_for_by_its_department_name_is_found_through_the_context(rt
     # AND the person reads the team's task and the department's name, never its id
     said = reply(rt)
     assert "見積書を作成" in said and "企画部" in said and "d1" not in said, said
+
+
+# -- what a turn answered without the model recalls: nothing ---------------------------------------------------
+class CountingEmbedder:
+    """The runtime's embedder, counting the texts it embeds (the recall's cost: a model call in
+    the cloud, tens of milliseconds of CPU with the local model)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.dimensions = inner, inner.name, inner.dimensions
+        self.texts: list[str] = []
+
+    def embed(self, texts: Any, *, kind: Any) -> Any:
+        self.texts += list(texts)
+        return self.inner.embed(texts, kind=kind)
+
+
+def test_a_greeting_and_a_yes_to_a_confirmation_recall_nothing_while_a_question_recalls_the_episode(
+    rt, server
+):
+    from shared_lib.memory.episode_index import index_episode
+    from shared_lib.memory.episodes import episode_path
+
+    assert rt.embedder is not None
+    counting = CountingEmbedder(rt.embedder)
+    rt.embedder = counting
+    # GIVEN an episode of u1's: what 佐藤さん said about expenses last week
+    episode = {
+        "id": "e-keihi",
+        "type": "event_driven",
+        "date": "2026-11-20",
+        "time": "16:10:00",
+        "story_text": "山田さんが「経費精算は12月からクラウドのシステムに移行する」と教えてくれたウル。",
+        "metadata": {"tags": ["経費精算"]},
+        "user_ids": ["u1"],
+    }
+    rt.store.set(episode_path(ORG, "e-keihi"), episode)
+    assert index_episode(rt.store, rt.embedder, ORG, "e-keihi", episode, now=datetime.now(UTC))
+    # WHEN u1 asks about it, typo and dialect included, THEN the context recalls it (its text embedded)
+    asked = say(rt, "経費精算のクラウド移行って、結局いつからやったっけ？")
+    assert (
+        "経費のクラウド" in asked["context_summary"] or "クラウドのシステムに移行" in asked["context_summary"]
+    )
+    assert any("経費精算" in t for t in counting.texts)
+    # WHEN u1 greets THEN the fast path answers and nothing is recalled: no embedding, no search
+    before = len(counting.texts)
+    greeted = say(rt, "おはようございます〜☀️")
+    assert greeted["arm"] == "fast_path" and len(counting.texts) == before
+    assert "episodes:skipped" in json.dumps(greeted, ensure_ascii=False, default=str)
+    # WHEN a task proposed with medium confidence waits on u1's confirmation
+    unsure = {
+        "output_type": "tool_call",
+        "reasoning": {
+            "intent_understanding": "田中さんに見積書の作成を頼みたいという依頼",
+            "context_used": ["ユーザーの最新メッセージ"],
+            "tool_selection_reason": "タスクを作るツールを提案する",
+        },
+        "confidence": {"overall": 0.6},
+        "needs_confirmation": True,
+        "tool_calls": [
+            {
+                "tool_name": "chatwork_task_create",
+                "parameters": {"body": "見積書を作成", "assignee_name": "田中", "limit_date": "金曜"},
+            }
+        ],
+    }
+    scenario(server, decision_rule("見積書", unsure))
+    proposed = say(rt, "田中さんに見積書の作成、金曜までにお願いできる？")
+    assert proposed["guardian_action"] == "confirm" and stored(rt, "tasks") == []
+    before, calls = len(counting.texts), len(server.requests)
+    # AND u1 answers 「はい！お願いします🙏」
+    answered = say(rt, "はい！お願いします🙏")
+    # THEN the state runs it once with no proposal asked of the model (the result is phrased), and
+    # nothing was recalled for it: no embedding, and no request carries a recalled episode
+    assert [t["body"] for t in stored(rt, "tasks")] == ["見積書を作成"]
+    made = [r["body"] for r in server.requests[calls:]]
+    assert made and all(b.get("tool_choice") != {"type": "tool", "name": "submit_proposal"} for b in made)
+    assert not any("思い出した出来事" in json.dumps(b, ensure_ascii=False) for b in made)
+    assert len(counting.texts) == before, counting.texts[before:]
+    assert "episodes:skipped" in json.dumps(answered, ensure_ascii=False, default=str)

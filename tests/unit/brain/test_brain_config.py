@@ -71,6 +71,14 @@ def test_given_a_broken_brain_config_when_loading_then_a_config_error_names_the_
         ("こんにちは〜", "fast_hello"),
         ("ありがとう。", "fast_thanks"),
         ("お疲れ様です!", "fast_otsukare"),
+        # emoji written with a variation selector (☀️ is U+2600 U+FE0F) or as a keycap, either end
+        ("おはようございます〜☀️", "fast_good_morning"),
+        ("お疲れさまです☺️✌️", "fast_otsukare"),
+        ("❤️ありがと❤️", "fast_thanks"),
+        ("こんばんは🌙⭐️", "fast_good_evening"),
+        ("よろしくお願いします🙇‍♂️", "fast_yoroshiku"),  # a ZWJ sequence
+        ("ありがとうございます👍🏻", "fast_thanks"),  # a skin tone
+        ("1️⃣こんにちは", None),  # a keycap digit is a digit: more than a greeting
     ],
 )
 def test_given_a_trivial_greeting_when_matched_then_the_persona_key(text, key):

@@ -15,6 +15,7 @@ from shared_lib.context import ContextBuilder, ContextConfig, ContextInput, reco
 from shared_lib.memory.episode_index import index_episode, reindex_episodes
 from shared_lib.memory.episodes import episode_path
 from shared_lib.memory.index import index_text, source_path
+from shared_lib.state.session import set_pending
 from shared_lib.tools.directory import seed_directory
 from shared_lib.tools.handlers.memory import search_episodes
 from shared_lib.tools.task_backend import StoreTaskBackend
@@ -121,7 +122,7 @@ def test_given_an_episode_when_recalled_then_it_says_when_it_happened_in_japan_t
     assert hit["when"] == "2026-11-25T23:30+09:00" and "クラウド" in hit["content"]
 
 
-def build(store, embedder, text: str, user: str = ME, budget: int = 2000):
+def build(store, embedder, text: str, user: str = ME, budget: int = 2000, **said: bool):
     return ContextBuilder(ContextConfig(token_budget=budget)).build(
         ContextInput(
             store=store,
@@ -133,8 +134,47 @@ def build(store, embedder, text: str, user: str = ME, budget: int = 2000):
             text=text,
             now=NOW,
             embedder=embedder,
+            **said,
         )
     )
+
+
+def test_given_a_greeting_the_fast_path_answers_then_nothing_is_recalled_nor_embedded(store):
+    embedder = NgramEmbedder()
+    seeded(store, embedder)
+    embedder.calls.clear()
+    built = build(store, embedder, "お疲れさまです〜☕", greeting=True)
+    assert built.records["episodes"].status == "skipped" and embedder.calls == []
+    assert "【思い出した出来事】" not in built.rendered
+
+
+@pytest.mark.parametrize("answer", ["はい！お願いします🙏", "ＯＫです", "いいえ、やめときます"])
+def test_given_an_answer_to_the_confirmation_the_conversation_waits_on_then_nothing_is_recalled(
+    store, answer
+):
+    embedder = NgramEmbedder()
+    seeded(store, embedder)
+    # GIVEN the conversation waits on my confirmation of a task about the expenses
+    set_pending(
+        store,
+        ORG,
+        f"{ORG}/r1/{ME}",
+        {"approval_id": "ap-7k2m9q", "user_id": ME, "summary": "経費精算のタスクを作成"},
+        NOW,
+    )
+    embedder.calls.clear()
+    # WHEN I answer it THEN the state answers: no search, no embedding
+    built = build(store, embedder, answer, reads_as_answer=True)
+    assert built.records["episodes"].status == "skipped" and embedder.calls == []
+
+
+def test_given_a_yes_with_no_confirmation_waiting_then_the_search_runs_as_for_any_text(store):
+    embedder = NgramEmbedder()
+    seeded(store, embedder)
+    embedder.calls.clear()
+    built = build(store, embedder, "はい、経費精算のクラウド移行の件です", reads_as_answer=True)
+    assert built.records["episodes"].status == "ok" and embedder.calls
+    assert "【思い出した出来事】" in built.rendered
 
 
 def test_given_a_turn_about_a_lived_topic_then_the_context_shows_the_episode_with_its_date(store, embedder):
