@@ -48,15 +48,14 @@ def match(text: str, cfg: BrainConfig) -> str | None:
     return _table(cfg.fast_path).get(norm)
 
 
-# the normalised patterns of the configuration in use, by the identity of its (frozen) section:
+# the normalised patterns of the configuration in use (its frozen section, the last one asked):
 # a turn asks three times (the router, the brain, its shadow), each normalising every pattern
-_tables: dict[int, tuple[FastPath, dict[str, str]]] = {}
+_held: tuple[FastPath, dict[str, str]] | None = None
 
 
 def _table(section: FastPath) -> dict[str, str]:
-    held = _tables.get(id(section))
+    global _held
+    held = _held
     if held is None or held[0] is not section:
-        if len(_tables) > 8:  # configurations come and go in tests; a process keeps one
-            _tables.clear()
-        held = _tables[id(section)] = (section, {normalise(k): v for k, v in section.patterns.items()})
+        held = _held = (section, {normalise(k): v for k, v in section.patterns.items()})
     return held[1]

@@ -190,11 +190,8 @@ def classifier(turn: Turn, rt: Runtime) -> Classify | None:
         return None
     if (left := remaining()) is not None and left <= 0:  # the turn's budget is spent: no call starts
         return None
-    rest = split_commands(turn.inbound.text).rest
-    doc = flags_document(rt)
-    if (doc is None or doc.fast_path) and fast_path.match(rest, load_brain_config()):
-        return None
-    if turn.context.pending_action and read_answer(rest, rt.policy.confirmation).kind != "other":
+    greeting, reads_as_answer = _answered_from_text(turn, rt)
+    if greeting or (turn.context.pending_action and reads_as_answer):
         return None
     return llm_classifier(rt.llm, model=fast_model(rt), record=partial(add_call_usage, turn, rt.prices))
 
