@@ -22,8 +22,10 @@ an entry whose schema is invalid is not offered to the model (and fails the chec
 from __future__ import annotations
 
 import copy
+import json
 import logging
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -58,7 +60,9 @@ def _resolve(node: Any, defs: dict[str, Any]) -> Any:
         target = defs[str(node["$ref"]).rsplit("/", 1)[-1]]
         merged = {**copy.deepcopy(target), **{k: v for k, v in node.items() if k != "$ref"}}
         return _resolve(merged, defs)
-    out = {k: _resolve(v, defs) for k, v in node.items() if k not in ("title", "$defs")}
+    out = {k: _resolve(v, defs) for k, v in node.items() if k not in ("title", "$defs", "properties")}
+    if isinstance(node.get("properties"), dict):  # parameter names, not keywords: a "title" parameter stays
+        out["properties"] = {name: _resolve(sub, defs) for name, sub in node["properties"].items()}
     if "const" in out:
         out["enum"] = [out.pop("const")]
         out.setdefault("type", json_type(out["enum"][0]))
@@ -74,12 +78,29 @@ def _resolve(node: Any, defs: dict[str, Any]) -> Any:
 
 
 def input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The flattened tool input schema of ``model``: a fresh copy each call (callers may change it)."""
+    schema: dict[str, Any] = json.loads(_converted(model)[0])
+    return schema
+
+
+def schema_problems(model: type[BaseModel]) -> tuple[str, ...]:
+    """What ``validate_input_schema`` finds wrong in ``model``'s input schema (none for a valid one)."""
+    return _converted(model)[1]
+
+
+@lru_cache(maxsize=1024)
+def _converted(model: type[BaseModel]) -> tuple[str, tuple[str, ...]]:
+    """A parameter model's schema (as JSON text) and its problems, once per class: pydantic's JSON
+    Schema generation is about a millisecond a tool, and every proposal request carries every tool,
+    so converting them anew each turn cost the brain ~15 ms of CPU a turn. A class's schema cannot
+    change once it is defined; an organisation's skill has a class of its own, so it has its own entry
+    (the cache holds the class, so its id is never reused while the entry lives)."""
     raw = model.model_json_schema()
     schema: dict[str, Any] = _resolve(raw, raw.get("$defs", {}))
     schema["type"] = "object"
     schema.setdefault("properties", {})
     schema["required"] = list(schema.get("required", []))
-    return schema
+    return json.dumps(schema, ensure_ascii=False), tuple(validate_input_schema(schema))
 
 
 def describe(spec: ToolSpec, config: ToolConversionConfig) -> str:
@@ -103,7 +124,7 @@ def anthropic_tool_definitions(
     tools = []
     for spec in registry.enabled():
         tool = tool_definition(spec, cfg)
-        problems = validate_input_schema(tool["input_schema"]) if cfg.validate_schema else []
+        problems = schema_problems(spec.params) if cfg.validate_schema else ()
         if problems:
             log.error("tool %s left out of the LLM's tools: %s", spec.name, "; ".join(problems))
             continue

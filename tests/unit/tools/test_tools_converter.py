@@ -19,10 +19,15 @@ from shared_lib.wiring.features import tool_registry
 
 
 def _walk(node):
+    """Every schema node: a ``properties`` map's keys are parameter names, not keywords."""
     if isinstance(node, dict):
         yield node
-        for value in node.values():
-            yield from _walk(value)
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                for sub in value.values():
+                    yield from _walk(sub)
+            else:
+                yield from _walk(value)
     elif isinstance(node, list):
         for value in node:
             yield from _walk(value)
@@ -127,3 +132,45 @@ def test_given_a_disabled_tool_or_an_invalid_schema_when_converted_then_it_is_le
         ]
     )
     assert [t["name"] for t in anthropic_tool_definitions(registry)] == ["knowledge_search"]
+
+
+def test_given_a_proposal_per_turn_then_each_parameter_model_is_converted_once_and_a_caller_gets_its_own_copy(
+    monkeypatch,
+):
+    """Every proposal request carries every tool: pydantic's schema generation runs once per class
+    (it was ~1 ms a tool, every step of every turn), and a caller changing what it got changes
+    nothing for the next."""
+
+    class Fresh(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        title: str = Field(description="件名（例: 見積書の作成📄）")
+        when: Literal["今日", "明日"] = Field(default="今日", description="いつ")
+
+    base = tool_registry()
+    registry = ToolRegistry([replace(base.get("save_memory"), params=Fresh), base.get("knowledge_search")])
+    generated: list[str] = []
+    original = BaseModel.model_json_schema.__func__
+
+    def counting(cls, *args, **kwargs):
+        generated.append(cls.__name__)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(BaseModel, "model_json_schema", classmethod(counting))
+    first = anthropic_tool_definitions(registry)
+    first[0]["input_schema"]["properties"]["title"]["description"] = "changed by a caller"
+    first[0]["input_schema"]["required"].append("when")
+    for _ in range(5):
+        again = anthropic_tool_definitions(registry)
+    assert generated.count("Fresh") == 1
+    assert again[0]["input_schema"]["properties"]["title"]["description"] == "件名（例: 見積書の作成📄）"
+    assert again[0]["input_schema"]["required"] == ["title"]
+    assert input_schema(Fresh) == again[0]["input_schema"] and input_schema(Fresh) is not input_schema(Fresh)
+
+
+def test_given_a_parameter_named_title_then_the_model_is_offered_it():
+    """``title`` is a JSON Schema keyword pydantic writes on every node, and a parameter name too
+    (the goal's 「目標の内容」): only the keyword is dropped."""
+    goal = tool_definition(tool_registry().get("goal_registration"))["input_schema"]
+    assert goal["properties"]["title"]["type"] == "string"
+    assert goal["properties"]["title"]["maxLength"] == 200
+    assert not any("title" in node for node in _walk(goal))
