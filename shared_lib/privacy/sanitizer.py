@@ -51,8 +51,11 @@ composed it (the LLM's text, a template filled from a tool result, a confirmatio
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -101,6 +104,11 @@ class RuleSet(BaseModel):
 # (about 0.5 MiB at the worst), each looked up once per mask instead of folded and run by every rule.
 CLEAN_MEMO_CHARS = 64
 CLEAN_MEMO_SIZE = 4096
+# Longer clean texts are remembered by a digest (``Sanitizer._clean_long``), the most recently
+# seen this many: the Base system prompt (persona and instructions, ~8,000 characters) is in every
+# LLM call the call log masks, and the classifier's prompt in every classification; 21 rules over
+# the Base cost ~7 ms a call. 16 bytes an entry; a collision would need BLAKE2b's to be broken.
+CLEAN_DIGESTS = 256
 
 
 class Sanitizer:
@@ -117,6 +125,8 @@ class Sanitizer:
         # Only a text that held nothing is remembered, so the memo holds no value; a text is
         # clean under these rules or not, whoever asks (the session numbers found values only).
         self._clean: set[str] = set()
+        self._clean_long: OrderedDict[bytes, None] = OrderedDict()
+        self._long_lock = threading.Lock()
 
     @classmethod
     def from_file(cls, path: Path | str) -> Sanitizer:
@@ -135,11 +145,35 @@ class Sanitizer:
             return text, vault
         return self._apply(text, _Session(vault)), vault
 
+    def _known_clean(self, text: str) -> bytes | None:
+        """``None`` when ``text`` is known to hold nothing; otherwise the key to remember it by
+        (empty for a short text, which the set holds as it is)."""
+        if len(text) <= CLEAN_MEMO_CHARS:
+            return None if text in self._clean else b""
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._long_lock:
+            if key in self._clean_long:
+                self._clean_long.move_to_end(key)
+                return None
+        return key
+
+    def _remember_clean(self, text: str, key: bytes) -> None:
+        if not key:
+            if len(self._clean) >= CLEAN_MEMO_SIZE:
+                self._clean.clear()  # a new start beats bookkeeping: the common texts come back at once
+            self._clean.add(text)
+            return
+        with self._long_lock:
+            self._clean_long[key] = None
+            while len(self._clean_long) > CLEAN_DIGESTS:
+                self._clean_long.popitem(last=False)
+
     def _apply(self, text: str, session: _Session) -> str:
         """Every rule, in order, over the folded form of ``text`` (``text_fold``); each value
         found replaces its span of ``text`` as typed. A value a rule took is hidden from the
         rules after it behind brackets of its length, as its placeholder once hid it."""
-        if text in self._clean:
+        key = self._known_clean(text)
+        if key is None:
             return text
         folded = fold(text)
         work = folded.text
@@ -151,10 +185,8 @@ class Sanitizer:
                 if not any(a < y and x < b for x, y, _ in taken):
                     taken.append((a, b, session.placeholder(text[a:b], rule.label)))
             work = _hidden(work, found)
-        if not taken and len(text) <= CLEAN_MEMO_CHARS:
-            if len(self._clean) >= CLEAN_MEMO_SIZE:
-                self._clean.clear()  # a new start beats bookkeeping: the common texts come back at once
-            self._clean.add(text)
+        if not taken:
+            self._remember_clean(text, key)
         for a, b, replacement in sorted(taken, reverse=True):
             text = text[:a] + replacement + text[b:]
         return text

@@ -201,3 +201,42 @@ def test_the_memo_of_clean_texts_holds_no_value_and_changes_no_answer():
     assert all("[" in m for m in first[len(clean) :])
     # AND a remembered text inside a longer one is still read whole
     assert s.mask_text("layer_done 090-1234-5678") == "layer_done [PHONE_1]"
+
+
+def test_a_long_clean_prompt_is_read_by_the_rules_once_and_a_long_text_with_a_value_every_time(monkeypatch):
+    """The Base system prompt goes into every LLM call the call log masks: a long clean text is
+    remembered by its digest (the most recent ``CLEAN_DIGESTS``), a long one holding a value never."""
+    from shared_lib.privacy import sanitizer as module
+
+    s = Sanitizer.from_file(RULES_FILE)
+    reads: list[int] = []
+    fold = module.fold
+
+    def counting(text):
+        reads.append(len(text))
+        return fold(text)
+
+    base = (
+        "あなたは「ソウルくん」です。語尾は「ウル」🐺。\n"
+        + "【指示】丁寧に、短く答える。期限は「11月30日（月）」のように書く。\n" * 120
+    )
+    with_value = base + "連絡先: 090-1234-5678（田中）、メール taro.yamada@example.co.jp"
+    monkeypatch.setattr(module, "fold", counting)
+    masked = [s.mask_text(t) for t in (base, with_value, base, with_value, base)]
+    assert masked[0] == masked[2] == masked[4] == base
+    assert masked[1] == masked[3] and "090-1234-5678" not in masked[1] and "[EMAIL_1]" in masked[1]
+    assert reads.count(len(base)) == 1 and reads.count(len(with_value)) == 2
+
+    # AND the memo keeps the most recently used: the Base, used again, outlives newer one-off texts
+    def one_off(i: int) -> str:
+        return s.mask_text(f"（{i}件目の会話の文脈）" + "今日もよろしくお願いします。" * 6)
+
+    for i in range(module.CLEAN_DIGESTS - 1):  # the memo full, the Base its oldest entry
+        one_off(i)
+    s.mask_text(base)
+    for i in range(module.CLEAN_DIGESTS, module.CLEAN_DIGESTS + 10):
+        one_off(i)
+    assert len(s._clean_long) == module.CLEAN_DIGESTS
+    reads.clear()
+    s.mask_text(base)
+    assert reads == []
