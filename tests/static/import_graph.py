@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,9 +34,17 @@ def module_name(path: Path, repo: Path = REPO) -> str:
 
 def imports_of(path: Path, repo: Path = REPO, prefix: str = "shared_lib") -> set[str]:
     """Absolute names of the ``prefix`` modules ``path`` imports (any depth, any branch)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     me = module_name(path, repo)
     package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    return set(_imports(path.read_text(encoding="utf-8"), package, prefix))
+
+
+@lru_cache(maxsize=4096)
+def _imports(text: str, package: str, prefix: str) -> frozenset[str]:
+    """``imports_of`` for a module's text: the same text in the same package imports the same
+    names, so the rules' many readings of the tree (and of its copies, a line changed in one
+    module) parse each module once."""
+    tree = ast.parse(text)
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -50,7 +59,7 @@ def imports_of(path: Path, repo: Path = REPO, prefix: str = "shared_lib") -> set
             found.add(stem)
             # ``from shared_lib import envelope`` imports the module ``shared_lib.turn.envelope``
             found.update(f"{stem}.{a.name}" for a in node.names)
-    return {name for name in found if name == prefix or name.startswith(f"{prefix}.")}
+    return frozenset(name for name in found if name == prefix or name.startswith(f"{prefix}."))
 
 
 def node_of(module: str) -> str:
