@@ -12,6 +12,13 @@ from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 from shared_lib import tracing
 from shared_lib.delivery.topology import TOPOLOGY, Topology
 
+# How long a publish may take before the caller is told it failed: the ingress answers 503 and the
+# channel retries, a push handler answers 5xx and Pub/Sub redelivers. A publish takes tens of
+# milliseconds (the client retries a transient error within it); a webhook sender stops waiting
+# after a few seconds (Slack after 3), so waiting 30, as before, only held an ingress request slot
+# through a Pub/Sub outage, long after the channel had given up and sent its retry.
+PUBLISH_TIMEOUT = 10.0
+
 
 class PubSubBus:
     def __init__(
@@ -19,7 +26,7 @@ class PubSubBus:
         project: str,
         *,
         topology: Topology = TOPOLOGY,
-        timeout: float = 30.0,
+        timeout: float = PUBLISH_TIMEOUT,
         publisher: pubsub_v1.PublisherClient | None = None,
     ) -> None:
         self.project = project
