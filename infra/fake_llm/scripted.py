@@ -503,6 +503,8 @@ _TOOL_OPENINGS: dict[str, str] = {
     "アナウンスの送信": "アナウンスを送ったウル！",
     "権限の変更": "権限を変更したウル！",
     "全社員の一覧の確認": "社員の一覧を確認したウル！",
+    "目標の設定": "目標、受け取ったウル！",
+    "goal_registration": "目標、受け取ったウル！",
     "chatwork_task_create": "タスクを作成したウル！",
     "chatwork_task_complete": "タスクを完了にしたウル！",
     "chatwork_task_search": "タスクを確認したウル！",
@@ -579,7 +581,17 @@ def _last_step(value: Any) -> Any:
 
 def _bookkeeping(key: str) -> bool:
     """Keys a person does not need to hear about: ids, tool names, counters of the machinery."""
-    return key in ("tool", "tool_name", "id", "status", "dry_run", "replayed") or key.endswith("_id")
+    return key in (
+        "tool",
+        "tool_name",
+        "id",
+        "status",
+        "dry_run",
+        "replayed",
+        "started",
+        "next_step",
+        "next_question",
+    ) or key.endswith("_id")
 
 
 def _informative(line: str) -> bool:
@@ -635,7 +647,13 @@ def integrate(text: str) -> str:
     closing = "他にも手伝えることがあったら言ってほしいウル！"
     if opening.startswith("ごめん"):
         closing = "もう一度試してみてほしいウル。"
+    elif asked := _NEXT_QUESTION.findall(text):  # a flow that goes on (the goal's next step) asks, last
+        closing = "次に教えてほしいウル。" + json.loads(f'"{asked[-1]}"')
     return opening + detail + closing
+
+
+# what a flow's result asks next (``goal_registration``'s ``next_question``), as JSON writes it
+_NEXT_QUESTION = re.compile(r'"next_question"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 # --------------------------------------------------------------------------- the router's classifier

@@ -577,3 +577,33 @@ def test_a_greeting_and_a_yes_to_a_confirmation_recall_nothing_while_a_question_
     assert not any("思い出した出来事" in json.dumps(b, ensure_ascii=False) for b in made)
     assert len(counting.texts) == before, counting.texts[before:]
     assert "episodes:skipped" in json.dumps(answered, ensure_ascii=False, default=str)
+
+
+def test_a_goal_said_in_one_message_is_offered_to_the_model_as_its_title_and_kept_in_the_users_words(
+    rt, server
+):
+    """The converter once dropped every key named ``title``, the goal tool's 「目標の内容」 with it:
+    the model was never offered the parameter, so a goal said outright was asked for again."""
+    goal = "基本情報技術者試験に、今年度中に合格する"
+    proposal = {
+        "output_type": "tool_call",
+        "reasoning": {
+            **REASONING,
+            "intent_understanding": "今期の目標として資格試験の合格を登録したいという意図",
+            "tool_selection_reason": "目標登録ツールで、述べられた目標の内容を渡す",
+        },
+        "confidence": {"overall": 0.95},
+        "tool_calls": [{"tool_name": "goal_registration", "parameters": {"title": goal}}],
+    }
+    scenario(server, decision_rule("目標", proposal))
+    # WHEN a person states their goal the way people do in chat
+    record = say(rt, "今期の目標なんですけど、基本情報技術者試験に今年度中に合格する、にします💪")
+    # THEN the proposal request offered the goal tool's title
+    offered = {t["name"]: t for t in product_calls(server)[0]["body"]["tools"]}
+    title = offered["goal_registration"]["input_schema"]["properties"]["title"]
+    assert title["type"] == "string" and "目標の内容" in title["description"]
+    # AND the goal is kept in the person's words, and the next question is the reason, not the goal again
+    goals = stored(rt, "goals")
+    assert record["execution_result"] and [g["title"] for g in goals] == [goal]
+    assert goals[0]["status"] == "draft" and "理由" in reply(rt)
+    assert not any(internal in reply(rt) for internal in ("goal_registration", "why", "next_step", "title"))
