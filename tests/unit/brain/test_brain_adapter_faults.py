@@ -265,3 +265,44 @@ def test_given_an_answer_always_cut_when_completed_then_at_most_three_continuati
     done = complete(llm, request(), max_continuations=3, cap=8192, record=lambda q, r: None)
     assert done.continuations == 3 and done.truncated and len(llm.requests) == 4
     assert done.response.text() == "途中ウル" * 4
+
+
+@pytest.mark.parametrize(
+    "text, tools",
+    [
+        ("来週の定例、何時からだっけ？🙏", False),
+        ("田中さんに見積書を作成するタスクを明日までにお願い", True),
+    ],
+)
+def test_a_streamed_answer_gathered_from_its_events_is_the_whole_answer(server, text, tools):
+    """The adapter gathers the stream's raw events itself (the SDK's helper re-parsed the tool input
+    at every delta): text, a tool's input, the stop reason, the model and every token count come
+    out as the same request answered whole."""
+    llm, _ = adapter(server)
+    asked = request(text, max_tokens=1024)
+    if tools:
+        asked = asked.model_copy(
+            update={
+                "tools": [
+                    {"name": "submit_proposal", "description": "d", "input_schema": {"type": "object"}}
+                ],
+                "tool_choice": {"type": "tool", "name": "submit_proposal"},
+            }
+        )
+    streamed = llm.complete(asked)
+    whole = llm.complete(asked.model_copy(update={"stream": False}))
+
+    def unnamed(content):  # a tool call's id is new in every answer
+        return [{k: v for k, v in block.items() if k != "id"} for block in content]
+
+    assert unnamed(streamed.content) == unnamed(whole.content) and streamed.content
+    assert all(block["id"] for block in streamed.content if block["type"] == "tool_use")
+    assert (streamed.stop_reason, streamed.model, streamed.usage) == (
+        whole.stop_reason,
+        whole.model,
+        whole.usage,
+    )
+    assert streamed.usage.output_tokens > 0 and streamed.usage.input_tokens > 0
+    if tools:
+        (use,) = streamed.tool_uses("submit_proposal")
+        assert isinstance(use["input"], dict) and use["input"]["tool_calls"]
