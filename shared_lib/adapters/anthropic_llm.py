@@ -180,7 +180,8 @@ class _Seen:
             self.closed.add(index)
             parts = self.partial_json.pop(index, None)
             if parts is not None and index in self.blocks:
-                self.blocks[index]["input"] = json.loads("".join(parts)) if "".join(parts).strip() else {}
+                raw = "".join(parts)
+                self.blocks[index]["input"] = json.loads(raw) if raw.strip() else {}
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason
             self._count(event.usage)
@@ -206,12 +207,7 @@ class _Seen:
             )
 
     def _count(self, usage: Any) -> None:
-        for name in (
-            "input_tokens",
-            "output_tokens",
-            "cache_creation_input_tokens",
-            "cache_read_input_tokens",
-        ):
+        for name in LLMUsage.model_fields:  # the SDK's usage names them the same
             value = getattr(usage, name, None)
             if value is not None:
                 self.usage[name] = int(value)
