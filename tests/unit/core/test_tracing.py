@@ -282,6 +282,33 @@ def test_the_store_exporter_writes_every_span_once_and_its_own_writes_make_none(
     assert all(d["expires_at"] > d["start"] for d in docs)
 
 
+def test_the_store_exporter_writes_a_batch_of_spans_in_one_commit_per_400_and_no_transaction():
+    # GIVEN 450 finished spans, as a process's batch processor hands them over
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from infra.bench.hops import CountingStore
+    from shared_lib.adapters.trace_exporter import StoreSpanExporter
+
+    finished = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(finished))
+    tracer = provider.get_tracer("test")
+    for i in range(450):
+        with tracer.start_as_current_span(f"s{i}"):
+            pass
+    spans = finished.get_finished_spans()
+    store = CountingStore(MemoryStore())
+    # WHEN the store exporter exports them
+    assert StoreSpanExporter(store).export(spans) == SpanExportResult.SUCCESS
+    # THEN two commits carry them (400 and 50), with no transaction's begin before either
+    assert dict(store.ops["ingress"]) == {"set_many": 2}
+    # AND every span is one document, once
+    docs = [d for p, d in store.inner.dump().items() if p.startswith("trace_spans/")]
+    assert sorted(d["name"] for d in docs) == sorted(f"s{i}" for i in range(450))
+
+
 def test_turns_show_prints_the_span_tree_from_the_store_exporter(capsys):
     rt = runtime("store")
     turn_id = post(rt, TASK, "e8")
