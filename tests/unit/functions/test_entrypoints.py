@@ -83,17 +83,23 @@ def webhook(text: str = TEXT) -> tuple[str, dict[str, str], bytes]:
     return build_request("http", text, secrets=ChannelSecrets.from_env(os.environ))
 
 
-def test_a_served_process_sets_what_it_built_at_start_apart_from_the_collector():
+def test_a_served_process_sets_what_it_built_at_start_apart_from_the_collector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # GIVEN a fresh process with nothing frozen
     gc.unfreeze()
     assert gc.get_freeze_count() == 0
     # WHEN its first delivery builds the runtime
     rt = push.get_runtime()
     # THEN what it built (the runtime among it) is frozen: a full collection no longer walks it
-    frozen = gc.get_freeze_count()
-    assert frozen > 1000
-    # AND only once: a later delivery reuses the runtime and freezes nothing more
-    assert push.get_runtime() is rt and gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() > 1000
+    # AND only once: a later delivery reuses the runtime and freezes nothing more. Counted by the
+    # calls: the permanent generation's size, read twice, once differed by 48 objects in a
+    # parallel test worker, the cause not found
+    freezes: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(1))
+    assert push.get_runtime() is rt
+    assert freezes == []
 
 
 def push_body(message: Message, *, message_id: str = "1") -> dict[str, Any]:
