@@ -40,9 +40,12 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-# Three workers, a file each at a time, the stack tests first (tests/conftest.py SUITE_ORDER): an
-# e2e test mostly waits on its stack while the other workers' tests use the two cores (two workers
-# left the machine idle half the time: 18:43 against 14:52 for three, 14:56 for four). Each worker
+# Three workers, a file each at a time: an e2e test mostly waits on its stack while the other
+# workers' tests use the two cores (two workers left the machine idle half the time: 18:43 against
+# 14:52 for three, 14:56 for four). pytest-xdist hands the files out by their number of tests, most
+# first (its default --loadscope-reorder), so the one-test stack files come last; handing them out
+# first instead (--no-loadscope-reorder with tests/conftest.py SUITE_ORDER) ran three stacks at once
+# and was not faster (17:52, against 16:22 for the default in the last clean-clone run). Each worker
 # starts its own emulators and stacks on free ports; TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 3
 

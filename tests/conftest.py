@@ -35,10 +35,10 @@ from shared_lib.wiring.composition import apply_process_settings
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
-# The order the workers take the files in (``make test``: pytest-xdist ``--dist loadfile`` hands
-# files out in collection order, one at a time): the tests that wait on a stack or an emulator
-# first, so the last files handed out are the short unit ones and no worker is left with a
-# two-minute file at the end while the others are idle.
+# The order of the collected files: the tests that wait on a stack or an emulator first. It is the
+# run's order in one process (``TEST_WORKERS=0``); pytest-xdist (``make test``) then hands the files
+# out by their number of tests, most first, keeping this order among files of the same count (see
+# the Makefile on why its default stays).
 SUITE_ORDER = ("e2e", "integration", "functional", "static", "unit")
 
 
