@@ -551,10 +551,11 @@ def _scalar_leaves(value: Any, key: str = "") -> Iterator[str]:
         for child in value:
             yield from _scalar_leaves(child, key)
     elif value is not None and not isinstance(value, bool) and str(value) != "" and not _bookkeeping(key):
-        # a bare number says nothing to a person: a count is said as one (「2件」); a person and a
-        # day are said as what they are (「担当は田中太郎さん」「期限は11月30日（月）」)
+        # a bare number says nothing to a person: a count is said as one, unquoted (「該当は2件」,
+        # 「該当は0件」: a quoted 「0件」 read as a title); a person and a day are said as what they
+        # are (「担当は田中太郎さん」「期限は11月30日（月）」)
         if key in _COUNTS:
-            yield f"「{value}件」"
+            yield f"該当は{value}件"
         elif key == "member_count":
             yield f"メンバー{value}人"
         elif key in _PEOPLE:

@@ -811,10 +811,13 @@ def test_given_a_search_then_a_completion_when_integrating_then_the_answer_tells
     assert "見積書" not in said and "「2」" not in said
 
 
-def test_given_a_search_alone_when_integrating_then_a_count_is_said_as_a_count() -> None:
-    results = [{"tool": "タスクの確認", "result": {"assignee": "田中太郎", "count": 3, "tasks": []}}]
+@pytest.mark.parametrize("count", [0, 3, 12])
+def test_given_a_search_alone_when_integrating_then_a_count_is_said_as_a_count(count: int) -> None:
+    results = [{"tool": "タスクの確認", "result": {"assignee": "カズ", "count": count, "tasks": []}}]
     said = integrate(f"結果: {json.dumps(results, ensure_ascii=False)}")
-    assert said.startswith("タスクを確認したウル！") and "「3件」" in said and "「3」" not in said
+    # said, not quoted as if it were a task's title (「「0件」だウル」 read as one)
+    assert said.startswith("タスクを確認したウル！担当はカズさん、") and f"該当は{count}件だウル。" in said
+    assert f"「{count}件」" not in said and f"「{count}」" not in said
 
 
 @pytest.mark.parametrize(
