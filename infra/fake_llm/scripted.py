@@ -30,7 +30,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from infra.fake_llm import handover, heartbeat, jobs, judge, memory_jobs, recall, skills, steps, summary
+from infra.fake_llm import (
+    choice,
+    handover,
+    heartbeat,
+    jobs,
+    judge,
+    memory_jobs,
+    recall,
+    skills,
+    steps,
+    summary,
+)
 from infra.fake_llm.agent_state import with_state_update
 from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
 
@@ -92,10 +103,24 @@ def _limit_date(text: str) -> str | None:
 
 
 def _task_body(text: str, addressee: re.Match[str]) -> str:
+    """What the task is: the words after the person (「田中さんに見積書の作成をお願い」), or, when
+    those only ask (「…のタスク、佐藤さんに振っといて〜」), the words before them."""
     rest = _DATE_PHRASE.sub("", text[addressee.end() :])
     end = _TASK_END.search(rest)
     body = (rest[: end.start()] if end else rest).strip(_TRIM)
+    if not body or _ONLY_ASKING.fullmatch(body):
+        before = _DATE_PHRASE.sub("", text[: addressee.start()])
+        end = _TASK_END.search(before)
+        earlier = (before[: end.start()] if end else before).strip(_TRIM)
+        body = earlier or body
     return body or _quote(text)
+
+
+# the words after the person that only hand the work over: 「振っといて〜」「回しといてくれる？」「投げといて」
+_ONLY_ASKING = re.compile(
+    r"(?:振っ|ふっ|回し|まわし|投げ|頼ん|たのん|渡し|割り振っ|アサインし)(?:て|と|とい|ておい|ちゃ)"
+    r"[ぁ-んー〜~！!？?。🙏]{0,10}"
+)
 
 
 # --------------------------------------------------------------------------- proposal builders
@@ -755,7 +780,8 @@ def answer(request: MessagesRequest) -> Reply:
         else:  # a skill's proposal or call (infra.fake_llm.skills) depends on the tools offered
             # a hand-over check is answered from the conversation the request carries (handover)
             proposal = (
-                handover.proposal(said, request)
+                choice.proposal(said, request, propose)  # 「2」 to its own numbered question
+                or handover.proposal(said, request)
                 or skills.proposal(said, request.tool_names())
                 or _team_view(said, request.system_text())
                 or propose(said)

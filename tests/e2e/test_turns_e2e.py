@@ -229,6 +229,28 @@ def test_a_task_due_kyoujuu_is_created_for_today_and_the_reply_shows_the_date(lo
     assert "解釈できません" not in str(sent.get("body"))
 
 
+@pytest.mark.e2e
+def test_two_people_of_one_name_are_asked_about_and_a_numbered_answer_creates_the_task_once(local_stack):
+    # GIVEN a request for 「佐藤さん」, whom the directory holds twice, and the question it gets
+    r = room()
+    asked = post(local_stack, "12/25までに年末調整の書類を出すタスク、佐藤さんに振っといて〜", room=r)
+    assert local_stack.record(ORG, asked)["response_kind"] == "clarify"
+    local_stack.wait_for(lambda: replies(local_stack, r))
+    [question] = [str(s.get("text")) for s in replies(local_stack, r)]
+    assert "1. 佐藤一郎" in question and "2. 佐藤花子" in question, question
+    # WHEN the person answers by the option's number, full-width and with an emoji, as people do
+    answer = post(local_stack, "２番でお願いします🙏", room=r)
+    # THEN the charter decides it like any request (allowed, executed) and the task is 佐藤花子's, once
+    record = local_stack.record(ORG, answer)
+    assert record["guardian_action"] == "allow" and record["execution_success"] is True, record
+    tasks = [d for _, d in local_stack.store.query(f"orgs/{ORG}/tasks") if d.get("room_id") == r]
+    assert len(tasks) == 1 and "年末調整" in str(tasks[0]["body"]), tasks
+    assert (tasks[0]["assignee_id"], tasks[0]["assignee_name"]) == ("u-sato2", "佐藤花子"), tasks[0]
+    local_stack.wait_for(lambda: len(replies(local_stack, r)) >= 2)
+    said = str(replies(local_stack, r)[-1].get("text"))
+    assert "佐藤花子さん" in said and "12月25日（金）" in said and "chatwork_" not in said, said
+
+
 # small talk long enough to be difficulty 2 (seed 001 §4.4: N=2, no judge), which the model answers in text
 LONG_SMALL_TALK = (
     "今日ほんとに暑いね〜💦 朝から外回りで三件まわってきたんだけど、駅から客先まで歩くだけで汗だくに"

@@ -845,6 +845,15 @@ def test_given_a_search_alone_when_integrating_then_a_count_is_said_as_a_count(c
             "田中さんに12月1日の会議の議事録のタスクお願い",
             {"body": "12月1日の会議の議事録", "assignee_name": "田中"},
         ),
+        # the work first, the person last (「…のタスク、〇〇さんに振っといて〜」): the body is the work
+        (
+            "12/25までに年末調整の書類を出すタスク、田中さんに振っといて〜",
+            {"body": "年末調整の書類を出す", "assignee_name": "田中", "limit_date": "12/25"},
+        ),
+        (
+            "明日までに請求書チェックのタスク 鈴木課長に投げといて！",
+            {"body": "請求書チェック", "assignee_name": "鈴木", "limit_date": "明日"},
+        ),
     ],
 )
 def test_given_titles_and_days_when_a_task_is_asked_then_the_person_and_the_deadline_are_read(
