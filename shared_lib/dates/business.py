@@ -12,6 +12,9 @@ What each word means (Japan's office calendar; holidays other than these are not
   coming one: said after it, next year's.
 * 年末年始: 12/29–1/3 (a range; due 12/28, the last business day before it). Said on 1/1–1/3,
   the one in progress.
+* N営業日以内 / N営業日後: the Nth business day after today, Saturdays, Sundays, 年末年始 and
+  5/3–5/5 not counted (「3営業日以内」 said on a Friday is due Wednesday; 「2営業日後」 said on
+  12/28 is 1/5).
 * 第N曜日: 「来月の第2水曜」「12月の第1月曜」「第3金曜」 — the Nth such weekday of that month; a bare
   one is this month's unless it is past (then next month's), a month without a year is the next
   such month (like a year-less date). A fifth weekday a month lacks does not exist.
@@ -115,7 +118,24 @@ def _nth(m: re.Match[str], now: datetime) -> Part:
     raise DateError("date.nonexistent", f"{said}はありません", expression=said)
 
 
+def business_day(day: date) -> bool:
+    """A weekday outside the holidays this module knows: 年末年始 (12/29–1/3) and Golden Week's
+    5/3–5/5."""
+    md = (day.month, day.day)
+    return day.weekday() < 5 and not (md >= (12, 29) or md <= (1, 3) or (5, 3) <= md <= (5, 5))
+
+
+def _business_days(m: re.Match[str], now: datetime) -> Part:
+    """「3営業日以内」「2営業日後」: the Nth business day after today (``business_day``)."""
+    day, left = now.date(), int(m[1])
+    while left > 0:
+        day += timedelta(days=1)
+        left -= business_day(day)
+    return Part(day, kind="relative")
+
+
 BUSINESS_ATOMS: tuple[tuple[re.Pattern[str], Reader], ...] = (
+    (re.compile(r"(?<!\d)(\d{1,2})\s?営業日(?:以内|後)"), _business_days),
     (re.compile(r"(?:(今週|来週|再来週)の?週?末|週末)"), _weekend),
     (re.compile(r"年明け"), _new_year),
     (re.compile(r"(?:GW|ゴールデン\s?ウ[ィイ]ーク)明け", re.IGNORECASE), _golden_week),

@@ -125,6 +125,19 @@ def _full(m: re.Match[str], now: datetime) -> Part:
     return Part(day, note=_note_check(m, 4, day), year_said=True, doubt=_weekday_doubt(m, 4, day))
 
 
+_YEAR_WORDS = {"今年": 0, "ことし": 0, "来年": 1, "らいねん": 1, "再来年": 2, "さらいねん": 2}
+
+
+def _year_word_day(m: re.Match[str], now: datetime) -> Part:
+    """「来年1月5日」「来年の3/1」「今年の12/25」: the year said by its word, read as said (past or
+    not), like a date written with its year; relative (the word counts from today's year), so a
+    value keeps it as said (``policy.values.iso_date_text``) and is read on the day it is used."""
+    day = checked(now.date().year + _YEAR_WORDS[m[1]], int(m[2]), int(m[3]), m[0])
+    return Part(
+        day, kind="relative", note=_note_check(m, 4, day), year_said=True, doubt=_weekday_doubt(m, 4, day)
+    )
+
+
 def _month_day(m: re.Match[str], now: datetime) -> Part:
     today = now.date()
     day = year_less(int(m[1]), int(m[2]), today, m[0], m[3])
@@ -154,7 +167,9 @@ def _relative_word(m: re.Match[str], now: datetime) -> Part:
 
 
 def _offset(m: re.Match[str], now: datetime) -> Part:
-    today, n, unit = now.date(), int(m[1]), m[2]
+    """「3日後」「2週間後」「1ヶ月後」, and as a deadline 「3日以内」「1週間以内」「1ヶ月以内」: the
+    last day of the span, the same day as 「…後」."""
+    today, n, unit = now.date(), int(m[1]), m[2].replace("以内", "後")
     if unit == "日後":
         return Part(today + timedelta(days=n), kind="relative")
     if unit == "日前":
@@ -263,7 +278,17 @@ ATOMS: tuple[tuple[re.Pattern[str], Reader], ...] = (
     ),
     (re.compile(r"()()(上旬|初旬|中旬|下旬)"), _month_part),
     (re.compile(r"(?<![\d月/])(?:(先月|今月|来月|再来月)の?)?(\d{1,2})日(?!間|後|前|中)" + NOTE), _day_only),
-    (re.compile(r"(?<!\d)(\d{1,3})\s?(日後|日前|週間後|(?:か|カ|ヶ|ケ|箇)?月後)"), _offset),
+    (
+        re.compile(r"(?<!\d)(\d{1,3})\s?(日後|日前|日以内|週間後|週間以内|(?:か|カ|ヶ|ケ|箇)?月(?:後|以内))"),
+        _offset,
+    ),
+    (
+        re.compile(
+            r"(今年|来年|再来年|ことし|らいねん|さらいねん)の?\s?(\d{1,2})\s?[/月]\s?(\d{1,2})(?![\d/])日?"
+            + NOTE
+        ),
+        _year_word_day,
+    ),
     (
         re.compile(
             "(?<![A-Za-z])(?:"

@@ -12,6 +12,7 @@ from shared_lib.cli import main
 from shared_lib.dates import JST, display_date, display_reading, display_time, find, read
 from shared_lib.policy.guardian import evaluate
 from shared_lib.policy.values import is_calendar_date_text, iso_date_text, read_date
+from shared_lib.tools.normalize import normalize_deadline
 from shared_lib.wiring.features import tool_registry
 from tests.unit.policy.policy_fakes import tool_call
 
@@ -120,6 +121,36 @@ def test_the_guardian_checks_relative_expressions_it_used_to_skip(said, code):
     proposal = tool_call("create_event", {"date": said})
     verdict = evaluate(proposal, registry=tool_registry(), now=NOW)
     assert verdict.reason_code == code
+
+
+@pytest.mark.parametrize(
+    ("said", "day"),
+    [
+        ("来年1月5日", "2027-01-05"),
+        ("来年の1/5", "2027-01-05"),
+        ("1週間以内", "2026-12-01"),
+        ("3営業日以内", "2026-11-27"),
+    ],
+)
+def test_a_deadline_said_with_its_year_word_or_as_a_span_passes_the_guardian_and_is_the_day_it_means(
+    said, day
+):
+    # GIVEN a task whose deadline is said as office workers say it (Tuesday 11/24, Tokyo)
+    proposal = tool_call(
+        "chatwork_task_create", {"body": "年始の挨拶状", "assignee_name": "田中", "limit_date": said}
+    )
+    # WHEN the guardian judges it THEN nothing is asked, and the executor's reading is that day
+    assert evaluate(proposal, registry=tool_registry(), now=NOW).reason_code == "pass"
+    assert normalize_deadline(said, NOW) == (day, None)
+
+
+def test_a_year_word_date_with_the_wrong_weekday_is_asked_about():
+    proposal = tool_call(
+        "chatwork_task_create",
+        {"body": "年始の挨拶状", "assignee_name": "田中", "limit_date": "来年1月5日(水)"},
+    )
+    verdict = evaluate(proposal, registry=tool_registry(), now=NOW)
+    assert verdict.action == "confirm" and "1月5日（火）" in verdict.message, verdict
 
 
 def test_cli_prints_the_reading_as_json(capsys):
