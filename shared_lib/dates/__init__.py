@@ -30,11 +30,12 @@ House readings (where the brief was silent):
   day): 今日中/本日中/EOD today, 明日中 tomorrow, 金曜中 the coming Friday; 今週中/週内/
   今週いっぱい this week's Friday, the last business day (said on a Saturday or Sunday it is
   past and ambiguous); 来週中 next Friday; 今月中/月内/月末 the month's last day; 月初 the next
-  1st (today on a 1st); 週明け/来週頭 the next Monday; 年内 12/31; 年度末 3/31 (April–March).
+  1st (today on a 1st); 週明け/来週頭/来週の頭 the next Monday; 年内 12/31; 年度末 3/31 (April–March).
 * Office calendar words (``dates.business``): 今週末/来週末 (Saturday–Sunday, due Friday),
   年明け, GW明け, 年末年始, 第N曜日 (「来月の第2水曜」). 上旬/中旬/下旬: ranges 1–10, 11–20,
   21–end. Nか月後 on a day the month lacks: its last day (ambiguous). N日以内/N週間以内/Nか月以内
-  are due the day N日後/N週間後/Nか月後 is; N営業日以内 counts weekdays. 今年/来年/再来年 before a
+  are due the day N日後/N週間後/Nか月後 is (N年後, 半年後 in months); N営業日以内 counts business
+  days; 今夜中/今晩までに is today (今夜 before an hour is not read: the guardian asks). 今年/来年/再来年 before a
   month and day (「来年1月5日」「来年の1/5」) says the year: read as said.
 * Ranges (「3/5〜3/7」「3/5から3/7まで」「明日から金曜」): ``date`` is the first day,
   ``end_date`` the last, ``deadline`` the last; ``is_past`` when the last day is past.

@@ -166,10 +166,19 @@ def _relative_word(m: re.Match[str], now: datetime) -> Part:
     return Part(now.date() + timedelta(days=_RELATIVE_DAYS[m[0].lower()]), kind="relative")
 
 
+def _tonight(m: re.Match[str], now: datetime) -> Part:
+    """「今夜中」「今晩までに」: today (by the end of it). Not before an hour: 「今夜10時」 is not read
+    (10時 alone would be 10:00), so the guardian asks."""
+    return Part(now.date(), kind="relative")
+
+
 def _offset(m: re.Match[str], now: datetime) -> Part:
-    """「3日後」「2週間後」「1ヶ月後」, and as a deadline 「3日以内」「1週間以内」「1ヶ月以内」: the
-    last day of the span, the same day as 「…後」."""
-    today, n, unit = now.date(), int(m[1]), m[2].replace("以内", "後")
+    """「3日後」「2週間後」「1ヶ月後」「半年後」「1年後」, and as a deadline 「3日以内」「1週間以内」
+    「1ヶ月以内」「1年以内」: the last day of the span, the same day as 「…後」."""
+    today, unit = now.date(), m[2].replace("以内", "後")
+    n = 6 if m[1] == "半" else int(m[1])  # 「半年後」: six months
+    if unit == "年後":  # 「1年後」「2年以内」「半年後」: in months
+        n, unit = (n if m[1] == "半" else 12 * n), "か月後"
     if unit == "日後":
         return Part(today + timedelta(days=n), kind="relative")
     if unit == "日前":
@@ -212,7 +221,14 @@ def _period(m: re.Match[str], now: datetime) -> Part:
         return Part(date(*add_months(y, mo, 1), 1), kind="period")
     if word in ("今月初め", "今月頭"):
         return Part(date(y, mo, 1), kind="period")
-    if word in ("週明け", "来週頭", "来週初め", "来週明け"):  # the next Monday, strictly after today
+    if word in (
+        "週明け",
+        "来週頭",
+        "来週初め",
+        "来週明け",
+        "来週の頭",
+        "来週の初め",
+    ):  # the next Monday, strictly after today
         return Part(monday(today) + timedelta(days=7), kind="period")
     if word.endswith(("週中", "週内", "週いっぱい")):  # the Friday of that working week
         week = (
@@ -263,7 +279,7 @@ def _month_part(m: re.Match[str], now: datetime) -> Part:
 
 PERIOD_WORDS = (
     "今月いっぱい|来月いっぱい|再来月末|今月末|来月末|月末|今月中|来月中|今月内|月内|来月初め|来月初|来月頭|"
-    "今月初め|今月頭|月初め|月初|月頭|週明け|来週明け|来週頭|来週初め|再来週中|来週中|今週中|"
+    "今月初め|今月頭|月初め|月初|月頭|週明け|来週明け|来週の頭|来週の初め|来週頭|来週初め|再来週中|来週中|今週中|"
     "再来週いっぱい|来週いっぱい|今週いっぱい|来週内|今週内|週内|今年中|今年末|今年いっぱい|年内|年末(?!年始)|"
     "来年度末|今年度末|今年度中|年度末|年度内"
 )
@@ -279,9 +295,13 @@ ATOMS: tuple[tuple[re.Pattern[str], Reader], ...] = (
     (re.compile(r"()()(上旬|初旬|中旬|下旬)"), _month_part),
     (re.compile(r"(?<![\d月/])(?:(先月|今月|来月|再来月)の?)?(\d{1,2})日(?!間|後|前|中)" + NOTE), _day_only),
     (
-        re.compile(r"(?<!\d)(\d{1,3})\s?(日後|日前|日以内|週間後|週間以内|(?:か|カ|ヶ|ケ|箇)?月(?:後|以内))"),
+        re.compile(
+            r"(?<!\d)(\d{1,3}|半(?=年))\s?"
+            r"(日後|日前|日以内|週間後|週間以内|(?:か|カ|ヶ|ケ|箇)?月(?:後|以内)|年後|年以内)"
+        ),
         _offset,
     ),
+    (re.compile(r"(今夜|今晩)(?!\s?の?\s?\d)"), _tonight),
     (
         re.compile(
             r"(今年|来年|再来年|ことし|らいねん|さらいねん)の?\s?(\d{1,2})\s?[/月]\s?(\d{1,2})(?![\d/])日?"
