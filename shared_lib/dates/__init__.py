@@ -36,7 +36,9 @@ House readings (where the brief was silent):
   21–end. Nか月後 on a day the month lacks: its last day (ambiguous). N日以内/N週間以内/Nか月以内
   are due the day N日後/N週間後/Nか月後 is (N年後, 半年後 in months); N営業日以内 counts business
   days; 今夜中/今晩までに is today (今夜 before an hour is not read: the guardian asks). 今年/来年/再来年 before a
-  month and day (「来年1月5日」「来年の1/5」) says the year: read as said.
+  month and day (「来年1月5日」「来年の1/5」) says the year: read as said, and so does the era
+  (「令和8年12月10日」「R8.12.10」). 「12月頭」「12月初め」 is that month's 1st, as 「来月頭」 is.
+  A value may end politely: 「明日中にお願いします」「金曜までによろしく🙏」「1月1日付で」.
 * Ranges (「3/5〜3/7」「3/5から3/7まで」「明日から金曜」): ``date`` is the first day,
   ``end_date`` the last, ``deadline`` the last; ``is_past`` when the last day is past.
 * Times: see ``dates.times``, whose table says what 朝イチ (9:00), 午後イチ (13:00), 夕方

@@ -12,6 +12,10 @@ What each word means (Japan's office calendar; holidays other than these are not
   coming one: said after it, next year's.
 * 年末年始: 12/29–1/3 (a range; due 12/28, the last business day before it). Said on 1/1–1/3,
   the one in progress.
+* 仕事納め / 御用納め / 年内最終営業日: the last business day before 年末年始 (12/28, or the
+  Friday before it when it falls on a weekend); said after it, next year's.
+* 第N営業日: 「来月の第3営業日」 the Nth business day of that month (a bare one: this month's,
+  or next month's once past).
 * N営業日以内 / N営業日後: the Nth business day after today, Saturdays, Sundays, 年末年始 and
   5/3–5/5 not counted (「3営業日以内」 said on a Friday is due Wednesday; 「2営業日後」 said on
   12/28 is 1/5).
@@ -134,7 +138,39 @@ def _business_days(m: re.Match[str], now: datetime) -> Part:
     return Part(day, kind="relative")
 
 
+def last_business_day_of_year(year: int) -> date:
+    """仕事納め: the last business day before 年末年始 (12/28, or the Friday before it)."""
+    day = date(year, 12, 28)
+    while not business_day(day):
+        day -= timedelta(days=1)
+    return day
+
+
+def _year_close(m: re.Match[str], now: datetime) -> Part:
+    today = now.date()
+    day = last_business_day_of_year(today.year)
+    return Part(day if day >= today else last_business_day_of_year(today.year + 1), kind="period")
+
+
+def _nth_business_day(m: re.Match[str], now: datetime) -> Part:
+    """「来月の第3営業日」「第1営業日」: the Nth business day of that month; a bare one is this
+    month's unless it is past (then next month's)."""
+    today, n = now.date(), int(m[2]) if m[2].isdigit() else _NUMBERS[m[2]]
+    day = today
+    for k in (_MONTH_WORDS[m[1]],) if m[1] else (0, 1):
+        y, mo = add_months(today.year, today.month, k)
+        day, left = date(y, mo, 1) - timedelta(days=1), n
+        while left > 0:
+            day += timedelta(days=1)
+            left -= business_day(day)
+        if m[1] or day >= today:
+            break
+    return Part(day, kind="period")
+
+
 BUSINESS_ATOMS: tuple[tuple[re.Pattern[str], Reader], ...] = (
+    (re.compile(r"仕事納め|御用納め|年内最終営業日|年内の最終営業日"), _year_close),
+    (re.compile(r"(?:(今月|来月|再来月)の?)?第\s?([1-9一二三四五])\s?営業日"), _nth_business_day),
     (re.compile(r"(?<!\d)(\d{1,2})\s?営業日(?:以内|後)"), _business_days),
     (re.compile(r"(?:(今週|来週|再来週)の?週?末|週末)"), _weekend),
     (re.compile(r"年明け|来年明け|来年早々|来年の?頭|新年早々|年始(?!年末)|年初め?"), _new_year),

@@ -125,6 +125,13 @@ def _full(m: re.Match[str], now: datetime) -> Part:
     return Part(day, note=_note_check(m, 4, day), year_said=True, doubt=_weekday_doubt(m, 4, day))
 
 
+def _reiwa(m: re.Match[str], now: datetime) -> Part:
+    """「令和8年12月10日」「R8.12.10」「令和元年…」: the era's year (令和元年 is 2019), as written."""
+    year = 2018 + (1 if m[1] == "元" else int(m[1]))
+    day = checked(year, int(m[2]), int(m[3]), m[0])
+    return Part(day, note=_note_check(m, 4, day), year_said=True, doubt=_weekday_doubt(m, 4, day))
+
+
 _YEAR_WORDS = {"今年": 0, "ことし": 0, "来年": 1, "らいねん": 1, "再来年": 2, "さらいねん": 2}
 
 
@@ -223,6 +230,7 @@ def _period(m: re.Match[str], now: datetime) -> Part:
         return Part(date(y, mo, 1), kind="period")
     if word in (
         "週明け",
+        "週明け早々",
         "来週頭",
         "来週初め",
         "来週明け",
@@ -254,6 +262,8 @@ _THIRDS = {"上旬": (1, 10), "初旬": (1, 10), "中旬": (11, 20), "下旬": (
 def _part_of(y: int, mo: int, which: str) -> tuple[date, date | None]:
     if which in ("末", "中", "いっぱい", "内"):
         return month_end(y, mo), None
+    if which in ("頭", "初め"):  # 「12月頭」: its first day, as 「来月頭」 is
+        return date(y, mo, 1), None
     lo, hi = _THIRDS[which]
     return date(y, mo, lo), min(date(y, mo, 1) + timedelta(days=hi - 1), month_end(y, mo))
 
@@ -279,7 +289,7 @@ def _month_part(m: re.Match[str], now: datetime) -> Part:
 
 PERIOD_WORDS = (
     "今月いっぱい|来月いっぱい|再来月末|今月末|来月末|月末|今月中|来月中|今月内|月内|来月初め|来月初|来月頭|"
-    "今月初め|今月頭|月初め|月初|月頭|週明け|来週明け|来週の頭|来週の初め|来週頭|来週初め|再来週中|来週中|今週中|"
+    "今月初め|今月頭|月初め|月初|月頭|週明け早々|週明け|来週明け|来週の頭|来週の初め|来週頭|来週初め|再来週中|来週中|今週中|"
     "再来週いっぱい|来週いっぱい|今週いっぱい|来週内|今週内|週内|今年中|今年末|今年いっぱい|年内|年末(?!年始)|"
     "来年度末|今年度末|今年度中|年度末|年度内"
 )
@@ -289,7 +299,13 @@ ATOMS: tuple[tuple[re.Pattern[str], Reader], ...] = (
     (re.compile(r"(?<!\d)(\d{4})\s?[-/.年]\s?(\d{1,2})\s?[-/.月]\s?(\d{1,2})(?!\d)日?" + NOTE), _full),
     (re.compile(r"(?<![\d/.])(\d{1,2})\s?[/月]\s?(\d{1,2})(?![\d/])日?" + NOTE), _month_day),
     (
-        re.compile(r"(?:(今月|来月|再来月)|(?<!\d)(\d{1,2})月)の?(上旬|初旬|中旬|下旬|末|中|いっぱい|内)"),
+        re.compile(r"(?:令和|R)\s?(\d{1,2}|元)\s?[年./]\s?(\d{1,2})\s?[月./]\s?(\d{1,2})(?!\d)日?" + NOTE),
+        _reiwa,
+    ),
+    (
+        re.compile(
+            r"(?:(今月|来月|再来月)|(?<!\d)(\d{1,2})月)の?(上旬|初旬|中旬|下旬|末|中|いっぱい|内|頭|初め)"
+        ),
         _month_part,
     ),
     (re.compile(r"()()(上旬|初旬|中旬|下旬)"), _month_part),

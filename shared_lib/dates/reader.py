@@ -15,10 +15,12 @@ from shared_lib.dates.times import TIME_ATOMS, TimePart, read_time
 
 ATOMS = DAY_ATOMS + BUSINESS_ATOMS
 # what a parameter value may carry after its expression: 「明日まで」「3/5(木)に」「15時頃」
-# 「今日中」「金曜中」 (by the end of that day: the deadline is the day), 「15日〆で」「朝イチで」
+# 「今日中」「金曜中」 (by the end of that day: the deadline is the day), 「15日〆で」「朝イチで」,
+# 「1月1日付で」, and a polite ending 「明日中にお願いします」「金曜までによろしく」
 _TAIL = re.compile(
     r"\s?(?:中|いっぱい)?(?:までに|まで|迄に|迄|頃まで|頃|ごろ|くらい|ぐらい|に|で|締め切り|締切り?|〆切り?|〆|"
-    r"締め|期限|厳守|必着)*[\s。.!！~〜♪☆★\u2600-\u27bf\U0001f300-\U0001faff]*"
+    r"締め|期限|厳守|必着|付け?)*(?:お願い(?:します|いたします|致します)?|よろしく(?:お願いします)?)?"
+    r"[\s。.!！~〜♪☆★\u2600-\u27bf\U0001f300-\U0001faff]*"
 )
 _JOIN = re.compile(r"\s?(?:の|T|\s)?\s?")
 
