@@ -59,8 +59,12 @@ _DATE_WORDS = ("今日中", "明日中", "明後日", "明日", "今日", "来�
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # a day said as a deadline (「12月1日まで」, 「12/3までに」, 「来週月曜まで」, 「金曜中」, 「年内に」): the
 # charter's normaliser reads the words (``tools.normalize.normalize_deadline``), the model hands them over
-_DAY = r"(?:\d{1,2}月\d{1,2}日|\d{1,2}/\d{1,2}|(?:再来週|来週|今週)?[月火水木金土日]曜日?)"
-_WITHIN = r"(?:年内|今週中|今月中)"  # a deadline by itself
+_DAY = (
+    r"(?:(?:(?:来年|今年|再来年)の?)?(?:\d{1,2}月\d{1,2}日|\d{1,2}/\d{1,2})"
+    r"|(?:再来週|来週|今週)?[月火水木金土日]曜日?)"
+)
+# a deadline by itself: 「年内」「1週間以内」「3営業日以内」「仕事納め」「週明け」
+_WITHIN = r"(?:年内|今週中|今月中|\d{1,3}(?:日|週間|か月|ヶ月|カ月|年)以内|\d{1,2}営業日以内|仕事納め|御用納め|年明け|週明け)"
 _DEADLINE = re.compile(_DAY + r"(?=\s*(?:まで|中|締め|〆|いっぱい))|" + _WITHIN)
 # a day of the month or the week is taken out of the body only as a deadline: 「12月1日の会議」
 # is what the task is about
@@ -69,7 +73,7 @@ _DATE_PHRASE = re.compile(
         (
             r"(?:明後日|明日|今日|来週金曜日?|月末|\d{4}-\d{2}-\d{2})\s*(?:まで|中)?に?",
             _DAY + r"\s*(?:まで|中|いっぱい|〆|締め切?り?)(?:に|で)?",
-            _WITHIN + r"に?",
+            _WITHIN + r"(?:まで|中)?に?",
         )
     )
 )
@@ -562,7 +566,7 @@ def _json_facts(text: str, limit: int) -> list[str]:
             value, _ = decoder.raw_decode(text[start:])
         except json.JSONDecodeError:
             continue
-        facts = list(_scalar_leaves(_last_step(value)))
+        facts = list(dict.fromkeys(_scalar_leaves(_last_step(value))))  # a fact said once
         if facts:
             return facts[:limit]
     return []

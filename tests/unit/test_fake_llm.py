@@ -820,6 +820,13 @@ def test_given_a_search_alone_when_integrating_then_a_count_is_said_as_a_count(c
     assert f"「{count}件」" not in said and f"「{count}」" not in said
 
 
+def test_given_a_search_of_ones_own_tasks_when_integrating_then_the_person_is_said_once() -> None:
+    task = {"body": "見積もり", "assignee": "鈴木一郎", "limit": "12月2日（水）"}
+    results = [{"tool": "タスクの確認", "result": {"assignee": "鈴木一郎", "count": 1, "tasks": [task]}}]
+    said = integrate(f"結果: {json.dumps(results, ensure_ascii=False)}")
+    assert said.count("担当は鈴木一郎さん") == 1 and "該当は1件" in said and "「見積もり」" in said, said
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -853,6 +860,19 @@ def test_given_a_search_alone_when_integrating_then_a_count_is_said_as_a_count(c
         (
             "明日までに請求書チェックのタスク 鈴木課長に投げといて！",
             {"body": "請求書チェック", "assignee_name": "鈴木", "limit_date": "明日"},
+        ),
+        # deadlines of the office calendar and of spans, handed over as said (the charter reads them)
+        (
+            "田中さんに仕事納めまでに経費精算の締めをお願い🙏",
+            {"body": "経費精算の締め", "assignee_name": "田中", "limit_date": "仕事納め"},
+        ),
+        (
+            "山田さんに来年1月5日までに挨拶状の発送をお願いします",
+            {"body": "挨拶状の発送", "assignee_name": "山田", "limit_date": "来年1月5日"},
+        ),
+        (
+            "鈴木さんに3営業日以内に見積もりのタスクお願い",
+            {"body": "見積もり", "assignee_name": "鈴木", "limit_date": "3営業日以内"},
         ),
     ],
 )
