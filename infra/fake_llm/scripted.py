@@ -287,6 +287,40 @@ def _announce(text: str) -> JSON:
     )
 
 
+# 「営業部のみんなに」「開発チームの皆さんへ」「東日本営業課の全員に」: an announcement to a department
+_DEPARTMENT_TO = re.compile(
+    r"([一-龥々ァ-ヴーA-Za-z]{1,12}?(?:部|課|チーム|グループ))の?(?:みんな|皆さん|みなさん|全員|メンバー)(?:に|へ)"
+)
+_ANNOUNCING = re.compile(r"アナウンス|お知らせ|周知|流して|連絡して|伝えて")
+
+
+def _is_department_announcement(text: str) -> bool:
+    return _DEPARTMENT_TO.search(text) is not None and _ANNOUNCING.search(text) is not None
+
+
+def _department_announce(text: str) -> JSON:
+    found = _DEPARTMENT_TO.search(text)
+    assert found is not None  # PROPOSAL_RULES checks it
+    department = found.group(1)
+    quoted = _QUOTED.search(text)
+    rest = re.sub(
+        r"(?:って|と|を)?(?:アナウンス|お知らせ|周知|連絡|流|伝え)(?:して|しといて|しておいて|て|を?お願い).*$",
+        "",
+        text[found.end() :],
+    )
+    message = quoted.group(1) if quoted else (_after_colon(text) or rest.strip(_TRIM) or text.strip())
+    return _tool_call(
+        text,
+        tool="announce",
+        params={"message": message, "department": department},  # the department's everyone
+        confidence=_confidence(0.85),
+        intent=f"{department}のみんなに「{_quote(message)}」というお知らせを送りたいという依頼",
+        reason="部署のみんなへの周知の依頼なので、アナウンス送信ツールに部署を指定して使うのが最も適切である",
+        alternatives=["全員へのアナウンスでは部署の外の人にも届いてしまうので不適切である"],
+        confirm=f"{department}のみんなに「{_quote(message)}」とアナウンスしてよいウル？",
+    )
+
+
 def _change_permission(text: str) -> JSON:
     named = _ANY_NAME.search(text)
     level = re.search(r"(?:レベル|level)\s*(\d+)", text, re.IGNORECASE)
@@ -488,6 +522,7 @@ PROPOSAL_RULES: tuple[ProposalRule, ...] = (
         "recall", _has(("なんだっけ", "何だっけ", "なんやったっけ", "覚えてる？", "覚えてる?")), _recall
     ),
     ProposalRule("save_memory", _has(("覚えて", "記憶して")), _save_memory),
+    ProposalRule("announce_department", _is_department_announcement, _department_announce),
     ProposalRule("announce", _has(("全員",), ("アナウンス", "お知らせ", "周知")), _announce),
     ProposalRule("change_permission", _has(("権限",), ("変更",)), _change_permission),
     ProposalRule("view_all_users", _has(("全社員",), ("一覧",)), _view_all_users),

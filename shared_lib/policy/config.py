@@ -165,6 +165,8 @@ class Parameters(_Cfg):
     recipients_many: Annotated[int, Field(ge=1)] = 3
     recipients_many_content: Annotated[int, Field(ge=1)] = 10
     content_keys: list[str] = Field(default_factory=lambda: ["message"])
+    # a group said instead of people (an announcement to 「営業部」): as many as it holds, asked once
+    group_keys: list[str] = Field(default_factory=list)
     delete_tool_patterns: list[str] = Field(default_factory=lambda: ["^delete_"])
     delete_count_keys: list[str] = Field(default_factory=lambda: ["ids"])
 

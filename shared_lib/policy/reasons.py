@@ -54,6 +54,7 @@ GUARDIAN_REASONS: dict[str, Reason] = {
     "params.recipients_all": Reason("confirm", 6, double=True),
     "params.recipients_many_10": Reason("confirm", 6),
     "params.recipients_many": Reason("confirm", 6),
+    "params.recipients_group": Reason("confirm", 6),
     "params.delete_multiple": Reason("confirm", 6),
     "params.delete_single": Reason("confirm", 6),
     # 7 consistency

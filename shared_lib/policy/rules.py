@@ -210,7 +210,15 @@ def _recipients(name: str, params: dict[str, object], p: Policy) -> Iterator[Ver
             everyone, count = everyone or is_all, count + n
     content = next((str(params[k]) for k in cfg.content_keys if k in params), "")
     info = {"tool_name": name, "count": count}
-    if everyone:
+    group = next((str(params[k]).strip() for k in cfg.group_keys if str(params.get(k) or "").strip()), "")
+    if group:  # everyone of a department (the handler counts them): what and to whom, asked once
+        yield p.verdict(
+            "params.recipients_group",
+            group=group[:50],
+            content=content[:200],
+            details={**info, "group": group, "content": content},
+        )
+    elif everyone:
         yield p.verdict("params.recipients_all", details={**info, "everyone": True})
     elif count >= cfg.recipients_many_content:
         yield p.verdict(

@@ -69,6 +69,7 @@ VERDICT_CAUSES: dict[str, Cause] = {
     "params.recipients_all": "user",
     "params.recipients_many_10": "user",
     "params.recipients_many": "user",
+    "params.recipients_group": "user",
     "params.delete_multiple": "user",
     "params.delete_single": "user",
     # 7 consistency and dates

@@ -35,7 +35,7 @@ HANDLERS = MappingProxyType(
         "query_memory": Binding(memory.QueryMemoryParams, memory.query_memory),
         "delete_memory": Binding(memory.DeleteMemoryParams, memory.delete_memory),
         "knowledge_search": Binding(memory.KnowledgeSearchParams, memory.knowledge_search),
-        "announce": Binding(org.AnnounceParams, org.announce),
+        "announce": Binding(org.AnnounceParams, org.announce, org.announce_precheck),
         "send_to_all": Binding(org.SendToAllParams, org.send_to_all),
         "view_all_users": Binding(org.ViewAllUsersParams, org.view_all_users),
         "change_permission": Binding(org.ChangePermissionParams, org.change_permission),

@@ -216,6 +216,44 @@ def department_tree(store: Store, org_id: str, department_id: str) -> set[str]:
     return tree
 
 
+def resolve_department(store: Store, org_id: str, said: str, *, field: str = "department") -> str:
+    """The one department a name the user gave means (「営業部」「営業部のみんな」「営業」, or its
+    id): the name said as it is, else the one name that holds it (or the one of those that holds
+    the others: 「営業」 is 営業部, not its 東日本営業課); an error otherwise (with the candidates).
+    Costs one query, two when several names hold it."""
+    names = {d: str(doc.get("name") or d) for d, doc in store.query(f"orgs/{org_id}/departments")}
+    key = person_names.kana_key(said).removesuffix("のみんな").removesuffix("の皆さん")
+    if not key:
+        raise ToolInputError("部署の名前が空です", key="department_empty", field=field)
+    exact = [d for d, name in names.items() if key in (person_names.kana_key(name), person_names.kana_key(d))]
+    if len(exact) == 1:
+        return exact[0]
+    stem = key.removesuffix("部").removesuffix("課") or key
+    found = (
+        exact
+        or [d for d, name in names.items() if key in person_names.kana_key(name)]
+        or [d for d, name in names.items() if stem in person_names.kana_key(name)]
+    )
+    if not found:
+        raise ToolInputError(
+            f"部署「{said}」が見つかりません", key="department_not_found", field=field, name=said
+        )
+    # 「営業」 names 営業部 and the 東日本営業課 under it: the one that holds the others is meant
+    holding = [d for d in found if set(found) <= department_tree(store, org_id, d)]
+    found = holding if len(holding) == 1 else found
+    if len(found) > 1:
+        options = sorted(names[d] for d in found)
+        raise ToolInputError(
+            f"「{said}」に当たる部署が{len(found)}つあります",
+            key="department_ambiguous",
+            field=field,
+            name=said,
+            options=options,
+            choices="と".join(f"「{o}」" for o in options),
+        )
+    return found[0]
+
+
 def department_members(store: Store, org_id: str, department_id: str) -> list[Person]:
     tree = department_tree(store, org_id, department_id)
     return [p for p in list_people(store, org_id) if p.department_id in tree]

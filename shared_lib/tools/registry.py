@@ -130,9 +130,20 @@ class ToolInputError(CharterError):
 
 
 Handler = Callable[[Any, ToolContext, Transaction | None], dict[str, Any]]
-# A check of the parameters alone, made before a confirmation is asked (raises ``ToolInputError``):
-# what the handler would refuse after 「はい」 is said before the question instead.
-Precheck = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class PrecheckReads:
+    """What a precheck may read: the organisation's store (its directory), nothing it writes."""
+
+    store: Store
+    org_id: str
+
+
+# A check of the parameters, made before a confirmation is asked (raises ``ToolInputError``): what
+# the handler would refuse after 「はい」 is said before the question instead. It may read the
+# organisation's directory (``PrecheckReads``: 「経理部」 that does not exist), never write.
+Precheck = Callable[[Any, PrecheckReads], None]
 
 
 @dataclass(frozen=True)

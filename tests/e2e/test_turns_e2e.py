@@ -251,6 +251,50 @@ def test_two_people_of_one_name_are_asked_about_and_a_numbered_answer_creates_th
     assert "佐藤花子さん" in said and "12月25日（金）" in said and "chatwork_" not in said, said
 
 
+@pytest.mark.e2e
+def test_an_announcement_to_a_department_reaches_everyone_of_it_once_and_an_unknown_one_is_refused_first(
+    local_stack,
+):
+    # GIVEN 営業部 (鈴木, 田中) with 東日本営業課 (佐藤一郎) under it, and 開発部 and 本社 beside
+    r = room()
+    ask = post(
+        local_stack,
+        "営業部のみんなに「12/28(月)は大掃除です🧹 私物の持ち帰りをお願いします」と周知して",
+        room=r,
+    )
+    # WHEN the guardian asks once, naming the department and what is sent, and the person says はい
+    record = local_stack.record(ORG, ask)
+    assert (record["response_kind"], record["guardian_reason"]) == ("confirm", "params.recipients_group"), (
+        record
+    )
+    yes = post(local_stack, "はい", room=r)
+    assert local_stack.record(ORG, yes)["execution_success"] is True
+    # THEN the people of 営業部 and of the 課 under it got it once each, in their direct rooms, nobody else
+    [(ann_id, announcement)] = [
+        (i.rsplit("/", 1)[-1], d)
+        for i, d in local_stack.store.query(f"orgs/{ORG}/announcements")
+        if d.get("room_id") == r
+    ]
+    members = sorted(p["user_id"] for p in PEOPLE if p["department_id"] in ("d-sales", "d-sales-east"))
+    assert sorted(announcement["recipients"]) == members and len(members) == 3
+    keys = {f"{ann_id}-{p}" for p in members}
+
+    def delivered() -> list[dict[str, Any]]:
+        return [s for s in local_stack.fake_channel_sent() if _key(s) in keys]
+
+    sent = local_stack.wait_for(lambda: len(delivered()) >= len(members) and delivered())
+    assert sorted(s["body"]["room_id"] for s in sent) == [f"dm-{p}" for p in members]
+    # AND a department the directory does not hold is refused before anything is asked or stored
+    r2 = room()
+    unknown = post(local_stack, "経理部のみんなにお知らせ流して：明日は棚卸しです", room=r2)
+    said = local_stack.record(ORG, unknown)
+    assert (
+        said["response_kind"] == "clarify"
+        and "「経理部」という部署は見つからなかった" in said["final_response"]
+    ), said
+    assert not [d for _, d in local_stack.store.query(f"orgs/{ORG}/announcements") if d.get("room_id") == r2]
+
+
 # small talk long enough to be difficulty 2 (seed 001 §4.4: N=2, no judge), which the model answers in text
 LONG_SMALL_TALK = (
     "今日ほんとに暑いね〜💦 朝から外回りで三件まわってきたんだけど、駅から客先まで歩くだけで汗だくに"

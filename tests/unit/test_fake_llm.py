@@ -884,3 +884,23 @@ def test_given_titles_and_days_when_a_task_is_asked_then_the_person_and_the_dead
 
 def test_given_a_manager_s_tasks_when_asked_to_show_them_then_they_are_searched() -> None:
     assert tool_call("佐藤課長のタスク見せて")["parameters"] == {"assignee_name": "佐藤"}
+
+
+@pytest.mark.parametrize(
+    ("text", "department", "message"),
+    [
+        ("営業部のみんなに「12/28(月)は大掃除です🧹」と周知して", "営業部", "12/28(月)は大掃除です🧹"),
+        ("経理部のみんなにお知らせ流して：明日は棚卸しです", "経理部", "明日は棚卸しです"),
+        (
+            "開発チームの皆さんへ、来週からリモート勤務OKになったって伝えて🙏",
+            "開発チーム",
+            "来週からリモート勤務OKになった",
+        ),
+    ],
+)
+def test_given_a_department_s_everyone_when_announcing_then_the_department_is_handed_over(
+    text: str, department: str, message: str
+) -> None:
+    call = tool_call(text)
+    assert call["tool_name"] == "announce"
+    assert call["parameters"] == {"message": message, "department": department}

@@ -38,7 +38,7 @@ from shared_lib.privacy.sanitizer import Sanitizer
 from shared_lib.state import gate, session, turn_end
 from shared_lib.state.answers import is_urgent, read_answer
 from shared_lib.tools.display import parameter_lines
-from shared_lib.tools.registry import ToolInputError
+from shared_lib.tools.registry import PrecheckReads, ToolInputError
 from shared_lib.turn.envelope import Turn
 from shared_lib.turn.proposal import Proposal, ToolCallProposal
 
@@ -148,7 +148,7 @@ def _confirmation_type(code: str) -> str:
     return kinds.get(prefix, "high_impact" if prefix == "params" else "requested")
 
 
-def refused_before_asking(rt: Runtime, root: ToolCallProposal) -> str | None:
+def refused_before_asking(rt: Runtime, root: ToolCallProposal, org_id: str) -> str | None:
     """The sentence refusing the first call whose parameters fail its tool's ``precheck``, or
     ``None``: every call may be asked about. Parameters the model wrote that do not validate are
     left to the handler, as before (the proposal was validated when it was made)."""
@@ -161,7 +161,7 @@ def refused_before_asking(rt: Runtime, root: ToolCallProposal) -> str | None:
         except ValidationError:
             continue
         try:
-            spec.precheck(params)
+            spec.precheck(params, PrecheckReads(rt.store, org_id))
         except ToolInputError as exc:
             return refusal_text(rt.persona, rt.registry, spec.name, exc)
     return None

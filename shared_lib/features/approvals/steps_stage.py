@@ -31,7 +31,7 @@ def ask(turn: Turn, rt: Runtime, outcome: Outcome, *, write: bool = True) -> Out
     asked for an action that cannot run."""
     root = turn.proposal.proposal.root if turn.proposal.proposal else None
     if turn.response.kind == "confirm" and isinstance(root, ToolCallProposal):
-        refused = confirmation.refused_before_asking(rt, root)
+        refused = confirmation.refused_before_asking(rt, root, turn.org_id)
         if refused is not None:
             turn.response.kind, turn.response.text = "clarify", refused
             return Outcome(outcome.outcome, reason_code="clarify", detail="precheck.refused")

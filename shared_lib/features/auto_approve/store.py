@@ -74,6 +74,7 @@ TARGET_PARAMETERS = (
     "target_user_name",
     "target_user_id",
     "target_department_id",
+    "department",  # an announcement to a department's everyone (``announce``)
 )
 # A grant is dated at least this long after the last OFF (clocks of two machines may differ).
 _AFTER_OFF = timedelta(milliseconds=1)

@@ -18,7 +18,7 @@ from pydantic import Field
 from shared_lib.features.heartbeat_tasks import state_schedule, store
 from shared_lib.ports import Transaction
 from shared_lib.tools.handlers.base import Params, doc_id, preview, require_text, writer
-from shared_lib.tools.registry import ToolContext, ToolInputError
+from shared_lib.tools.registry import PrecheckReads, ToolContext, ToolInputError
 
 TOOL = "schedule_heartbeat_task"
 RUN_TURN_PREFIX = "t-hb-"  # a run's turn (``steps_tick.turn_id_for``; this floor does not import it)
@@ -47,7 +47,7 @@ def read_schedule(said: str) -> state_schedule.Schedule:
         raise ToolInputError(str(exc), key="schedule_unreadable", field="schedule", said=said) from exc
 
 
-def precheck(p: ScheduleHeartbeatTaskParams) -> None:
+def precheck(p: ScheduleHeartbeatTaskParams, reads: PrecheckReads) -> None:
     """Before the confirmation is asked: a schedule this heartbeat cannot keep (unreadable, in
     the quiet hours, unsupported) is refused at once, not after 「はい」."""
     read_schedule(require_text(p.schedule, "schedule"))

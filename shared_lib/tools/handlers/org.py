@@ -13,10 +13,17 @@ from typing import Any, Literal
 from pydantic import Field
 
 from shared_lib.ports import Transaction
-from shared_lib.tools.directory import Person, get_person, list_people, resolve_person
+from shared_lib.tools.directory import (
+    Person,
+    department_members,
+    get_person,
+    list_people,
+    resolve_department,
+    resolve_person,
+)
 from shared_lib.tools.handlers.base import Params, doc_id, preview, require_text, target_person, writer
 from shared_lib.tools.normalize import DocId
-from shared_lib.tools.registry import ToolContext, ToolInputError
+from shared_lib.tools.registry import PrecheckReads, ToolContext, ToolInputError
 
 MAX_NAMED_RECIPIENTS = 50
 
@@ -25,6 +32,11 @@ class AnnounceParams(Params):
     message: str = Field(min_length=1, max_length=2000, description="お知らせの本文")
     recipients: Literal["all"] | list[str] = Field(
         default="all", description='宛先。全員なら "all"、特定の人なら名前のリスト'
+    )
+    department: str | None = Field(
+        default=None,
+        max_length=100,
+        description='部署宛てなら部署名（例: "営業部"）。その部署と配下の部署の全員に送る（recipients は省く）',
     )
 
 
@@ -51,9 +63,27 @@ def _outbox(
     return {"announcement_id": ann_id, **shown}
 
 
+def announce_precheck(p: AnnounceParams, reads: PrecheckReads) -> None:
+    """Before the confirmation is asked: a department the directory does not hold (or holds
+    twice), or one said beside names, is refused at once, not after 「はい」. One query."""
+    if p.department:
+        if p.recipients != "all":
+            raise ToolInputError(
+                "部署と名前の両方は宛先にできません", key="recipients_mixed", field="department"
+            )
+        resolve_department(reads.store, reads.org_id, p.department)
+
+
 def announce(p: AnnounceParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     message = require_text(p.message, "message")
-    if p.recipients == "all":
+    if p.department:
+        if p.recipients != "all":
+            raise ToolInputError(
+                "部署と名前の両方は宛先にできません", key="recipients_mixed", field="department"
+            )
+        dept = resolve_department(ctx.store, ctx.org_id, p.department)
+        people = department_members(ctx.store, ctx.org_id, dept)
+    elif p.recipients == "all":
         people = list_people(ctx.store, ctx.org_id)
     else:
         if not p.recipients or len(p.recipients) > MAX_NAMED_RECIPIENTS:

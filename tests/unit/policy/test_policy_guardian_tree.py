@@ -220,6 +220,15 @@ CASES = [
         "confirm",
         "params.recipients_many_10",
     ),
+    # a department said instead of people: everyone of it (the handler counts them), asked once
+    (
+        "a department's everyone",
+        tool_call(
+            "announce", {"message": "12/28は大掃除です🧹", "recipients": "all", "department": "営業部"}
+        ),
+        "confirm",
+        "params.recipients_group",
+    ),
     (
         "everyone",
         tool_call("send_message", {"message": "会議", "recipients": "all"}),

@@ -34,6 +34,7 @@ EXPECTED = {
     "params.recipients_all": "user",
     "params.recipients_many_10": "user",
     "params.recipients_many": "user",
+    "params.recipients_group": "user",
     "params.delete_multiple": "user",
     "params.delete_single": "user",
     "consistency.unfixable": "brain",

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from tool_fakes import PEOPLE, Clock, docs, seed, turn_with
+from tool_fakes import DEPARTMENTS, ORG, PEOPLE, Clock, docs, seed, turn_with
 
-from shared_lib.brain.integration import integrate
+from shared_lib.brain.integration import failure_text, integrate
+from shared_lib.features.approvals.steps import refused_before_asking
 from shared_lib.layers import executor
 from shared_lib.ports import OutboundReply, SendResult
+from shared_lib.tools.directory import seed_directory
 from shared_lib.wiring.composition import build_runtime
 
 EVERYONE = len(PEOPLE)
@@ -147,3 +149,64 @@ def test_given_a_shadow_turn_when_announced_then_nothing_is_written_or_sent(rt):
     executor.run(turn, rt)
     assert sent(rt) == [] and docs(rt.store, "announcements") == {}
     assert "delivery" not in turn.execution.results[0].result
+
+
+DEPARTMENT_NAMES = {"d-hq": "本社", "d-sales": "営業部", "d-sales-east": "東日本営業課", "d-dev": "開発部"}
+
+
+@pytest.fixture
+def named_rt(rt):
+    seed_directory(rt.store, ORG, addressed(), DEPARTMENTS, DEPARTMENT_NAMES)
+    return rt
+
+
+@pytest.mark.parametrize("said", ["営業部", "営業部のみんな", "営業", "営業部 "])
+def test_given_a_department_when_announced_then_everyone_of_it_and_below_it_and_nobody_else(named_rt, said):
+    # GIVEN 営業部 with 東日本営業課 under it, and 開発部 and 本社 beside
+    turn = announce_turn(params={"message": "12/28(月)は大掃除です🧹 私物の持ち帰りを", "department": said})
+    # WHEN the announcement to the department runs
+    assert executor.run(turn, named_rt).outcome == "executed"
+    # THEN the people of 営業部 and of 東日本営業課 got it, once each, and nobody of another department
+    in_sales = {p["user_id"] for p in PEOPLE if p["department_id"] in ("d-sales", "d-sales-east")}
+    assert sorted(r.user_id for r in sent(named_rt)) == sorted(in_sales)
+    result = turn.execution.results[0].result
+    assert result["recipient_count"] == len(in_sales) == 3
+
+
+@pytest.mark.parametrize(
+    ("params", "key", "said"),
+    [
+        (
+            {"message": "大掃除", "department": "経理部"},
+            "department_not_found",
+            "「経理部」という部署は見つからなかった",
+        ),
+        (
+            {"message": "大掃除", "department": "営業部", "recipients": ["田中"]},
+            "recipients_mixed",
+            "部署と名前を一緒には",
+        ),
+    ],
+)
+def test_given_a_department_it_cannot_take_when_announced_then_nothing_is_sent_and_the_user_is_told(
+    named_rt, params, key, said
+):
+    turn = announce_turn(params=params)
+    executor.run(turn, named_rt)
+    [result] = turn.execution.results
+    assert not result.ok and result.result["error_key"] == key and sent(named_rt) == []
+    assert docs(named_rt.store, "announcements") == {}
+    text = failure_text(named_rt.persona, result, named_rt.registry)
+    assert said in text and "department" not in text and "recipients" not in text, text
+
+
+@pytest.mark.parametrize(
+    ("department", "refused"),
+    [("営業部", None), ("営業", None), ("経理部", "「経理部」という部署は見つからなかった")],
+)
+def test_a_department_the_directory_does_not_hold_is_refused_before_the_question(
+    named_rt, department, refused
+):
+    turn = announce_turn(params={"message": "明日は棚卸しです", "department": department})
+    said = refused_before_asking(named_rt, turn.proposal.proposal.root, ORG)
+    assert (said is None) if refused is None else (refused in str(said)), said
