@@ -1,6 +1,6 @@
 """Office calendar words: weekends, the new year, Golden Week, the Nth weekday of a month.
 
-What each word means (Japan's office calendar; holidays other than these are not known):
+What each word means (Japan's office calendar; national holidays from ``dates.holidays``):
 
 * 週末/今週末, 来週末, 再来週末: that week's Saturday–Sunday (a range: 週末 as an event). As a
   deadline (``due``) it is that week's Friday, the last business day before it — said on the
@@ -16,9 +16,9 @@ What each word means (Japan's office calendar; holidays other than these are not
   Friday before it when it falls on a weekend); said after it, next year's.
 * 第N営業日: 「来月の第3営業日」 the Nth business day of that month (a bare one: this month's,
   or next month's once past).
-* N営業日以内 / N営業日後: the Nth business day after today, Saturdays, Sundays, 年末年始 and
-  5/3–5/5 not counted (「3営業日以内」 said on a Friday is due Wednesday; 「2営業日後」 said on
-  12/28 is 1/5).
+* N営業日以内 / N営業日後: the Nth business day after today, Saturdays, Sundays, national holidays
+  and 年末年始 not counted (「3営業日以内」 said on a Friday is due Wednesday; 「2営業日後」 said
+  on 12/28 is 1/5; 「5営業日以内」 said on 2026-04-22 is 4/30, 昭和の日 not counted).
 * 第N曜日: 「来月の第2水曜」「12月の第1月曜」「第3金曜」 — the Nth such weekday of that month; a bare
   one is this month's unless it is past (then next month's), a month without a year is the next
   such month (like a year-less date). A fifth weekday a month lacks does not exist.
@@ -38,6 +38,7 @@ from shared_lib.dates.days import (
     weekday_index,
     year_note,
 )
+from shared_lib.dates.holidays import is_holiday
 from shared_lib.dates.model import DateError
 
 _WEEKS = {"": 0, "今週": 0, "来週": 7, "再来週": 14}
@@ -123,10 +124,10 @@ def _nth(m: re.Match[str], now: datetime) -> Part:
 
 
 def business_day(day: date) -> bool:
-    """A weekday outside the holidays this module knows: 年末年始 (12/29–1/3) and Golden Week's
-    5/3–5/5."""
+    """A weekday that is not a national holiday (``dates.holidays``: substitute and in-between
+    days included) nor in 年末年始 (12/29–1/3, the offices' own)."""
     md = (day.month, day.day)
-    return day.weekday() < 5 and not (md >= (12, 29) or md <= (1, 3) or (5, 3) <= md <= (5, 5))
+    return day.weekday() < 5 and not (md >= (12, 29) or md <= (1, 3) or is_holiday(day))
 
 
 def _business_days(m: re.Match[str], now: datetime) -> Part:
