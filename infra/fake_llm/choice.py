@@ -24,10 +24,10 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from infra.fake_llm.scenario import JSON, MessagesRequest, content_text
+from infra.fake_llm import handover
+from infra.fake_llm.scenario import JSON, MessagesRequest
 
 _SECTION = "【直近の会話】"
-_LINE = re.compile(r"^-?\s*(user|assistant):\s*(.*)$")
 # 「1. 佐藤一郎 2. 佐藤花子」 as the reply lists them (the history keeps a reply on one line)
 _OPTION = re.compile(r"(?:^|\s)([1-9])[.．)）]\s*([^\s0-9][^\s]{0,19})")
 # what an answer that only chooses may say around the choice (after ``_norm``: no spaces, marks or
@@ -46,19 +46,6 @@ def _norm(text: str) -> str:
     """NFKC (「２」「②」→「2」), without the emoji, marks and spaces people add to an answer."""
     text = unicodedata.normalize("NFKC", text)
     return "".join(ch for ch in text if unicodedata.category(ch)[0] in "LN" or ch in "ー々").strip()
-
-
-def conversation(request: MessagesRequest) -> list[tuple[str, str]]:
-    """(role, text) of each line of 【直近の会話】 in every text of the request."""
-    texts = [request.system_text(), *(content_text(m.get("content", "")) for m in request.messages)]
-    lines: list[tuple[str, str]] = []
-    for text in texts:
-        for part in text.split(_SECTION)[1:]:
-            body = part.split("\n\n", 1)[0].split("\n【", 1)[0]
-            for raw in body.splitlines():
-                if found := _LINE.match(raw.strip()):
-                    lines.append((found.group(1), found.group(2).strip()))
-    return lines
 
 
 def options_of(line: str) -> list[str]:
@@ -100,7 +87,7 @@ def chosen(said: str, options: list[str]) -> str | None:
 def request_with_choice(said: str, request: MessagesRequest) -> str | None:
     """The person's earlier request with the person they chose in place of the name the question
     asked about, when ``said`` answers the last numbered question of the conversation."""
-    lines = conversation(request)
+    lines = [(role, text) for role, text in handover.conversation(request, (_SECTION,)) if role]
     for i in range(len(lines) - 1, -1, -1):
         role, text = lines[i]
         if role != "assistant":

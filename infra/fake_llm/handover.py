@@ -51,20 +51,28 @@ def topic_of(text: str) -> str:
     return (found.group(1) if found else text).strip("、, 　")
 
 
-def conversation_lines(request: MessagesRequest) -> list[str]:
-    """The person's earlier words the request carries: the user lines of 【直近の会話】 and the lines
-    of 【会話の要約】, in every text of the request (system and messages)."""
+def conversation(
+    request: MessagesRequest, sections: tuple[str, ...] = _SECTIONS
+) -> list[tuple[str | None, str]]:
+    """(role or ``None``, text) of each line of ``sections`` (【直近の会話】's ``- user: …``, the
+    summary's plain lines), in every text of the request (system and messages)."""
     texts = [request.system_text(), *(content_text(m.get("content", "")) for m in request.messages)]
-    found: list[str] = []
+    found: list[tuple[str | None, str]] = []
     for text in texts:
-        for section in _SECTIONS:
+        for section in sections:
             for part in text.split(section)[1:]:
                 body = part.split("\n\n", 1)[0].split("\n【", 1)[0]
                 for raw in body.splitlines()[1:] if body.startswith("（") else body.splitlines():
                     line = _LINE.match(raw.strip())
-                    if line and line.group(2) and line.group(1) != "assistant":
-                        found.append(line.group(2).strip())
+                    if line and line.group(2):
+                        found.append((line.group(1), line.group(2).strip()))
     return found
+
+
+def conversation_lines(request: MessagesRequest) -> list[str]:
+    """The person's earlier words the request carries: the user lines of 【直近の会話】 and the lines
+    of 【会話の要約】."""
+    return [text for role, text in conversation(request) if role != "assistant"]
 
 
 def _overlap(topic: str, line: str) -> int:

@@ -130,13 +130,17 @@ def business_day(day: date) -> bool:
     return day.weekday() < 5 and not (md >= (12, 29) or md <= (1, 3) or is_holiday(day))
 
 
-def _business_days(m: re.Match[str], now: datetime) -> Part:
-    """「3営業日以内」「2営業日後」: the Nth business day after today (``business_day``)."""
-    day, left = now.date(), int(m[1])
-    while left > 0:
+def business_days_after(day: date, n: int) -> date:
+    """The ``n``-th business day after ``day`` (``business_day``)."""
+    while n > 0:
         day += timedelta(days=1)
-        left -= business_day(day)
-    return Part(day, kind="relative")
+        n -= business_day(day)
+    return day
+
+
+def _business_days(m: re.Match[str], now: datetime) -> Part:
+    """「3営業日以内」「2営業日後」: the Nth business day after today."""
+    return Part(business_days_after(now.date(), int(m[1])), kind="relative")
 
 
 def last_business_day_of_year(year: int) -> date:
@@ -159,11 +163,7 @@ def _nth_business_day(m: re.Match[str], now: datetime) -> Part:
     today, n = now.date(), int(m[2]) if m[2].isdigit() else _NUMBERS[m[2]]
     day = today
     for k in (_MONTH_WORDS[m[1]],) if m[1] else (0, 1):
-        y, mo = add_months(today.year, today.month, k)
-        day, left = date(y, mo, 1) - timedelta(days=1), n
-        while left > 0:
-            day += timedelta(days=1)
-            left -= business_day(day)
+        day = business_days_after(date(*add_months(today.year, today.month, k), 1) - timedelta(days=1), n)
         if m[1] or day >= today:
             break
     return Part(day, kind="period")

@@ -120,16 +120,19 @@ def year_note(found: date, today: date) -> str | None:
     return None if found.year == today.year else f"年の指定がないため{found.year}年と読みました"
 
 
+def _with_year(m: re.Match[str], year: int, kind: Kind = "absolute") -> Part:
+    """Month ``m[2]`` and day ``m[3]`` of ``year`` as said (past or not), a weekday note ``m[4]``."""
+    day = checked(year, int(m[2]), int(m[3]), m[0])
+    return Part(day, kind=kind, note=_note_check(m, 4, day), year_said=True, doubt=_weekday_doubt(m, 4, day))
+
+
 def _full(m: re.Match[str], now: datetime) -> Part:
-    day = checked(int(m[1]), int(m[2]), int(m[3]), m[0])
-    return Part(day, note=_note_check(m, 4, day), year_said=True, doubt=_weekday_doubt(m, 4, day))
+    return _with_year(m, int(m[1]))
 
 
 def _reiwa(m: re.Match[str], now: datetime) -> Part:
     """「令和8年12月10日」「R8.12.10」「令和元年…」: the era's year (令和元年 is 2019), as written."""
-    year = 2018 + (1 if m[1] == "元" else int(m[1]))
-    day = checked(year, int(m[2]), int(m[3]), m[0])
-    return Part(day, note=_note_check(m, 4, day), year_said=True, doubt=_weekday_doubt(m, 4, day))
+    return _with_year(m, 2018 + (1 if m[1] == "元" else int(m[1])))
 
 
 _YEAR_WORDS = {"今年": 0, "ことし": 0, "来年": 1, "らいねん": 1, "再来年": 2, "さらいねん": 2}
@@ -139,10 +142,7 @@ def _year_word_day(m: re.Match[str], now: datetime) -> Part:
     """「来年1月5日」「来年の3/1」「今年の12/25」: the year said by its word, read as said (past or
     not), like a date written with its year; relative (the word counts from today's year), so a
     value keeps it as said (``policy.values.iso_date_text``) and is read on the day it is used."""
-    day = checked(now.date().year + _YEAR_WORDS[m[1]], int(m[2]), int(m[3]), m[0])
-    return Part(
-        day, kind="relative", note=_note_check(m, 4, day), year_said=True, doubt=_weekday_doubt(m, 4, day)
-    )
+    return _with_year(m, now.date().year + _YEAR_WORDS[m[1]], "relative")
 
 
 def _month_day(m: re.Match[str], now: datetime) -> Part:
@@ -183,9 +183,10 @@ def _offset(m: re.Match[str], now: datetime) -> Part:
     """「3日後」「2週間後」「1ヶ月後」「半年後」「1年後」, and as a deadline 「3日以内」「1週間以内」
     「1ヶ月以内」「1年以内」: the last day of the span, the same day as 「…後」."""
     today, unit = now.date(), m[2].replace("以内", "後")
-    n = 6 if m[1] == "半" else int(m[1])  # 「半年後」: six months
     if unit == "年後":  # 「1年後」「2年以内」「半年後」: in months
-        n, unit = (n if m[1] == "半" else 12 * n), "か月後"
+        n, unit = (6 if m[1] == "半" else 12 * int(m[1])), "か月後"
+    else:
+        n = int(m[1])
     if unit == "日後":
         return Part(today + timedelta(days=n), kind="relative")
     if unit == "日前":

@@ -207,6 +207,10 @@ def department_doc(store: Store, org_id: str, department_id: str) -> dict[str, A
 def department_tree(store: Store, org_id: str, department_id: str) -> set[str]:
     """The department and every department below it (the ``parent`` links)."""
     parents = {dept: doc.get("parent") for dept, doc in store.query(f"orgs/{org_id}/departments")}
+    return _subtree(parents, department_id)
+
+
+def _subtree(parents: dict[str, Any], department_id: str) -> set[str]:
     tree = {department_id}
     for _ in range(MAX_DEPARTMENT_DEPTH):
         grown = tree | {d for d, parent in parents.items() if parent in tree}
@@ -220,8 +224,10 @@ def resolve_department(store: Store, org_id: str, said: str, *, field: str = "de
     """The one department a name the user gave means (「営業部」「営業部のみんな」「営業」, or its
     id): the name said as it is, else the one name that holds it (or the one of those that holds
     the others: 「営業」 is 営業部, not its 東日本営業課); an error otherwise (with the candidates).
-    Costs one query, two when several names hold it."""
-    names = {d: str(doc.get("name") or d) for d, doc in store.query(f"orgs/{org_id}/departments")}
+    Costs one query."""
+    docs = dict(store.query(f"orgs/{org_id}/departments"))
+    names = {d: str(doc.get("name") or d) for d, doc in docs.items()}
+    parents = {d: doc.get("parent") for d, doc in docs.items()}
     key = person_names.kana_key(said).removesuffix("のみんな").removesuffix("の皆さん")
     if not key:
         raise ToolInputError("部署の名前が空です", key="department_empty", field=field)
@@ -239,7 +245,7 @@ def resolve_department(store: Store, org_id: str, said: str, *, field: str = "de
             f"部署「{said}」が見つかりません", key="department_not_found", field=field, name=said
         )
     # 「営業」 names 営業部 and the 東日本営業課 under it: the one that holds the others is meant
-    holding = [d for d in found if set(found) <= department_tree(store, org_id, d)]
+    holding = [d for d in found if set(found) <= _subtree(parents, d)]
     found = holding if len(holding) == 1 else found
     if len(found) > 1:
         options = sorted(names[d] for d in found)

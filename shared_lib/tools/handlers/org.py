@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from shared_lib.ports import Transaction
+from shared_lib.ports import Store, Transaction
 from shared_lib.tools.directory import (
     Person,
     department_members,
@@ -63,25 +63,25 @@ def _outbox(
     return {"announcement_id": ann_id, **shown}
 
 
+def _department(p: AnnounceParams, store: Store, org_id: str) -> str | None:
+    """The department an announcement is for (``None``: everyone or names); refused when the
+    directory does not hold it (or holds it twice), or when names are said beside it."""
+    if not p.department:
+        return None
+    if p.recipients != "all":
+        raise ToolInputError("部署と名前の両方は宛先にできません", key="recipients_mixed", field="department")
+    return resolve_department(store, org_id, p.department)
+
+
 def announce_precheck(p: AnnounceParams, reads: PrecheckReads) -> None:
-    """Before the confirmation is asked: a department the directory does not hold (or holds
-    twice), or one said beside names, is refused at once, not after 「はい」. One query."""
-    if p.department:
-        if p.recipients != "all":
-            raise ToolInputError(
-                "部署と名前の両方は宛先にできません", key="recipients_mixed", field="department"
-            )
-        resolve_department(reads.store, reads.org_id, p.department)
+    """Before the confirmation is asked: what ``_department`` refuses is refused at once, not
+    after 「はい」. One query."""
+    _department(p, reads.store, reads.org_id)
 
 
 def announce(p: AnnounceParams, ctx: ToolContext, txn: Transaction | None) -> dict[str, Any]:
     message = require_text(p.message, "message")
-    if p.department:
-        if p.recipients != "all":
-            raise ToolInputError(
-                "部署と名前の両方は宛先にできません", key="recipients_mixed", field="department"
-            )
-        dept = resolve_department(ctx.store, ctx.org_id, p.department)
+    if (dept := _department(p, ctx.store, ctx.org_id)) is not None:
         people = department_members(ctx.store, ctx.org_id, dept)
     elif p.recipients == "all":
         people = list_people(ctx.store, ctx.org_id)
