@@ -30,7 +30,7 @@ _ISO_DATE = re.compile(
 )
 _SNAKE = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![A-Za-z0-9_])")
 _USER = re.compile(r"(?:この|当該|その|対象の)?ユーザー(?:さん|様)?")
-_SENTENCES = re.compile(r"[^。！？!?\n]+[。！？!?]?")
+_QUOTES = {"「": "」", "『": "』"}
 _PLAIN = (("であった", "だった"), ("である", "だ"), ("でした", "だった"), ("です", "だ"), ("します", "する"))
 UNKNOWN = "指定した内容"
 
@@ -42,8 +42,23 @@ def for_user(text: str, registry: ToolRegistry, persona: Persona, *, today: date
     shown = _SNAKE.sub(lambda m: f"「{labels.get(m.group(0), UNKNOWN)}」", shown)
     shown = _ISO_DATE.sub(lambda m: _date(m, today), shown)
     shown = _USER.sub("あなた", shown)
-    sentences = [s.strip() for s in _SENTENCES.findall(shown) if s.strip(" 　。")]
+    sentences = [s.strip() for s in _sentences(shown) if s.strip(" 　。")]
     return "。".join(_voiced(s, persona) for s in sentences)
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences ending at 。！？ or a line's end, never inside 「」 or 『』: what the user wrote
+    and the model quotes (「12/28(月)は大掃除です。よろしく」) is a quote, not sentences to voice."""
+    out, start, closing = [], 0, ""
+    for i, ch in enumerate(text):
+        if closing:
+            closing = "" if ch == closing else closing
+        elif ch in _QUOTES:
+            closing = _QUOTES[ch]
+        elif ch in "。！？!?\n":
+            out.append(text[start : i + (ch != "\n")])
+            start = i + 1
+    return [*out, text[start:]]
 
 
 def _date(m: re.Match[str], today: date | None) -> str:

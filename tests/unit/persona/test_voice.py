@@ -158,3 +158,18 @@ def test_the_models_reasoning_is_shown_only_after_the_display_pass(reasoning):
     shown = for_user(reasoning, REGISTRY, PERSONA)
     assert voice_problems(shown) == [], shown
     assert "ユーザー" not in shown and "である" not in shown
+
+
+@pytest.mark.parametrize(
+    "quoted",
+    [
+        "仕事納めは12/28(月)です。良いお年を🎍",
+        "明日は10時からです！遅れないでください。",
+        "『定例』は中止です？",
+    ],
+)
+def test_what_the_reasoning_quotes_is_shown_as_written_not_voiced(quoted):
+    # GIVEN the model's reasoning quoting the person's message, sentences and all
+    shown = for_user(f"ユーザーは開発部のみんなに「{quoted}」と知らせたいという依頼である", REGISTRY, PERSONA)
+    # THEN the quote is the person's words, and only the reasoning around it is in the persona's voice
+    assert f"「{quoted}」" in shown and shown.endswith("ウル") and "である" not in shown, shown
