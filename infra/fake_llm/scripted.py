@@ -64,7 +64,7 @@ _DAY = (
     r"|(?:再来週|来週|今週)?[月火水木金土日]曜日?)"
 )
 # a deadline by itself: 「年内」「1週間以内」「3営業日以内」「仕事納め」「週明け」
-_WITHIN = r"(?:年内|今週中|今月中|\d{1,3}(?:日|週間|か月|ヶ月|カ月|年)以内|\d{1,2}営業日以内|仕事納め|御用納め|年明け|週明け)"
+_WITHIN = r"(?:年内|今週中|今月中|\d{1,3}(?:日|週間|か月|ヶ月|カ月|年)以内|\d{1,2}営業日以内|仕事納め|御用納め|年明け早々|来年早々|新年早々|週明け早々|年明け|週明け)"
 _DEADLINE = re.compile(_DAY + r"(?=\s*(?:まで|中|締め|〆|いっぱい))|" + _WITHIN)
 # a day of the month or the week is taken out of the body only as a deadline: 「12月1日の会議」
 # is what the task is about

@@ -871,6 +871,10 @@ def test_given_a_search_of_ones_own_tasks_when_integrating_then_the_person_is_sa
             {"body": "挨拶状の発送", "assignee_name": "山田", "limit_date": "来年1月5日"},
         ),
         (
+            "お疲れ様です〜🍵 田中部長に年明け早々に来期予算の資料作成をお願いしたいです🙏",
+            {"body": "来期予算の資料作成", "assignee_name": "田中", "limit_date": "年明け早々"},
+        ),
+        (
             "鈴木さんに3営業日以内に見積もりのタスクお願い",
             {"body": "見積もり", "assignee_name": "鈴木", "limit_date": "3営業日以内"},
         ),
