@@ -38,7 +38,14 @@ House readings (where the brief was silent):
   days; 今夜中/今晩までに is today (今夜 before an hour is not read: the guardian asks). 今年/来年/再来年 before a
   month and day (「来年1月5日」「来年の1/5」) says the year: read as said, and so does the era
   (「令和8年12月10日」「R8.12.10」). 「12月頭」「12月初め」 is that month's 1st, as 「来月頭」 is.
-  A value may end politely: 「明日中にお願いします」「金曜までによろしく🙏」「1月1日付で」.
+  A value may end politely: 「明日中にお願いします」「金曜までによろしく🙏」「1月1日付で」
+  「明日中で大丈夫です」「金曜までだと助かります」「明日までにお願いできますか？」.
+* Named days and halves (``dates.named``): 元日/大晦日/クリスマス, 仕事始め/正月明け, 連休明け (after the
+  next run of three or more days off), お盆明け, 来週前半 (Mon–Wed)/後半 (Thu–Fri)/半ば (Wed), 月の
+  前半/後半/半ば, 一両日中 (by tomorrow), 「今夜10時」 (today 22:00), 「明朝」 (tomorrow morning);
+  numbers in kanji (「三日以内」「十二月三日」「三営業日以内」; a bare 「一日」 is not read: one day
+  as often as the 1st); a value written 「12.10」 is 12/10. Two days or a bare week (「明日か明後日」
+  「来週」) stay unread: the guardian asks.
 * Ranges (「3/5〜3/7」「3/5から3/7まで」「明日から金曜」): ``date`` is the first day,
   ``end_date`` the last, ``deadline`` the last; ``is_past`` when the last day is past.
 * Times: see ``dates.times``, whose table says what 朝イチ (9:00), 午後イチ (13:00), 夕方

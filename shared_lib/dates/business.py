@@ -40,7 +40,7 @@ from shared_lib.dates.days import (
     year_note,
 )
 from shared_lib.dates.holidays import is_holiday
-from shared_lib.dates.model import DateError
+from shared_lib.dates.model import KANJI_NUMBER, DateError, number
 
 _WEEKS = {"": 0, "今週": 0, "来週": 7, "再来週": 14}
 _NUMBERS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5}
@@ -141,7 +141,7 @@ def business_days_after(day: date, n: int) -> date:
 
 def _business_days(m: re.Match[str], now: datetime) -> Part:
     """「3営業日以内」「2営業日後」: the Nth business day after today."""
-    return Part(business_days_after(now.date(), int(m[1])), kind="relative")
+    return Part(business_days_after(now.date(), number(m[1])), kind="relative")
 
 
 def last_business_day_of_year(year: int) -> date:
@@ -173,7 +173,10 @@ def _nth_business_day(m: re.Match[str], now: datetime) -> Part:
 BUSINESS_ATOMS: tuple[tuple[re.Pattern[str], Reader], ...] = (
     (re.compile(r"仕事納め|御用納め|年内最終営業日|年内の最終営業日"), _year_close),
     (re.compile(r"(?:(今月|来月|再来月)の?)?第\s?([1-9一二三四五])\s?営業日"), _nth_business_day),
-    (re.compile(r"(?<!\d)(\d{1,2})\s?営業日(?:以内|後)"), _business_days),
+    (
+        re.compile(rf"(?<![\d〇一二三四五六七八九十])(\d{{1,2}}|{KANJI_NUMBER})\s?営業日(?:以内|後)"),
+        _business_days,
+    ),
     (re.compile(r"(?:(今週|来週|再来週)の?週?末|週末)"), _weekend),
     (re.compile(r"年明け早々|年明け|来年明け|来年早々|来年の?頭|新年早々|年始(?!年末)|年初め?"), _new_year),
     (re.compile(r"(?:GW|ゴールデン\s?ウ[ィイ]ーク)明け", re.IGNORECASE), _golden_week),

@@ -20,7 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from shared_lib.dates.model import EVENING_HOUR, RECENT_PAST_DAYS, WEEKDAYS, DateError, Doubt, Kind
+from shared_lib.dates.model import (
+    EVENING_HOUR,
+    KANJI_NUMBER,
+    RECENT_PAST_DAYS,
+    WEEKDAYS,
+    DateError,
+    Doubt,
+    Kind,
+    number,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +156,7 @@ def _year_word_day(m: re.Match[str], now: datetime) -> Part:
 
 def _month_day(m: re.Match[str], now: datetime) -> Part:
     today = now.date()
-    day = year_less(int(m[1]), int(m[2]), today, m[0], m[3])
+    day = year_less(number(m[1]), number(m[2]), today, m[0], m[3])
     doubt = _weekday_doubt(m, 3, day) or _year_doubt(day, today)
     note = _note_check(m, 3, day) or year_note(day, today)
     if doubt == "next_year":
@@ -156,7 +165,7 @@ def _month_day(m: re.Match[str], now: datetime) -> Part:
 
 
 def _day_only(m: re.Match[str], now: datetime) -> Part:
-    today, n = now.date(), int(m[2])
+    today, n = now.date(), number(m[2])
     if m[1]:
         y, mo = add_months(today.year, today.month, _MONTH_WORDS[m[1]])
         day = checked(y, mo, n, m[0])
@@ -184,9 +193,9 @@ def _offset(m: re.Match[str], now: datetime) -> Part:
     「1ヶ月以内」「1年以内」: the last day of the span, the same day as 「…後」."""
     today, unit = now.date(), m[2].replace("以内", "後")
     if unit == "年後":  # 「1年後」「2年以内」「半年後」: in months
-        n, unit = (6 if m[1] == "半" else 12 * int(m[1])), "か月後"
+        n, unit = (6 if m[1] == "半" else 12 * number(m[1])), "か月後"
     else:
-        n = int(m[1])
+        n = number(m[1])
     if unit == "日後":
         return Part(today + timedelta(days=n), kind="relative")
     if unit == "日前":
@@ -217,9 +226,9 @@ def _weekday(m: re.Match[str], now: datetime) -> Part:
 def _period(m: re.Match[str], now: datetime) -> Part:
     word, today = m[0], now.date()
     y, mo = today.year, today.month
-    if word in ("月末", "今月末", "今月中", "今月いっぱい", "月内", "今月内"):
+    if word in ("月末", "今月末", "月末日", "今月末日", "今月中", "今月いっぱい", "月内", "今月内"):
         return Part(month_end(y, mo), kind="period")
-    if word in ("来月末", "来月中", "来月いっぱい"):
+    if word in ("来月末", "来月末日", "来月中", "来月いっぱい"):
         return Part(month_end(*add_months(y, mo, 1)), kind="period")
     if word == "再来月末":
         return Part(month_end(*add_months(y, mo, 2)), kind="period")
@@ -250,9 +259,16 @@ def _period(m: re.Match[str], now: datetime) -> Part:
         return Part(friday, kind="period", note=note)
     if word in ("年内", "今年中", "年末", "今年末", "今年いっぱい"):
         return Part(date(y, 12, 31), kind="period")
-    if word in ("年度末", "今年度末", "今年度中", "年度内"):  # the Japanese fiscal year ends on 3/31
+    if word in (
+        "年度末",
+        "今年度末",
+        "今年度中",
+        "今年度内",
+        "今年度いっぱい",
+        "年度内",
+    ):  # the Japanese fiscal year ends on 3/31
         return Part(date(y + (mo >= 4), 3, 31), kind="period")
-    if word == "来年度末":
+    if word in ("来年度末", "来年度中", "来年度内", "来年度いっぱい"):
         return Part(date(y + (mo >= 4) + 1, 3, 31), kind="period")
     raise DateError("date.unreadable", f"日付「{word}」を解釈できません", expression=word)
 
@@ -261,7 +277,7 @@ _THIRDS = {"上旬": (1, 10), "初旬": (1, 10), "中旬": (11, 20), "下旬": (
 
 
 def _part_of(y: int, mo: int, which: str) -> tuple[date, date | None]:
-    if which in ("末", "中", "いっぱい", "内"):
+    if which in ("末", "末日", "中", "いっぱい", "内"):
         return month_end(y, mo), None
     if which in ("頭", "初め"):  # 「12月頭」: its first day, as 「来月頭」 is
         return date(y, mo, 1), None
@@ -289,11 +305,12 @@ def _month_part(m: re.Match[str], now: datetime) -> Part:
 
 
 PERIOD_WORDS = (
-    "今月いっぱい|来月いっぱい|再来月末|今月末|来月末|月末|今月中|来月中|今月内|月内|来月初め|来月初|来月頭|"
+    "今月いっぱい|来月いっぱい|再来月末|今月末日|来月末日|月末日|今月末|来月末|月末|今月中|来月中|今月内|月内|来月初め|来月初|来月頭|"
     "今月初め|今月頭|月初め|月初|月頭|週明け早々|週明け|来週明け|来週の頭|来週の初め|来週頭|来週初め|再来週中|来週中|今週中|"
     "再来週いっぱい|来週いっぱい|今週いっぱい|来週内|今週内|週内|今年中|今年末|今年いっぱい|年内|年末(?!年始)|"
-    "来年度末|今年度末|今年度中|年度末|年度内"
+    "来年度末|来年度中|来年度内|来年度いっぱい|今年度末|今年度中|今年度内|今年度いっぱい|年度末|年度内"
 )
+_KN = "〇一二三四五六七八九十"
 _WD = r"([月火水木金土日]|げつ|か(?=よう)|すい|もく|きん|ど(?=よう)|にち)"
 _WEEK = r"(今週|来週|再来週|先週|こんしゅう|らいしゅう|さらいしゅう|せんしゅう|次|今度)"
 ATOMS: tuple[tuple[re.Pattern[str], Reader], ...] = (
@@ -305,15 +322,22 @@ ATOMS: tuple[tuple[re.Pattern[str], Reader], ...] = (
     ),
     (
         re.compile(
-            r"(?:(今月|来月|再来月)|(?<!\d)(\d{1,2})月)の?(上旬|初旬|中旬|下旬|末|中|いっぱい|内|頭|初め)"
+            r"(?:(今月|来月|再来月)|(?<!\d)(\d{1,2})月)の?(上旬|初旬|中旬|下旬|末日|末|中|いっぱい|内|頭|初め)"
         ),
         _month_part,
     ),
     (re.compile(r"()()(上旬|初旬|中旬|下旬)"), _month_part),
     (re.compile(r"(?<![\d月/])(?:(先月|今月|来月|再来月)の?)?(\d{1,2})日(?!間|後|前|中)" + NOTE), _day_only),
+    # in kanji: 「十二月三日」「二十日」 (a bare 一日 is one day as often as the 1st: not read alone)
+    (
+        re.compile(rf"(?<![\d{_KN}])(\d{{1,2}}|{KANJI_NUMBER})月({KANJI_NUMBER})日(?!間|後|前|中)" + NOTE),
+        _month_day,
+    ),
+    (re.compile(rf"(先月|今月|来月|再来月)の?({KANJI_NUMBER})日(?!間|後|前|中)" + NOTE), _day_only),
+    (re.compile(rf"(?<![\d月/{_KN}])()((?!一日){KANJI_NUMBER})日(?!間|後|前|中)" + NOTE), _day_only),
     (
         re.compile(
-            r"(?<!\d)(\d{1,3}|半(?=年))\s?"
+            rf"(?<![\d{_KN}])(\d{{1,3}}|半(?=年)|{KANJI_NUMBER})\s?"
             r"(日後|日前|日以内|週間後|週間以内|(?:か|カ|ヶ|ケ|箇)?月(?:後|以内)|年後|年以内)"
         ),
         _offset,

@@ -72,6 +72,21 @@ class Reading:
         return self.due or self.end_date or self.date
 
 
+# a number written in kanji, 1–99: 「三日以内」「一週間後」「十二月三日」「二十日」
+KANJI_NUMBER = r"(?:[一二三四五六七八九]?十[一二三四五六七八九]?|[一二三四五六七八九])"
+_KANJI_DIGITS = "〇一二三四五六七八九"
+
+
+def number(said: str) -> int:
+    """「12」「十二」「二十五」「三」 → 12, 12, 25, 3."""
+    if said.isdigit():
+        return int(said)
+    tens, ten, ones = said.partition("十")
+    if not ten:
+        return _KANJI_DIGITS.index(said)
+    return (_KANJI_DIGITS.index(tens) if tens else 1) * 10 + (_KANJI_DIGITS.index(ones) if ones else 0)
+
+
 def fold(text: str) -> str:
     """NFKC character by character where it keeps one character (full-width digits and
     punctuation become ASCII), so positions in the folded text are positions in ``text``."""

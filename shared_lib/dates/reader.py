@@ -4,24 +4,31 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from shared_lib.dates.business import BUSINESS_ATOMS
 from shared_lib.dates.days import ATOMS as DAY_ATOMS
-from shared_lib.dates.days import BARE_DAY, RANGE_SEP, Part, Reader, checked
-from shared_lib.dates.model import JST, DateError, Kind, Reading, fold
+from shared_lib.dates.days import BARE_DAY, RANGE_SEP, Part, Reader, checked, weekday_index
+from shared_lib.dates.model import JST, DateError, Kind, Reading, fold, number
+from shared_lib.dates.named import NAMED_ATOMS
 from shared_lib.dates.times import TIME_ATOMS, TimePart, read_time
 
-ATOMS = DAY_ATOMS + BUSINESS_ATOMS
+ATOMS = DAY_ATOMS + BUSINESS_ATOMS + NAMED_ATOMS
 # what a parameter value may carry after its expression: 「明日まで」「3/5(木)に」「15時頃」
 # 「今日中」「金曜中」 (by the end of that day: the deadline is the day), 「15日〆で」「朝イチで」,
 # 「1月1日付で」, and a polite ending 「明日中にお願いします」「金曜までによろしく」
 _TAIL = re.compile(
     r"\s?(?:中|いっぱい)?(?:までに|まで|迄に|迄|頃まで|頃|ごろ|くらい|ぐらい|に|で|締め切り|締切り?|〆切り?|〆|"
-    r"締め|期限|厳守|必着|付け?)*(?:お願い(?:します|いたします|致します)?|よろしく(?:お願いします)?)?"
-    r"[\s。.!！~〜♪☆★\u2600-\u27bf\U0001f300-\U0001faff]*"
+    r"締め|期限|厳守|必着|付け?)*"
+    r"(?:だと|でも|が|を|で)?(?:お願い(?:します|いたします|致します|できますか|できますでしょうか|したいです)?|"
+    r"よろしく(?:お願いします|です)?|大丈夫(?:です)?|助かります|嬉しいです|うれしいです|希望(?:です)?|"
+    r"(?:OK|ok|オッケー|いい|良い)(?:です)?|(?:して)?(?:ください|下さい)|です|ね|よ|でしょうか)*"
+    r"[\s。.!！?？~〜♪☆★\u2600-\u27bf\U0001f300-\U0001faff]*"
 )
+# 「12.10」: a value written month.day (not in free text, where 「1.5倍」 is a number)
+_DOTTED = re.compile(r"(\s*\d{1,2})\.(\d{1,2})(?![\d.])")
+_WEEKDAY_END = re.compile(r"([月火水木金土日])(?:曜日?)?(?![\d/月末初中旬])")
 _JOIN = re.compile(r"\s?(?:の|T|\s)?\s?")
 
 
@@ -54,14 +61,18 @@ def _range_end(text: str, pos: int, start: Part, now: datetime) -> tuple[date, i
     if not sep:
         return None
     hit = _longest(ATOMS, text, sep.end())
+    if start.kind == "weekday" and (wd := _WEEKDAY_END.match(text, sep.end())):
+        # 「来週月〜水」「月曜〜金曜」: the end weekday of the start's week (or the one after it)
+        end = start.date + timedelta(days=(weekday_index(wd[1]) - start.date.weekday()) % 7)
+        return end, wd.end()
     if hit is not None:
         m, reader = hit
         if reader.__name__ == "_month_day":  # a year-less end follows the start's year
-            end = checked(start.date.year, int(m[1]), int(m[2]), m[0])
+            end = checked(start.date.year, number(m[1]), number(m[2]), m[0])
             if end.month < start.date.month:  # 「12/28〜1/5」 crosses the year end
-                end = checked(start.date.year + 1, int(m[1]), int(m[2]), m[0])
+                end = checked(start.date.year + 1, number(m[1]), number(m[2]), m[0])
         elif reader.__name__ == "_day_only" and not m[1]:  # 「3/5〜7日」: the start's month
-            end = checked(start.date.year, start.date.month, int(m[2]), m[0])
+            end = checked(start.date.year, start.date.month, number(m[2]), m[0])
         else:
             end = reader(m, now).date
         stop = m.end()
@@ -139,6 +150,8 @@ def read_or_error(text: str, now: datetime, tz: ZoneInfo = JST, *, whole: bool =
     local = _zone_today(now, tz)
     folded = fold(text)
     if whole:
+        if dotted := _DOTTED.match(folded):  # same length: positions still name the text as typed
+            folded = f"{dotted[1]}/{dotted[2]}{folded[dotted.end() :]}"
         pos = len(folded) - len(folded.lstrip())
         found = _scan_at(folded, pos, local)
         tail = _TAIL.fullmatch(folded, found.end) if found else None

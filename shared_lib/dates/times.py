@@ -77,7 +77,8 @@ CLOCK = re.compile(
     rf"(?<![\d:/.])(?:({_PREFIX}|am|AM|pm|PM)の?)?\s?(\d{{1,2}}):(\d{{2}})(?::\d{{2}}(?:\.\d+)?)?(?!\d)"
 )
 HOURS = re.compile(rf"(?<![\d:/.])(?:({_PREFIX})の?)?(\d{{1,2}})時(?:(\d{{1,2}})分|(半))?(?!間)")
-WORD = re.compile("|".join(sorted(_WORDS, key=len, reverse=True)) + r"(?!食|ご飯|ごはん)")
+# not a meal (朝食, 昼ご飯) nor the typeface 明朝体; the group makes the look-ahead every word's
+WORD = re.compile("(?:" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r")(?!食|ご飯|ごはん|体)")
 
 
 def night_hour(hour: int, word: str) -> int:

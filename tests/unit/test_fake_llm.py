@@ -878,6 +878,23 @@ def test_given_a_search_of_ones_own_tasks_when_integrating_then_the_person_is_sa
             "鈴木さんに3営業日以内に見積もりのタスクお願い",
             {"body": "見積もり", "assignee_name": "鈴木", "limit_date": "3営業日以内"},
         ),
+        # in kanji, halves of a week, the night, a long break
+        (
+            "鈴木さんに三日以内に議事録まとめをお願いします",
+            {"body": "議事録まとめ", "assignee_name": "鈴木", "limit_date": "三日以内"},
+        ),
+        (
+            "月曜の夜にすみません💦 田中課長に来週前半までに見積書の作成をお願い🙏",
+            {"body": "見積書の作成", "assignee_name": "田中", "limit_date": "来週前半"},
+        ),
+        (
+            "山田さんに今夜10時までに資料送付のタスクお願い",
+            {"body": "資料送付", "assignee_name": "山田", "limit_date": "今夜10時"},
+        ),
+        (
+            "鈴木さんに連休明けまでに経費精算お願いします",
+            {"body": "経費精算", "assignee_name": "鈴木", "limit_date": "連休明け"},
+        ),
     ],
 )
 def test_given_titles_and_days_when_a_task_is_asked_then_the_person_and_the_deadline_are_read(

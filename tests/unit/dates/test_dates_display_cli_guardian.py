@@ -130,6 +130,13 @@ def test_the_guardian_checks_relative_expressions_it_used_to_skip(said, code):
         ("来年の1/5", "2027-01-05"),
         ("1週間以内", "2026-12-01"),
         ("3営業日以内", "2026-11-27"),
+        ("三日以内にお願いします", "2026-11-27"),
+        ("来週前半", "2026-12-02"),
+        ("来週月〜水で", "2026-12-02"),
+        ("一両日中", "2026-11-25"),
+        ("連休明けまでに", "2027-01-04"),
+        ("12.10", "2026-12-10"),
+        ("金曜までだと助かります", "2026-11-27"),
     ],
 )
 def test_a_deadline_said_with_its_year_word_or_as_a_span_passes_the_guardian_and_is_the_day_it_means(
@@ -142,6 +149,15 @@ def test_a_deadline_said_with_its_year_word_or_as_a_span_passes_the_guardian_and
     # WHEN the guardian judges it THEN nothing is asked, and the executor's reading is that day
     assert evaluate(proposal, registry=tool_registry(), now=NOW).reason_code == "pass"
     assert normalize_deadline(said, NOW) == (day, None)
+
+
+def test_a_deadline_of_two_days_or_a_bare_week_is_asked_for_not_guessed():
+    for said in ("明日か明後日", "来週"):
+        proposal = tool_call(
+            "chatwork_task_create", {"body": "議事録まとめ", "assignee_name": "田中", "limit_date": said}
+        )
+        verdict = evaluate(proposal, registry=tool_registry(), now=NOW)
+        assert verdict.reason_code == "date.unreadable", (said, verdict)
 
 
 def test_a_year_word_date_with_the_wrong_weekday_is_asked_about():
