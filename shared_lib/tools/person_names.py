@@ -27,6 +27,42 @@ TITLES = tuple(
         (
             "部長代理",
             "課長代理",
+            "部長補佐",
+            "課長補佐",
+            "副部長",
+            "副課長",
+            "副本部長",
+            "副支店長",
+            "副所長",
+            "副院長",
+            "社長代理",
+            "執行役員",
+            "相談役",
+            "監査役",
+            "顧問",
+            "参事",
+            "主査",
+            "主幹",
+            "理事長",
+            "理事",
+            "局長",
+            "部門長",
+            "班長",
+            "グループ長",
+            "グループリーダー",
+            "チームリーダー",
+            "支社長",
+            "院長",
+            "代表",
+            "gm",
+            "gl",
+            "pm",
+            "pl",
+            "mgr",
+            "ceo",
+            "cto",
+            "cfo",
+            "coo",
             "部長",
             "課長",
             "係長",
@@ -88,9 +124,19 @@ def normalise(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).split())
 
 
+# what a name may carry around it: 「@田中」 (a mention), 「田中さんへ」「田中部長宛て」 (the addressee)
+_MENTION = re.compile(r"^[@＠]\s?")
+_ADDRESSED = ("宛て", "宛", "あて", "へ")
+
+
 def strip_titles(text: str) -> str:
-    """Every title and honorific off the end (「山田部長さん」 is 「山田」), never the whole name."""
-    text = text.strip()
+    """Every title and honorific off the end (「山田部長さん」 is 「山田」), never the whole name;
+    a mention's 「@」 and an addressee's 「へ」「宛て」 off too."""
+    text = _MENTION.sub("", text.strip())
+    for mark in _ADDRESSED:
+        if text.endswith(mark) and len(text) > len(mark) + 1:
+            text = text[: -len(mark)].rstrip()
+            break
     changed = True
     while changed:
         changed = False
@@ -269,12 +315,14 @@ def is_latin(text: str) -> bool:
 def matches(said: str, name: str, reading: str | None, *, exact: bool) -> bool:
     """Does ``said`` (already without titles) name this person, whole or in part (a surname)?"""
     if is_latin(said):
-        wanted = romaji_key(said)
+        # 「Hanako Sato」: a given name first, as in English, is the same person as 「Sato Hanako」
+        spoken = [said, " ".join(reversed(said.split()))] if len(said.split()) == 2 else [said]
+        wanted = [romaji_key(s) for s in spoken]
         forms = [romaji_key(to_romaji(reading))] if reading else []
         forms.append(romaji_key(name))
     else:
-        wanted = kana_key(said)
+        wanted = [kana_key(said)]
         forms = [kana_key(name), *([kana_key(reading)] if reading else [])]
-    if not wanted:
+    if not wanted[0]:
         return False
-    return any(f == wanted if exact else wanted in f for f in forms)
+    return any(f == w if exact else w in f for f in forms for w in wanted)

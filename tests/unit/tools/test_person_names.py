@@ -60,6 +60,20 @@ def who(store, said: str) -> str:
         ("経理部の田中さん", "u-tanaka-k"),
         ("営業の田中課長", "u-tanaka-s"),
         ("田中花子次長", "u-tanaka-k"),
+        # titles of other ranks and of other kinds of organisation, and an addressee's marks
+        ("山田副部長", "u-yamada"),
+        ("山田課長補佐", "u-yamada"),
+        ("大野執行役員", "u-ohno"),
+        ("大野顧問", "u-ohno"),
+        ("本間主査", "u-honma"),
+        ("伊藤GM", "u-ito"),
+        ("伊藤 PM", "u-ito"),
+        ("大野CFO", "u-ohno"),
+        ("本間グループリーダー", "u-honma"),
+        ("@服部さん", "u-hattori"),
+        ("＠伊藤", "u-ito"),
+        ("山田部長宛て", "u-yamada"),
+        ("本間さんへ", "u-honma"),
     ],
 )
 def test_given_a_name_with_titles_and_a_department_when_resolved_then_that_person(store, said, user_id):
@@ -91,6 +105,8 @@ def test_given_a_name_with_titles_and_a_department_when_resolved_then_that_perso
         ("Hattori", "u-hattori"),
         ("ほんまさん", "u-honma"),
         ("いとう部長", "u-ito"),
+        ("Junichi Ohno", "u-ohno"),  # the given name first, as in English
+        ("Manami Homma", "u-honma"),
     ],
 )
 def test_given_a_reading_in_kana_or_romaji_when_resolved_then_that_person(store, said, user_id):
