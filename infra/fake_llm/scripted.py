@@ -60,7 +60,7 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # a day said as a deadline (「12月1日まで」, 「12/3までに」, 「来週月曜まで」, 「金曜中」, 「年内に」): the
 # charter's normaliser reads the words (``tools.normalize.normalize_deadline``), the model hands them over
 _DAY = (
-    r"(?:(?:(?:来年|今年|再来年)の?)?(?:\d{1,2}月\d{1,2}日|\d{1,2}/\d{1,2})"
+    r"(?:(?:(?:来年|今年|再来年)の?)?(?:\d{1,2}月\d{1,2}日|\d{1,2}[/.]\d{1,2}(?![\d.]))"
     r"|(?:再来週|来週|今週)?[月火水木金土日]曜日?)"
 )
 # a deadline by itself: 「年内」「1週間以内」「3営業日以内」「仕事納め」「週明け」
@@ -609,7 +609,7 @@ def _json_facts(text: str, limit: int) -> list[str]:
             value, _ = decoder.raw_decode(text[start:])
         except json.JSONDecodeError:
             continue
-        facts = list(dict.fromkeys(_scalar_leaves(_last_step(value))))  # a fact said once
+        facts = _with_times(list(dict.fromkeys(_scalar_leaves(_last_step(value)))))  # a fact said once
         if facts:
             return facts[:limit]
     return []
@@ -634,6 +634,8 @@ def _scalar_leaves(value: Any, key: str = "") -> Iterator[str]:
             yield f"担当は{_quote(str(value), 30)}さん"
         elif key in _DAYS:
             yield f"期限は{_quote(str(value), 30)}"
+        elif key in _TIMES:
+            yield f"{_TIME_MARK}{_quote(str(value), 20)}"
         else:
             yield f"「{_quote(str(value), 60)}」"
 
@@ -641,6 +643,23 @@ def _scalar_leaves(value: Any, key: str = "") -> Iterator[str]:
 _COUNTS = frozenset({"count", "total", "matched", "found"})
 _PEOPLE = frozenset({"assignee", "assignee_name"})
 _DAYS = frozenset({"limit_date", "limit", "deadline", "due"})
+_TIMES = frozenset({"limit_time", "due_time"})
+_TIME_MARK = "\x00"
+
+
+def _with_times(facts: list[str]) -> list[str]:
+    """A deadline's time joins its day (「期限は11月30日（月）22時」), else is said as a time."""
+    out: list[str] = []
+    for fact in facts:
+        if fact.startswith(_TIME_MARK):
+            at = fact.removeprefix(_TIME_MARK)
+            if out and out[-1].startswith("期限は"):
+                out[-1] += at
+            else:
+                out.append(f"時刻は{at}")
+        else:
+            out.append(fact)
+    return out
 
 
 def _last_step(value: Any) -> Any:

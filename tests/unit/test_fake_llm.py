@@ -662,6 +662,17 @@ def test_given_a_created_task_when_integrating_then_its_person_and_day_are_said_
     assert "t-9f" not in said and "「佐藤花子」" not in said and "結果は" not in said
 
 
+def test_given_a_task_due_at_a_time_when_integrating_then_the_time_joins_its_day() -> None:
+    result = {
+        "body": "資料送付",
+        "assignee": "山田次郎",
+        "limit_date": "11月30日（月）",
+        "limit_time": "22時",
+    }
+    said = integrate(f"結果: {json.dumps([{'tool': 'タスクの作成', 'result': result}], ensure_ascii=False)}")
+    assert "期限は11月30日（月）22時だウル。" in said and "「22時」" not in said, said
+
+
 def test_given_failed_tool_result_when_integrating_then_the_answer_apologises() -> None:
     assert integrate('save_memory: {"success": false, "error": "storage full"}').startswith(
         "ごめんなさいウル"
@@ -877,6 +888,10 @@ def test_given_a_search_of_ones_own_tasks_when_integrating_then_the_person_is_sa
         (
             "鈴木さんに3営業日以内に見積もりのタスクお願い",
             {"body": "見積もり", "assignee_name": "鈴木", "limit_date": "3営業日以内"},
+        ),
+        (
+            "12.10までに山田さんに稟議書の確認お願いします",
+            {"body": "稟議書の確認", "assignee_name": "山田", "limit_date": "12.10"},
         ),
         # in kanji, halves of a week, the night, a long break
         (
