@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,7 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # charter's normaliser reads the words (``tools.normalize.normalize_deadline``), the model hands them over
 _DAY = (
     r"(?:(?:(?:来年|今年|再来年)の?)?(?:\d{1,2}月\d{1,2}日|\d{1,2}[/.]\d{1,2}(?![\d.]))"
+    r"(?:\s?[(（][月火水木金土日](?:曜日?)?[)）])?"
     r"|(?:再来週|来週|今週)?[月火水木金土日]曜日?)"
 )
 # a deadline by itself: 「年内」「1週間以内」「3営業日以内」「仕事納め」「週明け」
@@ -70,8 +72,8 @@ _WITHIN = (
     r"(?:年内|今週中|今月中|一両日中|(?:\d{1,3}|" + _KANJI_NUM + r")(?:日|週間|か月|ヶ月|カ月|年)以内|"
     r"(?:\d{1,2}|" + _KANJI_NUM + r")営業日以内|(?:今週|来週|再来週|週)の?(?:前半|後半|半ば|中頃)|"
     r"(?:今月|来月|\d{1,2}月|月)の?(?:前半|後半|半ば|中頃)|明朝|(?:今夜|今晩)の?\d{1,2}時(?:半|\d{1,2}分)?|"
-    r"仕事納め|御用納め|仕事始め|(?:お)?正月明け|連休明け|(?:お)?盆明け|年明け早々|来年早々|新年早々|"
-    r"週明け早々|年明け|週明け)"
+    r"仕事納め|御用納め|仕事始め|(?:お)?正月明け|連休明け|(?:お)?盆明け|年明け(?:早々|すぐ|一番)|来年早々|"
+    r"新年早々|週明け(?:早々|すぐ|一番)|年明け|週明け)"
 )
 _DEADLINE = re.compile(_DAY + r"(?=\s*(?:まで|中|締め|〆|いっぱい))|" + _WITHIN)
 # a day of the month or the week is taken out of the body only as a deadline: 「12月1日の会議」
@@ -86,7 +88,8 @@ _DATE_PHRASE = re.compile(
     )
 )
 _TASK_END = re.compile(
-    r"するタスク|というタスク|のタスク|タスク|ように|を?お願い|を?頼ん|をして|して(?:ほしい|ください)"
+    r"するタスク|というタスク|のタスク|タスク|ように|を?お願い|を?おねがい|を?頼ん|を?頼む|を?頼み|を?たのん|"
+    r"を?やっといて|をしといて|をして|して(?:ほしい|ください|もらえ)"
 )
 _COMPLETE_INTENT = re.compile(r"完了(?:に|して|した|済)")
 _QUOTED = re.compile(r"[「『]([^」』]+)[」』]")
@@ -421,6 +424,12 @@ def _outcome(text: str) -> JSON:
 
 
 _GREETINGS: dict[str, str] = {
+    "良いお年を": "良いお年をウル！今年も一年ありがとうございましたウル🎍",
+    "よいお年を": "良いお年をウル！今年も一年ありがとうございましたウル🎍",
+    "あけましておめでとう": "あけましておめでとうございますウル！今年もよろしくお願いしますウル🎍",
+    "お世話になりました": "こちらこそお世話になりましたウル！またいつでも声をかけてほしいウル！",
+    "お疲れ様": "お疲れさまウル！何かお手伝いできることはあるウル？",
+    "おつかれ": "お疲れさまウル！何かお手伝いできることはあるウル？",
     "おはよう": "おはようございますウル！今日も一日よろしくお願いしますウル！",
     "こんにちは": "こんにちはウル！何かお手伝いできることはあるウル？",
     "こんばんは": "こんばんはウル！今日も一日お疲れさまでしたウル！",
@@ -506,9 +515,51 @@ def _has(*groups: tuple[str, ...]) -> Callable[[str], bool]:
     return lambda text: all(any(word in text for word in group) for group in groups)
 
 
+# a request word: 「お願い」「おねがいしまーす」「頼んどいて」「やっといて」「してもらえます？」
+_ASKING = (
+    "タスク", "頼んで", "頼んど", "頼む", "頼み", "たのむ", "たのん", "お願い", "おねがい", "やっといて",
+    "しといて", "してもらえ", "してもらって",
+)  # fmt: skip
+# a request taken back in the same message: 「…のタスク…いや、やっぱりいいや」「やっぱやめとく」
+_TAKEN_BACK = (
+    "やっぱりいい",
+    "やっぱいい",
+    "やっぱりやめ",
+    "やっぱやめ",
+    "やっぱりなし",
+    "やっぱなし",
+    "今のなし",
+    "なんでもない",
+)
+
+
+def _taken_back(text: str) -> JSON:
+    return _text_response(
+        text,
+        "了解ウル、今回は何もしないでおくウル🐺 また必要になったら声をかけてほしいウル！",
+        confidence=0.85,
+        strategy="依頼を言いかけて取り消しているので、何も実行せずに了解したことだけを伝える",
+    )
+
+
+# 「はい」 with nothing asked: a confirmation the product holds is answered before any model sees it
+_BARE_ANSWER = re.compile(
+    r"(?:はい|うん|ええ|OK|ok|おk|おけ|了解|りょ|お願いします|いいえ|いや|やめて|キャンセル)[!！。〜ー🙏\s]*"
+)
+
+
+def _bare_answer(text: str) -> JSON:
+    return _text_response(
+        text,
+        "いま確認待ちの操作はないウル🐺 何をお手伝いするか教えてほしいウル！",
+        confidence=0.8,
+        strategy="確認を求めていないのに返事だけが来たので、待っている操作がないことを伝えて用件を尋ねる",
+    )
+
+
 def _is_task_request(text: str) -> bool:
     """A person is addressed (「〇〇さんに」) with a request word, and it is not about listing/completing tasks."""
-    addressed = _ADDRESSEE.search(text) is not None and _has(("タスク", "頼んで", "お願い"))(text)
+    addressed = _ADDRESSEE.search(text) is not None and _has(_ASKING)(text)
     return addressed and not ("一覧" in text or _COMPLETE_INTENT.search(text))
 
 
@@ -534,6 +585,8 @@ PROPOSAL_RULES: tuple[ProposalRule, ...] = (
     ProposalRule("announce", _has(("全員",), ("アナウンス", "お知らせ", "周知")), _announce),
     ProposalRule("change_permission", _has(("権限",), ("変更",)), _change_permission),
     ProposalRule("view_all_users", _has(("全社員",), ("一覧",)), _view_all_users),
+    ProposalRule("taken_back", _has(_TAKEN_BACK), _taken_back),  # 「…いや、やっぱりいいや」
+    ProposalRule("bare_answer", lambda t: _BARE_ANSWER.fullmatch(t.strip()) is not None, _bare_answer),
     ProposalRule("task_create", _is_task_request, _task_create),  # 佐藤 → clarification_needed
     # look first, then act: a search that hands over to a next step (infra.fake_llm.steps)
     ProposalRule(
@@ -558,8 +611,13 @@ def proposal_rule_for(text: str) -> ProposalRule:
     return next(rule for rule in PROPOSAL_RULES if rule.applies(text))
 
 
+_HALF_WIDTH_KANA = re.compile(r"[\uff61-\uff9f]+")
+
+
 def propose(text: str) -> JSON:
-    """The proposal object (``submit_proposal`` input) for the user's message."""
+    """The proposal object (``submit_proposal`` input) for the user's message (half-width kana
+    read as the usual kana: 「ﾀﾅｶさんにﾐｰﾃｨﾝｸﾞ資料を」)."""
+    text = _HALF_WIDTH_KANA.sub(lambda m: unicodedata.normalize("NFKC", m.group(0)), text)
     return proposal_rule_for(text).build(text)
 
 

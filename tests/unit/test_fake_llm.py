@@ -918,6 +918,51 @@ def test_given_titles_and_days_when_a_task_is_asked_then_the_person_and_the_dead
     assert tool_call(text)["parameters"] == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # asked as people ask: colloquial, in hiragana, in half-width kana, with a weekday beside the day
+        (
+            "すんません、田中さんに仕事始めまでに年賀状の整理頼んどいてもらえます？",
+            {"body": "年賀状の整理", "assignee_name": "田中", "limit_date": "仕事始め"},
+        ),
+        (
+            "山田さんに年明けすぐに来期予算のたたき台作成おねがいしまーす",
+            {"body": "来期予算のたたき台作成", "assignee_name": "山田", "limit_date": "年明けすぐ"},
+        ),
+        (
+            "ﾀﾅｶさんにﾐｰﾃｨﾝｸﾞ資料の作成を明日中にお願い",
+            {"body": "ミーティング資料の作成", "assignee_name": "タナカ", "limit_date": "明日中"},
+        ),
+        (
+            "田中さんに1/5(火)までに新年会の店の予約をお願い",
+            {"body": "新年会の店の予約", "assignee_name": "田中", "limit_date": "1/5(火)"},
+        ),
+    ],
+)
+def test_given_a_request_as_people_write_it_when_proposing_then_a_task_is_asked_for(
+    text: str, expected: dict[str, str]
+) -> None:
+    assert tool_call(text)["parameters"] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("鈴木さんに元旦までに年賀状の返信のタスク…いや、やっぱりいいや", "taken_back"),
+        ("はい", "bare_answer"),
+        ("OK！", "bare_answer"),
+        ("今年もお世話になりました！良いお年を🎍", "greeting"),
+        ("お疲れ様です〜", "greeting"),
+    ],
+)
+def test_given_a_request_taken_back_a_bare_yes_or_a_season_s_greeting_then_nothing_is_done(
+    text: str, rule: str
+) -> None:
+    assert proposal_rule_for(text).name == rule
+    assert propose(text)["output_type"] == "text_response"
+
+
 def test_given_a_manager_s_tasks_when_asked_to_show_them_then_they_are_searched() -> None:
     assert tool_call("佐藤課長のタスク見せて")["parameters"] == {"assignee_name": "佐藤"}
 
