@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,13 @@ def _prints(tree: ast.Module) -> list[int]:
     return sorted(set(found))
 
 
+@lru_cache(maxsize=4096)
+def _prints_in(source: str) -> tuple[int, ...]:
+    """``_prints`` of a module's source, kept by its text: the mutation tests scan a copy of the
+    tree in which one file differs, and only that file is parsed again."""
+    return tuple(_prints(ast.parse(source)))
+
+
 def allowed(rel: str) -> bool:
     """``rel`` (``shared_lib/cli/x.py``) is one of ``ALLOWED``: a file, a folder or a pattern."""
     return any(
@@ -78,7 +86,7 @@ def printing_calls(repo: Path) -> list[str]:
             rel = path.relative_to(repo).as_posix()
             if allowed(rel):
                 continue
-            found += [f"{rel}:{line}" for line in _prints(ast.parse(path.read_text(encoding="utf-8")))]
+            found += [f"{rel}:{line}" for line in _prints_in(path.read_text(encoding="utf-8"))]
     return found
 
 
