@@ -17,6 +17,7 @@ import json
 import re
 import sys
 import time
+import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -70,14 +71,34 @@ def _step_summary(step: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def turn_summary(record: dict[str, Any], speaker: str, text: str) -> dict[str, Any]:
-    """What the demo prints for one turn, from its observability record."""
+def sent_reply(calls: list[dict[str, Any]], turn_id: str | None) -> str | None:
+    """The reply a turn's person read, from the fake channel server's calls (its parts in order),
+    or ``None`` when none was sent for it. The turn's record keeps the reply masked (a log): a
+    person's own values given back (「私の携帯は090-…」) read there as placeholders."""
+    if not turn_id:
+        return None
+    parts = sorted(
+        (
+            (int(body.get("part") or 1), str(body.get("text") or ""))
+            for call in calls
+            if isinstance(body := call.get("body"), dict)
+            and (body.get("turn_id") == turn_id or str(body.get("turn_id") or "").startswith(f"{turn_id}-"))
+        ),
+    )
+    return "\n".join(dict.fromkeys(text for _, text in parts)) or None
+
+
+def turn_summary(
+    record: dict[str, Any], speaker: str, text: str, *, sent: str | None = None
+) -> dict[str, Any]:
+    """What the demo prints for one turn, from its observability record; ``sent``: the reply as
+    the person read it (``sent_reply``), shown instead of the record's masked one."""
     loop, route = record.get("loop") or {}, record.get("route") or {}
     return {
         "turn_id": record.get("turn_id"),
         "speaker": _NAMES.get(speaker, speaker),
         "text": text,
-        "reply": record.get("final_response"),
+        "reply": sent if sent is not None else record.get("final_response"),
         "kind": record.get("response_kind"),
         "arm": record.get("arm"),
         "model": record.get("llm_model"),
@@ -176,7 +197,7 @@ def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:
     db = keep / "demo.sqlite"
     for stale in keep.glob("demo.sqlite*"):  # every demo starts from an empty store
         stale.unlink()
-    with embedded_product(db) as (rt, banner):
+    with embedded_product(db) as (rt, banner, sent):
         seed_demo_directory(rt.store)
         if not args.json:
             print(banner)
@@ -194,7 +215,7 @@ def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:
             )
             turn_id = accept(rt, msg)
             record = _record(rt.store, turn_id)
-            out.append(turn_summary(record, speaker, text))
+            out.append(turn_summary(record, speaker, text, sent=sent_reply(sent(), turn_id)))
             if not args.json:
                 _print_turn(i, out[-1])
         if args.json:
@@ -207,6 +228,14 @@ def _embedded(args: argparse.Namespace) -> list[dict[str, Any]]:
                 )
             )
         return out
+
+
+def _stack_sent(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the running stack's fake channel server received."""
+    url = state["components"]["fake_channels"]["url"]
+    with urllib.request.urlopen(f"{url}/_admin/sent", timeout=10) as resp:
+        calls: list[dict[str, Any]] = json.loads(resp.read())
+    return calls
 
 
 def _record(
@@ -241,7 +270,9 @@ def _stack(args: argparse.Namespace) -> list[dict[str, Any]]:
         if status != 200 or not body.get("turn_ids"):
             raise CharterError(f"webhook rejected: {status} {body}")
         record = _record(store, body["turn_ids"][0], timeout=60)
-        out.append(turn_summary(record, speaker, text))
+        out.append(
+            turn_summary(record, speaker, text, sent=sent_reply(_stack_sent(st), record.get("turn_id")))
+        )
         if not args.json:
             _print_turn(i, out[-1])
     if args.json:

@@ -5,8 +5,9 @@ One place decides the brain the way the demo always has: Claude through the Anth
 Anthropic Messages API; replies go to a local fake channel server; the bus is in-process and the
 store is a SQLite file the operator commands can read afterwards.
 
->>> with embedded_product(Path("/tmp/x/demo.sqlite")) as (rt, banner):  # doctest: +SKIP
+>>> with embedded_product(Path("/tmp/x/demo.sqlite")) as (rt, banner, sent):  # doctest: +SKIP
 ...     accept(rt, message)
+...     sent()  # what the fake channel server received, oldest first
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 
 from shared_lib.runtime import Runtime
 
+Sent = Callable[[], list[dict[str, Any]]]
+
 
 @contextmanager
 def embedded_product(
@@ -26,9 +29,10 @@ def embedded_product(
     *,
     clock: Callable[[], datetime] | None = None,
     store: dict[str, Any] | None = None,
-) -> Iterator[tuple[Runtime, str]]:
+) -> Iterator[tuple[Runtime, str, Sent]]:
     """A wired in-process runtime over the SQLite store ``db`` (or the ``store`` settings given),
-    and a line saying which LLM serves it."""
+    a line saying which LLM serves it, and what the channels received (the replies as sent: a
+    person's own masked values given back, which the turn's record keeps masked)."""
     from infra.fake_channels.server import FakeChannelServer
     from shared_lib.settings import Settings
     from shared_lib.wiring.composition import ENV_FILE, build_runtime, wire_inprocess, write_env_file
@@ -61,4 +65,4 @@ def embedded_product(
                 {"CHARTER_ENV": "demo", "CHARTER_STORE": "sqlite", "CHARTER_STORE_PATH": str(db)},
             )
         wire_inprocess(rt)
-        yield rt, banner
+        yield rt, banner, lambda: channels.sent(accepted_only=True)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from infra.demo_cli import _print_turn, _record, leaks, turn_summary
+from infra.demo_cli import _print_turn, _record, leaks, sent_reply, turn_summary
 from shared_lib.cli.operations import store_options
 from shared_lib.demo_data import DEMO_ORG, DEMO_ROOM, seed_demo_directory
 from shared_lib.errors import ConfigError
@@ -84,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
     fresh = store is None and not db.exists()
     db.parent.mkdir(parents=True, exist_ok=True)
     clock = _clock(args.now) if args.now else None
-    with embedded_product(db, clock=clock, store=store) as (rt, banner):
+    with embedded_product(db, clock=clock, store=store) as (rt, banner, sent):
         if fresh or (args.org == DEMO_ORG and not rt.store.query(f"orgs/{DEMO_ORG}/users", limit=1)):
             seed_demo_directory(rt.store)
         received = rt.clock()
@@ -99,7 +99,8 @@ def _run(args: argparse.Namespace) -> int:
             received_at=received,
         )
         turn_id = accept(rt, msg)
-        summary = turn_summary(_record(rt.store, turn_id, org=args.org), args.as_user, text)
+        record = _record(rt.store, turn_id, org=args.org)
+        summary = turn_summary(record, args.as_user, text, sent=sent_reply(sent(), turn_id))
     found = leaks(str(summary.get("reply") or ""))
     if args.json:
         print(

@@ -44,6 +44,18 @@ def test_a_confirmation_left_by_one_say_is_answered_by_the_next(tmp_path, capsys
         assert store.get(f"orgs/{DEMO_ORG}/observability/{turn['turn_id']}") is not None
 
 
+def test_a_persons_own_number_comes_back_to_them_and_is_no_leak(tmp_path, capsys):
+    keep = tmp_path / "demo"
+    # WHEN a person asks the assistant to keep their own phone number
+    code, out = say(capsys, keep, "--as", "u-suzuki", "私の携帯番号は090-1234-5678だから覚えておいて")
+    # THEN the reply they read gives it back as they wrote it (their own value), and nothing leaks
+    assert code == 0 and out["leaks"] == [], out
+    assert "090-1234-5678" in out["turn"]["reply"] and "[PHONE" not in out["turn"]["reply"]
+    # AND the turn's record, a log, keeps it masked
+    record = SQLiteStore(keep / "demo.sqlite").get(f"orgs/{DEMO_ORG}/observability/{out['turn']['turn_id']}")
+    assert record is not None and "090-1234-5678" not in json.dumps(record, ensure_ascii=False, default=str)
+
+
 def test_now_sets_the_products_clock(tmp_path, capsys):
     keep = tmp_path / "demo"
     # WHEN a task 「明日まで」 is asked on New Year's Eve morning (JST)
