@@ -88,7 +88,7 @@ def accept(rt: Runtime, msg: InboundMessage, *, traceparent: str = "", smoke: bo
 def _accept(rt: Runtime, msg: InboundMessage, *, smoke: bool) -> str | None:
     path = dedupe_path(msg)
     now = rt.clock()
-    turn = Turn.from_inbound(msg, traceparent=tracing.current_traceparent())
+    turn = Turn.from_inbound(msg, traceparent=tracing.current_traceparent(), created_at=now)
     s = rt.settings  # the turn's processing budget counts work from here on, never its waits
     turn.budget = budgets.admit(now, seconds=s.turn_budget_seconds, backlog_seconds=s.backlog_seconds)
     turn.smoke, turn.ingress_revision = smoke, rt.settings.revision

@@ -100,9 +100,18 @@ class Turn(BaseModel):
 
     @classmethod
     def from_inbound(
-        cls, inbound: InboundMessage, *, traceparent: str = "", deadline: datetime | None = None
+        cls,
+        inbound: InboundMessage,
+        *,
+        traceparent: str = "",
+        deadline: datetime | None = None,
+        created_at: datetime | None = None,
     ) -> Turn:
+        """A person's (or a job's, a heartbeat run's) turn; ``created_at``: the runtime's clock when
+        the turn was accepted (what its record, its episode and its staging are dated by; the
+        layers' timings read the same clock)."""
         return cls(
+            created_at=created_at or utc_now(),
             conversation_key=inbound.conversation_key,
             org_id=inbound.org_id,
             user_id=inbound.user_id,

@@ -51,7 +51,7 @@ def run_turn(task: dict[str, Any], run_id: str, now: datetime, cipher: MultiFern
         event_id=run_id,
         received_at=now,
     )
-    turn = Turn.from_inbound(inbound)
+    turn = Turn.from_inbound(inbound, created_at=now)
     turn.turn_id = turn_id_for(run_id)
     turn.conversation_key = str(task.get("conversation_key") or inbound.conversation_key)
     return turn

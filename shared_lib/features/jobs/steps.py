@@ -65,7 +65,7 @@ def job_turn(job: dict[str, Any], now: datetime) -> Turn:
         event_id=job_id,
         received_at=now,
     )
-    turn = Turn.from_inbound(inbound)
+    turn = Turn.from_inbound(inbound, created_at=now)
     turn.turn_id = str(job.get("turn_id") or agent_jobs.turn_id_for(job_id))
     turn.conversation_key = str(job.get("conversation_key") or inbound.conversation_key)
     ends = job.get("ends_at")

@@ -51,6 +51,28 @@ def sent(rt: Runtime) -> list[str]:
     return [r.text for r in rt.channels["http"].sent]  # type: ignore[attr-defined]
 
 
+def test_a_turn_is_dated_by_the_runtimes_clock_as_its_layers_are():
+    # GIVEN a product whose clock is New Year's Eve night (a test's, `charter say --now`'s)
+    eve = datetime(2026, 12, 31, 14, 30, tzinfo=UTC)
+    rt = build_runtime(
+        {"CHARTER_ENV": "test", "CHARTER_LLM": "none", "CHARTER_CHANNELS": "recording"},
+        clock=lambda: eve,
+    )
+    wire_inprocess(rt)
+    seed_directory(
+        rt.store,
+        ORG,
+        [{"user_id": "u1", "name": "鈴木一郎", "level": 2, "department_id": "d1"}],
+        {"d1": None},
+    )
+    # WHEN a message is accepted
+    turn_id = accept(rt, inbound("こんにちは"))
+    record = rt.store.get(f"orgs/{ORG}/observability/{turn_id}")
+    # THEN its record is dated as its layers' timings are, by that clock, not by the wall clock
+    assert record is not None and record["timestamp"] == eve, record["timestamp"]
+    assert 0 <= record["total_duration_ms"] < 60_000, record["total_duration_ms"]
+
+
 def test_a_turn_goes_through_every_layer_and_is_recorded_once():
     rt = runtime()
     turn_id = accept(rt, inbound("田中さんに明日までに見積書のタスクをお願い"))
