@@ -45,13 +45,15 @@ from infra.fake_llm import (
 )
 from infra.fake_llm.agent_state import with_state_update
 from infra.fake_llm.scenario import JSON, MessagesRequest, Reply
+from shared_lib.tools import person_names
 
 PROPOSAL_TOOL = "submit_proposal"
 MIN_REASONING_CHARS = 20
 SAME_NAME_PEOPLE: dict[str, tuple[str, ...]] = {"佐藤": ("佐藤一郎", "佐藤花子")}
 
 # a person as office workers name one: 「田中さん」, 「田中部長」, 「佐藤課長」, 「鈴木様」, 「山田先輩」
-_HONORIFIC = r"(?:さん|さま|様|部長|課長|係長|社長|専務|常務|主任|先輩|くん|君|ちゃん)"
+# (the titles the product's directory takes off a name: 「田中副部長」 is 田中, not 「田中副」)
+_HONORIFIC = "(?:" + "|".join(re.escape(t) for t in person_names.TITLES if not t.isascii()) + ")"
 _NAME = r"([一-龥々ァ-ヴー]{1,4}?)" + _HONORIFIC
 _ADDRESSEE = re.compile(_NAME + r"(?:に|へ|宛|、|,|\s)")
 _POSSESSOR = re.compile(_NAME + r"の")
@@ -741,6 +743,7 @@ def _bookkeeping(key: str) -> bool:
         "started",
         "next_step",
         "next_question",
+        "level",  # a person's authority level: a number that tells a reader nothing (「2」)
     ) or key.endswith("_id")
 
 

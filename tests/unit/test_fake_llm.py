@@ -935,6 +935,10 @@ def test_given_titles_and_days_when_a_task_is_asked_then_the_person_and_the_dead
             {"body": "ミーティング資料の作成", "assignee_name": "タナカ", "limit_date": "明日中"},
         ),
         (
+            "田中副部長に来週後半までに予算案のレビューをお願い",
+            {"body": "予算案のレビュー", "assignee_name": "田中", "limit_date": "来週後半"},
+        ),
+        (
             "田中さんに1/5(火)までに新年会の店の予約をお願い",
             {"body": "新年会の店の予約", "assignee_name": "田中", "limit_date": "1/5(火)"},
         ),
