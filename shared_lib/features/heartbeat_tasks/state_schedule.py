@@ -6,13 +6,16 @@ time reader (``dates.times``: 「3時」 is 15:00, 「朝」 9:00); no time said
 work. Kinds, each in one form:
 
 * ``daily`` — 毎日, 毎朝, 毎晩, 毎夕;
-* ``weekly`` — 毎週 with its days (「毎週月曜」「毎週月・木」「毎週火曜と金曜」), 平日 or 営業日
-  (Monday to Friday), or a day said with ごと/毎 (「月曜ごと」「毎月曜」);
-* ``monthly`` — 毎月N日 (a day the month lacks is its last day) or 月末 (the month's last day).
+* ``weekly`` — 毎週 with its days (「毎週月曜」「毎週月・木」「毎週火曜と金曜」), 平日 (Monday to
+  Friday, as a calendar's "every weekday" is), 営業日 (the business days: Monday to Friday without
+  the national holidays and 年末年始), or a day said with ごと/毎 (「月曜ごと」「毎月曜」);
+* ``monthly`` — 毎月N日 (a day the month lacks is its last day), 月末 (the month's last day),
+  月初/毎月頭 (the 1st), 最終営業日 and 第1営業日 (the month's last and first business days:
+  weekdays that are not national holidays nor 年末年始, ``dates.business.business_day``).
 
 Refused with a ``ScheduleError`` whose ``code`` says why: nothing read (``schedule.unreadable``),
-more often than daily, an interval, an nth weekday or two times (毎時, 隔週, N時間ごと, 第2金曜,
-9時と17時: ``schedule.unsupported``), a time in
+more often than daily, an interval, an nth weekday, two times or two days of a month (毎時, 隔週,
+N時間ごと, 第2金曜, 第3営業日, 9時と17時, 毎月15日と月末: ``schedule.unsupported``), a time in
 the quiet hours (23:00–08:00, when the heartbeat sends nothing: ``schedule.quiet_hours``).
 
 >>> read("毎週月曜9時").describe()
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any, Literal
 
+from shared_lib.dates.business import business_day, business_days_after
 from shared_lib.dates.days import month_end
 from shared_lib.dates.model import JST, WEEKDAYS, DateError, fold
 from shared_lib.dates.times import TIME_ATOMS, WORD, night_hour, read_time
@@ -37,10 +41,19 @@ Kind = Literal["daily", "weekly", "monthly"]
 DEFAULT_TIME = time(9, 0)  # no time said: the start of work (dates.times: 始業)
 QUIET_START, QUIET_END = 23, 8  # seed 001 §17.4 (state.due.HeartbeatConfig's defaults)
 MONTH_END = 0  # ``Schedule.day`` of 月末
+LAST_BUSINESS_DAY = -1  # ``Schedule.day`` of 最終営業日
+FIRST_BUSINESS_DAY = -2  # ``Schedule.day`` of 第1営業日
 WORKDAYS = (0, 1, 2, 3, 4)
 _SEARCH_DAYS = 62  # two months: every kind recurs within it
 
-_UNSUPPORTED = re.compile(r"毎時|隔週|隔月|第\s*\d|\d+\s*(?:時間|分)(?:ごと|おき|毎)|1時間に1回|毎分|毎年")
+_UNSUPPORTED = re.compile(
+    r"毎時|隔週|隔月|第\s*(?![1一]\s*営業日)[\d一二三四五]|\d+\s*(?:時間|分)(?:ごと|おき|毎)|1時間に1回|毎分|毎年|"
+    r"最終\s*[月火水木金土日]"
+)
+_LAST_BUSINESS = re.compile(r"最終営業日|月末の?営業日|営業最終日")
+_FIRST_BUSINESS = re.compile(r"第\s*[1一]\s*営業日|月初の?営業日|最初の営業日")
+_MONTH_START = re.compile(r"月初め?|毎月\s*(?:の\s*)?(?:頭|初め)|月頭")
+_MONTH_DAYS = re.compile(r"\d{1,2}\s*日|月末|末日|月初|月頭")
 _WORKDAY = re.compile(r"平日|営業日|ウィークデー|月[〜~\-ー～]金")
 _DAILY = re.compile(r"毎日|毎朝|毎晩|毎夕|毎夜|日次|デイリー")
 _MONTH_END = re.compile(r"月末|末日")
@@ -73,6 +86,7 @@ class Schedule:
     at: time
     weekdays: tuple[int, ...] = ()
     day: int | None = None
+    business: bool = False  # 営業日: the weekdays' national holidays and 年末年始 skipped
 
     def describe(self) -> str:
         """The schedule in words, for the confirmation, the list and the operator."""
@@ -81,15 +95,21 @@ class Schedule:
             return f"毎日 {at}"
         if self.kind == "weekly":
             if self.weekdays == WORKDAYS:
-                return f"平日 {at}"
+                return f"{'営業日' if self.business else '平日'} {at}"
             return "毎週" + "・".join(f"{WEEKDAYS[d]}曜" for d in self.weekdays) + f" {at}"
-        return f"毎月{'末' if self.day == MONTH_END else f'{self.day}日'} {at}"
+        named = {MONTH_END: "末", LAST_BUSINESS_DAY: "最終営業日", FIRST_BUSINESS_DAY: "第1営業日"}
+        day = 1 if self.day is None else int(self.day)
+        return f"毎月{named.get(day, f'{day}日')} {at}"
 
     def runs_on(self, day: date) -> bool:
         if self.kind == "daily":
             return True
         if self.kind == "weekly":
-            return day.weekday() in self.weekdays
+            return day.weekday() in self.weekdays and (not self.business or business_day(day))
+        if self.day == LAST_BUSINESS_DAY:
+            return day == last_business_day(day.year, day.month)
+        if self.day == FIRST_BUSINESS_DAY:
+            return day == business_days_after(date(day.year, day.month, 1) - timedelta(days=1), 1)
         last = month_end(day.year, day.month).day
         return day.day == (last if self.day == MONTH_END else min(int(self.day or 1), last))
 
@@ -109,13 +129,15 @@ class Schedule:
             "at": self.at.strftime("%H:%M"),
             "weekdays": list(self.weekdays),
             "day": self.day,
+            "business": self.business,
         }
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Schedule:
         hour, minute = (int(x) for x in str(doc["at"]).split(":"))
         day = doc.get("day")
-        return cls(doc["kind"], time(hour, minute), tuple(int(d) for d in doc.get("weekdays") or ()), day)
+        weekdays = tuple(int(d) for d in doc.get("weekdays") or ())
+        return cls(doc["kind"], time(hour, minute), weekdays, day, bool(doc.get("business")))
 
 
 def _time_of(text: str) -> time:
@@ -162,11 +184,26 @@ def _weekdays(text: str) -> tuple[int, ...]:
     return tuple(sorted(days))
 
 
+def last_business_day(year: int, month: int) -> date:
+    day = month_end(year, month)
+    while not business_day(day):
+        day -= timedelta(days=1)
+    return day
+
+
 def _kind(text: str) -> tuple[Kind, tuple[int, ...], int | None]:
+    if len(_MONTH_DAYS.findall(_LAST_BUSINESS.sub("", _FIRST_BUSINESS.sub("", text)))) > 1:
+        raise ScheduleError("schedule.unsupported", f"two days of a month in {text!r}")
+    if _LAST_BUSINESS.search(text):  # before 営業日 is read as 平日
+        return "monthly", (), LAST_BUSINESS_DAY
+    if _FIRST_BUSINESS.search(text):
+        return "monthly", (), FIRST_BUSINESS_DAY
     if _WORKDAY.search(text):
         return "weekly", WORKDAYS, None
     if _MONTH_END.search(text):
         return "monthly", (), MONTH_END
+    if _MONTH_START.search(text):
+        return "monthly", (), 1
     day = _MONTH_DAY.search(text)
     if day:
         n = int(day[1])
@@ -191,4 +228,5 @@ def read(said: str) -> Schedule:
     at = _time_of(_MONTH_DAY.sub("", text))  # 「毎月15日」's 15 is not an hour
     if at.hour >= QUIET_START or at.hour < QUIET_END:
         raise ScheduleError("schedule.quiet_hours", f"{at:%H:%M} is within the quiet hours")
-    return Schedule(kind, at, weekdays, day)
+    business = kind == "weekly" and weekdays == WORKDAYS and "営業日" in text
+    return Schedule(kind, at, weekdays, day, business)

@@ -10,6 +10,8 @@ from datetime import UTC, datetime, time, timedelta, timezone
 import pytest
 
 from shared_lib.features.heartbeat_tasks.state_schedule import (
+    FIRST_BUSINESS_DAY,
+    LAST_BUSINESS_DAY,
     MONTH_END,
     WORKDAYS,
     Schedule,
@@ -47,6 +49,12 @@ JST = timezone(timedelta(hours=9))
         ("毎週すいようの朝イチ", "weekly", time(9), (2,), None),
         ("毎週かようび 10時", "weekly", time(10), (1,), None),
         ("毎週水よう日の朝イチ", "weekly", time(9), (2,), None),
+        # a month's first and last business days, its first day said as offices say it
+        ("毎月最終営業日の17時", "monthly", time(17), (), LAST_BUSINESS_DAY),
+        ("月末の営業日に", "monthly", time(9), (), LAST_BUSINESS_DAY),
+        ("毎月第1営業日の朝10時", "monthly", time(10), (), FIRST_BUSINESS_DAY),
+        ("月初の9時半", "monthly", time(9, 30), (), 1),
+        ("毎月の頭", "monthly", time(9), (), 1),
     ],
 )
 def test_a_schedule_as_people_say_it(said, kind, at, weekdays, day) -> None:
@@ -62,6 +70,10 @@ def test_a_schedule_as_people_say_it(said, kind, at, weekdays, day) -> None:
         ("隔週月曜9時", "schedule.unsupported"),
         ("毎時", "schedule.unsupported"),
         ("毎月第2金曜の10時", "schedule.unsupported"),
+        ("毎月最終金曜", "schedule.unsupported"),
+        ("毎月第3営業日", "schedule.unsupported"),
+        ("毎月15日と月末", "schedule.unsupported"),  # two days were read as the month's end alone
+        ("毎月1日と15日の朝", "schedule.unsupported"),
         ("毎週月曜9時と17時", "schedule.unsupported"),  # two times are two tasks
         ("2時間ごとに", "schedule.unsupported"),
         ("３０分おき", "schedule.unsupported"),
@@ -104,6 +116,25 @@ def test_a_schedule_it_cannot_keep_is_refused_with_its_reason(said, code) -> Non
         ("月末", datetime(2028, 2, 1, 9, 0, tzinfo=JST), datetime(2028, 2, 29, 9, 0, tzinfo=JST)),
         # Friday evening: the weekdays skip the weekend
         ("平日の朝9時", datetime(2026, 11, 27, 18, 0, tzinfo=JST), datetime(2026, 11, 30, 9, 0, tzinfo=JST)),
+        # 営業日 skips the national holidays and 年末年始 (平日 is Monday to Friday, as calendars say)
+        ("営業日の朝9時", datetime(2026, 12, 31, 12, 0, tzinfo=JST), datetime(2027, 1, 4, 9, 0, tzinfo=JST)),
+        ("営業日の朝9時", datetime(2027, 1, 8, 12, 0, tzinfo=JST), datetime(2027, 1, 12, 9, 0, tzinfo=JST)),
+        # the month's last business day: 12/31 is in 年末年始, so 12/28; January's 29th is a Friday
+        (
+            "毎月最終営業日の17時",
+            datetime(2026, 12, 1, 9, 0, tzinfo=JST),
+            datetime(2026, 12, 28, 17, 0, tzinfo=JST),
+        ),
+        (
+            "毎月最終営業日の17時",
+            datetime(2026, 12, 28, 17, 0, tzinfo=JST),
+            datetime(2027, 1, 29, 17, 0, tzinfo=JST),
+        ),
+        (
+            "毎月第1営業日の10時",
+            datetime(2026, 12, 2, 9, 0, tzinfo=JST),
+            datetime(2027, 1, 4, 10, 0, tzinfo=JST),
+        ),
         # a UTC clock on Sunday 23:30 UTC is Monday 08:30 in Tokyo: due today, not next week
         ("毎週月曜9時", datetime(2026, 11, 29, 23, 30, tzinfo=UTC), datetime(2026, 11, 30, 9, 0, tzinfo=JST)),
     ],
@@ -120,7 +151,17 @@ def test_a_due_time_itself_is_not_due_again() -> None:
 
 
 @pytest.mark.parametrize(
-    "said", ["毎週月曜9時", "平日の朝8:30", "毎月末の17時", "毎月15日", "毎晩8時", "毎週火曜と金曜 14:00"]
+    "said",
+    [
+        "毎週月曜9時",
+        "平日の朝8:30",
+        "営業日の朝8:30",
+        "毎月末の17時",
+        "毎月最終営業日",
+        "毎月15日",
+        "毎晩8時",
+        "毎週火曜と金曜 14:00",
+    ],
 )
 def test_a_schedule_is_stored_and_read_back_as_it_was(said) -> None:
     # GIVEN a schedule WHEN stored as a document and read back THEN it is the same, and says itself the same
@@ -133,4 +174,6 @@ def test_the_words_a_person_reads_back() -> None:
     assert read("毎週月曜9時").describe() == "毎週月曜 9:00"
     assert read("平日の朝８：３０").describe() == "平日 8:30"
     assert read("毎月末の17時").describe() == "毎月末 17:00"
+    assert read("毎月最終営業日の17時").describe() == "毎月最終営業日 17:00"
+    assert read("営業日の朝9時").describe() == "営業日 9:00"
     assert read("毎週火曜と金曜 14:00").describe() == "毎週火曜・金曜 14:00"
