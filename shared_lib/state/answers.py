@@ -1,7 +1,8 @@
 """Reading an answer to a pending confirmation (seed 000 §5.1.7 Q2, Q3).
 
 The whole message must be an answer: approval or denial words in Japanese or English,
-numbered choices ("1", "１", "①", "1番"), polite fillers, and optionally the job id that was
+numbered choices ("1", "１", "①", "1番"), polite fillers, also written together as people type
+them (「OKです」「それでお願いします」「中止で」「２でお願いします」: the number answers), and optionally the job id that was
 shown (「承認 J-7K2M9Q」, 「J-7K2M9Q はい」; ``ap-`` ids of actions asked before the approval jobs
 still read). Anything else is another intent — never a "yes" found
 inside a longer sentence (the seed's substring match would read "明日10時" as choice 1).
@@ -75,16 +76,56 @@ def read_answer(text: str, config: Confirmation | None = None) -> Answer:
         if phrase in rest:
             kinds |= {"approve"} if phrase in approve else {"deny"} if phrase in deny else set()
             rest = rest.replace(phrase, " ")
-    for token in (t for t in _SEPARATORS.split(rest) if t):
+    tokens = [t for t in _SEPARATORS.split(rest) if t]
+    chosen = {c for t in tokens if (c := _choice(t))}
+    for token in tokens:
         if token in approve or _choice(token) == "1":
             kinds.add("approve")
         elif token in deny or _choice(token) == "2":
             kinds.add("deny")
-        elif token not in filler:
+        elif token in filler:
+            continue
+        elif (words := _words(token, approve | deny | filler)) is None:
             return Answer("other", approval_id)
+        else:  # 「OKです」「それでお願いします」「中止で」「やめといてください」: words run together
+            numbered = chosen or any(_choice(word) for word in words)
+            for word in words:
+                if numbered and word in _ASKING:  # 「2番でお願いします」: the number answers
+                    continue
+                kinds |= {"approve"} if word in approve else {"deny"} if word in deny else set()
     if len(kinds) != 1:
         return Answer("other", approval_id)
     return Answer(kinds.pop(), approval_id)
+
+
+# polite asking words: beside a numbered choice they only say 「please」 (「2番でお願いします」)
+_ASKING = frozenset(
+    {"お願い", "お願いします", "おねがい", "おねがいします", "頼む", "頼みます", "よろしくお願いします"}
+)
+
+
+def _words(token: str, words: frozenset[str]) -> tuple[str, ...] | None:
+    """``_segments``, or a numbered choice first (「２でお願いします」: 2, で, お願いします)."""
+    found = _segments(token, words)
+    numbered = re.match(r"[12](?!\d)", token)
+    if found is None and numbered and (rest := _segments(token[1:], words)) is not None:
+        return (numbered.group(0), *rest)
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _segments(token: str, words: frozenset[str]) -> tuple[str, ...] | None:
+    """``token`` as answer words written without a break (longest word first), or ``None`` when
+    some part of it is not one; digits never join (「11」 is no 「1」 twice)."""
+    if not token:
+        return ()
+    if token.isdigit():
+        return None
+    for size in range(min(len(token), 24), 0, -1):
+        head = token[:size]
+        if head in words and not head.isdigit() and (tail := _segments(token[size:], words)) is not None:
+            return (head, *tail)
+    return None
 
 
 def _choice(token: str) -> str | None:

@@ -33,6 +33,20 @@ from shared_lib.state.answers import is_urgent, read_answer
         "ok thanks",
         "では、はい",
         "はい ap-7K2M9Q",
+        # as people answer, words run together, casual, in dialect
+        "OKです",
+        "おけ",
+        "おっけー👍",
+        "了解です！",
+        "りょ",
+        "ええで",
+        "それでお願いします",
+        "問題ないです",
+        "進めてください🙏",
+        "送って",
+        "よろしくお願いします",
+        "はーい",
+        "1番でお願いします",
     ],
 )
 def test_approvals(text):
@@ -56,6 +70,14 @@ def test_approvals(text):
         "No thanks",
         "cancel",
         "いいえ、結構です",
+        "やっぱやめ",
+        "中止で",
+        "やめといてください",
+        "だめです",
+        "なしで🙅",
+        "いらない",
+        "2番でお願いします",
+        "２でお願いします",
     ],
 )
 def test_denials(text):
@@ -76,6 +98,11 @@ def test_denials(text):
         "yesterday",
         "はいはいはい言ってるけど違う",
         "ほかのタスクを見せて",
+        "11",  # digits never run together into two answers
+        "大丈夫です、いらないです",  # both ways: asked again, never guessed
+        "ちょっと待って",
+        "それで",
+        "OK、でも明日にして",
     ],
 )
 def test_anything_else_is_another_intent(text):

@@ -73,6 +73,19 @@ def test_yes_runs_the_action_once_and_returns_to_normal(pipe):
     assert executed(pipe) == ["save_memory"]
 
 
+@pytest.mark.parametrize(
+    ("answer", "runs"),
+    [("OKです👍", ["save_memory"]), ("ええで", ["save_memory"]), ("それでお願いします", ["save_memory"]),
+     ("やめといてください", []), ("２でお願いします", [])],
+)  # fmt: skip
+def test_an_answer_as_people_write_it_is_read_as_they_mean_it(pipe, answer, runs):
+    # GIVEN a question asked WHEN the person answers in their own words THEN that answer decides
+    pipe.say(ASK)
+    pipe.say(answer)
+    assert executed(pipe) == runs
+    assert pipe.session()["pending_action"] is None
+
+
 def test_no_cancels(pipe):
     pipe.say(ASK)
     reply = pipe.say("いいえ")
