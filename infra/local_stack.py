@@ -503,7 +503,7 @@ LOCAL_OPERATOR = "u-kazu"  # level 6 in the demo directory (shared_lib.demo_data
 
 def _seed(state: dict[str, Any]) -> None:
     from shared_lib.adapters.firestore_store import FirestoreStore
-    from shared_lib.demo_data import DEMO_ORG, DEPARTMENT_NAMES, DEPARTMENTS, PEOPLE
+    from shared_lib.demo_data import DEMO_ORG, DEPARTMENT_NAMES, DEPARTMENT_READINGS, DEPARTMENTS, PEOPLE
     from shared_lib.features.finetune.state.config import set_opt_in
     from shared_lib.flags import FLAGS_DOC, flags_store_doc, load_flags_file
     from shared_lib.tools.directory import seed_directory
@@ -513,7 +513,7 @@ def _seed(state: dict[str, Any]) -> None:
     people = PEOPLE
     if state.get("chatwork_tasks"):  # ChatWork assigns tasks to account ids (integers)
         people = [{**person, "chatwork_account_id": str(3_000_001 + i)} for i, person in enumerate(PEOPLE)]
-    seed_directory(store, DEMO_ORG, people, DEPARTMENTS, DEPARTMENT_NAMES)
+    seed_directory(store, DEMO_ORG, people, DEPARTMENTS, DEPARTMENT_NAMES, DEPARTMENT_READINGS)
     set_opt_in(store, DEMO_ORG, True)  # like `charter demo`: the demo organisation's turns are staged
     # the dashboard's operator: the demo's CEO, with the deployment-wide controls (a laptop is
     # every operator at once); printed by `charter local up`, as `charter operators add` prints one

@@ -18,6 +18,12 @@ DEPARTMENTS: dict[str, str | None] = {
     "d-dev": "d-hq",
 }
 DEPARTMENT_NAMES = {"d-hq": "本社", "d-sales": "営業部", "d-sales-east": "東日本営業課", "d-dev": "開発部"}
+DEPARTMENT_READINGS = {
+    "d-hq": "ほんしゃ",
+    "d-sales": "えいぎょうぶ",
+    "d-sales-east": "ひがしにほんえいぎょうか",
+    "d-dev": "かいはつぶ",
+}
 # ``reading``: the kana a person is also named by (「たなか」「タナカ」「Tanaka」 find 田中太郎).
 _PEOPLE = [
     {
@@ -85,5 +91,5 @@ CONVERSATION: list[tuple[str, str]] = [
 
 def seed_demo_directory(store: Store, org_id: str = DEMO_ORG) -> None:
     """The directory, and the organisation's yes to fine-tuning data (seed 001 §29: off by default)."""
-    seed_directory(store, org_id, PEOPLE, DEPARTMENTS, DEPARTMENT_NAMES)
+    seed_directory(store, org_id, PEOPLE, DEPARTMENTS, DEPARTMENT_NAMES, DEPARTMENT_READINGS)
     set_opt_in(store, org_id, True)

@@ -116,7 +116,7 @@ def run_turn(names: list[str], peers: str = "stack") -> dict[str, dict[str, Any]
     from shared_lib.adapters.sqlite_store import SQLiteStore
     from shared_lib.channels.secrets import ChannelSecrets
     from shared_lib.delivery.topology import TOPOLOGY
-    from shared_lib.demo_data import DEMO_ORG, DEPARTMENT_NAMES, DEPARTMENTS, PEOPLE
+    from shared_lib.demo_data import DEMO_ORG, DEPARTMENT_NAMES, DEPARTMENT_READINGS, DEPARTMENTS, PEOPLE
     from shared_lib.flags import FLAGS_DOC, flags_store_doc, load_flags_file
     from shared_lib.tools.directory import seed_directory
 
@@ -125,7 +125,7 @@ def run_turn(names: list[str], peers: str = "stack") -> dict[str, dict[str, Any]
         store_path = Path(tmp) / "store.sqlite"
         store = SQLiteStore(store_path)
         store.set(FLAGS_DOC, flags_store_doc(load_flags_file()))
-        seed_directory(store, DEMO_ORG, PEOPLE, DEPARTMENTS, DEPARTMENT_NAMES)
+        seed_directory(store, DEMO_ORG, PEOPLE, DEPARTMENTS, DEPARTMENT_NAMES, DEPARTMENT_READINGS)
         llm = FakeAnthropicServer().start()
         try:
             env = turn_env("ingress", store_path, llm.url, peers)

@@ -4,7 +4,8 @@ LLM never supplies a level or a department.
 
 Names the user gave are resolved to exactly one person: 「俺」「自分」「私」 mean the
 sender; titles and honorifics are not part of a name (「営業部の山田部長」 is 山田, in 営業部),
-and a name is found by its kana reading or romaji too (``person_names``); a name that matches
+and a name is found by its kana reading or romaji too (``person_names``), a department by its
+name, a part of it or its ``reading`` (「えいぎょうぶ」 is 営業部); a name that matches
 two people (two 田中さん) is a clarification with the candidates as options, never a guess.
 A failure is a ``ToolInputError`` with a catalogue key (``tool_error.person_*``): the persona
 says it.
@@ -138,8 +139,9 @@ def resolve_person(
     found = [p for p in people if person_names.matches(said.name, p.name, p.reading, exact=True)] or [
         p for p in people if person_names.matches(said.name, p.name, p.reading, exact=False)
     ]
-    departments = department_names(store, org_id) if len(found) > 1 or said.hints else {}
-    found = _narrowed(found, said.hints, departments)
+    docs = dict(store.query(f"orgs/{org_id}/departments")) if len(found) > 1 or said.hints else {}
+    departments = {d: str(doc["name"]) for d, doc in docs.items() if doc.get("name")}
+    found = _narrowed(found, said.hints, {d: _department_forms(d, doc) for d, doc in docs.items()})
     if not found:
         raise ToolInputError(
             f"「{said.name}」さんが見つかりません", key="person_not_found", field=field, name=said.name
@@ -158,8 +160,11 @@ def resolve_person(
     return found[0]
 
 
-def _narrowed(found: list[Person], hints: tuple[str, ...], departments: dict[str, str]) -> list[Person]:
-    """The candidates a hint (「営業部の」「（経理）」) points at; all of them when it points at none."""
+def _narrowed(
+    found: list[Person], hints: tuple[str, ...], departments: dict[str, tuple[str, ...]]
+) -> list[Person]:
+    """The candidates a hint (「営業部の」「（経理）」「えいぎょうの」) points at; all of them when it
+    points at none. ``departments``: each one's forms (``_department_forms``)."""
     for hint in hints:
         key = person_names.kana_key(hint).removesuffix("部").removesuffix("課")
         if not key:
@@ -169,8 +174,8 @@ def _narrowed(found: list[Person], hints: tuple[str, ...], departments: dict[str
             for p in found
             if p.department_id
             and any(
-                key in person_names.kana_key(n)
-                for n in (departments.get(p.department_id, ""), p.department_id)
+                key in form
+                for form in departments.get(p.department_id, (person_names.kana_key(p.department_id),))
             )
         ]
         if hit:
@@ -231,14 +236,16 @@ def resolve_department(store: Store, org_id: str, said: str, *, field: str = "de
     key = person_names.kana_key(said).removesuffix("のみんな").removesuffix("の皆さん")
     if not key:
         raise ToolInputError("部署の名前が空です", key="department_empty", field=field)
-    exact = [d for d, name in names.items() if key in (person_names.kana_key(name), person_names.kana_key(d))]
+    # a department is named by its name, its id, or its reading in kana (「えいぎょうぶ」 is 営業部)
+    forms = {d: _department_forms(d, doc) for d, doc in docs.items()}
+    exact = [d for d, said_as in forms.items() if key in said_as]
     if len(exact) == 1:
         return exact[0]
     stem = key.removesuffix("部").removesuffix("課") or key
     found = (
         exact
-        or [d for d, name in names.items() if key in person_names.kana_key(name)]
-        or [d for d, name in names.items() if stem in person_names.kana_key(name)]
+        or [d for d, said_as in forms.items() if any(key in f for f in said_as)]
+        or [d for d, said_as in forms.items() if any(stem in f for f in said_as)]
     )
     if not found:
         raise ToolInputError(
@@ -260,6 +267,12 @@ def resolve_department(store: Store, org_id: str, said: str, *, field: str = "de
     return found[0]
 
 
+def _department_forms(department_id: str, doc: dict[str, Any]) -> tuple[str, ...]:
+    """The comparison forms a department is named by: its name, its reading, its id."""
+    said = (doc.get("name"), doc.get("reading"), department_id)
+    return tuple(person_names.kana_key(str(s)) for s in said if s)
+
+
 def department_members(store: Store, org_id: str, department_id: str) -> list[Person]:
     tree = department_tree(store, org_id, department_id)
     return [p for p in list_people(store, org_id) if p.department_id in tree]
@@ -271,12 +284,16 @@ def seed_directory(
     people: list[dict[str, Any]],
     departments: dict[str, str | None],
     names: dict[str, str] | None = None,
+    readings: dict[str, str] | None = None,
 ) -> None:
-    """Write a directory (demo, tests, local stack); ``names`` are the departments' display names."""
+    """Write a directory (demo, tests, local stack); ``names`` are the departments' display names,
+    ``readings`` their kana (「えいぎょうぶ」)."""
     for dept_id, parent in departments.items():
         doc: dict[str, Any] = {"parent": parent}
         if names and dept_id in names:
             doc["name"] = names[dept_id]
+        if readings and dept_id in readings:
+            doc["reading"] = readings[dept_id]
         store.set(f"orgs/{org_id}/departments/{dept_id}", doc)
     for p in people:
         data = {k: v for k, v in p.items() if k != "user_id"}

@@ -25,12 +25,13 @@ PEOPLE = [
 ]
 DEPARTMENTS = {"d-gen": None, "d-sales": None, "d-acc": None, "d-dev": None}
 NAMES = {"d-gen": "総務部", "d-sales": "営業部", "d-acc": "経理部", "d-dev": "開発部"}
+READINGS = {"d-gen": "そうむぶ", "d-sales": "えいぎょうぶ", "d-acc": "けいりぶ", "d-dev": "かいはつぶ"}
 
 
 @pytest.fixture
 def store():
     s = MemoryStore()
-    seed_directory(s, ORG, PEOPLE, DEPARTMENTS, NAMES)
+    seed_directory(s, ORG, PEOPLE, DEPARTMENTS, NAMES, READINGS)
     return s
 
 
@@ -74,6 +75,8 @@ def who(store, said: str) -> str:
         ("＠伊藤", "u-ito"),
         ("山田部長宛て", "u-yamada"),
         ("本間さんへ", "u-honma"),
+        ("けいりの田中さん", "u-tanaka-k"),  # the department said by its reading
+        ("田中さん（えいぎょう）", "u-tanaka-s"),
     ],
 )
 def test_given_a_name_with_titles_and_a_department_when_resolved_then_that_person(store, said, user_id):

@@ -152,15 +152,24 @@ def test_given_a_shadow_turn_when_announced_then_nothing_is_written_or_sent(rt):
 
 
 DEPARTMENT_NAMES = {"d-hq": "本社", "d-sales": "営業部", "d-sales-east": "東日本営業課", "d-dev": "開発部"}
+READINGS = {
+    "d-hq": "ほんしゃ",
+    "d-sales": "えいぎょうぶ",
+    "d-sales-east": "ひがしにほんえいぎょうか",
+    "d-dev": "かいはつぶ",
+}
 
 
 @pytest.fixture
 def named_rt(rt):
-    seed_directory(rt.store, ORG, addressed(), DEPARTMENTS, DEPARTMENT_NAMES)
+    seed_directory(rt.store, ORG, addressed(), DEPARTMENTS, DEPARTMENT_NAMES, READINGS)
     return rt
 
 
-@pytest.mark.parametrize("said", ["営業部", "営業部のみんな", "営業", "営業部 "])
+# by its name, a part of it, or its reading typed in kana (「えいぎょうぶ」「ｴｲｷﾞｮｳ」)
+@pytest.mark.parametrize(
+    "said", ["営業部", "営業部のみんな", "営業", "営業部 ", "えいぎょうぶ", "ｴｲｷﾞｮｳ", "エイギョウのみんな"]
+)
 def test_given_a_department_when_announced_then_everyone_of_it_and_below_it_and_nobody_else(named_rt, said):
     # GIVEN 営業部 with 東日本営業課 under it, and 開発部 and 本社 beside
     turn = announce_turn(params={"message": "12/28(月)は大掃除です🧹 私物の持ち帰りを", "department": said})
