@@ -50,7 +50,9 @@ House readings (where the brief was silent):
   ``end_date`` the last, ``deadline`` the last; ``is_past`` when the last day is past.
 * Times: see ``dates.times``, whose table says what 朝イチ (9:00), 午後イチ (13:00), 夕方
   (17:00), 定時 (18:00) … mean (working hours 9–18: 「3時半」 is 15:30, ambiguous); a time
-  joins a date: 「明後日の午後」 is the day after tomorrow at 13:00 (approximate).
+  joins a date: 「明後日の午後」 is the day after tomorrow at 13:00 (approximate). A time alone is
+  due today while that time is ahead (「17時までに」 said at 10:00: ``deadline`` today); once it
+  has passed (said at 19:00) it has no day, and the guardian asks which.
 * Display: ``display_date`` 「11月25日（水）」, ``display_time`` 「15時30分」,
   ``display_reading``.
 

@@ -128,6 +128,9 @@ def _reading(text: str, found: _Found, now: datetime) -> Reading:
     )
     notes = [n for n in (part.note if part else None, tpart.note if tpart else None) if n]
     kind: Kind = part.kind if part else "time"
+    due = part.due if part else None
+    if part is None and at is not None and at > now.time():  # 「17時までに」 said at 10:00: today's
+        due = now.date()
     return Reading(
         date=day,
         time=at,
@@ -138,7 +141,7 @@ def _reading(text: str, found: _Found, now: datetime) -> Reading:
         expression=text[found.start : found.end].strip(),
         kind=kind,
         year_said=bool(part and part.year_said),
-        due=part.due if part else None,
+        due=due,
         doubt=part.doubt if part else None,
     )
 

@@ -151,6 +151,18 @@ def test_a_deadline_said_with_its_year_word_or_as_a_span_passes_the_guardian_and
     assert normalize_deadline(said, NOW) == (day, None)
 
 
+def test_a_deadline_said_as_a_time_alone_is_today_while_that_time_is_ahead():
+    # GIVEN 「17時までに」 said on a Tuesday at 10:00 THEN today 17:00, and nothing is asked
+    proposal = tool_call(
+        "chatwork_task_create", {"body": "日報", "assignee_name": "田中", "limit_date": "17時まで"}
+    )
+    assert evaluate(proposal, registry=tool_registry(), now=NOW).reason_code == "pass"
+    assert normalize_deadline("17時まで", NOW) == ("2026-11-24", "17:00")
+    # BUT said at 19:00 the time is past: which day is asked, not guessed
+    evening = NOW.replace(hour=19)
+    assert evaluate(proposal, registry=tool_registry(), now=evening).reason_code == "date.unreadable"
+
+
 def test_a_deadline_of_two_days_or_a_bare_week_is_asked_for_not_guessed():
     for said in ("明日か明後日", "来週"):
         proposal = tool_call(
