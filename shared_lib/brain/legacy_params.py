@@ -71,8 +71,9 @@ def _said(text: str, legacy: Legacy) -> str | None:
 
 
 def _date(text: str) -> str | None:
-    """The first date expression as written (``shared_lib.dates``); the tool reads it whole."""
-    return find(text)
+    """The first date expression as written (``shared_lib.dates``), or a time said as a deadline
+    (「17時までに」); the tool reads it whole."""
+    return find(text, deadline_times=True)
 
 
 def _content(text: str) -> str:
@@ -98,7 +99,7 @@ def _task_body(text: str) -> str | None:
 def _body_of(text: str) -> str | None:
     rest = text
     for _ in range(3):  # the date expressions (and their までに) are not the body
-        said = find(rest)
+        said = find(rest, deadline_times=True)
         if not said:
             break
         rest = re.sub(re.escape(said) + "(?:までに|まで|中に|中|に)?", "", rest, count=1)

@@ -176,8 +176,13 @@ def read(text: str, now: datetime, tz: ZoneInfo = JST, *, whole: bool = False) -
         return None
 
 
-def find(text: str) -> str | None:
-    """The first date expression of ``text`` as written (no clock needed: the syntax decides)."""
+_BY = re.compile(r"\s?(?:までに|まで|迄に|迄)")
+
+
+def find(text: str, *, deadline_times: bool = False) -> str | None:
+    """The first date expression of ``text`` as written (no clock needed: the syntax decides);
+    with ``deadline_times`` also a time alone said as a deadline (「17時までに」: today's, while it
+    is ahead, when the value is read)."""
     folded = fold(text)
     probe = datetime(2000, 1, 3, 12, tzinfo=JST)
     for pos in range(len(folded)):
@@ -185,7 +190,7 @@ def find(text: str) -> str | None:
             found = _scan_at(folded, pos, probe)
         except DateError as exc:  # names a day that does not exist: still an expression
             return exc.expression.strip() or None
-        if found and found.part:
+        if found and (found.part or (deadline_times and _BY.match(folded, found.end))):
             return text[found.start : found.end].strip()
     return None
 

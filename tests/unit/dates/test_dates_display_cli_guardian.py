@@ -71,6 +71,10 @@ def test_the_legacy_brain_takes_its_dates_from_the_reader():
     assert params["limit_date"] == "来週金曜" and params["body"] == "請求書の確認"
     params, _ = extract(spec, "田中さんに請求書の確認を週明けまでにお願い")
     assert params["limit_date"] == "週明け" and params["body"] == "請求書の確認"
+    # a time said as a deadline is the deadline, not a part of the task (it was 「17時までに資料送付」)
+    params, _ = extract(spec, "山田さんに17時までに資料送付のタスクお願い")
+    assert params["limit_date"] == "17時" and params["body"] == "資料送付", params
+    assert find("15時に会議室で打ち合わせ") is None  # a time that is no deadline is not one
 
 
 def test_the_guardian_values_read_whole_values_with_the_reader():
