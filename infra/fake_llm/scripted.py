@@ -77,12 +77,17 @@ _WITHIN = (
     r"仕事納め|御用納め|仕事始め|(?:お)?正月明け|連休明け|(?:お)?盆明け|年明け(?:早々|すぐ|一番)|来年早々|"
     r"新年早々|週明け(?:早々|すぐ|一番)|年明け|週明け)"
 )
-_DEADLINE = re.compile(_DAY + r"(?=\s*(?:まで|中|締め|〆|いっぱい))|" + _WITHIN)
+# a time alone said as a deadline (「17時までに」): the charter reads it as today's while it is ahead
+_BY_TIME = r"(?:(?:今日|本日|明日|明後日)の?)?(?<![\d:/])\d{1,2}(?::\d{2}|時(?:半|\d{1,2}分)?)"
+_DEADLINE = re.compile(
+    _DAY + r"(?=\s*(?:まで|中|締め|〆|いっぱい))|" + _WITHIN + "|" + _BY_TIME + r"(?=\s*(?:まで|迄))"
+)
 # a day of the month or the week is taken out of the body only as a deadline: 「12月1日の会議」
 # is what the task is about
 _DATE_PHRASE = re.compile(
     "|".join(
         (
+            _BY_TIME + r"\s*(?:まで|迄)に?",  # first: 「明日の17時までに」 whole, not 「明日」 alone
             r"(?:明後日|明日|今日|来週金曜日?|月末|\d{4}-\d{2}-\d{2})\s*(?:まで|中)?に?",
             _DAY + r"\s*(?:まで|中|いっぱい|〆|締め切?り?)(?:に|で)?",
             _WITHIN + r"(?:まで|中)?に?",

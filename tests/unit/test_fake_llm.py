@@ -935,6 +935,14 @@ def test_given_titles_and_days_when_a_task_is_asked_then_the_person_and_the_dead
             {"body": "ミーティング資料の作成", "assignee_name": "タナカ", "limit_date": "明日中"},
         ),
         (
+            "山田さんに17時までに資料送付のタスクお願い",
+            {"body": "資料送付", "assignee_name": "山田", "limit_date": "17時"},
+        ),
+        (
+            "田中さんに明日の17時までに資料お願い",
+            {"body": "資料", "assignee_name": "田中", "limit_date": "明日の17時"},
+        ),
+        (
             "田中副部長に来週後半までに予算案のレビューをお願い",
             {"body": "予算案のレビュー", "assignee_name": "田中", "limit_date": "来週後半"},
         ),
