@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,9 @@ def test_shadow_then_canary_then_an_org_regression_blocks_the_next_promotion(
 ):
     monkeypatch.setenv("CHARTER_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
-    clock = WallClock()
+    # the product's clock starts at the wall clock's now: the operator's `charter gate` reads the
+    # records of the last 24 hours by the wall clock, and a turn is dated by the product's clock
+    clock = WallClock(datetime.now(UTC))
     llm = FailingLLM()
     rt = make_runtime(tmp_path, llm=llm, store=firestore_store, clock=clock, orgs=ORGS)
     for org in ORGS:
