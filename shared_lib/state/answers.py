@@ -28,7 +28,11 @@ from shared_lib.policy.config import Confirmation, load_policy_config
 
 AnswerKind = Literal["approve", "deny", "other"]
 # a job id (J-7K2M9Q) or an approval id of before (ap-7K2M9Q), not inside a longer word
-_APPROVAL_ID = re.compile(r"(?<![0-9a-z])(ap|j)-([0-9a-z]{6})(?![0-9a-z])", re.IGNORECASE)
+# (typed without its hyphen too, 「承認J7DHAJF」: then only in the ids' own alphabet, Crockford's,
+# so a word such as "journal" is no id)
+_APPROVAL_ID = re.compile(
+    r"(?<![0-9a-z])(ap|j)(?:-([0-9a-z]{6})|([0-9abcdefghjkmnpqrstvwxyz]{6}))(?![0-9a-z])", re.IGNORECASE
+)
 _SEPARATORS = re.compile(r"[\s、。,.!！?？・…~〜()（）「」\[\]]+")
 
 
@@ -64,7 +68,7 @@ def read_answer(text: str, config: Confirmation | None = None) -> Answer:
     approval_id = None
     if found:
         prefix = "ap" if found.group(1).lower() == "ap" else "J"
-        approval_id = f"{prefix}-{found.group(2).upper()}"
+        approval_id = f"{prefix}-{(found.group(2) or found.group(3)).upper()}"
     norm = _APPROVAL_ID.sub(" ", norm)
     approve, deny, filler, phrases = _lexicon(
         tuple(cfg.approve_words), tuple(cfg.deny_words), tuple(cfg.filler_words)

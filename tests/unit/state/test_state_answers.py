@@ -115,6 +115,21 @@ def test_the_approval_id_is_read_case_insensitively():
 
 
 @pytest.mark.parametrize(
+    ("text", "kind"),
+    [("承認J7DHAJF", "approve"), ("却下 j7dhajf", "deny"), ("承認 Ｊ－７ＤＨＡＪＦ", "approve")],
+)
+def test_an_approval_id_typed_without_its_hyphen_or_in_full_width_is_read(text, kind):
+    answer = read_answer(text)
+    assert (answer.kind, answer.approval_id) == (kind, "J-7DHAJF")
+
+
+def test_a_word_is_no_approval_id_without_its_hyphen():
+    # the ids are Crockford's base 32 (no I, L, O, U): "journal" is a word, not J-OURNAL
+    answer = read_answer("yes journal")
+    assert (answer.kind, answer.approval_id) == ("other", None)
+
+
+@pytest.mark.parametrize(
     ("text", "urgent"),
     [
         ("緊急！部長に連絡して", True),
