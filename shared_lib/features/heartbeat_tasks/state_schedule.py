@@ -6,7 +6,8 @@ time reader (``dates.times``: 「3時」 is 15:00, 「朝」 9:00); no time said
 work. Kinds, each in one form:
 
 * ``daily`` — 毎日, 毎朝, 毎晩, 毎夕;
-* ``weekly`` — 毎週 with its days (「毎週月曜」「毎週月・木」「毎週火曜と金曜」), 平日 (Monday to
+* ``weekly`` — 毎週 with its days (「毎週月曜」「毎週月・木」「毎週火曜と金曜」), two days or more
+  without it (「月曜と木曜の朝」, 土日: a day alone may be once), 平日 (Monday to
   Friday, as a calendar's "every weekday" is), 営業日 (the business days: Monday to Friday without
   the national holidays and 年末年始), or a day said with ごと/毎 (「月曜ごと」「毎月曜」);
 * ``monthly`` — 毎月N日 (a day the month lacks is its last day), 月末 (the month's last day),
@@ -178,6 +179,8 @@ def _inside(m: re.Match[str], other: re.Match[str]) -> bool:
 
 def _weekdays(text: str) -> tuple[int, ...]:
     days = {WEEKDAYS.index(m[1]) for m in _WEEKDAY.finditer(text)}
+    if "土日" in text:  # 「土日の朝10時」: Saturday and Sunday
+        days |= {5, 6}
     listed = _WEEKLY_LIST.search(text)
     if listed:
         days |= {WEEKDAYS.index(ch) for ch in listed[1] if ch in WEEKDAYS}
@@ -210,10 +213,11 @@ def _kind(text: str) -> tuple[Kind, tuple[int, ...], int | None]:
         if not 1 <= n <= 31:
             raise ScheduleError("schedule.day", f"no day {n} in a month")
         return "monthly", (), n
-    if _EVERY.search(text):
-        days = _weekdays(text)
-        if days:
-            return "weekly", days, None
+    days = _weekdays(text)
+    # 「毎週月曜」「月曜ごと」, or two days or more (「月曜と木曜の朝」「土日の10時」): a day said alone
+    # without 毎週 may be once (「もくようびの夕方」), two days are a week's
+    if days and (_EVERY.search(text) or len(days) >= 2):
+        return "weekly", days, None
     if _DAILY.search(text):
         return "daily", (), None
     raise ScheduleError("schedule.unreadable", f"no schedule read in {text!r}")

@@ -54,6 +54,9 @@ JST = timezone(timedelta(hours=9))
         ("月末の営業日に", "monthly", time(9), (), LAST_BUSINESS_DAY),
         ("毎月第1営業日の朝10時", "monthly", time(10), (), FIRST_BUSINESS_DAY),
         ("月初の9時半", "monthly", time(9, 30), (), 1),
+        # two days or more are a week's even without 毎週 (a day alone may be once: refused below)
+        ("月曜と木曜の朝", "weekly", time(9), (0, 3), None),
+        ("土日の朝10時", "weekly", time(10), (5, 6), None),
         ("毎月の頭", "monthly", time(9), (), 1),
     ],
 )
