@@ -17,7 +17,10 @@ from infra.fake_llm.scenario import JSON
 
 RUN_MARKER = "【定期タスク】"  # the product's marker of a run's turn (same text, not imported)
 # a recurring time (月末 only as a time of its own, not 「月末までに」, a one-off deadline)
-_RECURRING = re.compile(r"毎週|毎朝|毎日|平日|毎月|毎晩|ごとに|月末(?!まで)")
+# two weekdays (「月曜と木曜の朝に」「土日の10時に」) are a week's too, as the product reads them
+_RECURRING = re.compile(
+    r"毎週|毎朝|毎日|平日|営業日|毎月|毎晩|ごとに|月末(?!まで)|[月火水木金土日]曜日?\s*(?:と|・|、)\s*[月火水木金土日]曜|土日の"
+)
 _ASKS = ("して", "教えて", "送って", "まとめて", "共有")
 _NOT_MINE = ("さんに", "覚えて", "記憶して")  # a task for someone, a memory to keep
 _SPLIT = re.compile(r"^(?P<schedule>.+?)に[、,，\s]*(?P<instruction>.+)$")

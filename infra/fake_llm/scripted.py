@@ -651,6 +651,8 @@ _TOOL_OPENINGS: dict[str, str] = {
     "change_permission": "権限を変更したウル！",
     "view_all_users": "社員の一覧を確認したウル！",
     "スキルの提案": "スキルを下書きとして保存したウル！",
+    "定期的な仕事の登録": "定期的な仕事を登録したウル！",
+    "schedule_heartbeat_task": "定期的な仕事を登録したウル！",
     "propose_skill": "スキルを下書きとして保存したウル！",
 }
 _KEYWORD_OPENINGS: tuple[tuple[str, str], ...] = (
