@@ -40,6 +40,8 @@ def read_schedule(said: str) -> state_schedule.Schedule:
     try:
         return state_schedule.read(said)
     except state_schedule.ScheduleError as exc:
+        if exc.code == "schedule.several":  # 「毎週月曜9時と17時」「毎月15日と月末」: one task each
+            raise ToolInputError(str(exc), key="schedule_several", field="schedule", said=said) from exc
         if exc.code == "schedule.unsupported":
             raise ToolInputError(str(exc), key="schedule_unsupported", field="schedule", said=said) from exc
         if exc.code == "schedule.quiet_hours":

@@ -16,7 +16,8 @@ work. Kinds, each in one form:
 
 Refused with a ``ScheduleError`` whose ``code`` says why: nothing read (``schedule.unreadable``),
 more often than daily, an interval, an nth weekday, two times or two days of a month (毎時, 隔週,
-N時間ごと, 第2金曜, 第3営業日, 9時と17時, 毎月15日と月末: ``schedule.unsupported``), a time in
+N時間ごと, 第2金曜, 第3営業日: ``schedule.unsupported``; 9時と17時, 毎月15日と月末, two schedules
+in one: ``schedule.several``), a time in
 the quiet hours (23:00–08:00, when the heartbeat sends nothing: ``schedule.quiet_hours``).
 
 >>> read("毎週月曜9時").describe()
@@ -144,7 +145,7 @@ class Schedule:
 def _time_of(text: str) -> time:
     """The one time of day said in ``text``: a time inside a longer one is part of it (朝 of
     朝8:30), an approximate word gives way to a time said exactly (毎朝、8時半 is 8:30), two
-    times are two schedules (``schedule.unsupported``); an evening word said apart (毎晩8時,
+    times are two schedules (``schedule.several``); an evening word said apart (毎晩8時,
     夕方6時) puts the hour as said in the evening, or for 晩 and 夜 in the small hours (毎晩2時 is
     2:00: the quiet hours), as ``dates.times.night_hour`` reads it."""
     evening = _EVENING.search(text)
@@ -159,7 +160,7 @@ def _time_of(text: str) -> time:
     exact = [p.time for m, p in parts if not (m.re is WORD and p.note)]
     times = set(exact or [p.time for _, p in parts])
     if len(times) > 1:
-        raise ScheduleError("schedule.unsupported", f"more than one time: {sorted(times)}")
+        raise ScheduleError("schedule.several", f"more than one time: {sorted(times)}")
     at = times.pop()
     if not evening:
         return at
@@ -196,7 +197,7 @@ def last_business_day(year: int, month: int) -> date:
 
 def _kind(text: str) -> tuple[Kind, tuple[int, ...], int | None]:
     if len(_MONTH_DAYS.findall(_LAST_BUSINESS.sub("", _FIRST_BUSINESS.sub("", text)))) > 1:
-        raise ScheduleError("schedule.unsupported", f"two days of a month in {text!r}")
+        raise ScheduleError("schedule.several", f"two days of a month in {text!r}")
     if _LAST_BUSINESS.search(text):  # before 営業日 is read as 平日
         return "monthly", (), LAST_BUSINESS_DAY
     if _FIRST_BUSINESS.search(text):

@@ -75,9 +75,9 @@ def test_a_schedule_as_people_say_it(said, kind, at, weekdays, day) -> None:
         ("毎月第2金曜の10時", "schedule.unsupported"),
         ("毎月最終金曜", "schedule.unsupported"),
         ("毎月第3営業日", "schedule.unsupported"),
-        ("毎月15日と月末", "schedule.unsupported"),  # two days were read as the month's end alone
-        ("毎月1日と15日の朝", "schedule.unsupported"),
-        ("毎週月曜9時と17時", "schedule.unsupported"),  # two times are two tasks
+        ("毎月15日と月末", "schedule.several"),  # two days were read as the month's end alone
+        ("毎月1日と15日の朝", "schedule.several"),
+        ("毎週月曜9時と17時", "schedule.several"),  # two times are two tasks
         ("2時間ごとに", "schedule.unsupported"),
         ("３０分おき", "schedule.unsupported"),
         ("毎朝7時", "schedule.quiet_hours"),

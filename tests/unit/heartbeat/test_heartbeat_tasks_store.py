@@ -182,6 +182,7 @@ def test_the_creators_run_has_the_instruction_as_they_gave_it_and_without_the_ke
     ("schedule", "key"),
     [
         ("隔週の月曜", "schedule_unsupported"),
+        ("毎月15日と月末", "schedule_several"),  # two schedules: one task each, said so
         ("毎朝6時", "schedule_quiet_hours"),
         ("そのうち", "schedule_unreadable"),
     ],
