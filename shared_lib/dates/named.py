@@ -13,6 +13,9 @@
 * 前半/後半 of a month (今月/来月/12月/月の): the 1st–15th and the 16th–its end; 半ば/中頃: the
   15th (approximate). A month without its word or year is the next one whose part is not over.
 * 一両日中: by tomorrow (a day or two: the earlier, approximate).
+* The fiscal year's halves and quarters (April to March, as 年度末 is): 上期末/上半期中 the next
+  9/30, 下期末/下半期中 the next 3/31, 四半期末/今四半期中 the end of the quarter in progress
+  (3/31, 6/30, 9/30, 12/31). 今期/来期 are a company's own periods: not read.
 * Before a time: 「今夜10時」「今晩の9時」 are today at 22:00 and 21:00; 「明朝」 is tomorrow
   morning, 「今朝」 this morning (``NIGHT_DAY`` reads only the day; the time table reads the rest).
 """
@@ -127,6 +130,23 @@ def _month_part(m: re.Match[str], now: datetime) -> Part:
     return Part(first, last, kind="range" if last else "period", note=note)
 
 
+def _next_of(today: date, month: int, day: int) -> date:
+    """The next ``month``/``day`` from ``today``, today included."""
+    this = date(today.year, month, day)
+    return this if this >= today else date(today.year + 1, month, day)
+
+
+def _half_end(m: re.Match[str], now: datetime) -> Part:
+    """「上期末」「上半期中」: the next 9/30; 「下期末」「下半期中」: the next 3/31."""
+    first = m[0].startswith("上")
+    return Part(_next_of(now.date(), 9 if first else 3, 30 if first else 31), kind="period")
+
+
+def _quarter_end(m: re.Match[str], now: datetime) -> Part:
+    today = now.date()
+    return Part(month_end(today.year, (today.month - 1) // 3 * 3 + 3), kind="period")
+
+
 def _a_day_or_two(m: re.Match[str], now: datetime) -> Part:
     return Part(
         now.date() + timedelta(days=1), kind="relative", note=f"一両日中を明日までと読みました{_APPROX}"
@@ -154,5 +174,7 @@ NAMED_ATOMS: tuple[tuple[re.Pattern[str], Reader], ...] = (
         _month_part,
     ),
     (re.compile(r"一両日中"), _a_day_or_two),
+    (re.compile(r"(?:上|下)(?:半)?期(?:末|中|内|いっぱい)"), _half_end),
+    (re.compile(r"(?:今)?四半期(?:末|中|内|いっぱい)"), _quarter_end),
     (re.compile(r"今(?=夜\s?の?\s?\d|晩\s?の?\s?\d|朝)|明(?=朝(?!体))"), _day_before_time),
 )
