@@ -263,8 +263,15 @@ def _ops_restart(text: str) -> JSON:
     }
 
 
+# the request around what is to be kept: 「…だから覚えておいて」「…って覚えといてね🙏」
+_KEEP_ASK = re.compile(
+    r"[、,\s]*(?:だから|なので|ので|って|と|を)?[、,\s]*(?:覚えて|記憶して|覚えと)[^。！!？?]*[。！!？?🙏]*\s*$"
+)
+
+
 def _save_memory(text: str) -> JSON:
-    content = _after_colon(text) or text.strip()
+    """What to keep: after a colon (「覚えて：…」), else the message without its request."""
+    content = _after_colon(text) or _KEEP_ASK.sub("", text).strip(_TRIM) or text.strip()
     return _tool_call(
         text,
         tool="save_memory",
@@ -588,7 +595,7 @@ PROPOSAL_RULES: tuple[ProposalRule, ...] = (
     ProposalRule(
         "recall", _has(("なんだっけ", "何だっけ", "なんやったっけ", "覚えてる？", "覚えてる?")), _recall
     ),
-    ProposalRule("save_memory", _has(("覚えて", "記憶して")), _save_memory),
+    ProposalRule("save_memory", _has(("覚えて", "覚えとい", "記憶して")), _save_memory),
     ProposalRule("announce_department", _is_department_announcement, _department_announce),
     ProposalRule("announce", _has(("全員",), ("アナウンス", "お知らせ", "周知")), _announce),
     ProposalRule("change_permission", _has(("権限",), ("変更",)), _change_permission),

@@ -510,6 +510,12 @@ def test_given_task_for_sato_when_proposing_then_clarification_between_the_two_s
             {"content": "私はコーヒーが好き", "category": "preference"},
             0.88,
         ),
+        (  # what is kept is the fact, not the request around it
+            "私はコーヒーはブラック派って覚えといてね🙏",
+            "save_memory",
+            {"content": "私はコーヒーはブラック派", "category": "preference"},
+            0.88,
+        ),
         (
             "全員に「明日は全社会議です」とアナウンスして",
             "announce",
