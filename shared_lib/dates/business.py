@@ -5,7 +5,8 @@ What each word means (Japan's office calendar; national holidays from ``dates.ho
 * 週末/今週末, 来週末, 再来週末: that week's Saturday–Sunday (a range: 週末 as an event). As a
   deadline (``due``) it is that week's Friday, the last business day before it — said on the
   weekend itself, 今週末/週末 is due its Sunday.
-* 年明け (年明け早々, 来年明け, 来年早々, 来年頭, 新年早々, 年始, 年初): the first business day of January,
+* 年明け (年明け早々/すぐ/一番, 来年明け, 来年早々, 来年頭, 新年早々, 年始, 年初; 仕事始め, 御用始め,
+  正月明け, 三が日明け): the first business day of January,
   the first weekday from 1/4 (the coming January;
   said in January, this January's).
 * GW明け / ゴールデンウィーク明け: the first weekday after 5/5 that is not a substitute holiday
@@ -178,7 +179,13 @@ BUSINESS_ATOMS: tuple[tuple[re.Pattern[str], Reader], ...] = (
         _business_days,
     ),
     (re.compile(r"(?:(今週|来週|再来週)の?週?末|週末)"), _weekend),
-    (re.compile(r"年明け早々|年明け|来年明け|来年早々|来年の?頭|新年早々|年始(?!年末)|年初め?"), _new_year),
+    (
+        re.compile(
+            r"年明け(?:早々|すぐ|一番|いちばん)?|来年明け|来年早々|来年の?頭|新年早々|年始(?!年末)|年初め?|"
+            r"仕事始め|仕事はじめ|御用始め|(?:お)?正月明け|三が日明け"
+        ),
+        _new_year,
+    ),
     (re.compile(r"(?:GW|ゴールデン\s?ウ[ィイ]ーク)明け", re.IGNORECASE), _golden_week),
     (re.compile(r"年末年始"), _year_end),
     (

@@ -2,8 +2,6 @@
 
 * 元日/元旦 (1/1), 大晦日 (12/31), クリスマスイブ (12/24), クリスマス (12/25): the next such day,
   today included (a year-less date).
-* 仕事始め/御用始め, 正月明け/三が日明け, 年明けすぐ/年明け一番: the year's first business day,
-  as 年明け (``business._new_year``). 週明けすぐ/週明け一番: the next Monday, as 週明け.
 * 連休明け: the first business day after the next run of three or more days off (weekends,
   national holidays and 年末年始, ``business.business_day``); said inside such a run, after it.
   お盆明け: the first business day after 8/16 (お盆 as most offices keep it, 8/13–8/16;
@@ -25,7 +23,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 
-from shared_lib.dates.business import business_day, first_business_day_of_year
+from shared_lib.dates.business import business_day, business_days_after
 from shared_lib.dates.days import (
     _MONTH_WORDS,
     _WEEK_WORDS,
@@ -49,15 +47,6 @@ def _named_day(m: re.Match[str], now: datetime) -> Part:
     today = now.date()
     day = year_less(*_NAMED_DAYS[m[0]], today, m[0])
     return Part(day, kind="period", note=year_note(day, today))
-
-
-def _year_start(m: re.Match[str], now: datetime) -> Part:
-    today = now.date()
-    return Part(first_business_day_of_year(today.year if today.month == 1 else today.year + 1), kind="period")
-
-
-def _after_monday(m: re.Match[str], now: datetime) -> Part:
-    return Part(monday(now.date()) + timedelta(days=7), kind="period")
 
 
 def after_long_break(today: date) -> date:
@@ -84,9 +73,7 @@ def _long_break(m: re.Match[str], now: datetime) -> Part:
 def _obon(m: re.Match[str], now: datetime) -> Part:
     today = now.date()
     for year in (today.year, today.year + 1):
-        day = date(year, 8, 17)
-        while not business_day(day):
-            day += timedelta(days=1)
+        day = business_days_after(date(year, 8, 16), 1)
         if day >= today:
             break
     return Part(
@@ -130,16 +117,10 @@ def _month_part(m: re.Match[str], now: datetime) -> Part:
     return Part(first, last, kind="range" if last else "period", note=note)
 
 
-def _next_of(today: date, month: int, day: int) -> date:
-    """The next ``month``/``day`` from ``today``, today included."""
-    this = date(today.year, month, day)
-    return this if this >= today else date(today.year + 1, month, day)
-
-
 def _half_end(m: re.Match[str], now: datetime) -> Part:
     """「上期末」「上半期中」: the next 9/30; 「下期末」「下半期中」: the next 3/31."""
     first = m[0].startswith("上")
-    return Part(_next_of(now.date(), 9 if first else 3, 30 if first else 31), kind="period")
+    return Part(year_less(9 if first else 3, 30 if first else 31, now.date()), kind="period")
 
 
 def _quarter_end(m: re.Match[str], now: datetime) -> Part:
@@ -161,11 +142,6 @@ def _day_before_time(m: re.Match[str], now: datetime) -> Part:
 _WEEK = r"(?:(今週|来週|再来週|こんしゅう|らいしゅう|さらいしゅう)の?|週の?)"
 NAMED_ATOMS: tuple[tuple[re.Pattern[str], Reader], ...] = (
     (re.compile("|".join(sorted(_NAMED_DAYS, key=len, reverse=True))), _named_day),
-    (
-        re.compile(r"仕事始め|仕事はじめ|御用始め|(?:お)?正月明け|三が日明け|年明け(?:すぐ|一番|いちばん)"),
-        _year_start,
-    ),
-    (re.compile(r"週明け(?:すぐ|一番|いちばん)"), _after_monday),
     (re.compile(r"(?:大型)?連休明け"), _long_break),
     (re.compile(r"(?:お)?盆明け|お盆休み明け"), _obon),
     (re.compile(_WEEK + r"(前半|後半|半ば|なかば|中頃|中ごろ)"), _week_part),

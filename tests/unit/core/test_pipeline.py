@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -19,8 +20,9 @@ from shared_lib.wiring.composition import LAYERS, build_runtime, runner, wire_in
 ORG = "acme"
 
 
-def runtime(**env: str) -> Runtime:
-    rt = build_runtime({"CHARTER_ENV": "test", "CHARTER_LLM": "none", "CHARTER_CHANNELS": "recording", **env})
+def runtime(clock: Callable[[], datetime] | None = None, **env: str) -> Runtime:
+    settings = {"CHARTER_ENV": "test", "CHARTER_LLM": "none", "CHARTER_CHANNELS": "recording", **env}
+    rt = build_runtime(settings, **({"clock": clock} if clock else {}))
     wire_inprocess(rt)
     seed_directory(
         rt.store,
@@ -54,17 +56,7 @@ def sent(rt: Runtime) -> list[str]:
 def test_a_turn_is_dated_by_the_runtimes_clock_as_its_layers_are():
     # GIVEN a product whose clock is New Year's Eve night (a test's, `charter say --now`'s)
     eve = datetime(2026, 12, 31, 14, 30, tzinfo=UTC)
-    rt = build_runtime(
-        {"CHARTER_ENV": "test", "CHARTER_LLM": "none", "CHARTER_CHANNELS": "recording"},
-        clock=lambda: eve,
-    )
-    wire_inprocess(rt)
-    seed_directory(
-        rt.store,
-        ORG,
-        [{"user_id": "u1", "name": "鈴木一郎", "level": 2, "department_id": "d1"}],
-        {"d1": None},
-    )
+    rt = runtime(clock=lambda: eve)
     # WHEN a message is accepted
     turn_id = accept(rt, inbound("こんにちは"))
     record = rt.store.get(f"orgs/{ORG}/observability/{turn_id}")

@@ -9,6 +9,7 @@ import pytest
 from tool_fakes import DEPARTMENTS, ORG, PEOPLE, Clock, docs, seed, turn_with
 
 from shared_lib.brain.integration import failure_text, integrate
+from shared_lib.demo_data import DEPARTMENT_NAMES, DEPARTMENT_READINGS
 from shared_lib.features.approvals.steps import refused_before_asking
 from shared_lib.layers import executor
 from shared_lib.ports import OutboundReply, SendResult
@@ -151,18 +152,9 @@ def test_given_a_shadow_turn_when_announced_then_nothing_is_written_or_sent(rt):
     assert "delivery" not in turn.execution.results[0].result
 
 
-DEPARTMENT_NAMES = {"d-hq": "本社", "d-sales": "営業部", "d-sales-east": "東日本営業課", "d-dev": "開発部"}
-READINGS = {
-    "d-hq": "ほんしゃ",
-    "d-sales": "えいぎょうぶ",
-    "d-sales-east": "ひがしにほんえいぎょうか",
-    "d-dev": "かいはつぶ",
-}
-
-
 @pytest.fixture
 def named_rt(rt):
-    seed_directory(rt.store, ORG, addressed(), DEPARTMENTS, DEPARTMENT_NAMES, READINGS)
+    seed_directory(rt.store, ORG, addressed(), DEPARTMENTS, DEPARTMENT_NAMES, DEPARTMENT_READINGS)
     return rt
 
 
